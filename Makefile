@@ -1,0 +1,121 @@
+# hostgate: three privilege-separated daemons and an ops CLI.
+#   make            build everything into build/
+#   make run        start hostgate on its embedded defaults (scripts/run.sh)
+#   make check      unit, system and (later) browser tests
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make check SANITIZE=address,undefined
+#   make fuzz       libFuzzer targets (clang)
+#   make bench      benchmarks (tests/bench/)
+
+PREFIX	?= /usr/local
+DESTDIR	?=
+CC	?= cc
+B	 = build
+PKGS	 = libevent libevent_openssl json-c libseccomp libcap openssl libargon2
+
+# Installs Debian packages when something is missing (only then).
+DEPS_STAMP := $(shell scripts/deps.sh --quiet >&2 || echo missing)
+ifneq ($(DEPS_STAMP),)
+$(error missing build dependencies, see the message above)
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+
+CFLAGS	?= -O2 -g
+CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
+	   -Wmissing-prototypes -Wno-unused-parameter \
+	   -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
+	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon $(PKG_CFLAGS)
+LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+
+ifneq ($(SANITIZE),)
+CFLAGS	+= -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DHG_SANITIZE=1 -O1
+LDFLAGS	+= -fsanitize=$(SANITIZE)
+B	 = build-san
+endif
+
+COMMON	= log config ipc priv util
+FRONTD	= frontd http api tls
+BROKERD	= brokerd front control sandbox auth session ratelimit
+SANDBOXD= sandboxd broker backend
+HGCTL	= hgctl
+
+O	 = $(B)/obj
+COMMON_O   = $(COMMON:%=$(O)/common/%.o)
+FRONTD_O   = $(FRONTD:%=$(O)/frontd/%.o)
+BROKERD_O  = $(BROKERD:%=$(O)/brokerd/%.o)
+SANDBOXD_O = $(SANDBOXD:%=$(O)/sandboxd/%.o)
+HGCTL_O    = $(HGCTL:%=$(O)/brokerd/%.o)
+
+BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
+
+UNIT	= test_log test_config test_ipc test_util test_http test_auth \
+	  test_session test_ratelimit
+UNIT_BINS = $(UNIT:%=$(B)/tests/%)
+
+all: $(BINS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(B)/frontd: $(FRONTD_O) $(COMMON_O)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(B)/brokerd: $(BROKERD_O) $(COMMON_O)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(B)/sandboxd: $(SANDBOXD_O) $(COMMON_O)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(B)/hgctl: $(HGCTL_O) $(COMMON_O)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# Unit tests: tests/unit/test_X.c links the module it tests and common/.
+$(B)/tests/test_log: $(O)/tests/unit/test_log.o $(COMMON_O)
+$(B)/tests/test_config: $(O)/tests/unit/test_config.o $(COMMON_O)
+$(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
+$(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
+$(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
+$(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
+$(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o $(COMMON_O)
+$(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
+$(UNIT_BINS):
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+
+unit: $(UNIT_BINS)
+	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done
+
+system: all
+	HG_BUILD=$(B) tests/system/run.sh
+
+check: all unit system
+
+run: all
+	HG_BUILD=$(B) scripts/run.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
+		$(DESTDIR)$(PREFIX)/share/hostgate/profiles
+	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0755 $(B)/hgctl $(DESTDIR)$(PREFIX)/bin/
+	cp -R profiles/. $(DESTDIR)$(PREFIX)/share/hostgate/profiles/
+
+FUZZ	= fuzz_http fuzz_ipc fuzz_config
+fuzz:
+	@mkdir -p build-fuzz
+	for f in $(FUZZ); do \
+	  clang -g -O1 -fsanitize=fuzzer,address,undefined -Icommon $(PKG_CFLAGS) \
+	    -o build-fuzz/$$f tests/fuzz/$$f.c $(filter-out %/frontd.c,$(wildcard frontd/http.c frontd/tls.c)) \
+	    common/log.c common/util.c common/config.c $(PKG_LIBS) || exit 1; \
+	  ./build-fuzz/$$f -max_total_time=$${FUZZ_SECONDS:-30} tests/fuzz/corpus/$$f || exit 1; \
+	done
+
+bench: all
+	HG_BUILD=$(B) tests/bench/run.sh
+
+clean:
+	rm -rf build build-san build-fuzz
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)
+
+.PHONY: all unit system check run install fuzz bench clean

@@ -1,0 +1,486 @@
+/*
+ * The user store: STATE_DIR/users.json, argon2id password hashes, and the
+ * password check. The file is rewritten atomically (mode 0600) after every
+ * change:
+ *   {"version": 1, "users": [{"name": "...", "role": "admin" | "user",
+ *    "hash": "$argon2id$...", "created": <unix seconds>}]}
+ */
+
+#include <sys/random.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <argon2.h>
+
+#include "brokerd.h"
+
+#define AUTH_FILE	"users.json"
+#define AUTH_FILE_MAX	(4 * 1024 * 1024)
+#define AUTH_VERSION	1
+
+/* argon2id parameters (OWASP's first choice). */
+#define AUTH_T_COST	2
+#define AUTH_M_COST	19456		/* KiB */
+#define AUTH_LANES	1
+#define AUTH_SALT_LEN	16
+#define AUTH_HASH_LEN	32
+#define AUTH_HASH_PREFIX "$argon2id$"
+#define AUTH_ENCODED_MAX 256
+
+TAILQ_HEAD(user_list, user);
+static struct user_list	 auth_users = TAILQ_HEAD_INITIALIZER(auth_users);
+static char		*auth_path;
+/* Verified against when the user is unknown, so timing hides who exists. */
+static char		 auth_dummy[AUTH_ENCODED_MAX];
+
+/* Free one user. */
+static void
+auth_user_free(struct user *u)
+{
+	free(u->name);
+	free(u->hash);
+	free(u);
+}
+
+/* Forget every user in memory. */
+static void
+auth_clear(void)
+{
+	struct user	*u;
+
+	while ((u = TAILQ_FIRST(&auth_users)) != NULL) {
+		TAILQ_REMOVE(&auth_users, u, entry);
+		auth_user_free(u);
+	}
+}
+
+/* Allocate a user; fatal on out of memory. */
+static struct user *
+auth_user_new(const char *name, int admin, const char *hash, int64_t created)
+{
+	struct user	*u;
+
+	if ((u = calloc(1, sizeof *u)) == NULL ||
+	    (u->name = strdup(name)) == NULL ||
+	    (u->hash = strdup(hash)) == NULL)
+		fatal("%s", __func__);
+	u->admin = admin;
+	u->created = created;
+	return u;
+}
+
+/* Whether a password has an acceptable length; fills err if not. */
+static int
+auth_password_valid(const char *password, char *err, size_t errsz)
+{
+	size_t	len;
+
+	len = password == NULL ? 0 : strlen(password);
+	if (len < PASSWORD_MIN || len > PASSWORD_MAX) {
+		snprintf(err, errsz, "password must be %d to %d bytes, "
+		    "with no NUL byte", PASSWORD_MIN, PASSWORD_MAX);
+		return 0;
+	}
+	return 1;
+}
+
+/* Whether name matches ^[a-z_][a-z0-9_.-]{0,31}$. */
+int
+auth_name_valid(const char *name)
+{
+	size_t	i;
+
+	if (name == NULL || name[0] == '\0')
+		return 0;
+	if (!(name[0] >= 'a' && name[0] <= 'z') && name[0] != '_')
+		return 0;
+	for (i = 1; name[i] != '\0'; i++) {
+		if (i >= USER_NAME_MAX)
+			return 0;
+		if ((name[i] >= 'a' && name[i] <= 'z') ||
+		    (name[i] >= '0' && name[i] <= '9') ||
+		    strchr("_.-", name[i]) != NULL)
+			continue;
+		return 0;
+	}
+	return 1;
+}
+
+/* Hash a password into an argon2id encoded string; -1 on failure. */
+int
+auth_hash_password(const char *password, char *out, size_t outsz)
+{
+	unsigned char	 salt[AUTH_SALT_LEN];
+	int		 rc;
+
+	if (password == NULL)
+		return -1;
+	if (getrandom(salt, sizeof salt, 0) != (ssize_t)sizeof salt) {
+		log_warn("%s: getrandom", __func__);
+		return -1;
+	}
+	rc = argon2id_hash_encoded(AUTH_T_COST, AUTH_M_COST, AUTH_LANES,
+	    password, strlen(password), salt, sizeof salt, AUTH_HASH_LEN,
+	    out, outsz);
+	if (rc != ARGON2_OK) {
+		log_warnx("%s: %s", __func__, argon2_error_message(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* The user called name, or NULL. */
+struct user *
+auth_find(const char *name)
+{
+	struct user	*u;
+
+	if (name == NULL)
+		return NULL;
+	TAILQ_FOREACH(u, &auth_users, entry) {
+		if (strcmp(u->name, name) == 0)
+			return u;
+	}
+	return NULL;
+}
+
+/* Write the user list to its file; fills err on failure. */
+static int
+auth_save(char *err, size_t errsz)
+{
+	struct json_object	*root, *arr, *o;
+	struct user		*u;
+	const char		*s;
+	size_t			 len;
+	int			 rc;
+
+	root = json_object_new_object();
+	arr = json_object_new_array();
+	json_object_object_add(root, "version",
+	    json_object_new_int(AUTH_VERSION));
+	json_object_object_add(root, "users", arr);
+	TAILQ_FOREACH(u, &auth_users, entry) {
+		o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(u->name));
+		json_object_object_add(o, "role",
+		    json_object_new_string(u->admin ? "admin" : "user"));
+		json_object_object_add(o, "hash", json_object_new_string(u->hash));
+		json_object_object_add(o, "created",
+		    json_object_new_int64(u->created));
+		json_object_array_add(arr, o);
+	}
+	s = json_object_to_json_string_length(root,
+	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	rc = file_write_atomic(auth_path, s, len, 0600);
+	if (rc == -1)
+		snprintf(err, errsz, "%s: %s", auth_path, strerror(errno));
+	json_object_put(root);
+	return rc;
+}
+
+/* Parse one entry of "users"; fills err (without the file name) if bad. */
+static struct user *
+auth_parse_user(struct json_object *o, size_t i, char *err, size_t errsz)
+{
+	const char	*name, *role, *hash;
+	int64_t		 created;
+
+	if (!json_object_is_type(o, json_type_object)) {
+		snprintf(err, errsz, "user %zu: not an object", i);
+		return NULL;
+	}
+	name = json_str(o, "name");
+	role = json_str(o, "role");
+	hash = json_str(o, "hash");
+	if (!auth_name_valid(name)) {
+		snprintf(err, errsz, "user %zu: missing or invalid name", i);
+		return NULL;
+	}
+	if (role == NULL ||
+	    (strcmp(role, "admin") != 0 && strcmp(role, "user") != 0)) {
+		snprintf(err, errsz, "user %s: role must be admin or user",
+		    name);
+		return NULL;
+	}
+	if (hash == NULL ||
+	    strncmp(hash, AUTH_HASH_PREFIX, strlen(AUTH_HASH_PREFIX)) != 0 ||
+	    strlen(hash) >= AUTH_ENCODED_MAX) {
+		snprintf(err, errsz, "user %s: hash is not an argon2id "
+		    "encoded string", name);
+		return NULL;
+	}
+	if (json_int(o, "created", &created) == -1) {
+		snprintf(err, errsz, "user %s: missing or invalid created",
+		    name);
+		return NULL;
+	}
+	if (auth_find(name) != NULL) {
+		snprintf(err, errsz, "user %s: listed twice", name);
+		return NULL;
+	}
+	return auth_user_new(name, strcmp(role, "admin") == 0, hash, created);
+}
+
+/* Load the users from text; fills err (without the file name) if bad. */
+static int
+auth_parse(const char *text, char *err, size_t errsz)
+{
+	struct json_object	*root, *arr;
+	struct user		*u;
+	enum json_tokener_error	 jerr;
+	int64_t			 version;
+	size_t			 i, n;
+	int			 rc = -1;
+
+	if ((root = json_tokener_parse_verbose(text, &jerr)) == NULL) {
+		snprintf(err, errsz, "invalid JSON: %s",
+		    jerr == json_tokener_continue ? "truncated" :
+		    json_tokener_error_desc(jerr));
+		return -1;
+	}
+	if (!json_object_is_type(root, json_type_object)) {
+		snprintf(err, errsz, "not a JSON object");
+		goto out;
+	}
+	if (json_int(root, "version", &version) == -1 ||
+	    version != AUTH_VERSION) {
+		snprintf(err, errsz, "version is not %d", AUTH_VERSION);
+		goto out;
+	}
+	if (!json_object_object_get_ex(root, "users", &arr) ||
+	    !json_object_is_type(arr, json_type_array)) {
+		snprintf(err, errsz, "users is not an array");
+		goto out;
+	}
+	n = json_object_array_length(arr);
+	for (i = 0; i < n; i++) {
+		u = auth_parse_user(json_object_array_get_idx(arr, i), i, err,
+		    errsz);
+		if (u == NULL)
+			goto out;
+		TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	}
+	rc = 0;
+out:
+	json_object_put(root);
+	if (rc == -1)
+		auth_clear();
+	return rc;
+}
+
+/* Read the users file if present, fixing a loose mode; fills err. */
+static int
+auth_load(char *err, size_t errsz)
+{
+	struct stat	 st;
+	char		*text, why[256];
+	size_t		 len;
+
+	if (stat(auth_path, &st) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errsz, "%s: %s", auth_path, strerror(errno));
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errsz, "%s: not a regular file", auth_path);
+		return -1;
+	}
+	if ((st.st_mode & 07777) != 0600) {
+		log_warnx("%s: mode %04o, setting it to 0600", auth_path,
+		    (unsigned)(st.st_mode & 07777));
+		if (chmod(auth_path, 0600) == -1) {
+			snprintf(err, errsz, "%s: cannot set mode 0600: %s",
+			    auth_path, strerror(errno));
+			return -1;
+		}
+	}
+	if ((text = file_read(auth_path, AUTH_FILE_MAX, &len)) == NULL) {
+		snprintf(err, errsz, "%s: %s", auth_path, strerror(errno));
+		return -1;
+	}
+	if (strlen(text) != len) {
+		snprintf(err, errsz, "%s: contains a NUL byte", auth_path);
+		free(text);
+		return -1;
+	}
+	if (auth_parse(text, why, sizeof why) == -1) {
+		snprintf(err, errsz, "%s: %s", auth_path, why);
+		free(text);
+		return -1;
+	}
+	free(text);
+	return 0;
+}
+
+/* Load STATE_DIR/users.json (a missing file means no users). */
+int
+auth_init(const char *state_dir, char *err, size_t errsz)
+{
+	char	seed[64];
+
+	auth_clear();
+	free(auth_path);
+	auth_path = path_join(state_dir, AUTH_FILE);
+
+	if (auth_dummy[0] == '\0') {
+		if (rand_token(seed, sizeof seed, 32) == -1 ||
+		    auth_hash_password(seed, auth_dummy,
+		    sizeof auth_dummy) == -1) {
+			auth_dummy[0] = '\0';
+			snprintf(err, errsz, "cannot compute the dummy hash");
+			return -1;
+		}
+	}
+	if (auth_load(err, errsz) == -1)
+		return -1;
+	log_debug("%s: %s users", auth_path, TAILQ_EMPTY(&auth_users) ?
+	    "no" : "loaded");
+	return 0;
+}
+
+/* Add a user; fills err when the name, password or write is refused. */
+int
+auth_user_add(const char *name, int admin, const char *password, char *err,
+    size_t errsz)
+{
+	struct user	*u;
+	char		 hash[AUTH_ENCODED_MAX];
+
+	if (!auth_name_valid(name)) {
+		snprintf(err, errsz, "invalid user name (allowed: "
+		    "[a-z_][a-z0-9_.-]{0,31})");
+		return -1;
+	}
+	if (auth_find(name) != NULL) {
+		snprintf(err, errsz, "user %s exists", name);
+		return -1;
+	}
+	if (!auth_password_valid(password, err, errsz))
+		return -1;
+	if (auth_hash_password(password, hash, sizeof hash) == -1) {
+		snprintf(err, errsz, "cannot hash the password");
+		return -1;
+	}
+	u = auth_user_new(name, admin != 0, hash, now_wall_ms() / 1000);
+	TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	if (auth_save(err, errsz) == -1) {
+		TAILQ_REMOVE(&auth_users, u, entry);
+		auth_user_free(u);
+		return -1;
+	}
+	log_info("user %s added (%s)", name, admin ? "admin" : "user");
+	return 0;
+}
+
+/* Delete a user; the caller drops its sessions and tokens. */
+int
+auth_user_del(const char *name, char *err, size_t errsz)
+{
+	struct user	*u, *next;
+
+	if ((u = auth_find(name)) == NULL) {
+		snprintf(err, errsz, "no such user %s",
+		    auth_name_valid(name) ? name : "(invalid name)");
+		return -1;
+	}
+	next = TAILQ_NEXT(u, entry);
+	TAILQ_REMOVE(&auth_users, u, entry);
+	if (auth_save(err, errsz) == -1) {
+		if (next != NULL)
+			TAILQ_INSERT_BEFORE(next, u, entry);
+		else
+			TAILQ_INSERT_TAIL(&auth_users, u, entry);
+		return -1;
+	}
+	log_info("user %s deleted", u->name);
+	auth_user_free(u);
+	return 0;
+}
+
+/* Set a user's password. */
+int
+auth_user_passwd(const char *name, const char *password, char *err,
+    size_t errsz)
+{
+	struct user	*u;
+	char		 hash[AUTH_ENCODED_MAX], *old;
+
+	if ((u = auth_find(name)) == NULL) {
+		snprintf(err, errsz, "no such user %s",
+		    auth_name_valid(name) ? name : "(invalid name)");
+		return -1;
+	}
+	if (!auth_password_valid(password, err, errsz))
+		return -1;
+	if (auth_hash_password(password, hash, sizeof hash) == -1) {
+		snprintf(err, errsz, "cannot hash the password");
+		return -1;
+	}
+	old = u->hash;
+	if ((u->hash = strdup(hash)) == NULL)
+		fatal("%s", __func__);
+	if (auth_save(err, errsz) == -1) {
+		free(u->hash);
+		u->hash = old;
+		return -1;
+	}
+	free(old);
+	log_info("user %s: password changed", name);
+	return 0;
+}
+
+/* The users as [{"name", "role", "created" (ISO 8601)}], without hashes. */
+struct json_object *
+auth_user_list(void)
+{
+	struct json_object	*arr, *o;
+	struct user		*u;
+	char			 when[32];
+
+	arr = json_object_new_array();
+	TAILQ_FOREACH(u, &auth_users, entry) {
+		iso8601(u->created, when);
+		o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(u->name));
+		json_object_object_add(o, "role",
+		    json_object_new_string(u->admin ? "admin" : "user"));
+		json_object_object_add(o, "created",
+		    json_object_new_string(when));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+/*
+ * The user when name and password match, else NULL. Exactly one argon2id
+ * verification runs whatever the outcome, against a dummy hash when the
+ * user is unknown, so the time taken does not tell who exists.
+ */
+struct user *
+auth_verify(const char *name, const char *password)
+{
+	struct user	*u;
+	const char	*hash;
+	size_t		 len;
+	int		 ok;
+
+	u = auth_find(name);
+	hash = u != NULL ? u->hash : auth_dummy;
+	if (password == NULL)
+		password = "";
+	len = strnlen(password, PASSWORD_MAX + 1);
+	if (len > PASSWORD_MAX)
+		len = PASSWORD_MAX;	/* still pay for one verification */
+	if (hash[0] == '\0')
+		return NULL;	/* auth_init never ran */
+	ok = argon2id_verify(hash, password, len) == ARGON2_OK;
+	if (!ok || u == NULL || len < PASSWORD_MIN ||
+	    password[len] != '\0')
+		return NULL;
+	return u;
+}

@@ -1,0 +1,161 @@
+/*
+ * brokerd: decides every request. It holds the users, sessions and tokens,
+ * answers frontd and hgctl, and asks sandboxd to spawn. It never execs.
+ */
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "brokerd.h"
+
+/* What brokerd needs beyond the common event-loop set: its state files. */
+static const char *const brokerd_syscalls[] = {
+	"openat", "open", "rename", "renameat", "renameat2", "unlink",
+	"unlinkat", "fsync", "fdatasync", "ftruncate", "fchmod", "umask",
+	"getdents64", "mkdir", "mkdirat", "accept4", "accept", "listen",
+	NULL
+};
+
+static struct event_base	*brokerd_base;
+static struct event		*brokerd_sweep_ev;
+
+__dead static void
+brokerd_usage(void)
+{
+	fprintf(stderr, "usage: brokerd [-dn]\n");
+	exit(2);
+}
+
+/* SIGTERM or SIGINT: leave the loop; main flushes the store. */
+static void
+brokerd_sig(evutil_socket_t sig, short ev, void *arg)
+{
+	log_info("signal %d, exiting", (int)sig);
+	event_base_loopbreak(brokerd_base);
+}
+
+/* Every 30 s: drop expired sessions and write last-seen times. */
+static void
+brokerd_sweep(evutil_socket_t fd, short ev, void *arg)
+{
+	session_sweep();
+	session_flush();
+}
+
+/* Create dir with mode when missing; give it to uid when root. */
+static void
+brokerd_mkdir(const char *dir, mode_t mode, uid_t uid, gid_t gid)
+{
+	if (mkdir(dir, mode) == -1 && errno != EEXIST)
+		fatal("mkdir %s", dir);
+	if (geteuid() == 0 && chown(dir, uid, gid) == -1)
+		fatal("chown %s", dir);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct config	 conf;
+	struct priv_plan plan;
+	struct event	*ev_term, *ev_int;
+	struct timeval	 tv = { 30, 0 };
+	char		 err[512], *path;
+	uid_t		 uid, front_uid, sandbox_uid, ctl_uids[2];
+	gid_t		 gid, front_gid, sandbox_gid;
+	int		 ch, debug = 0, check = 0, front_fd, ctl_fd;
+
+	while ((ch = getopt(argc, argv, "dn")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		default:
+			brokerd_usage();
+		}
+	}
+	if (optind != argc)
+		brokerd_usage();
+
+	log_init("brokerd", debug || check);
+	config_load_or_die(&conf);
+	log_setlevel(conf.log_level);
+	if (check) {
+		fprintf(stderr, "brokerd: configuration OK\n");
+		return 0;
+	}
+
+	/* Privileged set-up: users, directories, sockets. */
+	if (geteuid() == 0) {
+		priv_lookup(conf.broker_user, &uid, &gid);
+		priv_lookup(conf.front_user, &front_uid, &front_gid);
+		priv_lookup(conf.sandbox_user, &sandbox_uid, &sandbox_gid);
+	} else {
+		uid = front_uid = sandbox_uid = getuid();
+		gid = front_gid = getgid();
+	}
+	brokerd_mkdir(conf.state_dir, 0700, uid, gid);
+	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
+		fatal("mkdir %s", conf.run_dir);
+
+	/* frontd's socket: its group may connect, SO_PEERCRED checks the uid. */
+	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
+	front_fd = ipc_listen(path, uid, front_gid, geteuid() == 0 ?
+	    0660 : 0600);
+	free(path);
+	/* hgctl's: root (who ignores modes) and the service user only. */
+	path = path_join(conf.run_dir, SOCK_BROKER_CONTROL);
+	ctl_fd = ipc_listen(path, uid, gid, 0600);
+	free(path);
+	ctl_uids[0] = 0;
+	ctl_uids[1] = uid;
+
+	if (!debug && daemon(0, 0) == -1)
+		fatal("daemon");
+
+	memset(&plan, 0, sizeof(plan));
+	plan.name = "brokerd";
+	plan.user = conf.broker_user;
+	plan.never_forks = 1;
+	plan.syscalls = brokerd_syscalls;
+	plan.unix_sockets = 1;
+	plan.debug = conf.seccomp_debug;
+	priv_drop(&plan);
+
+	if (auth_init(conf.state_dir, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (session_init(conf.state_dir, conf.session_lifetime, err,
+	    sizeof(err)) == -1)
+		fatalx("%s", err);
+
+	if ((brokerd_base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	ev_term = evsignal_new(brokerd_base, SIGTERM, brokerd_sig, NULL);
+	ev_int = evsignal_new(brokerd_base, SIGINT, brokerd_sig, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,
+	    brokerd_sweep, NULL);
+	evtimer_add(brokerd_sweep_ev, &tv);
+
+	front_init(brokerd_base, &conf, front_uid, front_fd);
+	control_init(brokerd_base, &conf, ctl_uids, 2, ctl_fd);
+	sandbox_init(brokerd_base, &conf, sandbox_uid);
+
+	priv_seccomp(&plan);
+	log_info("brokerd %s ready (state %s)", HG_VERSION, conf.state_dir);
+	event_base_dispatch(brokerd_base);
+
+	session_flush();
+	return 0;
+}

@@ -1,0 +1,103 @@
+/*
+ * brokerd: users, sessions, tokens, policy, rate limits. It answers frontd
+ * and hgctl, and is the only peer sandboxd accepts. It never execs.
+ */
+#ifndef HG_BROKERD_H
+#define HG_BROKERD_H
+
+#include <sys/queue.h>
+#include "common.h"
+
+#define USER_NAME_MAX	32
+#define PASSWORD_MIN	8
+#define PASSWORD_MAX	1024
+
+struct user {
+	char			*name;
+	int			 admin;
+	char			*hash;		/* argon2id encoded string */
+	int64_t			 created;	/* wall seconds */
+	TAILQ_ENTRY(user)	 entry;
+};
+
+struct session {
+	char			 id[33];	/* public id, hex */
+	char			 token_hash[65];/* sha256 of the cookie value */
+	char			 csrf_hash[65];	/* sha256 of the CSRF token */
+	char			*user;
+	int64_t			 created;	/* wall seconds */
+	int64_t			 last_seen;	/* wall seconds */
+	int64_t			 expires;	/* wall seconds */
+	TAILQ_ENTRY(session)	 entry;
+};
+
+struct token {
+	char			 id[17];	/* public id, hex */
+	char			 hash[65];	/* sha256 of the bearer value */
+	char			*user;
+	char			 session_id[33];/* "" for a standalone token */
+	int64_t			 created;
+	TAILQ_ENTRY(token)	 entry;
+};
+
+/* auth.c */
+int	 auth_init(const char *state_dir, char *err, size_t errsz);
+struct user *auth_find(const char *name);
+int	 auth_name_valid(const char *name);
+int	 auth_user_add(const char *name, int admin, const char *password,
+	    char *err, size_t errsz);
+int	 auth_user_del(const char *name, char *err, size_t errsz);
+int	 auth_user_passwd(const char *name, const char *password, char *err,
+	    size_t errsz);
+struct json_object *auth_user_list(void);
+/* The user when name and password match; NULL otherwise, in like time. */
+struct user *auth_verify(const char *name, const char *password);
+int	 auth_hash_password(const char *password, char *out, size_t outsz);
+
+/* session.c */
+int	 session_init(const char *state_dir, int lifetime, char *err, size_t);
+/* New login session; writes the cookie value and CSRF token. */
+struct session *session_create(const char *user, char *cookie, size_t,
+	    char *csrf, size_t);
+/* The live session for a cookie value, or NULL; touches last_seen. */
+struct session *session_lookup(const char *cookie);
+struct session *session_by_id(const char *id);
+int	 session_csrf_ok(struct session *, const char *csrf);
+void	 session_destroy(struct session *);	/* its tokens die with it */
+void	 session_drop_user(const char *user);	/* sessions and tokens */
+struct json_object *session_list(void);
+struct token *token_create(const char *user, const char *session_id,
+	    char *bearer, size_t);
+struct token *token_lookup(const char *bearer);
+int	 token_revoke(const char *id);
+struct json_object *token_list(void);
+/* Expire old sessions; write the store if anything changed. */
+void	 session_sweep(void);
+int	 session_flush(void);
+
+/* ratelimit.c */
+struct rl_table;
+/* rate tokens per minute, burst bucket size, at most max_keys keys. */
+struct rl_table *rl_new(double per_minute, double burst, size_t max_keys);
+void	 rl_free(struct rl_table *);
+/* Take a token for key: 0 when allowed, else seconds to wait (>= 1). */
+int	 rl_take(struct rl_table *, const char *key, int64_t now_ms);
+/* Seconds until key could take a token, without taking one (0: now). */
+int	 rl_peek(struct rl_table *, const char *key, int64_t now_ms);
+
+/* front.c */
+void	 front_init(struct event_base *, struct config *, uid_t front_uid,
+	    int fd);
+/* control.c */
+void	 control_init(struct event_base *, struct config *, const uid_t *,
+	    int, int fd);
+/* sandbox.c */
+void	 sandbox_init(struct event_base *, struct config *, uid_t sandbox_uid);
+struct ipc_peer *sandbox_peer(void);
+/* Answer a health request of frontd with the chain's state. */
+void	 sandbox_health(struct ipc_peer *front, struct ipc_msg *);
+/* The backend as last reported by sandboxd: {"name", "ok", "reason"}. */
+struct json_object *sandbox_backend_json(void);
+void	 sandbox_front_gone(struct ipc_peer *front);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+ * brokerd's control socket, for hgctl: users, tokens and sessions. Only
+ * root and the service user may connect (SO_PEERCRED, checked at accept).
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brokerd.h"
+
+static void	control_user_add(struct ipc_peer *, struct ipc_msg *);
+static void	control_user_del(struct ipc_peer *, struct ipc_msg *);
+static void	control_user_passwd(struct ipc_peer *, struct ipc_msg *);
+static void	control_user_list(struct ipc_peer *, struct ipc_msg *);
+static void	control_token_create(struct ipc_peer *, struct ipc_msg *);
+static void	control_token_list(struct ipc_peer *, struct ipc_msg *);
+static void	control_token_revoke(struct ipc_peer *, struct ipc_msg *);
+static void	control_session_list(struct ipc_peer *, struct ipc_msg *);
+static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
+
+static const struct ipc_handler control_handlers[] = {
+	{ "user_add",		ROLE_HGCTL, 0, control_user_add },
+	{ "user_del",		ROLE_HGCTL, 0, control_user_del },
+	{ "user_passwd",	ROLE_HGCTL, 0, control_user_passwd },
+	{ "user_list",		ROLE_HGCTL, 0, control_user_list },
+	{ "token_create",	ROLE_HGCTL, 0, control_token_create },
+	{ "token_list",		ROLE_HGCTL, 0, control_token_list },
+	{ "token_revoke",	ROLE_HGCTL, 0, control_token_revoke },
+	{ "session_list",	ROLE_HGCTL, 0, control_session_list },
+	{ "session_revoke",	ROLE_HGCTL, 0, control_session_revoke },
+	{ NULL, 0, 0, NULL }
+};
+
+/* A required string field, or a bad_request reply and NULL. */
+static const char *
+control_field(struct ipc_peer *p, struct ipc_msg *m, const char *key)
+{
+	const char	*v;
+
+	if ((v = json_str(m->obj, key)) == NULL)
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "\"%s\" is required and must be a string", key);
+	return v;
+}
+
+static void
+control_user_add(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*name, *password;
+	char		 err[256];
+	int		 admin = 0;
+
+	if ((name = control_field(p, m, "name")) == NULL ||
+	    (password = control_field(p, m, "password")) == NULL)
+		return;
+	json_flag(m->obj, "admin", &admin);
+	if (auth_user_add(name, admin, password, err, sizeof(err)) == -1) {
+		ipc_reply_error(p, m, ERR_CONFLICT, "%s", err);
+		return;
+	}
+	log_info("hgctl: user %s added (%s)", name, admin ? "admin" : "user");
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+static void
+control_user_del(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*name;
+	char		 err[256];
+
+	if ((name = control_field(p, m, "name")) == NULL)
+		return;
+	if (auth_user_del(name, err, sizeof(err)) == -1) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "%s", err);
+		return;
+	}
+	/* A deleted user's sessions and tokens die at once. */
+	session_drop_user(name);
+	log_info("hgctl: user %s deleted", name);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+static void
+control_user_passwd(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*name, *password;
+	char		 err[256];
+
+	if ((name = control_field(p, m, "name")) == NULL ||
+	    (password = control_field(p, m, "password")) == NULL)
+		return;
+	if (auth_user_passwd(name, password, err, sizeof(err)) == -1) {
+		ipc_reply_error(p, m, auth_find(name) ? ERR_BAD_REQUEST :
+		    ERR_NOT_FOUND, "%s", err);
+		return;
+	}
+	/* A new password ends the sessions the old one opened. */
+	session_drop_user(name);
+	log_info("hgctl: password of %s changed; sessions ended", name);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/* Wrap an array as {"items": [...]}. */
+static struct json_object *
+control_items(struct json_object *arr)
+{
+	struct json_object	*o;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "items", arr);
+	return o;
+}
+
+static void
+control_user_list(struct ipc_peer *p, struct ipc_msg *m)
+{
+	ipc_reply(p, m, control_items(auth_user_list()), NULL, 0);
+}
+
+static void
+control_token_create(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+	struct token		*t;
+	const char		*user;
+	char			 bearer[128];
+
+	if ((user = control_field(p, m, "user")) == NULL)
+		return;
+	if (auth_find(user) == NULL) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such user %s", user);
+		return;
+	}
+	if ((t = token_create(user, "", bearer, sizeof(bearer))) == NULL) {
+		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the token");
+		return;
+	}
+	log_info("hgctl: standalone token %s created for %s", t->id, user);
+	res = json_object_new_object();
+	json_object_object_add(res, "id", json_object_new_string(t->id));
+	json_object_object_add(res, "token", json_object_new_string(bearer));
+	json_object_object_add(res, "user", json_object_new_string(user));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+static void
+control_token_list(struct ipc_peer *p, struct ipc_msg *m)
+{
+	ipc_reply(p, m, control_items(token_list()), NULL, 0);
+}
+
+static void
+control_token_revoke(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*id;
+
+	if ((id = control_field(p, m, "id")) == NULL)
+		return;
+	if (token_revoke(id) == -1) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such token %s", id);
+		return;
+	}
+	log_info("hgctl: token %s revoked", id);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+static void
+control_session_list(struct ipc_peer *p, struct ipc_msg *m)
+{
+	ipc_reply(p, m, control_items(session_list()), NULL, 0);
+}
+
+static void
+control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct session	*s;
+	const char	*id;
+
+	if ((id = control_field(p, m, "id")) == NULL)
+		return;
+	if ((s = session_by_id(id)) == NULL) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session %s", id);
+		return;
+	}
+	log_info("hgctl: session %s of %s revoked", s->id, s->user);
+	session_destroy(s);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/* Serve the control socket for the given uids. */
+void
+control_init(struct event_base *base, struct config *conf, const uid_t *uids,
+    int nuids, int fd)
+{
+	ipc_server_new(base, fd, ROLE_BROKERD, ROLE_HGCTL, uids, nuids,
+	    control_handlers, NULL, NULL);
+}

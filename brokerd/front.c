@@ -1,0 +1,314 @@
+/*
+ * brokerd's side of frontd. frontd forwards the raw credentials of each HTTP
+ * request ("auth": cookie, bearer, csrf); brokerd alone decides who that is
+ * and what they may do (the OpenSSH monitor model). A frontd that lies can
+ * claim nothing it holds no secret for.
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brokerd.h"
+
+/* What a request needs before its handler runs. */
+#define NEED_NONE	0x0
+#define NEED_IDENT	0x1	/* a session or a token */
+#define NEED_SESSION	0x2	/* a login session, not an agent token */
+#define NEED_CSRF	0x4	/* the session's CSRF token (state changes) */
+
+/* Who sent a request, as brokerd established it. */
+struct ident {
+	struct user	*user;
+	struct session	*session;	/* the login session, or the token's */
+	struct token	*token;		/* NULL for a cookie session */
+};
+
+struct front_op {
+	const char	*type;
+	unsigned	 need;
+	void		(*fn)(struct ipc_peer *, struct ipc_msg *,
+			    struct ident *);
+};
+
+static void	front_dispatch(struct ipc_peer *, struct ipc_msg *);
+static void	front_health(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+static void	front_login(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+static void	front_logout(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+static void	front_status(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+static void	front_token_mint(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+
+/* The requests frontd may make, with what each needs. */
+static const struct front_op front_ops[] = {
+	{ "health",	NEED_NONE,			front_health },
+	{ "login",	NEED_NONE,			front_login },
+	{ "logout",	NEED_SESSION | NEED_CSRF,	front_logout },
+	{ "status",	NEED_IDENT,			front_status },
+	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
+	{ NULL, 0, NULL }
+};
+
+/* The IPC table: every op goes through front_dispatch. */
+static const struct ipc_handler front_handlers[] = {
+	{ "health",	ROLE_FRONTD, 0, front_dispatch },
+	{ "login",	ROLE_FRONTD, 0, front_dispatch },
+	{ "logout",	ROLE_FRONTD, 0, front_dispatch },
+	{ "status",	ROLE_FRONTD, 0, front_dispatch },
+	{ "token_mint",	ROLE_FRONTD, 0, front_dispatch },
+	{ NULL, 0, 0, NULL }
+};
+
+static void	front_closed(struct ipc_peer *);
+static const struct ipc_peer_cbs front_cbs = { NULL, front_closed };
+
+static struct config	*front_conf;
+static struct rl_table	*front_rl_user;
+static struct rl_table	*front_rl_addr;
+
+/*
+ * Establish the identity of a request from its "auth" object. Returns 0, or
+ * -1 after replying with the refusal.
+ */
+static int
+front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
+    struct ident *id)
+{
+	struct json_object	*auth = NULL;
+	const char		*cookie = NULL, *bearer = NULL, *csrf = NULL;
+
+	memset(id, 0, sizeof(*id));
+	if (need == NEED_NONE)
+		return 0;
+	if (json_object_object_get_ex(m->obj, "auth", &auth) &&
+	    json_object_is_type(auth, json_type_object)) {
+		cookie = json_str(auth, "cookie");
+		bearer = json_str(auth, "bearer");
+		csrf = json_str(auth, "csrf");
+	}
+	if (bearer != NULL) {
+		if ((id->token = token_lookup(bearer)) == NULL) {
+			ipc_reply_error(p, m, ERR_UNAUTHORIZED,
+			    "invalid or revoked token");
+			return -1;
+		}
+		if (id->token->session_id[0] != '\0')
+			id->session = session_by_id(id->token->session_id);
+		id->user = auth_find(id->token->user);
+	} else if (cookie != NULL) {
+		if ((id->session = session_lookup(cookie)) == NULL) {
+			ipc_reply_error(p, m, ERR_UNAUTHORIZED,
+			    "session expired or invalid; log in again");
+			return -1;
+		}
+		id->user = auth_find(id->session->user);
+	} else {
+		ipc_reply_error(p, m, ERR_UNAUTHORIZED,
+		    "authentication required");
+		return -1;
+	}
+	if (id->user == NULL) {
+		ipc_reply_error(p, m, ERR_UNAUTHORIZED, "user no longer exists");
+		return -1;
+	}
+	if ((need & NEED_SESSION) && id->token != NULL) {
+		ipc_reply_error(p, m, ERR_FORBIDDEN,
+		    "agent tokens cannot do this; it needs a login session");
+		return -1;
+	}
+	if ((need & NEED_CSRF) && id->token == NULL &&
+	    !session_csrf_ok(id->session, csrf)) {
+		ipc_reply_error(p, m, ERR_FORBIDDEN,
+		    "missing or invalid CSRF token (X-CSRF-Token)");
+		return -1;
+	}
+	return 0;
+}
+
+/* Find the op, establish the identity, run the handler. */
+static void
+front_dispatch(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const struct front_op	*op;
+	struct ident		 id;
+
+	for (op = front_ops; op->type != NULL; op++)
+		if (strcmp(op->type, m->type) == 0)
+			break;
+	if (op->type == NULL) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown request");
+		return;
+	}
+	if (front_ident(p, m, op->need, &id) == 0)
+		op->fn(p, m, &id);
+}
+
+/* Health of brokerd and, through it, of sandboxd and its backend. */
+static void
+front_health(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	sandbox_health(p, m);
+}
+
+/* Verify a password, rate limited per user and per client address. */
+static void
+front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
+{
+	struct json_object	*res;
+	struct session		*s;
+	struct user		*u;
+	const char		*name, *password, *client;
+	char			 key[128], cookie[64], csrf[64];
+	char			 esc[LOG_ESCAPE_MAX];
+	int			 wait;
+	int64_t			 now = now_mono_ms();
+
+	name = json_str(m->obj, "username");
+	password = json_str(m->obj, "password");
+	client = json_str(m->obj, "client");
+	if (name == NULL || password == NULL) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "username and password are required strings");
+		return;
+	}
+	if (client == NULL)
+		client = "?";
+	log_escape(name, (size_t)-1, esc, sizeof(esc));
+
+	/* Every attempt counts, right or wrong, from the address first. */
+	snprintf(key, sizeof(key), "%s", client);
+	if ((wait = rl_take(front_rl_addr, key, now)) > 0 ||
+	    (wait = rl_take(front_rl_user, name, now)) > 0) {
+		log_warnx("login rate limited: user \"%s\" from %s", esc,
+		    client);
+		ipc_reply_retry(p, m, wait,
+		    "too many login attempts; try again later");
+		return;
+	}
+	if ((u = auth_verify(name, password)) == NULL) {
+		log_warnx("login failed: user \"%s\" from %s", esc, client);
+		ipc_reply_error(p, m, ERR_UNAUTHORIZED,
+		    "invalid username or password");
+		return;
+	}
+	if ((s = session_create(u->name, cookie, sizeof(cookie), csrf,
+	    sizeof(csrf))) == NULL) {
+		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
+		return;
+	}
+	log_info("login: user %s from %s, session %s", u->name, client, s->id);
+	res = json_object_new_object();
+	json_object_object_add(res, "user", json_object_new_string(u->name));
+	json_object_object_add(res, "role",
+	    json_object_new_string(u->admin ? "admin" : "user"));
+	json_object_object_add(res, "csrf_token", json_object_new_string(csrf));
+	json_object_object_add(res, "cookie", json_object_new_string(cookie));
+	json_object_object_add(res, "max_age",
+	    json_object_new_int64(s->expires - now_wall_ms() / 1000));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* End the login session and the tokens bound to it. */
+static void
+front_logout(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	log_info("logout: user %s, session %s", id->user->name,
+	    id->session->id);
+	session_destroy(id->session);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/* The execution-mode object of a request's session (DESIGN.md). */
+static struct json_object *
+front_mode_json(struct ident *id)
+{
+	struct json_object	*o;
+	const char		*reason = NULL;
+
+	if (front_conf->runtime != RUNTIME_HOST)
+		reason = "direct mode is available only with the host runtime";
+	else if (id->token != NULL)
+		reason = "agent tokens cannot change the execution mode";
+	else if (!id->user->admin)
+		reason = "direct mode needs an admin session";
+	o = json_object_new_object();
+	json_object_object_add(o, "mode", json_object_new_string("sandbox"));
+	json_object_object_add(o, "default", json_object_new_string(
+	    front_conf->mode_default == MODE_DIRECT ? "direct" : "sandbox"));
+	json_object_object_add(o, "available",
+	    json_object_new_boolean(reason == NULL));
+	json_object_object_add(o, "reason",
+	    reason ? json_object_new_string(reason) : NULL);
+	json_object_object_add(o, "expires_at", NULL);
+	json_object_object_add(o, "remaining_seconds", NULL);
+	json_object_object_add(o, "ttl_seconds",
+	    json_object_new_int(front_conf->direct_ttl));
+	return o;
+}
+
+/* Who the caller is and what state their session is in. */
+static void
+front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "user",
+	    json_object_new_string(id->user->name));
+	json_object_object_add(res, "role",
+	    json_object_new_string(id->user->admin ? "admin" : "user"));
+	json_object_object_add(res, "auth",
+	    json_object_new_string(id->token ? "token" : "session"));
+	json_object_object_add(res, "runtime", json_object_new_string(
+	    front_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
+	json_object_object_add(res, "backend", sandbox_backend_json());
+	json_object_object_add(res, "execution_mode", front_mode_json(id));
+	json_object_object_add(res, "permission",
+	    json_object_new_string("workspace-write"));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* Mint an agent token bound to the caller's login session. */
+static void
+front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res;
+	struct token		*t;
+	char			 bearer[128];
+
+	if ((t = token_create(id->user->name, id->session->id, bearer,
+	    sizeof(bearer))) == NULL) {
+		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the token");
+		return;
+	}
+	log_info("token %s minted for %s (session %s)", t->id, t->user,
+	    id->session->id);
+	res = json_object_new_object();
+	json_object_object_add(res, "token", json_object_new_string(bearer));
+	json_object_object_add(res, "id", json_object_new_string(t->id));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* A frontd connection closed: no answer may reach it any more. */
+static void
+front_closed(struct ipc_peer *p)
+{
+	sandbox_front_gone(p);
+}
+
+/* Serve frontd's socket. */
+void
+front_init(struct event_base *base, struct config *conf, uid_t front_uid,
+    int fd)
+{
+	front_conf = conf;
+	front_rl_user = rl_new(conf->login_rate, conf->login_burst, 10000);
+	front_rl_addr = rl_new(conf->login_rate, conf->login_burst, 10000);
+	ipc_server_new(base, fd, ROLE_BROKERD, ROLE_FRONTD, &front_uid, 1,
+	    front_handlers, &front_cbs, NULL);
+}

@@ -1,0 +1,203 @@
+/*
+ * brokerd's link to sandboxd: the only peer that spawns. brokerd connects
+ * (and reconnects with backoff) and keeps the backend state sandboxd last
+ * reported, so that a status request needs no round trip.
+ */
+#include <sys/types.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "brokerd.h"
+
+#define SANDBOX_HEALTH_MS	800	/* frontd gives up after a second */
+
+/* A health request of frontd waiting for sandboxd. */
+struct sandbox_wait {
+	struct ipc_peer		*front;		/* NULL once frontd has gone */
+	int64_t			 id;
+	TAILQ_ENTRY(sandbox_wait) entry;
+};
+static TAILQ_HEAD(, sandbox_wait) sandbox_waits =
+    TAILQ_HEAD_INITIALIZER(sandbox_waits);
+
+static struct ipc_link		*sandbox_link;
+static struct json_object	*sandbox_backend;	/* last report */
+
+static void	sandbox_ready(struct ipc_peer *);
+static void	sandbox_closed(struct ipc_peer *);
+
+static const struct ipc_handler sandbox_handlers[] = {
+	{ NULL, 0, 0, NULL }
+};
+
+static const struct ipc_peer_cbs sandbox_cbs = {
+	sandbox_ready, sandbox_closed
+};
+
+/* Remember the backend object of a health reply. */
+static void
+sandbox_keep_backend(struct ipc_msg *m)
+{
+	struct json_object	*res, *b;
+
+	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res) ||
+	    !json_object_object_get_ex(res, "backend", &b) ||
+	    !json_object_is_type(b, json_type_object))
+		return;
+	json_object_put(sandbox_backend);
+	sandbox_backend = json_object_get(b);
+}
+
+/* The reply to the health request sent when the link came up. */
+static void
+sandbox_ready_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	sandbox_keep_backend(m);
+}
+
+/* sandboxd is connected: learn its backend state. */
+static void
+sandbox_ready(struct ipc_peer *p)
+{
+	struct json_object	*req;
+
+	log_info("sandboxd connected");
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("health"));
+	ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS, sandbox_ready_reply,
+	    NULL);
+}
+
+/* sandboxd went away: what we knew of its backend is stale. */
+static void
+sandbox_closed(struct ipc_peer *p)
+{
+	log_warnx("sandboxd disconnected");
+	json_object_put(sandbox_backend);
+	sandbox_backend = NULL;
+}
+
+/* The connected sandboxd, or NULL. */
+struct ipc_peer *
+sandbox_peer(void)
+{
+	return ipc_link_peer(sandbox_link);
+}
+
+/* The backend state, or a down state when sandboxd is unreachable. */
+struct json_object *
+sandbox_backend_json(void)
+{
+	struct json_object	*o;
+
+	if (sandbox_backend != NULL && sandbox_peer() != NULL)
+		return json_object_get(sandbox_backend);
+	o = json_object_new_object();
+	json_object_object_add(o, "name", NULL);
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "reason",
+	    json_object_new_string("sandboxd is unreachable"));
+	return o;
+}
+
+/* {"ok": b, "reason": r} */
+static struct json_object *
+sandbox_link_json(int ok, const char *reason)
+{
+	struct json_object	*o;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(ok));
+	json_object_object_add(o, "reason",
+	    reason ? json_object_new_string(reason) : NULL);
+	return o;
+}
+
+/* Answer frontd's health request: brokerd is up; sandboxd is what it is. */
+static void
+sandbox_health_answer(struct ipc_peer *front, int64_t id, int ok,
+    const char *reason)
+{
+	struct json_object	*res;
+	struct ipc_msg		 m;
+
+	memset(&m, 0, sizeof(m));
+	m.id = id;
+	res = json_object_new_object();
+	json_object_object_add(res, "brokerd", sandbox_link_json(1, NULL));
+	json_object_object_add(res, "sandboxd", sandbox_link_json(ok, reason));
+	json_object_object_add(res, "backend", sandbox_backend_json());
+	ipc_reply(front, &m, res, NULL, 0);
+}
+
+/* sandboxd answered (or not) a health request made for frontd. */
+static void
+sandbox_health_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	struct sandbox_wait	*w = arg;
+
+	TAILQ_REMOVE(&sandbox_waits, w, entry);
+	if (w->front == NULL)
+		;	/* nobody left to answer */
+	else if (m == NULL)
+		sandbox_health_answer(w->front, w->id, 0,
+		    "sandboxd did not answer");
+	else {
+		sandbox_keep_backend(m);
+		sandbox_health_answer(w->front, w->id, 1, NULL);
+	}
+	free(w);
+}
+
+/* frontd asks for health: ask sandboxd to re-check its backend. */
+void
+sandbox_health(struct ipc_peer *front, struct ipc_msg *m)
+{
+	struct json_object	*req;
+	struct sandbox_wait	*w;
+	struct ipc_peer		*p;
+
+	if ((p = sandbox_peer()) == NULL) {
+		sandbox_health_answer(front, m->id, 0,
+		    "sandboxd is unreachable");
+		return;
+	}
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("%s", __func__);
+	w->front = front;
+	w->id = m->id;
+	TAILQ_INSERT_TAIL(&sandbox_waits, w, entry);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("health"));
+	if (ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS,
+	    sandbox_health_reply, w) == -1) {
+		TAILQ_REMOVE(&sandbox_waits, w, entry);
+		free(w);
+		sandbox_health_answer(front, m->id, 0,
+		    "sandboxd is unreachable");
+	}
+}
+
+/* A frontd connection closed: forget the answers it waits for. */
+void
+sandbox_front_gone(struct ipc_peer *front)
+{
+	struct sandbox_wait	*w;
+
+	TAILQ_FOREACH(w, &sandbox_waits, entry)
+		if (w->front == front)
+			w->front = NULL;
+}
+
+/* Connect to sandboxd, whose socket must belong to sandbox_uid. */
+void
+sandbox_init(struct event_base *base, struct config *conf, uid_t sandbox_uid)
+{
+	char	*path;
+
+	path = path_join(conf->run_dir, SOCK_SANDBOX);
+	sandbox_link = ipc_link_new(base, path, ROLE_BROKERD, ROLE_SANDBOXD,
+	    sandbox_uid, sandbox_handlers, &sandbox_cbs, NULL);
+	free(path);
+}

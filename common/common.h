@@ -1,0 +1,211 @@
+/*
+ * Shared code of hostgate's daemons and hgctl: logging, configuration,
+ * IPC, privilege drop and small helpers. Prototypes grouped by file.
+ */
+#ifndef HG_COMMON_H
+#define HG_COMMON_H
+
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <json-c/json.h>
+
+#include "proto.h"
+
+#define HG_VERSION "0.1.0"
+
+#ifndef __dead
+#define __dead __attribute__((__noreturn__))
+#endif
+#define HG_PRINTF(a, b) __attribute__((__format__(__printf__, a, b)))
+
+/* log.c */
+enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
+void	log_init(const char *name, int foreground);
+void	log_setlevel(enum log_level);
+void	log_warn(const char *, ...) HG_PRINTF(1, 2);
+void	log_warnx(const char *, ...) HG_PRINTF(1, 2);
+void	log_info(const char *, ...) HG_PRINTF(1, 2);
+void	log_debug(const char *, ...) HG_PRINTF(1, 2);
+__dead void fatal(const char *, ...) HG_PRINTF(1, 2);
+__dead void fatalx(const char *, ...) HG_PRINTF(1, 2);
+/* Escape untrusted text for a log line into buf; returns buf. */
+const char *log_escape(const char *s, size_t len, char *buf, size_t bufsz);
+#define LOG_ESCAPE_MAX 256
+
+/* config.c */
+enum exec_mode { MODE_SANDBOX, MODE_DIRECT };
+enum runtime { RUNTIME_HOST, RUNTIME_DOCKER };
+enum on_expiry { EXPIRY_TERMINATE, EXPIRY_KEEP };
+
+struct config {
+	/* DESIGN.md names */
+	enum exec_mode	 mode_default;		/* HOST_EXECUTION_MODE_DEFAULT */
+	int		 direct_ttl;		/* HOST_EXECUTION_DIRECT_TTL_SECONDS */
+	char		*macos_writable;	/* HOST_SANDBOX_MACOS_WRITABLE_PATHS */
+	char		*listen;		/* HOSTGATE_LISTEN, as given */
+	char		 listen_host[64];	/* numeric address, no brackets */
+	int		 listen_port;
+	int		 listen_loopback;	/* address is in 127/8 or ::1 */
+	char		*tls_cert;		/* HOSTGATE_TLS_CERT or NULL */
+	char		*tls_key;		/* HOSTGATE_TLS_KEY or NULL */
+	int		 insecure_http;		/* HOSTGATE_INSECURE_HTTP */
+	char		*state_dir;		/* HOSTGATE_STATE_DIR, absolute */
+	char		*run_dir;		/* HOSTGATE_RUN_DIR, absolute */
+	char		*workspace_root;	/* HOSTGATE_WORKSPACE_ROOT, absolute */
+	enum runtime	 runtime;		/* HOSTGATE_RUNTIME */
+	char		*sandbox_backend;	/* HOSTGATE_SANDBOX_BACKEND */
+	enum on_expiry	 on_expiry;		/* HOSTGATE_DIRECT_ON_EXPIRY */
+	/* service users, used when a daemon starts as root */
+	char		*front_user;		/* HOSTGATE_FRONT_USER */
+	char		*broker_user;		/* HOSTGATE_BROKER_USER */
+	char		*sandbox_user;		/* HOSTGATE_SANDBOX_USER */
+	/* limits */
+	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
+	int		 login_rate;		/* HOSTGATE_LOGIN_RATE_PER_MINUTE */
+	int		 login_burst;		/* HOSTGATE_LOGIN_BURST */
+	int		 session_lifetime;	/* HOSTGATE_SESSION_LIFETIME_SECONDS */
+	enum log_level	 log_level;		/* HOSTGATE_LOG_LEVEL */
+	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */
+	char		*env_file;		/* the .env file read, or NULL */
+};
+
+/*
+ * Load the configuration from the environment and the optional .env file
+ * (HOSTGATE_ENV_FILE, else ./.env when present; the environment wins).
+ * On an invalid value, writes "VARIABLE=value: reason (allowed: ...)" into
+ * err and returns -1.
+ */
+int	 config_load(struct config *, char *err, size_t errsz);
+void	 config_free(struct config *);
+/* The effective configuration as JSON, secrets masked. */
+struct json_object *config_to_json(const struct config *);
+/* Load or fatalx() with the message. */
+void	 config_load_or_die(struct config *);
+
+/* ipc.c */
+struct ipc_peer;
+struct ipc_msg {
+	struct json_object	*obj;	/* the message, owned by the caller */
+	const char		*type;
+	int64_t			 id;	/* -1 when absent */
+	int			 fds[IPC_MAX_FDS];
+	int			 nfds;	/* handler may take fds; set to -1 */
+};
+
+#define IPC_F_FDS	0x1	/* the message may carry fds */
+
+/* One row of a receiver's dispatch table. */
+struct ipc_handler {
+	const char	*type;
+	unsigned	 from;		/* mask of enum ipc_role allowed to send it */
+	unsigned	 flags;		/* IPC_F_* */
+	void		(*fn)(struct ipc_peer *, struct ipc_msg *);
+};
+
+/* Called with the reply, or with NULL when the peer went away or timed out. */
+typedef void (*ipc_reply_cb)(struct ipc_peer *, struct ipc_msg *, void *);
+
+struct ipc_peer_cbs {
+	void	(*ready)(struct ipc_peer *);	/* hello exchanged */
+	void	(*closed)(struct ipc_peer *);	/* before the peer is freed */
+};
+
+/* Listen on run_dir/name; the socket file gets owner uid:gid and mode. */
+int	 ipc_listen(const char *path, uid_t uid, gid_t gid, mode_t mode);
+/*
+ * Wrap a connected socket. self is this process's role, expect the role
+ * (or mask of roles) the other side must claim in its hello.
+ */
+struct ipc_peer *ipc_peer_new(struct event_base *, int fd, enum ipc_role self,
+	    unsigned expect, const struct ipc_handler *table,
+	    const struct ipc_peer_cbs *, void *arg);
+void	 ipc_peer_free(struct ipc_peer *);
+void	*ipc_peer_arg(struct ipc_peer *);
+enum ipc_role ipc_peer_role(struct ipc_peer *);
+int	 ipc_peer_ready(struct ipc_peer *);
+uid_t	 ipc_peer_uid(struct ipc_peer *);
+const char *ipc_role_name(unsigned role);
+/* Queue a message (takes ownership of obj; fds are dup'ed). */
+int	 ipc_send(struct ipc_peer *, struct json_object *obj, const int *fds,
+	    int nfds);
+/* Send a request: sets "id" in obj, calls cb once with the reply or NULL. */
+int	 ipc_request(struct ipc_peer *, struct json_object *obj,
+	    const int *fds, int nfds, int timeout_ms, ipc_reply_cb cb, void *arg);
+/* Forget a pending request's callback (its reply will be dropped). */
+void	 ipc_request_cancel(struct ipc_peer *, void *arg);
+/* Reply to msg with a result (takes ownership of result; may be NULL). */
+int	 ipc_reply(struct ipc_peer *, struct ipc_msg *, struct json_object *result,
+	    const int *fds, int nfds);
+int	 ipc_reply_error(struct ipc_peer *, struct ipc_msg *, const char *code,
+	    const char *fmt, ...) HG_PRINTF(4, 5);
+/* Reply error with "retry_after" seconds (rate limits). */
+int	 ipc_reply_retry(struct ipc_peer *, struct ipc_msg *, int retry_after,
+	    const char *message);
+
+/* A server socket: accepts, checks SO_PEERCRED against allowed uids. */
+struct ipc_server;
+struct ipc_server *ipc_server_new(struct event_base *, int fd,
+	    enum ipc_role self, unsigned expect, const uid_t *uids, int nuids,
+	    const struct ipc_handler *, const struct ipc_peer_cbs *, void *arg);
+
+/* A client link that (re)connects with backoff. */
+struct ipc_link;
+struct ipc_link *ipc_link_new(struct event_base *, const char *path,
+	    enum ipc_role self, enum ipc_role expect, uid_t uid,
+	    const struct ipc_handler *, const struct ipc_peer_cbs *, void *arg);
+/* The connected, hello-exchanged peer, or NULL. */
+struct ipc_peer *ipc_link_peer(struct ipc_link *);
+/* Blocking one-shot client for hgctl: connect, hello, request, reply. */
+int	 ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
+	    struct json_object *req, struct json_object **reply, int timeout_ms,
+	    char *err, size_t errsz);
+
+/* priv.c */
+struct priv_plan {
+	const char	*name;		/* daemon name, for messages */
+	const char	*user;		/* switch to this user when root */
+	int		 never_forks;	/* RLIMIT_NPROC 0 */
+	const char *const *syscalls;	/* allowlist, or denylist when deny */
+	int		 deny;		/* 1: default allow, listed calls EPERM */
+	int		 unix_sockets;	/* socket(2) only for AF_UNIX */
+	int		 debug;		/* trap and name an offending syscall */
+};
+/* Look up a service user; fatalx when missing. */
+void	 priv_lookup(const char *user, uid_t *, gid_t *);
+/* Steps 2-6 of the privilege drop (STYLE.md): caps, ids, rlimits, NNP. */
+void	 priv_drop(const struct priv_plan *);
+/* Step 7: the steady-state seccomp filter, loaded last. */
+void	 priv_seccomp(const struct priv_plan *);
+/* The syscalls every daemon's event loop needs (NULL-terminated). */
+extern const char *const priv_base_syscalls[];
+
+/* util.c */
+/* Typed JSON field access: NULL / -1 when missing or of the wrong type. */
+const char *json_str(struct json_object *, const char *key);
+int	 json_int(struct json_object *, const char *key, int64_t *out);
+int	 json_flag(struct json_object *, const char *key, int *out);
+/* Write data to path atomically (temp file, fsync, rename, fsync dir). */
+int	 file_write_atomic(const char *path, const void *data, size_t len,
+	    mode_t mode);
+/* Read a whole small file; NUL-terminated; returns NULL and errno. */
+char	*file_read(const char *path, size_t max, size_t *lenp);
+/* Random bytes as base64url (no padding) into out (>= 4*n/3+2 bytes). */
+int	 rand_token(char *out, size_t outsz, size_t nbytes);
+/* Lowercase hex SHA-256 of data into out[65]. */
+void	 sha256_hex(const void *data, size_t len, char out[65]);
+/* Constant-time compare of two NUL-terminated strings. */
+int	 str_ct_equal(const char *, const char *);
+/* Monotonic and wall clocks in milliseconds. */
+int64_t	 now_mono_ms(void);
+int64_t	 now_wall_ms(void);
+/* ISO 8601 UTC ("2026-11-29T17:20:13Z") of a wall time in seconds. */
+void	 iso8601(int64_t secs, char out[32]);
+/* Path of name inside dir; fatalx if too long. */
+char	*path_join(const char *dir, const char *name);
+
+#endif

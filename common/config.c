@@ -1,0 +1,1058 @@
+/*
+ * Configuration: environment variables, optionally from a .env file.
+ *
+ * Every variable is one row of config_vars below: its name, default, kind
+ * and where it lands in struct config. Loading, validation, the effective
+ * configuration as JSON and freeing all walk that table, and the unit test
+ * checks .env.example and docs/configuration.md against it.
+ */
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "config_env.h"
+
+#define ENV_FILE_MAX	(1024 * 1024)
+
+/* Longest "run_dir/socket" that fits in sockaddr_un.sun_path. */
+#define SUN_PATH_SIZE	sizeof(((struct sockaddr_un *)0)->sun_path)
+_Static_assert(sizeof(SOCK_BROKER_CONTROL) >= sizeof(SOCK_BROKER_FRONT) &&
+    sizeof(SOCK_BROKER_CONTROL) >= sizeof(SOCK_SANDBOX),
+    "RUN_DIR_MAX assumes broker-control.sock is the longest socket name");
+#define RUN_DIR_MAX	((long)(SUN_PATH_SIZE - sizeof("/" SOCK_BROKER_CONTROL)))
+
+enum config_kind {
+	KIND_CHOICE,	/* one of choices, stored as its index (an enum) */
+	KIND_WORD,	/* one of choices, stored as a string */
+	KIND_INT,	/* decimal digits, min..max, stored as int or long */
+	KIND_FLAG,	/* 0 or 1 */
+	KIND_USER,	/* a user name */
+	KIND_DIR,	/* a path, made absolute; at most max bytes when max > 0 */
+	KIND_WORKSPACE,	/* a path, made absolute, then held to canonical rules */
+	KIND_FILE,	/* an optional path, made absolute */
+	KIND_PATHS,	/* colon-separated canonical absolute paths */
+	KIND_LISTEN,	/* host:port */
+	KIND_SECRET,	/* not used by the daemons; masked in the JSON */
+	KIND_ENV_FILE,	/* names the .env file; environment only */
+	KIND_IGNORED,	/* known, used by scripts only */
+};
+
+struct config_var {
+	const char		*name;
+	const char		*def;		/* NULL: unset or computed */
+	enum config_kind	 kind;
+	size_t			 off;		/* field in struct config */
+	size_t			 size;		/* its size */
+	long			 min, max;
+	const char *const	*choices;	/* NULL-terminated */
+};
+
+#define F(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
+#define NOF	0, 0
+
+static const char *const mode_choices[] = { "sandbox", "direct", NULL };
+static const char *const runtime_choices[] = { "host", "docker", NULL };
+static const char *const backend_choices[] = {
+	"auto", "bwrap", "sandbox-exec", "wsl2", NULL
+};
+static const char *const expiry_choices[] = { "terminate", "keep", NULL };
+static const char *const level_choices[] = {
+	"error", "warn", "info", "debug", NULL
+};
+
+/* Index order of each choices array matches its enum. */
+_Static_assert(MODE_SANDBOX == 0 && MODE_DIRECT == 1, "mode_choices");
+_Static_assert(RUNTIME_HOST == 0 && RUNTIME_DOCKER == 1, "runtime_choices");
+_Static_assert(EXPIRY_TERMINATE == 0 && EXPIRY_KEEP == 1, "expiry_choices");
+_Static_assert(LOG_LVL_ERROR == 0 && LOG_LVL_DEBUG == 3, "level_choices");
+
+static const struct config_var config_vars[] = {
+	{ "HOST_EXECUTION_MODE_DEFAULT", "sandbox", KIND_CHOICE,
+	    F(mode_default), 0, 0, mode_choices },
+	{ "HOST_EXECUTION_DIRECT_TTL_SECONDS", "600", KIND_INT,
+	    F(direct_ttl), 1, 86400, NULL },
+	{ "HOST_SANDBOX_MACOS_WRITABLE_PATHS", "", KIND_PATHS,
+	    F(macos_writable), 0, 0, NULL },
+	{ "HOSTGATE_LISTEN", "127.0.0.1:8080", KIND_LISTEN,
+	    F(listen), 0, 0, NULL },
+	{ "HOSTGATE_TLS_CERT", NULL, KIND_FILE, F(tls_cert), 0, 0, NULL },
+	{ "HOSTGATE_TLS_KEY", NULL, KIND_FILE, F(tls_key), 0, 0, NULL },
+	{ "HOSTGATE_INSECURE_HTTP", "0", KIND_FLAG,
+	    F(insecure_http), 0, 1, NULL },
+	{ "HOSTGATE_STATE_DIR", "./var", KIND_DIR, F(state_dir), 0, 0, NULL },
+	{ "HOSTGATE_RUN_DIR", "./run", KIND_DIR,
+	    F(run_dir), 0, RUN_DIR_MAX, NULL },
+	/* After HOSTGATE_STATE_DIR: its default is computed from it. */
+	{ "HOSTGATE_WORKSPACE_ROOT", NULL, KIND_WORKSPACE,
+	    F(workspace_root), 0, 0, NULL },
+	{ "HOSTGATE_RUNTIME", "host", KIND_CHOICE,
+	    F(runtime), 0, 0, runtime_choices },
+	{ "HOSTGATE_SANDBOX_BACKEND", "auto", KIND_WORD,
+	    F(sandbox_backend), 0, 0, backend_choices },
+	{ "HOSTGATE_DIRECT_ON_EXPIRY", "terminate", KIND_CHOICE,
+	    F(on_expiry), 0, 0, expiry_choices },
+	{ "HOSTGATE_FRONT_USER", "hostgate-front", KIND_USER,
+	    F(front_user), 0, 0, NULL },
+	{ "HOSTGATE_BROKER_USER", "hostgate-broker", KIND_USER,
+	    F(broker_user), 0, 0, NULL },
+	{ "HOSTGATE_SANDBOX_USER", "hostgate-sandbox", KIND_USER,
+	    F(sandbox_user), 0, 0, NULL },
+	{ "HOSTGATE_MAX_BODY_BYTES", "1048576", KIND_INT,
+	    F(max_body), 1024, 67108864, NULL },
+	{ "HOSTGATE_LOGIN_RATE_PER_MINUTE", "10", KIND_INT,
+	    F(login_rate), 1, 10000, NULL },
+	{ "HOSTGATE_LOGIN_BURST", "5", KIND_INT,
+	    F(login_burst), 1, 10000, NULL },
+	{ "HOSTGATE_SESSION_LIFETIME_SECONDS", "43200", KIND_INT,
+	    F(session_lifetime), 60, 31536000, NULL },
+	{ "HOSTGATE_LOG_LEVEL", "info", KIND_CHOICE,
+	    F(log_level), 0, 0, level_choices },
+	{ "HOSTGATE_SECCOMP_DEBUG", "0", KIND_FLAG,
+	    F(seccomp_debug), 0, 1, NULL },
+	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
+	{ "HOSTGATE_ENV_FILE", NULL, KIND_ENV_FILE, F(env_file), 0, 0, NULL },
+	{ "HOSTGATE_BUILD", NULL, KIND_IGNORED, NOF, 0, 0, NULL },
+};
+#define NVARS	(sizeof config_vars / sizeof config_vars[0])
+
+/* Prefixes of the variables that belong to hostgate. */
+static const char *const config_prefixes[] = {
+	"HOST_EXECUTION_", "HOST_SANDBOX_", "HOSTGATE_", NULL
+};
+
+/* The value of a variable while loading, and where it came from. */
+struct config_value {
+	const char	*value;		/* NULL: use the default */
+	int		 line;		/* line in the .env file; 0: environment */
+};
+
+/* The field of cfg that var fills. */
+static void *
+config_field(const struct config *cfg, const struct config_var *var)
+{
+	return ((char *)cfg + var->off);
+}
+
+/* Whether a string field is one the table allocates (and frees). */
+static int
+config_is_string(const struct config_var *var)
+{
+	switch (var->kind) {
+	case KIND_WORD:
+	case KIND_USER:
+	case KIND_DIR:
+	case KIND_WORKSPACE:
+	case KIND_FILE:
+	case KIND_PATHS:
+	case KIND_LISTEN:
+	case KIND_ENV_FILE:
+		return (1);
+	default:
+		return (0);
+	}
+}
+
+/* Describe the values var allows, for error messages. */
+static void
+config_allowed(const struct config_var *var, char *buf, size_t bufsz)
+{
+	const char *const	*c;
+	size_t			 len;
+
+	buf[0] = '\0';
+	switch (var->kind) {
+	case KIND_CHOICE:
+	case KIND_WORD:
+		for (c = var->choices; *c != NULL; c++) {
+			len = strlen(buf);
+			snprintf(buf + len, bufsz - len, "%s%s",
+			    c == var->choices ? "" : ", ", *c);
+		}
+		break;
+	case KIND_INT:
+		snprintf(buf, bufsz, "an integer from %ld to %ld", var->min,
+		    var->max);
+		break;
+	case KIND_FLAG:
+		snprintf(buf, bufsz, "0, 1");
+		break;
+	case KIND_USER:
+		snprintf(buf, bufsz, "a user name matching "
+		    "[a-z_][a-z0-9_-]{0,31}");
+		break;
+	case KIND_DIR:
+		if (var->max > 0)
+			snprintf(buf, bufsz, "a path without control "
+			    "characters, at most %ld bytes once absolute",
+			    var->max);
+		else
+			snprintf(buf, bufsz, "a path without control "
+			    "characters");
+		break;
+	case KIND_WORKSPACE:
+		snprintf(buf, bufsz, "a path other than / without '..' "
+		    "components, quotes, parentheses, backslashes or control "
+		    "characters");
+		break;
+	case KIND_FILE:
+	case KIND_ENV_FILE:
+		snprintf(buf, bufsz, "a path without control characters");
+		break;
+	case KIND_PATHS:
+		snprintf(buf, bufsz, "absolute paths separated by ':', "
+		    "without '.', '..' or empty components, a trailing '/', "
+		    "quotes, parentheses, backslashes or control characters");
+		break;
+	case KIND_LISTEN:
+		snprintf(buf, bufsz, "a numeric IPv4 address or a bracketed "
+		    "IPv6 address, ':' and a port from 1 to 65535, e.g. "
+		    "127.0.0.1:8080 or [::1]:8080");
+		break;
+	default:
+		snprintf(buf, bufsz, "anything");
+		break;
+	}
+}
+
+/*
+ * Write "VARIABLE=value: reason (allowed: ...)" into err and return -1.
+ * where prefixes "file:line: " for values from the .env file; allowed NULL
+ * describes the variable's values, "" leaves the part out.
+ */
+static int
+config_error(char *err, size_t errsz, const char *where,
+    const struct config_var *var, const char *value, const char *why,
+    const char *allowed)
+{
+	char	evalue[LOG_ESCAPE_MAX], buf[512];
+
+	if (allowed == NULL) {
+		config_allowed(var, buf, sizeof buf);
+		allowed = buf;
+	}
+	log_escape(value, (size_t)-1, evalue, sizeof evalue);
+	if (*allowed == '\0')
+		snprintf(err, errsz, "%s%s=%s: %s", where, var->name, evalue,
+		    why);
+	else
+		snprintf(err, errsz, "%s%s=%s: %s (allowed: %s)", where,
+		    var->name, evalue, why, allowed);
+	return (-1);
+}
+
+/* The "file:line: " prefix of a value from the .env file, else "". */
+static const char *
+config_where(const char *envpath, int line, char *buf, size_t bufsz)
+{
+	char	epath[LOG_ESCAPE_MAX];
+
+	if (line <= 0 || envpath == NULL)
+		return ("");
+	snprintf(buf, bufsz, "%s:%d: ",
+	    log_escape(envpath, (size_t)-1, epath, sizeof epath), line);
+	return (buf);
+}
+
+/* Find a variable by name, or NULL. */
+static const struct config_var *
+config_var_find(const char *name, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < NVARS; i++)
+		if (strncmp(config_vars[i].name, name, len) == 0 &&
+		    config_vars[i].name[len] == '\0')
+			return (&config_vars[i]);
+	return (NULL);
+}
+
+/* Whether a variable name (len bytes) has one of hostgate's prefixes. */
+static int
+config_is_ours(const char *name, size_t len)
+{
+	const char *const	*p;
+	size_t			 plen;
+
+	for (p = config_prefixes; *p != NULL; p++) {
+		plen = strlen(*p);
+		if (len >= plen && strncmp(name, *p, plen) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Whether s holds a control character (newline included) or DEL. */
+static int
+config_has_control(const char *s)
+{
+	for (; *s != '\0'; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return (1);
+	return (0);
+}
+
+/*
+ * Parse a strictly decimal number within min..max into *out; returns the
+ * reason it is not one, or NULL.
+ */
+static const char *
+config_parse_number(const char *s, long min, long max, long *out)
+{
+	long	v = 0;
+
+	if (*s == '\0')
+		return ("not a number");
+	for (; *s != '\0'; s++) {
+		if (*s < '0' || *s > '9')
+			return ("not a number");
+		if (v > (LONG_MAX - 9) / 10)
+			return ("out of range");
+		v = v * 10 + (*s - '0');
+	}
+	if (v < min || v > max)
+		return ("out of range");
+	*out = v;
+	return (NULL);
+}
+
+/* Whether s is a valid user name: [a-z_][a-z0-9_-]{0,31}. */
+static int
+config_valid_user(const char *s)
+{
+	size_t	i;
+
+	if (!((*s >= 'a' && *s <= 'z') || *s == '_'))
+		return (0);
+	for (i = 1; s[i] != '\0'; i++) {
+		if (i > 31)
+			return (0);
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_' || s[i] == '-'))
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Why path (len bytes) is not a canonical absolute path safe to paste into
+ * a sandbox profile, or NULL when it is.
+ */
+static const char *
+config_check_canonical(const char *path, size_t len)
+{
+	const char	*p, *end, *c;
+	size_t		 n;
+
+	if (len == 0)
+		return ("empty path");
+	if (path[0] != '/')
+		return ("not an absolute path");
+	if (len == 1)
+		return ("/ is not allowed");
+	if (path[len - 1] == '/')
+		return ("trailing '/'");
+	for (c = path; c < path + len; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			return ("contains a control character");
+		if (strchr("'\"()\\", *c) != NULL)
+			return ("contains a quote, parenthesis or backslash");
+	}
+	for (p = path + 1; p <= path + len; p = end + 1) {
+		if ((end = memchr(p, '/', path + len - p)) == NULL)
+			end = path + len;
+		n = end - p;
+		if (n == 0)
+			return ("empty component ('//')");
+		if ((n == 1 && p[0] == '.') ||
+		    (n == 2 && p[0] == '.' && p[1] == '.'))
+			return ("contains a '.' or '..' component");
+	}
+	return (NULL);
+}
+
+/*
+ * Make path absolute against the current directory without resolving
+ * symlinks: "." and empty components and a trailing '/' go, and ".."
+ * components before any of path's own climb the directory above (exact,
+ * since getcwd() has no symlinks); later ".." stay for the kernel. Returns
+ * a malloc'ed path, or NULL with the reason in why.
+ */
+static char *
+config_abspath(const char *path, const char **why)
+{
+	char		 buf[PATH_MAX], *abs;
+	const char	*p, *end;
+	size_t		 len = 0, n;
+	int		 own = 0;
+
+	if (path[0] != '/') {
+		if (getcwd(buf, sizeof buf) == NULL) {
+			*why = "cannot get the current directory";
+			return (NULL);
+		}
+		len = strlen(buf);
+		if (len == 1)	/* "/" */
+			len = 0;
+	}
+	for (p = path; *p != '\0'; p = end) {
+		while (*p == '/')
+			p++;
+		if (*p == '\0')
+			break;
+		if ((end = strchr(p, '/')) == NULL)
+			end = p + strlen(p);
+		n = end - p;
+		if (n == 1 && p[0] == '.')
+			continue;
+		if (n == 2 && p[0] == '.' && p[1] == '.' && !own) {
+			while (len > 0 && buf[len - 1] != '/')
+				len--;
+			if (len > 0)
+				len--;
+			continue;
+		}
+		if (len + 1 + n >= sizeof buf) {
+			*why = "path too long";
+			return (NULL);
+		}
+		buf[len++] = '/';
+		memcpy(buf + len, p, n);
+		len += n;
+		own = 1;
+	}
+	if (len == 0)
+		buf[len++] = '/';
+	buf[len] = '\0';
+	if ((abs = strdup(buf)) == NULL)
+		fatal("%s", __func__);
+	return (abs);
+}
+
+/* Parse host:port or [host]:port into cfg; the reason it is wrong or NULL. */
+static const char *
+config_parse_listen(struct config *cfg, const char *value)
+{
+	const char	*host, *port, *close;
+	unsigned char	 addr[sizeof(struct in6_addr)];
+	size_t		 hlen;
+	long		 n;
+	int		 family;
+
+	if (value[0] == '[') {
+		if ((close = strchr(value, ']')) == NULL || close[1] != ':')
+			return ("expected [address]:port");
+		host = value + 1;
+		hlen = close - host;
+		port = close + 2;
+		family = AF_INET6;
+	} else {
+		if ((port = strrchr(value, ':')) == NULL)
+			return ("missing ':port'");
+		host = value;
+		hlen = port - value;
+		port++;
+		if (memchr(host, ':', hlen) != NULL)
+			return ("an IPv6 address needs brackets, as in "
+			    "[::1]:8080");
+		family = AF_INET;
+	}
+	if (hlen == 0 || hlen >= sizeof cfg->listen_host)
+		return ("not a numeric address");
+	memcpy(cfg->listen_host, host, hlen);
+	cfg->listen_host[hlen] = '\0';
+	if (inet_pton(family, cfg->listen_host, addr) != 1)
+		return (family == AF_INET ? "not a numeric IPv4 address" :
+		    "not a numeric IPv6 address");
+	if (config_parse_number(port, 1, 65535, &n) != NULL)
+		return ("not a port from 1 to 65535");
+	cfg->listen_port = n;
+	if (family == AF_INET)
+		cfg->listen_loopback = addr[0] == 127;
+	else
+		cfg->listen_loopback =
+		    IN6_IS_ADDR_LOOPBACK((struct in6_addr *)addr) ||
+		    (IN6_IS_ADDR_V4MAPPED((struct in6_addr *)addr) &&
+		    addr[12] == 127);
+	return (NULL);
+}
+
+/* Check a colon-separated list of paths; the reason it is wrong or NULL. */
+static const char *
+config_check_paths(const char *value, char *why, size_t whysz)
+{
+	const char	*p, *end, *reason;
+	char		 epath[LOG_ESCAPE_MAX];
+
+	if (*value == '\0')
+		return (NULL);
+	for (p = value;; p = end + 1) {
+		if ((end = strchr(p, ':')) == NULL)
+			end = p + strlen(p);
+		if ((reason = config_check_canonical(p, end - p)) != NULL) {
+			snprintf(why, whysz, "%s: %s",
+			    log_escape(p, end - p, epath, sizeof epath), reason);
+			return (why);
+		}
+		if (*end == '\0')
+			return (NULL);
+	}
+}
+
+/*
+ * Validate value and store it in cfg. value NULL means unset: the default
+ * applies (a computed one for HOSTGATE_WORKSPACE_ROOT).
+ */
+static int
+config_set(struct config *cfg, const struct config_var *var,
+    const char *value, const char *where, char *err, size_t errsz)
+{
+	void		*field = config_field(cfg, var);
+	const char	*why = NULL;
+	const char *const *c;
+	char		*abs = NULL, buf[LOG_ESCAPE_MAX + 128];
+	long		 n;
+	int		 defaulted = 0;
+
+	if (value == NULL) {
+		value = var->def;
+		defaulted = 1;
+	}
+	switch (var->kind) {
+	case KIND_CHOICE:
+	case KIND_WORD:
+		for (c = var->choices; *c != NULL; c++)
+			if (strcmp(value, *c) == 0)
+				break;
+		if (*c == NULL)
+			return (config_error(err, errsz, where, var, value,
+			    "unknown value", NULL));
+		if (var->kind == KIND_CHOICE)
+			*(int *)field = c - var->choices;
+		else if ((*(char **)field = strdup(value)) == NULL)
+			fatal("%s", __func__);
+		return (0);
+	case KIND_INT:
+	case KIND_FLAG:
+		if ((why = config_parse_number(value, var->min, var->max,
+		    &n)) != NULL)
+			return (config_error(err, errsz, where, var, value,
+			    var->kind == KIND_FLAG ? "not 0 or 1" : why,
+			    NULL));
+		if (var->size == sizeof(long))
+			*(long *)field = n;
+		else
+			*(int *)field = n;
+		return (0);
+	case KIND_USER:
+		if (!config_valid_user(value))
+			return (config_error(err, errsz, where, var, value,
+			    "not a valid user name", NULL));
+		break;
+	case KIND_LISTEN:
+		if ((why = config_parse_listen(cfg, value)) != NULL)
+			return (config_error(err, errsz, where, var, value, why,
+			    NULL));
+		break;
+	case KIND_PATHS:
+		if (config_check_paths(value, buf, sizeof buf) != NULL)
+			return (config_error(err, errsz, where, var, value, buf,
+			    NULL));
+		break;
+	case KIND_FILE:
+		if (value == NULL)
+			return (0);
+		/* FALLTHROUGH */
+	case KIND_DIR:
+		if (config_has_control(value))
+			return (config_error(err, errsz, where, var, value,
+			    "contains a control character", NULL));
+		if ((abs = config_abspath(value, &why)) == NULL)
+			return (config_error(err, errsz, where, var, value, why,
+			    NULL));
+		if (var->max > 0 && strlen(abs) > (size_t)var->max) {
+			snprintf(buf, sizeof buf, "too long for the Unix "
+			    "sockets inside it: %zu bytes once absolute, the "
+			    "limit is %ld (sun_path)", strlen(abs), var->max);
+			free(abs);
+			return (config_error(err, errsz, where, var, value, buf,
+			    NULL));
+		}
+		*(char **)field = abs;
+		return (0);
+	case KIND_WORKSPACE:
+		if (value == NULL)
+			abs = path_join(cfg->state_dir, "workspaces");
+		else if (config_has_control(value))
+			why = "contains a control character";
+		else
+			abs = config_abspath(value, &why);
+		if (abs != NULL && (why = config_check_canonical(abs,
+		    strlen(abs))) != NULL) {
+			snprintf(buf, sizeof buf, "%s%s", why, defaulted ?
+			    " (the default, inside HOSTGATE_STATE_DIR)" : "");
+			why = buf;
+			if (defaulted)
+				value = abs;
+		}
+		if (why != NULL) {
+			config_error(err, errsz, where, var, value, why, NULL);
+			free(abs);
+			return (-1);
+		}
+		*(char **)field = abs;
+		return (0);
+	default:
+		return (0);
+	}
+	if ((*(char **)field = strdup(value)) == NULL)
+		fatal("%s", __func__);
+	return (0);
+}
+
+/* Append one variable to env. */
+static void
+config_env_add(struct config_env *env, const char *name, size_t namelen,
+    const char *value, size_t valuelen, int line)
+{
+	struct config_env_var	*v;
+
+	v = reallocarray(env->vars, env->nvars + 1, sizeof *env->vars);
+	if (v == NULL)
+		fatal("%s", __func__);
+	env->vars = v;
+	v = &env->vars[env->nvars++];
+	if ((v->name = strndup(name, namelen)) == NULL ||
+	    (v->value = strndup(value, valuelen)) == NULL)
+		fatal("%s", __func__);
+	v->line = line;
+}
+
+/*
+ * Parse the value after '=' (p to e) into out, which has room for e - p
+ * bytes plus a NUL; returns the reason it is malformed, or NULL.
+ */
+static const char *
+config_env_value(const char *p, const char *e, char *out, size_t *outlen)
+{
+	size_t		 n = 0;
+	const char	*q;
+	char		 quote;
+
+	if (p < e && (*p == '\'' || *p == '"')) {
+		quote = *p++;
+		for (;; p++) {
+			if (p == e)
+				return (quote == '"' ? "unterminated double quote" :
+				    "unterminated single quote");
+			if (*p == quote)
+				break;
+			if (quote == '"' && *p == '\\') {
+				if (++p == e)
+					return ("unterminated double quote");
+				if (*p == 'n')
+					out[n++] = '\n';
+				else if (*p == '"' || *p == '\\')
+					out[n++] = *p;
+				else
+					return ("unknown escape in double quotes "
+					    "(allowed: \\\", \\\\, \\n)");
+				continue;
+			}
+			out[n++] = *p;
+		}
+		/* After the closing quote: blanks, then maybe a comment. */
+		for (p++; p < e && (*p == ' ' || *p == '\t'); p++)
+			;
+		if (p < e && *p != '#')
+			return ("text after the closing quote");
+	} else {
+		/* Unquoted: trimmed; " #" starts a comment. */
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		for (q = p; q < e; q++)
+			if (*q == '#' && q > p && (q[-1] == ' ' || q[-1] == '\t'))
+				break;
+		while (q > p && (q[-1] == ' ' || q[-1] == '\t'))
+			q--;
+		memcpy(out, p, q - p);
+		n = q - p;
+	}
+	out[n] = '\0';
+	*outlen = n;
+	return (NULL);
+}
+
+/* Parse .env text: NAME=value lines, blank lines and # comments. */
+int
+config_env_parse(const char *file, const char *text, size_t len,
+    struct config_env *env, char *err, size_t errsz)
+{
+	const char	*p, *e, *next, *end = text + len, *name, *why;
+	char		*value = NULL, efile[LOG_ESCAPE_MAX];
+	size_t		 n, namelen, valuelen;
+	int		 line = 0;
+
+	env->vars = NULL;
+	env->nvars = 0;
+	for (p = text; p < end; p = next) {
+		line++;
+		if ((e = memchr(p, '\n', end - p)) == NULL)
+			e = end;
+		next = e < end ? e + 1 : end;
+		n = e - p;
+		if (n > 0 && p[n - 1] == '\r')
+			n--;
+		e = p + n;
+		if (memchr(p, '\0', n) != NULL) {
+			why = "contains a NUL byte";
+			goto fail;
+		}
+		while (p < e && (*p == ' ' || *p == '\t'))
+			p++;
+		if (p == e || *p == '#')
+			continue;
+		if (e - p > 7 && strncmp(p, "export", 6) == 0 &&
+		    (p[6] == ' ' || p[6] == '\t')) {
+			for (p += 7; p < e && (*p == ' ' || *p == '\t'); p++)
+				;
+		}
+		name = p;
+		if (p < e && ((*p >= 'A' && *p <= 'Z') ||
+		    (*p >= 'a' && *p <= 'z') || *p == '_')) {
+			while (p < e && ((*p >= 'A' && *p <= 'Z') ||
+			    (*p >= 'a' && *p <= 'z') ||
+			    (*p >= '0' && *p <= '9') || *p == '_'))
+				p++;
+		}
+		namelen = p - name;
+		if (namelen == 0 || p == e || *p != '=') {
+			why = "expected NAME=value";
+			goto fail;
+		}
+		p++;
+		if ((value = malloc(e - p + 1)) == NULL)
+			fatal("%s", __func__);
+		if ((why = config_env_value(p, e, value, &valuelen)) != NULL)
+			goto fail;
+		config_env_add(env, name, namelen, value, valuelen, line);
+		free(value);
+		value = NULL;
+	}
+	return (0);
+
+fail:
+	free(value);
+	config_env_free(env);
+	snprintf(err, errsz, "%s:%d: %s",
+	    log_escape(file, (size_t)-1, efile, sizeof efile), line, why);
+	return (-1);
+}
+
+/* Free what config_env_parse returned. */
+void
+config_env_free(struct config_env *env)
+{
+	size_t	i;
+
+	for (i = 0; i < env->nvars; i++) {
+		free(env->vars[i].name);
+		free(env->vars[i].value);
+	}
+	free(env->vars);
+	env->vars = NULL;
+	env->nvars = 0;
+}
+
+/*
+ * Read the .env file: HOSTGATE_ENV_FILE, which must exist when set, else
+ * ./.env when there is one. *path is set to the file read, or NULL.
+ */
+static int
+config_read_env(struct config *cfg, struct config_env *env,
+    const char **path, char *err, size_t errsz)
+{
+	const struct config_var	*var;
+	const char		*given, *why;
+	char			*text, epath[LOG_ESCAPE_MAX];
+	size_t			 len;
+	int			 rv;
+
+	*path = NULL;
+	given = getenv("HOSTGATE_ENV_FILE");
+	if (given != NULL && *given != '\0') {
+		if ((text = file_read(given, ENV_FILE_MAX, &len)) == NULL) {
+			var = config_var_find("HOSTGATE_ENV_FILE",
+			    strlen("HOSTGATE_ENV_FILE"));
+			snprintf(epath, sizeof epath, "cannot read it: %s",
+			    strerror(errno));
+			return (config_error(err, errsz, "", var, given, epath,
+			    "the path of a readable .env file"));
+		}
+	} else {
+		given = "./.env";
+		if ((text = file_read(given, ENV_FILE_MAX, &len)) == NULL) {
+			if (errno == ENOENT)
+				return (0);
+			snprintf(err, errsz, "%s: cannot read it: %s", given,
+			    strerror(errno));
+			return (-1);
+		}
+	}
+	rv = config_env_parse(given, text, len, env, err, errsz);
+	free(text);
+	if (rv == -1)
+		return (-1);
+	*path = given;
+	if ((cfg->env_file = config_abspath(given, &why)) == NULL &&
+	    (cfg->env_file = strdup(given)) == NULL)
+		fatal("%s", __func__);
+	return (0);
+}
+
+/*
+ * Refuse unknown variables with hostgate's prefixes, in the environment and
+ * in the .env file, so that a typo does not silently leave a default.
+ */
+static int
+config_check_names(const struct config_env *env, const char *envpath,
+    char *err, size_t errsz)
+{
+	extern char	**environ;
+	char		**ep, ename[LOG_ESCAPE_MAX], where[PATH_MAX];
+	const char	*eq;
+	size_t		 i, len;
+
+	for (ep = environ; *ep != NULL; ep++) {
+		if ((eq = strchr(*ep, '=')) == NULL)
+			continue;
+		len = eq - *ep;
+		if (config_is_ours(*ep, len) && config_var_find(*ep, len) == NULL) {
+			snprintf(err, errsz, "unknown variable %s in the "
+			    "environment", log_escape(*ep, len, ename,
+			    sizeof ename));
+			return (-1);
+		}
+	}
+	for (i = 0; i < env->nvars; i++) {
+		len = strlen(env->vars[i].name);
+		if (config_is_ours(env->vars[i].name, len) &&
+		    config_var_find(env->vars[i].name, len) == NULL) {
+			snprintf(err, errsz, "%sunknown variable %s",
+			    config_where(envpath, env->vars[i].line, where,
+			    sizeof where), env->vars[i].name);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
+/*
+ * Pick each variable's raw value: the environment wins over the .env file,
+ * where the last line naming it counts. An empty value means the default.
+ */
+static void
+config_gather(const struct config_env *env, struct config_value *vals)
+{
+	const struct config_var	*var;
+	size_t			 i, j;
+
+	for (i = 0; i < NVARS; i++) {
+		var = &config_vars[i];
+		vals[i].value = getenv(var->name);
+		vals[i].line = 0;
+		if (vals[i].value == NULL) {
+			for (j = env->nvars; j-- > 0;) {
+				if (strcmp(env->vars[j].name, var->name) == 0) {
+					vals[i].value = env->vars[j].value;
+					vals[i].line = env->vars[j].line;
+					break;
+				}
+			}
+		}
+		if (vals[i].value != NULL && *vals[i].value == '\0')
+			vals[i].value = NULL;
+	}
+}
+
+/* The index of a variable in config_vars. */
+static size_t
+config_index(const char *name)
+{
+	const struct config_var	*var;
+
+	if ((var = config_var_find(name, strlen(name))) == NULL)
+		fatalx("%s: no variable %s", __func__, name);
+	return (var - config_vars);
+}
+
+/* Checks that involve more than one variable. */
+static int
+config_check(const struct config *cfg, const struct config_value *vals,
+    const char *envpath, char *err, size_t errsz)
+{
+	const struct config_value	*v;
+	const char			*missing;
+	char				 where[PATH_MAX], why[128];
+	size_t				 have;
+
+	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL)) {
+		if (cfg->tls_cert != NULL) {
+			have = config_index("HOSTGATE_TLS_CERT");
+			missing = "HOSTGATE_TLS_KEY";
+		} else {
+			have = config_index("HOSTGATE_TLS_KEY");
+			missing = "HOSTGATE_TLS_CERT";
+		}
+		v = &vals[have];
+		snprintf(why, sizeof why, "%s is not set", missing);
+		return (config_error(err, errsz,
+		    config_where(envpath, v->line, where, sizeof where),
+		    &config_vars[have], v->value, why,
+		    "both HOSTGATE_TLS_CERT and HOSTGATE_TLS_KEY, or neither"));
+	}
+	if (!cfg->listen_loopback && cfg->tls_cert == NULL &&
+	    !cfg->insecure_http) {
+		have = config_index("HOSTGATE_LISTEN");
+		v = &vals[have];
+		return (config_error(err, errsz,
+		    config_where(envpath, v->line, where, sizeof where),
+		    &config_vars[have], cfg->listen, "plain HTTP is only "
+		    "allowed on loopback; set HOSTGATE_TLS_CERT and "
+		    "HOSTGATE_TLS_KEY, or HOSTGATE_INSECURE_HTTP=1", ""));
+	}
+	return (0);
+}
+
+/* Load and validate the configuration; see common.h. */
+int
+config_load(struct config *cfg, char *err, size_t errsz)
+{
+	struct config_env	 env = { NULL, 0 };
+	struct config_value	 vals[NVARS];
+	const char		*envpath;
+	char			 where[PATH_MAX];
+	size_t			 i;
+	int			 rv = -1;
+
+	memset(cfg, 0, sizeof *cfg);
+	if (config_read_env(cfg, &env, &envpath, err, errsz) == -1)
+		goto out;
+	if (config_check_names(&env, envpath, err, errsz) == -1)
+		goto out;
+	config_gather(&env, vals);
+	for (i = 0; i < NVARS; i++) {
+		if (config_set(cfg, &config_vars[i], vals[i].value,
+		    config_where(envpath, vals[i].line, where, sizeof where),
+		    err, errsz) == -1)
+			goto out;
+	}
+	rv = config_check(cfg, vals, envpath, err, errsz);
+out:
+	config_env_free(&env);
+	if (rv == -1)
+		config_free(cfg);
+	return (rv);
+}
+
+/* Free the strings of a configuration. */
+void
+config_free(struct config *cfg)
+{
+	size_t	i;
+	char	**field;
+
+	for (i = 0; i < NVARS; i++) {
+		if (!config_is_string(&config_vars[i]))
+			continue;
+		field = config_field(cfg, &config_vars[i]);
+		free(*field);
+		*field = NULL;
+	}
+}
+
+/* The effective configuration, one member per variable, secrets masked. */
+struct json_object *
+config_to_json(const struct config *cfg)
+{
+	const struct config_var	*var;
+	struct json_object	*obj, *v;
+	const void		*field;
+	const char		*s;
+	size_t			 i;
+
+	if ((obj = json_object_new_object()) == NULL)
+		fatalx("%s: out of memory", __func__);
+	for (i = 0; i < NVARS; i++) {
+		var = &config_vars[i];
+		field = config_field(cfg, var);
+		switch (var->kind) {
+		case KIND_CHOICE:
+			v = json_object_new_string(
+			    var->choices[*(const int *)field]);
+			break;
+		case KIND_INT:
+		case KIND_FLAG:
+			if (var->size == sizeof(long))
+				v = json_object_new_int64(*(const long *)field);
+			else
+				v = json_object_new_int64(*(const int *)field);
+			break;
+		case KIND_SECRET:
+			if ((s = getenv(var->name)) == NULL || *s == '\0')
+				continue;
+			v = json_object_new_string("***");
+			break;
+		case KIND_IGNORED:
+			continue;
+		default:
+			s = *(char *const *)field;
+			v = s == NULL ? NULL : json_object_new_string(s);
+			break;
+		}
+		json_object_object_add(obj, var->name, v);
+	}
+	return (obj);
+}
+
+/* Load the configuration or exit with the reason. */
+void
+config_load_or_die(struct config *cfg)
+{
+	char	err[1024];
+
+	if (config_load(cfg, err, sizeof err) == -1)
+		fatalx("%s", err);
+}
+
+/* The number of known variables. */
+size_t
+config_var_count(void)
+{
+	return (NVARS);
+}
+
+/* The name of the i-th variable. */
+const char *
+config_var_name(size_t i)
+{
+	return (i < NVARS ? config_vars[i].name : NULL);
+}
+
+/* The i-th variable's default as .env.example writes it. */
+const char *
+config_var_default(size_t i)
+{
+	if (i >= NVARS)
+		return (NULL);
+	return (config_vars[i].def == NULL ? "" : config_vars[i].def);
+}

@@ -1,0 +1,1106 @@
+/*
+ * IPC between hostgate's processes: SOCK_SEQPACKET Unix sockets carrying one
+ * JSON object per datagram and, where the message table allows it, fds with
+ * SCM_RIGHTS. A peer that breaks the protocol is dropped (tmux's
+ * proc_kill_peer); the daemon lives on.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+
+struct ipc_out {
+	char			*data;
+	size_t			 len;
+	int			 fds[IPC_MAX_FDS];
+	int			 nfds;
+	TAILQ_ENTRY(ipc_out)	 entry;
+};
+
+struct ipc_pending {
+	int64_t			 id;
+	ipc_reply_cb		 cb;
+	void			*arg;
+	struct event		*timer;
+	struct ipc_peer		*peer;
+	TAILQ_ENTRY(ipc_pending) entry;
+};
+
+struct ipc_peer {
+	struct event_base	*base;
+	int			 fd;
+	struct event		*ev_read;
+	struct event		*ev_write;
+	enum ipc_role		 self;
+	unsigned		 expect;
+	enum ipc_role		 role;		/* claimed in the peer's hello */
+	uid_t			 uid;
+	int			 ready;		/* hello received */
+	int			 dead;
+	int			 busy;		/* inside a callback */
+	const struct ipc_handler *table;
+	struct ipc_peer_cbs	 cbs;
+	void			*arg;
+	int64_t			 next_id;
+	TAILQ_HEAD(, ipc_out)	 outq;
+	TAILQ_HEAD(, ipc_pending) pending;
+	struct ipc_server	*server;	/* accepted by */
+	struct ipc_link		*link;		/* connected by */
+	TAILQ_ENTRY(ipc_peer)	 entry;
+};
+
+struct ipc_server {
+	struct event_base	*base;
+	int			 fd;
+	struct event		*ev_accept;
+	struct event		*ev_pause;
+	enum ipc_role		 self;
+	unsigned		 expect;
+	uid_t			 uids[4];
+	int			 nuids;
+	const struct ipc_handler *table;
+	struct ipc_peer_cbs	 cbs;
+	void			*arg;
+	TAILQ_HEAD(, ipc_peer)	 peers;
+};
+
+struct ipc_link {
+	struct event_base	*base;
+	char			*path;
+	enum ipc_role		 self;
+	enum ipc_role		 expect;
+	uid_t			 uid;
+	const struct ipc_handler *table;
+	struct ipc_peer_cbs	 cbs;
+	void			*arg;
+	struct ipc_peer		*peer;
+	struct event		*ev_retry;
+	int			 backoff_ms;
+	int			 warned;
+};
+
+#define BACKOFF_MIN_MS	50
+#define BACKOFF_MAX_MS	1000
+
+static void	ipc_peer_kill(struct ipc_peer *, const char *, ...)
+		    HG_PRINTF(2, 3);
+static void	ipc_peer_destroy(struct ipc_peer *);
+static void	ipc_link_schedule(struct ipc_link *);
+
+static const struct {
+	enum ipc_role	 role;
+	const char	*name;
+} ipc_roles[] = {
+	{ ROLE_FRONTD, "frontd" },
+	{ ROLE_BROKERD, "brokerd" },
+	{ ROLE_SANDBOXD, "sandboxd" },
+	{ ROLE_HGCTL, "hgctl" },
+};
+
+/* The name of one role (or of the first role of a mask). */
+const char *
+ipc_role_name(unsigned role)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof(ipc_roles) / sizeof(ipc_roles[0]); i++)
+		if (role & ipc_roles[i].role)
+			return ipc_roles[i].name;
+	return "unknown";
+}
+
+/* The role of a name, or 0. */
+static enum ipc_role
+ipc_role_lookup(const char *name)
+{
+	size_t	i;
+
+	if (name == NULL)
+		return 0;
+	for (i = 0; i < sizeof(ipc_roles) / sizeof(ipc_roles[0]); i++)
+		if (strcmp(name, ipc_roles[i].name) == 0)
+			return ipc_roles[i].role;
+	return 0;
+}
+
+/* Close every fd of an array. */
+static void
+ipc_close_fds(int *fds, int nfds)
+{
+	int	i;
+
+	for (i = 0; i < nfds; i++) {
+		if (fds[i] != -1)
+			close(fds[i]);
+		fds[i] = -1;
+	}
+}
+
+/* Fill a sockaddr_un for path; -1 when it does not fit. */
+static int
+ipc_sockaddr(const char *path, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun->sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memcpy(sun->sun_path, path, strlen(path) + 1);
+	return 0;
+}
+
+/*
+ * Bind and listen on path. A live listener already there is an error (a
+ * second daemon of the same kind); a stale socket file is replaced.
+ */
+int
+ipc_listen(const char *path, uid_t uid, gid_t gid, mode_t mode)
+{
+	struct sockaddr_un	sun;
+	int			fd, probe;
+
+	if (ipc_sockaddr(path, &sun) == -1)
+		fatal("socket path %s", path);
+	probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (probe == -1)
+		fatal("socket");
+	if (connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0)
+		fatalx("%s: already in use by a running daemon", path);
+	close(probe);
+	if (unlink(path) == -1 && errno != ENOENT)
+		fatal("unlink %s", path);
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd == -1)
+		fatal("socket");
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1)
+		fatal("bind %s", path);
+	/* Owner and mode first, then listen: nobody connects in between. */
+	if (chown(path, uid, gid) == -1)
+		fatal("chown %s", path);
+	if (chmod(path, mode) == -1)
+		fatal("chmod %s", path);
+	if (listen(fd, 16) == -1)
+		fatal("listen %s", path);
+	return fd;
+}
+
+/* Send as much of the output queue as the socket takes. */
+static int
+ipc_flush(struct ipc_peer *p)
+{
+	struct ipc_out	*o;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * IPC_MAX_FDS)];
+	} cmsgbuf;
+	struct cmsghdr	*cm;
+	ssize_t		 n;
+
+	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
+		memset(&mh, 0, sizeof(mh));
+		iov.iov_base = o->data;
+		iov.iov_len = o->len;
+		mh.msg_iov = &iov;
+		mh.msg_iovlen = 1;
+		if (o->nfds > 0) {
+			memset(&cmsgbuf, 0, sizeof(cmsgbuf));
+			mh.msg_control = cmsgbuf.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * o->nfds);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * o->nfds);
+			memcpy(CMSG_DATA(cm), o->fds, sizeof(int) * o->nfds);
+		}
+		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n == -1) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				event_add(p->ev_write, NULL);
+				return 0;
+			}
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		TAILQ_REMOVE(&p->outq, o, entry);
+		ipc_close_fds(o->fds, o->nfds);
+		free(o->data);
+		free(o);
+	}
+	event_del(p->ev_write);
+	return 0;
+}
+
+/* Queue a message (takes obj); fds are duplicated. */
+int
+ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
+{
+	struct ipc_out	*o;
+	const char	*s;
+	size_t		 len;
+	int		 i;
+
+	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS) {
+		json_object_put(obj);
+		return -1;
+	}
+	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	if (len > IPC_MAX_MSG) {
+		log_warnx("%s: message of %zu bytes to %s is too large",
+		    __func__, len, ipc_role_name(p->role ? p->role : p->expect));
+		json_object_put(obj);
+		return -1;
+	}
+	if ((o = calloc(1, sizeof(*o))) == NULL ||
+	    (o->data = strdup(s)) == NULL)
+		fatal("%s", __func__);
+	o->len = len;
+	json_object_put(obj);
+	for (i = 0; i < nfds; i++) {
+		o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
+		if (o->fds[i] == -1) {
+			log_warn("%s: dup", __func__);
+			o->nfds = i;
+			ipc_close_fds(o->fds, o->nfds);
+			free(o->data);
+			free(o);
+			return -1;
+		}
+	}
+	o->nfds = nfds;
+	TAILQ_INSERT_TAIL(&p->outq, o, entry);
+	if (TAILQ_FIRST(&p->outq) == o && ipc_flush(p) == -1) {
+		ipc_peer_kill(p, "send: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* A pending request's time ran out: answer its caller with NULL. */
+static void
+ipc_pending_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ipc_pending	*pd = arg;
+	struct ipc_peer		*p = pd->peer;
+
+	TAILQ_REMOVE(&p->pending, pd, entry);
+	event_free(pd->timer);
+	log_debug("request %lld to %s timed out", (long long)pd->id,
+	    ipc_role_name(p->role));
+	if (pd->cb != NULL) {
+		p->busy++;
+		pd->cb(p, NULL, pd->arg);
+		p->busy--;
+	}
+	free(pd);
+	if (p->dead && p->busy == 0)
+		ipc_peer_destroy(p);
+}
+
+/* Send a request with a fresh id; cb gets the reply or NULL. */
+int
+ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
+    int nfds, int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	struct ipc_pending	*pd;
+	struct timeval		 tv;
+	int64_t			 id;
+
+	if (p == NULL || p->dead || !p->ready) {
+		json_object_put(obj);
+		return -1;
+	}
+	id = ++p->next_id;
+	json_object_object_add(obj, "id", json_object_new_int64(id));
+	if (ipc_send(p, obj, fds, nfds) == -1)
+		return -1;
+	if ((pd = calloc(1, sizeof(*pd))) == NULL)
+		fatal("%s", __func__);
+	pd->id = id;
+	pd->cb = cb;
+	pd->arg = arg;
+	pd->peer = p;
+	pd->timer = evtimer_new(p->base, ipc_pending_timeout, pd);
+	if (pd->timer == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	evtimer_add(pd->timer, &tv);
+	TAILQ_INSERT_TAIL(&p->pending, pd, entry);
+	return 0;
+}
+
+/* Forget the callbacks of pending requests made with arg. */
+void
+ipc_request_cancel(struct ipc_peer *p, void *arg)
+{
+	struct ipc_pending	*pd;
+
+	if (p == NULL)
+		return;
+	TAILQ_FOREACH(pd, &p->pending, entry)
+		if (pd->arg == arg)
+			pd->cb = NULL;
+}
+
+/* Reply to a request with a result (takes result). */
+int
+ipc_reply(struct ipc_peer *p, struct ipc_msg *m, struct json_object *result,
+    const int *fds, int nfds)
+{
+	struct json_object	*obj;
+
+	obj = json_object_new_object();
+	json_object_object_add(obj, "id", m->id >= 0 ?
+	    json_object_new_int64(m->id) : NULL);
+	json_object_object_add(obj, "result", result != NULL ? result :
+	    json_object_new_object());
+	return ipc_send(p, obj, fds, nfds);
+}
+
+/* Build {"id", "error": {"code", "message"}} with optional retry_after. */
+static int
+ipc_reply_error_obj(struct ipc_peer *p, struct ipc_msg *m, const char *code,
+    const char *message, int retry_after)
+{
+	struct json_object	*obj, *err;
+
+	obj = json_object_new_object();
+	err = json_object_new_object();
+	json_object_object_add(err, "code", json_object_new_string(code));
+	json_object_object_add(err, "message",
+	    json_object_new_string(message));
+	if (retry_after > 0)
+		json_object_object_add(err, "retry_after",
+		    json_object_new_int(retry_after));
+	json_object_object_add(obj, "id", m != NULL && m->id >= 0 ?
+	    json_object_new_int64(m->id) : NULL);
+	json_object_object_add(obj, "error", err);
+	return ipc_send(p, obj, NULL, 0);
+}
+
+/* Reply to a request with an error. */
+int
+ipc_reply_error(struct ipc_peer *p, struct ipc_msg *m, const char *code,
+    const char *fmt, ...)
+{
+	va_list	ap;
+	char	buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return ipc_reply_error_obj(p, m, code, buf, 0);
+}
+
+/* Reply with a rate-limit error carrying retry_after seconds. */
+int
+ipc_reply_retry(struct ipc_peer *p, struct ipc_msg *m, int retry_after,
+    const char *message)
+{
+	return ipc_reply_error_obj(p, m, ERR_RATE_LIMITED, message,
+	    retry_after < 1 ? 1 : retry_after);
+}
+
+/* Send our hello. */
+static void
+ipc_send_hello(struct ipc_peer *p)
+{
+	struct json_object	*obj;
+
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type", json_object_new_string("hello"));
+	json_object_object_add(obj, "version",
+	    json_object_new_int(HG_PROTO_VERSION));
+	json_object_object_add(obj, "role",
+	    json_object_new_string(ipc_role_name(p->self)));
+	ipc_send(p, obj, NULL, 0);
+}
+
+/* Check the peer's hello: version and role. */
+static int
+ipc_hello(struct ipc_peer *p, struct ipc_msg *m)
+{
+	char		 esc[LOG_ESCAPE_MAX];
+	const char	*role;
+	int64_t		 version;
+	enum ipc_role	 r;
+
+	if (m->type == NULL || strcmp(m->type, "hello") != 0) {
+		ipc_peer_kill(p, "message before hello");
+		return -1;
+	}
+	if (m->nfds > 0) {
+		ipc_peer_kill(p, "hello with fds");
+		return -1;
+	}
+	if (json_int(m->obj, "version", &version) == -1 ||
+	    version != HG_PROTO_VERSION) {
+		ipc_peer_kill(p, "protocol version mismatch (want %d)",
+		    HG_PROTO_VERSION);
+		return -1;
+	}
+	role = json_str(m->obj, "role");
+	r = ipc_role_lookup(role);
+	if (r == 0 || (r & p->expect) == 0) {
+		ipc_peer_kill(p, "unexpected role \"%s\" (want %s)",
+		    log_escape(role, (size_t)-1, esc, sizeof(esc)),
+		    ipc_role_name(p->expect));
+		return -1;
+	}
+	p->role = r;
+	p->ready = 1;
+	log_debug("%s connected (uid %u)", ipc_role_name(r), (unsigned)p->uid);
+	if (p->cbs.ready != NULL)
+		p->cbs.ready(p);
+	return 0;
+}
+
+/* A reply: hand it to the request that waits for it. */
+static void
+ipc_dispatch_reply(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct ipc_pending	*pd;
+
+	TAILQ_FOREACH(pd, &p->pending, entry)
+		if (pd->id == m->id)
+			break;
+	if (pd == NULL) {
+		log_debug("reply %lld from %s matches no request",
+		    (long long)m->id, ipc_role_name(p->role));
+		return;
+	}
+	TAILQ_REMOVE(&p->pending, pd, entry);
+	event_free(pd->timer);
+	if (pd->cb != NULL)
+		pd->cb(p, m, pd->arg);
+	free(pd);
+}
+
+/* Check a request against the receiver's table and run its handler. */
+static void
+ipc_dispatch(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const struct ipc_handler	*h;
+	char				 esc[LOG_ESCAPE_MAX];
+
+	if (m->type == NULL) {
+		if (m->id >= 0 && (json_object_object_get_ex(m->obj, "result",
+		    NULL) || json_object_object_get_ex(m->obj, "error", NULL))) {
+			ipc_dispatch_reply(p, m);
+			return;
+		}
+		log_warnx("message without type from %s",
+		    ipc_role_name(p->role));
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "message has no type");
+		return;
+	}
+	for (h = p->table; h != NULL && h->type != NULL; h++)
+		if (strcmp(h->type, m->type) == 0)
+			break;
+	if (h == NULL || h->type == NULL || (h->from & p->role) == 0) {
+		log_escape(m->type, (size_t)-1, esc, sizeof(esc));
+		log_warnx("%s sent unknown or forbidden message type \"%s\"",
+		    ipc_role_name(p->role), esc);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "unknown message type \"%s\"", esc);
+		return;
+	}
+	if (m->nfds > 0 && (h->flags & IPC_F_FDS) == 0) {
+		log_warnx("%s sent fds with \"%s\"; refused",
+		    ipc_role_name(p->role), h->type);
+		ipc_close_fds(m->fds, m->nfds);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "message type %s carries no fds", h->type);
+		return;
+	}
+	if (m->id < 0) {
+		log_warnx("%s sent \"%s\" without an id",
+		    ipc_role_name(p->role), h->type);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "message has no id");
+		return;
+	}
+	h->fn(p, m);
+}
+
+/* Receive one datagram; 1 when a message was handled, 0 when none, -1 dead. */
+static int
+ipc_read_one(struct ipc_peer *p)
+{
+	static char	 buf[IPC_MAX_MSG + 1];
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int) * IPC_MAX_FDS)];
+	} cmsgbuf;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	struct cmsghdr	*cm;
+	struct ipc_msg	 m;
+	struct json_tokener *tok;
+	ssize_t		 n;
+	int		 i, nfds;
+
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = buf;
+	iov.iov_len = sizeof(buf);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cmsgbuf.buf;
+	mh.msg_controllen = sizeof(cmsgbuf.buf);
+	n = recvmsg(p->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n == -1) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return 0;
+		ipc_peer_kill(p, "recv: %s", strerror(errno));
+		return -1;
+	}
+	if (n == 0) {
+		ipc_peer_kill(p, "connection closed");
+		return -1;
+	}
+
+	memset(&m, 0, sizeof(m));
+	m.id = -1;
+	for (i = 0; i < IPC_MAX_FDS; i++)
+		m.fds[i] = -1;
+	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+			if (m.nfds < IPC_MAX_FDS)
+				m.fds[m.nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC) {
+		ipc_close_fds(m.fds, m.nfds);
+		ipc_peer_kill(p, "too many fds in one message");
+		return -1;
+	}
+	if (mh.msg_flags & MSG_TRUNC || n > IPC_MAX_MSG) {
+		ipc_close_fds(m.fds, m.nfds);
+		ipc_peer_kill(p, "message larger than %d bytes", IPC_MAX_MSG);
+		return -1;
+	}
+
+	tok = json_tokener_new();
+	m.obj = json_tokener_parse_ex(tok, buf, n);
+	if (m.obj == NULL || json_tokener_get_parse_end(tok) != (size_t)n ||
+	    !json_object_is_type(m.obj, json_type_object)) {
+		json_tokener_free(tok);
+		json_object_put(m.obj);
+		ipc_close_fds(m.fds, m.nfds);
+		ipc_peer_kill(p, "malformed message (%zd bytes)", n);
+		return -1;
+	}
+	json_tokener_free(tok);
+	m.type = json_str(m.obj, "type");
+	if (json_int(m.obj, "id", &m.id) == -1 || m.id < 0)
+		m.id = -1;
+
+	p->busy++;
+	if (!p->ready)
+		ipc_hello(p, &m);
+	else
+		ipc_dispatch(p, &m);
+	p->busy--;
+	ipc_close_fds(m.fds, m.nfds);
+	json_object_put(m.obj);
+	if (p->dead) {
+		if (p->busy == 0)
+			ipc_peer_destroy(p);
+		return -1;
+	}
+	return 1;
+}
+
+/* The socket is readable: handle a bounded batch of datagrams. */
+static void
+ipc_peer_read(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ipc_peer	*p = arg;
+	int		 i;
+
+	/* A bound keeps one chatty peer from starving the others. */
+	for (i = 0; i < 64; i++)
+		if (ipc_read_one(p) != 1)
+			break;
+}
+
+/* The socket is writable again. */
+static void
+ipc_peer_write(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ipc_peer	*p = arg;
+
+	if (ipc_flush(p) == -1)
+		ipc_peer_kill(p, "send: %s", strerror(errno));
+}
+
+/* Wrap a connected socket and send our hello. */
+struct ipc_peer *
+ipc_peer_new(struct event_base *base, int fd, enum ipc_role self,
+    unsigned expect, const struct ipc_handler *table,
+    const struct ipc_peer_cbs *cbs, void *arg)
+{
+	struct ipc_peer	*p;
+	struct ucred	 cred;
+	socklen_t	 len = sizeof(cred);
+
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		fatal("%s", __func__);
+	p->base = base;
+	p->fd = fd;
+	p->self = self;
+	p->expect = expect;
+	p->table = table;
+	if (cbs != NULL)
+		p->cbs = *cbs;
+	p->arg = arg;
+	p->uid = (uid_t)-1;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+		p->uid = cred.uid;
+	TAILQ_INIT(&p->outq);
+	TAILQ_INIT(&p->pending);
+	p->ev_read = event_new(base, fd, EV_READ | EV_PERSIST, ipc_peer_read,
+	    p);
+	p->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST,
+	    ipc_peer_write, p);
+	if (p->ev_read == NULL || p->ev_write == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(p->ev_read, NULL);
+	ipc_send_hello(p);
+	return p;
+}
+
+/* Free a peer now: fail its pending requests, tell its owner. */
+static void
+ipc_peer_destroy(struct ipc_peer *p)
+{
+	struct ipc_pending	*pd;
+	struct ipc_out		*o;
+	struct ipc_link		*l = p->link;
+
+	p->dead = 1;
+	p->busy++;
+	while ((pd = TAILQ_FIRST(&p->pending)) != NULL) {
+		TAILQ_REMOVE(&p->pending, pd, entry);
+		event_free(pd->timer);
+		if (pd->cb != NULL)
+			pd->cb(p, NULL, pd->arg);
+		free(pd);
+	}
+	if (p->ready && p->cbs.closed != NULL)
+		p->cbs.closed(p);
+	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
+		TAILQ_REMOVE(&p->outq, o, entry);
+		ipc_close_fds(o->fds, o->nfds);
+		free(o->data);
+		free(o);
+	}
+	if (p->server != NULL)
+		TAILQ_REMOVE(&p->server->peers, p, entry);
+	event_free(p->ev_read);
+	event_free(p->ev_write);
+	close(p->fd);
+	free(p);
+	if (l != NULL) {
+		l->peer = NULL;
+		ipc_link_schedule(l);
+	}
+}
+
+/* Drop a peer with a logged reason; freed once no callback uses it. */
+static void
+ipc_peer_kill(struct ipc_peer *p, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	 buf[256];
+
+	if (p->dead)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (p->ready && strcmp(buf, "connection closed") == 0) {
+		if (p->role == ROLE_HGCTL)
+			log_debug("hgctl disconnected");
+		else
+			log_info("%s disconnected", ipc_role_name(p->role));
+	}
+	else
+		log_warnx("dropping %s peer (uid %u): %s",
+		    ipc_role_name(p->role ? p->role : p->expect),
+		    (unsigned)p->uid, buf);
+	p->dead = 1;
+	event_del(p->ev_read);
+	event_del(p->ev_write);
+	if (p->busy == 0)
+		ipc_peer_destroy(p);
+}
+
+/* Close a peer on purpose (for owners shutting down). */
+void
+ipc_peer_free(struct ipc_peer *p)
+{
+	if (p->link != NULL)
+		p->link = NULL;
+	ipc_peer_kill(p, "closed locally");
+}
+
+void *
+ipc_peer_arg(struct ipc_peer *p)
+{
+	return p->arg;
+}
+
+enum ipc_role
+ipc_peer_role(struct ipc_peer *p)
+{
+	return p->role;
+}
+
+int
+ipc_peer_ready(struct ipc_peer *p)
+{
+	return p != NULL && p->ready && !p->dead;
+}
+
+uid_t
+ipc_peer_uid(struct ipc_peer *p)
+{
+	return p->uid;
+}
+
+/* Accepting was paused after EMFILE: listen again. */
+static void
+ipc_server_resume(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ipc_server	*s = arg;
+
+	event_add(s->ev_accept, NULL);
+}
+
+/* Accept a connection; refuse a peer uid that is not allowed. */
+static void
+ipc_server_accept(evutil_socket_t lfd, short ev, void *arg)
+{
+	struct ipc_server	*s = arg;
+	struct ipc_peer		*p;
+	struct ucred		 cred;
+	socklen_t		 len = sizeof(cred);
+	struct timeval		 tv = { 1, 0 };
+	int			 fd, i;
+
+	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd == -1) {
+		if (errno == EMFILE || errno == ENFILE) {
+			log_warn("accept; pausing for a second");
+			event_del(s->ev_accept);
+			evtimer_add(s->ev_pause, &tv);
+		} else if (errno != EAGAIN && errno != EINTR &&
+		    errno != ECONNABORTED)
+			log_warn("accept");
+		return;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1) {
+		log_warn("SO_PEERCRED");
+		close(fd);
+		return;
+	}
+	for (i = 0; i < s->nuids; i++)
+		if (s->uids[i] == cred.uid)
+			break;
+	if (i == s->nuids) {
+		log_warnx("refused %s connection from uid %u (pid %d)",
+		    ipc_role_name(s->expect), (unsigned)cred.uid,
+		    (int)cred.pid);
+		close(fd);
+		return;
+	}
+	p = ipc_peer_new(s->base, fd, s->self, s->expect, s->table, &s->cbs,
+	    s->arg);
+	p->server = s;
+	TAILQ_INSERT_TAIL(&s->peers, p, entry);
+}
+
+/* Serve a listening socket for peers of the expected role and uids. */
+struct ipc_server *
+ipc_server_new(struct event_base *base, int fd, enum ipc_role self,
+    unsigned expect, const uid_t *uids, int nuids,
+    const struct ipc_handler *table, const struct ipc_peer_cbs *cbs,
+    void *arg)
+{
+	struct ipc_server	*s;
+
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		fatal("%s", __func__);
+	if (nuids > (int)(sizeof(s->uids) / sizeof(s->uids[0])))
+		fatalx("%s: too many uids", __func__);
+	s->base = base;
+	s->fd = fd;
+	s->self = self;
+	s->expect = expect;
+	memcpy(s->uids, uids, sizeof(uid_t) * nuids);
+	s->nuids = nuids;
+	s->table = table;
+	if (cbs != NULL)
+		s->cbs = *cbs;
+	s->arg = arg;
+	TAILQ_INIT(&s->peers);
+	s->ev_accept = event_new(base, fd, EV_READ | EV_PERSIST,
+	    ipc_server_accept, s);
+	s->ev_pause = evtimer_new(base, ipc_server_resume, s);
+	if (s->ev_accept == NULL || s->ev_pause == NULL)
+		fatalx("%s: event_new", __func__);
+	event_add(s->ev_accept, NULL);
+	return s;
+}
+
+/* Connect a link's socket now; on failure, try again later. */
+static void
+ipc_link_connect(evutil_socket_t unused, short ev, void *arg)
+{
+	struct ipc_link		*l = arg;
+	struct sockaddr_un	 sun;
+	struct ucred		 cred;
+	socklen_t		 len = sizeof(cred);
+	int			 fd;
+
+	if (ipc_sockaddr(l->path, &sun) == -1)
+		fatal("socket path %s", l->path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd == -1) {
+		log_warn("socket");
+		ipc_link_schedule(l);
+		return;
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		if (!l->warned)
+			log_warnx("%s unreachable at %s: %s; retrying",
+			    ipc_role_name(l->expect), l->path,
+			    strerror(errno));
+		l->warned = 1;
+		close(fd);
+		ipc_link_schedule(l);
+		return;
+	}
+	/*
+	 * The listener must be who we expect, not a squatter on the path.
+	 * The kernel reports the uid at listen(2) time: root when the daemon
+	 * bound its socket before dropping to its service user.
+	 */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    (cred.uid != l->uid && cred.uid != 0)) {
+		log_warnx("%s: listener has uid %u, want %u; refusing",
+		    l->path, (unsigned)cred.uid, (unsigned)l->uid);
+		close(fd);
+		ipc_link_schedule(l);
+		return;
+	}
+	l->warned = 0;
+	l->backoff_ms = BACKOFF_MIN_MS;
+	l->peer = ipc_peer_new(l->base, fd, l->self, l->expect, l->table,
+	    &l->cbs, l->arg);
+	l->peer->link = l;
+}
+
+/* Try again after the backoff, which doubles up to a second. */
+static void
+ipc_link_schedule(struct ipc_link *l)
+{
+	struct timeval	tv;
+
+	tv.tv_sec = l->backoff_ms / 1000;
+	tv.tv_usec = (l->backoff_ms % 1000) * 1000;
+	evtimer_add(l->ev_retry, &tv);
+	l->backoff_ms *= 2;
+	if (l->backoff_ms > BACKOFF_MAX_MS)
+		l->backoff_ms = BACKOFF_MAX_MS;
+}
+
+/* A link to a listening daemon that reconnects by itself. */
+struct ipc_link *
+ipc_link_new(struct event_base *base, const char *path, enum ipc_role self,
+    enum ipc_role expect, uid_t uid, const struct ipc_handler *table,
+    const struct ipc_peer_cbs *cbs, void *arg)
+{
+	struct ipc_link	*l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL ||
+	    (l->path = strdup(path)) == NULL)
+		fatal("%s", __func__);
+	l->base = base;
+	l->self = self;
+	l->expect = expect;
+	l->uid = uid;
+	l->table = table;
+	if (cbs != NULL)
+		l->cbs = *cbs;
+	l->arg = arg;
+	l->backoff_ms = BACKOFF_MIN_MS;
+	l->ev_retry = evtimer_new(base, ipc_link_connect, l);
+	if (l->ev_retry == NULL)
+		fatalx("%s: evtimer_new", __func__);
+	ipc_link_connect(-1, 0, l);
+	return l;
+}
+
+/* The link's peer once the hello is exchanged, else NULL. */
+struct ipc_peer *
+ipc_link_peer(struct ipc_link *l)
+{
+	if (l->peer == NULL || !l->peer->ready || l->peer->dead)
+		return NULL;
+	return l->peer;
+}
+
+/* Receive one JSON object within the deadline (blocking client side). */
+static struct json_object *
+ipc_call_recv(int fd, int64_t deadline, char *err, size_t errsz)
+{
+	static char		 buf[IPC_MAX_MSG + 1];
+	struct pollfd		 pfd = { fd, POLLIN, 0 };
+	struct json_object	*obj;
+	ssize_t			 n;
+	int			 left, r;
+
+	for (;;) {
+		left = (int)(deadline - now_mono_ms());
+		if (left <= 0) {
+			snprintf(err, errsz, "timed out");
+			return NULL;
+		}
+		r = poll(&pfd, 1, left);
+		if (r == -1 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			continue;
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, errsz, "connection closed");
+			return NULL;
+		}
+		if (n > IPC_MAX_MSG) {
+			snprintf(err, errsz, "reply too large");
+			return NULL;
+		}
+		buf[n] = '\0';
+		obj = json_tokener_parse(buf);
+		if (obj == NULL || !json_object_is_type(obj, json_type_object)) {
+			json_object_put(obj);
+			snprintf(err, errsz, "malformed reply");
+			return NULL;
+		}
+		return obj;
+	}
+}
+
+/* Send one JSON object (blocking client side). */
+static int
+ipc_call_send(int fd, struct json_object *obj)
+{
+	const char	*s;
+	size_t		 len;
+
+	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	if (len > IPC_MAX_MSG) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return send(fd, s, len, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+}
+
+/*
+ * One request over a fresh connection, for hgctl: hello both ways, the
+ * request (id 1) and its reply. Takes req.
+ */
+int
+ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
+    struct json_object *req, struct json_object **reply, int timeout_ms,
+    char *err, size_t errsz)
+{
+	struct sockaddr_un	 sun;
+	struct json_object	*hello, *obj = NULL;
+	int64_t			 deadline = now_mono_ms() + timeout_ms;
+	int64_t			 version;
+	int			 fd = -1, rc = -1;
+
+	*reply = NULL;
+	if (ipc_sockaddr(path, &sun) == -1) {
+		snprintf(err, errsz, "%s: path too long", path);
+		goto out;
+	}
+	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == -1) {
+		snprintf(err, errsz, "cannot connect to %s: %s", path,
+		    strerror(errno));
+		goto out;
+	}
+	hello = json_object_new_object();
+	json_object_object_add(hello, "type", json_object_new_string("hello"));
+	json_object_object_add(hello, "version",
+	    json_object_new_int(HG_PROTO_VERSION));
+	json_object_object_add(hello, "role",
+	    json_object_new_string(ipc_role_name(self)));
+	rc = ipc_call_send(fd, hello);
+	json_object_put(hello);
+	if (rc == -1) {
+		snprintf(err, errsz, "send: %s", strerror(errno));
+		goto out;
+	}
+	rc = -1;
+	if ((obj = ipc_call_recv(fd, deadline, err, errsz)) == NULL)
+		goto out;
+	if (json_int(obj, "version", &version) == -1 ||
+	    version != HG_PROTO_VERSION ||
+	    ipc_role_lookup(json_str(obj, "role")) != expect) {
+		snprintf(err, errsz, "unexpected hello from %s", path);
+		goto out;
+	}
+	json_object_put(obj);
+	obj = NULL;
+	json_object_object_add(req, "id", json_object_new_int(1));
+	if (ipc_call_send(fd, req) == -1) {
+		snprintf(err, errsz, "send: %s", strerror(errno));
+		goto out;
+	}
+	if ((*reply = ipc_call_recv(fd, deadline, err, errsz)) == NULL) {
+		if (strcmp(err, "connection closed") == 0)
+			snprintf(err, errsz, "%s closed the connection "
+			    "(not allowed for this uid?)", path);
+		goto out;
+	}
+	rc = 0;
+out:
+	json_object_put(req);
+	json_object_put(obj);
+	if (fd != -1)
+		close(fd);
+	return rc;
+}

@@ -1,0 +1,166 @@
+/*
+ * frontd: the unprivileged HTTP(S) and WebSocket front of hostgate. It
+ * binds, loads the TLS key, drops everything and then only parses HTTP and
+ * relays to brokerd. It never forks, never execs, never authenticates.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frontd.h"
+
+/* Beyond the common event-loop set: accepting TCP clients. */
+static const char *const frontd_syscalls[] = {
+	"accept4", "accept",
+	NULL
+};
+
+static struct event_base	*frontd_base;
+
+__dead static void
+frontd_usage(void)
+{
+	fprintf(stderr, "usage: frontd [-dn]\n");
+	exit(2);
+}
+
+/* SIGTERM or SIGINT: leave the loop. */
+static void
+frontd_sig(evutil_socket_t sig, short ev, void *arg)
+{
+	log_info("signal %d, exiting", (int)sig);
+	event_base_loopbreak(frontd_base);
+}
+
+/* Bind the configured numeric address (already validated by config). */
+static int
+frontd_bind(struct config *conf)
+{
+	struct sockaddr_storage	ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		len;
+	int			fd, on = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, conf->listen_host, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(conf->listen_port);
+		len = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, conf->listen_host,
+	    &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(conf->listen_port);
+		len = sizeof(*sin6);
+	} else
+		fatalx("HOSTGATE_LISTEN=%s: not a numeric address",
+		    conf->listen);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0);
+	if (fd == -1)
+		fatal("socket");
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) == -1)
+		fatal("SO_REUSEADDR");
+	if (bind(fd, (struct sockaddr *)&ss, len) == -1)
+		fatal("bind %s", conf->listen);
+	if (listen(fd, 128) == -1)
+		fatal("listen %s", conf->listen);
+	return fd;
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct config	 conf;
+	struct priv_plan plan;
+	struct ipc_link	*broker;
+	struct event	*ev_term, *ev_int;
+	SSL_CTX		*ssl = NULL;
+	char		 err[512], *path;
+	uid_t		 broker_uid;
+	gid_t		 broker_gid;
+	int		 ch, debug = 0, check = 0, fd;
+
+	while ((ch = getopt(argc, argv, "dn")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		default:
+			frontd_usage();
+		}
+	}
+	if (optind != argc)
+		frontd_usage();
+
+	log_init("frontd", debug || check);
+	config_load_or_die(&conf);
+	log_setlevel(conf.log_level);
+
+	/* The key is read now, before the drop; never again after it. */
+	if (conf.tls_cert != NULL &&
+	    (ssl = tls_ctx_new(conf.tls_cert, conf.tls_key, err,
+	    sizeof(err))) == NULL)
+		fatalx("%s", err);
+	if (check) {
+		fprintf(stderr, "frontd: configuration OK\n");
+		return 0;
+	}
+	if (!conf.listen_loopback && ssl == NULL)
+		log_warnx("HOSTGATE_INSECURE_HTTP=1: serving plain HTTP on %s; "
+		    "passwords and cookies cross the network in clear",
+		    conf.listen);
+
+	if (geteuid() == 0)
+		priv_lookup(conf.broker_user, &broker_uid, &broker_gid);
+	else
+		broker_uid = getuid();
+	fd = frontd_bind(&conf);
+
+	if (!debug && daemon(0, 0) == -1)
+		fatal("daemon");
+
+	memset(&plan, 0, sizeof(plan));
+	plan.name = "frontd";
+	plan.user = conf.front_user;
+	plan.never_forks = 1;
+	plan.syscalls = frontd_syscalls;
+	plan.unix_sockets = 1;
+	plan.debug = conf.seccomp_debug;
+	priv_drop(&plan);
+
+	if ((frontd_base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	ev_term = evsignal_new(frontd_base, SIGTERM, frontd_sig, NULL);
+	ev_int = evsignal_new(frontd_base, SIGINT, frontd_sig, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+
+	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
+	broker = ipc_link_new(frontd_base, path, ROLE_FRONTD, ROLE_BROKERD,
+	    broker_uid, NULL, NULL, NULL);
+	free(path);
+	api_init(frontd_base, &conf, broker);
+	if (http_server_new(frontd_base, fd, ssl, conf.max_body, api_handle,
+	    NULL) == NULL)
+		fatalx("http_server_new");
+
+	priv_seccomp(&plan);
+	log_info("frontd %s listening on %s://%s", HG_VERSION,
+	    ssl ? "https" : "http", conf.listen);
+	event_base_dispatch(frontd_base);
+	return 0;
+}

@@ -1,0 +1,88 @@
+/*
+ * frontd: the unprivileged HTTP(S) front. It parses HTTP, forwards every
+ * credential to brokerd and answers with what brokerd decides. It never
+ * authenticates by itself, never forks and never execs.
+ */
+#ifndef HG_FRONTD_H
+#define HG_FRONTD_H
+
+#include <sys/queue.h>
+#include <openssl/ssl.h>
+#include <event2/bufferevent.h>
+
+#include "common.h"
+
+#define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
+#define HTTP_MAX_HEADERS	64
+#define HTTP_MAX_CONNS		1024
+#define HTTP_HEAD_TIMEOUT	10		/* seconds to send a head */
+#define HTTP_IDLE_TIMEOUT	60		/* seconds of keep-alive idle */
+
+struct http_header {
+	char			*name;
+	char			*value;
+	TAILQ_ENTRY(http_header) entry;
+};
+TAILQ_HEAD(http_headers, http_header);
+
+struct http_conn;
+
+struct http_request {
+	struct http_conn	*conn;		/* NULL once the client has gone */
+	char			 method[16];
+	char			*target;	/* as sent: path and query */
+	char			*path;		/* decoded-free path part */
+	char			*query;		/* after '?', or NULL */
+	int			 minor;		/* HTTP/1.minor */
+	struct http_headers	 headers;
+	char			*body;		/* NUL-terminated, may be NULL */
+	size_t			 body_len;
+	long			 content_length; /* -1 when absent */
+	int			 keep_alive;
+	int			 tls;
+	char			 peer[64];	/* client address, numeric */
+	void			*pending;	/* brokerd request in flight */
+};
+
+typedef void (*http_handler)(struct http_request *, void *);
+
+/* http.c */
+/*
+ * Parse a request head (request line and headers up to the empty line) in
+ * buf. Returns the bytes consumed when complete, 0 when more is needed, or
+ * minus an HTTP status for a bad head (400, 414, 431, 501, 505).
+ */
+int	 http_parse_head(const char *buf, size_t len, struct http_request *);
+void	 http_request_init(struct http_request *);
+void	 http_request_clear(struct http_request *);
+/* Case-insensitive header lookup; NULL when absent. */
+const char *http_header(struct http_request *, const char *name);
+/* Value of cookie name in the Cookie header(s) into out; -1 when absent. */
+int	 http_cookie(struct http_request *, const char *name, char *out,
+	    size_t outsz);
+struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
+	    long max_body, http_handler, void *arg);
+/*
+ * Answer a request. extra is NULL or more header lines, each ending in
+ * "\r\n". The request is freed after this call (or now, when its client
+ * has gone). Security headers and Content-Length are added here.
+ */
+void	 http_reply(struct http_request *, int status, const char *ctype,
+	    const void *body, size_t len, const char *extra);
+/* As http_reply with a JSON body; takes ownership of obj. */
+void	 http_reply_json(struct http_request *, int status,
+	    struct json_object *obj, const char *extra);
+/* {"error": {"code": code, "message": message}} */
+void	 http_reply_error(struct http_request *, int status, const char *code,
+	    const char *message, const char *extra);
+const char *http_status_text(int status);
+
+/* tls.c */
+/* A server SSL_CTX (TLS 1.2+) with cert and key loaded; NULL + err. */
+SSL_CTX	*tls_ctx_new(const char *cert, const char *key, char *err, size_t);
+
+/* api.c */
+void	 api_init(struct event_base *, struct config *, struct ipc_link *);
+void	 api_handle(struct http_request *, void *);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * sandboxd: the only process of hostgate that execs. It answers brokerd
+ * alone and never falls back to a weaker backend.
+ */
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandboxd.h"
+
+/*
+ * sandboxd's filter is inherited by everything it spawns, bwrap included,
+ * so it cannot be an allowlist of sandboxd's own calls: it denies what no
+ * spawned program has any business doing on a shared host. bwrap then adds
+ * the tight per-sandbox filter of profiles/. Each entry with its reason.
+ */
+static const char *const sandboxd_denied[] = {
+	"kexec_load", "kexec_file_load",	/* replace the running kernel */
+	"init_module", "finit_module",		/* load kernel code */
+	"delete_module",
+	"reboot",				/* host power state */
+	"swapon", "swapoff",			/* host memory layout */
+	"acct",					/* host process accounting */
+	"settimeofday", "clock_settime",	/* host clock */
+	"clock_adjtime", "adjtimex",
+	"iopl", "ioperm",			/* raw port I/O */
+	"syslog",				/* kernel log: info leaks */
+	"quotactl",				/* host quotas */
+	"open_by_handle_at",			/* the 2014 "shocker" container escape */
+	"lookup_dcookie",			/* kernel profiling internals */
+	"uselib",				/* obsolete loader, old bugs */
+	"vhangup",				/* hang up other terminals */
+	"nfsservctl",
+	NULL
+};
+
+static struct event_base	*sandboxd_base;
+
+__dead static void
+sandboxd_usage(void)
+{
+	fprintf(stderr, "usage: sandboxd [-dn]\n");
+	exit(2);
+}
+
+/* SIGTERM or SIGINT: leave the loop. */
+static void
+sandboxd_sig(evutil_socket_t sig, short ev, void *arg)
+{
+	log_info("signal %d, exiting", (int)sig);
+	event_base_loopbreak(sandboxd_base);
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct config	 conf;
+	struct priv_plan plan;
+	struct event	*ev_term, *ev_int;
+	char		*path;
+	uid_t		 uid, broker_uid;
+	gid_t		 gid, broker_gid;
+	int		 ch, debug = 0, check = 0, fd;
+
+	while ((ch = getopt(argc, argv, "dn")) != -1) {
+		switch (ch) {
+		case 'd':
+			debug = 1;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		default:
+			sandboxd_usage();
+		}
+	}
+	if (optind != argc)
+		sandboxd_usage();
+
+	log_init("sandboxd", debug || check);
+	config_load_or_die(&conf);
+	log_setlevel(conf.log_level);
+	if (check) {
+		fprintf(stderr, "sandboxd: configuration OK\n");
+		return 0;
+	}
+
+	if (geteuid() == 0) {
+		priv_lookup(conf.sandbox_user, &uid, &gid);
+		priv_lookup(conf.broker_user, &broker_uid, &broker_gid);
+	} else {
+		uid = broker_uid = getuid();
+		gid = broker_gid = getgid();
+	}
+	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
+		fatal("mkdir %s", conf.run_dir);
+	path = path_join(conf.run_dir, SOCK_SANDBOX);
+	fd = ipc_listen(path, uid, broker_gid, geteuid() == 0 ? 0660 : 0600);
+	free(path);
+
+	if (!debug && daemon(0, 0) == -1)
+		fatal("daemon");
+
+	memset(&plan, 0, sizeof(plan));
+	plan.name = "sandboxd";
+	plan.user = conf.sandbox_user;
+	plan.syscalls = sandboxd_denied;
+	plan.deny = 1;
+	plan.debug = conf.seccomp_debug;
+	priv_drop(&plan);
+
+	if ((sandboxd_base = event_base_new()) == NULL)
+		fatalx("event_base_new");
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	ev_term = evsignal_new(sandboxd_base, SIGTERM, sandboxd_sig, NULL);
+	ev_int = evsignal_new(sandboxd_base, SIGINT, sandboxd_sig, NULL);
+	evsignal_add(ev_term, NULL);
+	evsignal_add(ev_int, NULL);
+
+	backend_init(&conf);
+	broker_init(sandboxd_base, &conf, broker_uid, fd);
+
+	priv_seccomp(&plan);
+	log_info("sandboxd %s ready", HG_VERSION);
+	event_base_dispatch(sandboxd_base);
+	return 0;
+}

@@ -1,0 +1,119 @@
+"""Fixtures of hostgate's system tests.
+
+Every test runs in each mode of MODES: "root" (daemons started as root,
+each dropping to its own service user) and "user" (all three as one
+unprivileged user). Tests that leave the daemons as they found them share
+one running hostgate per mode (`shared`); tests that restart, kill or
+reconfigure daemons make their own with `hostgate_factory`.
+"""
+
+import os
+import subprocess
+
+import pytest
+
+import hglib
+
+
+def pytest_report_header(config):
+    return "hostgate build: %s; modes: %s" % (hglib.BUILD,
+                                              ", ".join(hglib.MODES))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prerequisites():
+    """Binaries built and, as root, the test users present."""
+    missing = hglib.missing_binaries()
+    if missing:
+        pytest.exit("hostgate binaries missing in %s: %s (run make)"
+                    % (hglib.BUILD, ", ".join(missing)), returncode=2)
+    if hglib.IS_ROOT:
+        users = list(hglib.SERVICE_USERS.values()) + [hglib.TEST_USER]
+        try:
+            for u in users:
+                hglib.account(u)
+        except KeyError:
+            subprocess.run([os.path.join(hglib.REPO, "scripts", "users.sh")],
+                           check=True)
+
+
+@pytest.fixture(scope="session", params=hglib.MODES)
+def mode(request):
+    return request.param
+
+
+# Rate limits high enough that shared and private instances never throttle
+# the logins of the tests using them; test_ratelimit.py checks the defaults.
+SHARED_ENV = {
+    "HOSTGATE_LOGIN_RATE_PER_MINUTE": "600",
+    "HOSTGATE_LOGIN_BURST": "100",
+}
+
+
+@pytest.fixture(scope="session")
+def shared(mode):
+    """A running hostgate with an admin (alice) and a user (bob)."""
+    hg = hglib.Hostgate(mode, env=SHARED_ENV, name="shared")
+    try:
+        hg.start_all()
+        hg.add_user(*hglib.ADMIN, admin=True)
+        hg.add_user(*hglib.USER)
+    except BaseException:
+        hg.failed = True
+        print(hg.logs())
+        hg.cleanup()
+        raise
+    yield hg
+    hg.cleanup()
+
+
+class Factory:
+    """Makes private hostgates for one test and cleans them up."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.instances = []
+
+    def __call__(self, env=None, start=True, tls=False, name="own",
+                 users=True):
+        full = dict(SHARED_ENV)
+        full.update(env or {})
+        hg = hglib.Hostgate(self.mode, env=full, name=name, tls=tls)
+        self.instances.append(hg)
+        if start:
+            hg.start_all()
+            if users:
+                hg.add_user(*hglib.ADMIN, admin=True)
+                hg.add_user(*hglib.USER)
+        return hg
+
+
+@pytest.fixture
+def hostgate_factory(mode):
+    f = Factory(mode)
+    yield f
+    for hg in f.instances:
+        hg.cleanup()
+
+
+def _instances(item):
+    found = []
+    for v in getattr(item, "funcargs", {}).values():
+        if isinstance(v, hglib.Hostgate):
+            found.append(v)
+        elif isinstance(v, Factory):
+            found.extend(v.instances)
+    return found
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """On a failure, keep the hostgate's directory and show its logs."""
+    outcome = yield
+    rep = outcome.get_result()
+    if not rep.failed:
+        return
+    for hg in _instances(item):
+        hg.failed = True
+        rep.sections.append(("hostgate logs (%s, kept in %s)"
+                             % (hg.mode, hg.dir), hg.logs()))

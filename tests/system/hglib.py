@@ -1,0 +1,644 @@
+"""Helpers for hostgate's system tests: start the real daemons in a private
+temporary directory, talk HTTP(S) to frontd, run hgctl, and probe the IPC
+sockets as a chosen uid. Standard library only."""
+
+import errno
+import http.client
+import json
+import os
+import pwd
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(REPO, os.environ.get("HG_BUILD", "build"))
+DAEMONS = ("sandboxd", "brokerd", "frontd")
+BINARIES = DAEMONS + ("hgctl",)
+
+SERVICE_USERS = {
+    "frontd": "hostgate-front",
+    "brokerd": "hostgate-broker",
+    "sandboxd": "hostgate-sandbox",
+}
+TEST_USER = "hostgate-test"
+
+SOCK_FRONT = "broker-front.sock"
+SOCK_CONTROL = "broker-control.sock"
+SOCK_SANDBOX = "sandbox.sock"
+
+IS_ROOT = os.geteuid() == 0
+MODES = ("root", "user") if IS_ROOT else ("user",)
+
+ADMIN = ("alice", "alice-password-1")
+USER = ("bob", "bob-password-12")
+
+
+def missing_binaries():
+    """Names of the build's binaries that do not exist yet."""
+    return [b for b in BINARIES
+            if not os.access(os.path.join(BUILD, b), os.X_OK)]
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def account(name):
+    """(uid, gid) of a local user."""
+    pw = pwd.getpwnam(name)
+    return pw.pw_uid, pw.pw_gid
+
+
+def wait_for(pred, timeout, interval=0.05, what="condition"):
+    """Poll pred() until it returns a true value or timeout seconds pass;
+    returns the value, raises AssertionError on timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while True:
+        try:
+            last = pred()
+        except (OSError, http.client.HTTPException, ssl.SSLError) as e:
+            last = e
+            if time.monotonic() >= deadline:
+                break
+        else:
+            if last and not isinstance(last, Exception):
+                return last
+            if time.monotonic() >= deadline:
+                break
+        time.sleep(interval)
+    raise AssertionError("timed out after %.1fs waiting for %s (last: %r)"
+                         % (timeout, what, last))
+
+
+class Response:
+    """An HTTP response, read in full."""
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers          # list of (name, value)
+        self.body = body
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def header_all(self, name):
+        return [v for k, v in self.headers if k.lower() == name.lower()]
+
+    def json(self):
+        try:
+            return json.loads(self.body)
+        except ValueError:
+            raise AssertionError("response %d is not JSON: %r"
+                                 % (self.status, self.body[:500]))
+
+    def error(self):
+        """The {"code","message"} of an error reply, checked for shape."""
+        doc = self.json()
+        assert isinstance(doc, dict) and isinstance(doc.get("error"), dict), \
+            "no error object in %d reply: %r" % (self.status, doc)
+        err = doc["error"]
+        assert isinstance(err.get("code"), str) and err["code"], err
+        assert isinstance(err.get("message"), str) and err["message"], err
+        return err
+
+    def cookie(self, name="hg_session"):
+        """(value, {attribute: value}) of a Set-Cookie for name, or None."""
+        for line in self.header_all("Set-Cookie"):
+            parts = [p.strip() for p in line.split(";")]
+            k, _, v = parts[0].partition("=")
+            if k.strip() != name:
+                continue
+            attrs = {}
+            for p in parts[1:]:
+                ak, _, av = p.partition("=")
+                attrs[ak.strip().lower()] = av.strip()
+            return v.strip(), attrs
+        return None
+
+    def __repr__(self):
+        return "<Response %d %r>" % (self.status, self.body[:300])
+
+
+class Session:
+    """A logged-in cookie session."""
+
+    def __init__(self, hg, user, role, cookie, csrf):
+        self.hg = hg
+        self.user = user
+        self.role = role
+        self.cookie = cookie
+        self.csrf = csrf
+
+    def request(self, method, path, body=None, csrf=True, **kw):
+        headers = dict(kw.pop("headers", {}) or {})
+        if csrf and method in ("POST", "PUT", "DELETE"):
+            headers["X-CSRF-Token"] = self.csrf
+        return self.hg.request(method, path, body=body, cookie=self.cookie,
+                               headers=headers, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+
+class Hostgate:
+    """One hostgate: three daemons in a private directory on a free port."""
+
+    def __init__(self, mode, env=None, name="hostgate", tls=False):
+        self.mode = mode
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="hg-%s-%s-" % (name, mode))
+        os.chmod(self.dir, 0o755)
+        self.bindir = os.path.join(self.dir, "bin")
+        self.state = os.path.join(self.dir, "state")
+        self.run = os.path.join(self.dir, "run")
+        self.logdir = os.path.join(self.dir, "logs")
+        for d in (self.bindir, self.state, self.run, self.logdir):
+            os.mkdir(d)
+            os.chmod(d, 0o755)
+        for b in BINARIES:
+            dst = os.path.join(self.bindir, b)
+            shutil.copy(os.path.join(BUILD, b), dst)
+            os.chmod(dst, 0o755)
+        self.envfile = os.path.join(self.dir, "empty.env")
+        open(self.envfile, "w").close()
+        os.chmod(self.envfile, 0o644)
+
+        # Who the daemons run as: None means "as we are".
+        self.run_as = None
+        if mode == "user" and IS_ROOT:
+            self.run_as = account(TEST_USER)
+            for d in (self.state, self.run):
+                os.chown(d, *self.run_as)
+        self.daemon_uid = self.run_as[0] if self.run_as else os.geteuid()
+
+        self.scheme = "https" if tls else "http"
+        self.certfile = self.keyfile = None
+        if tls:
+            self.certfile, self.keyfile = make_cert(self.dir, self.run_as)
+
+        self.env = {
+            "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+            "LANG": "C.UTF-8",
+            "HOSTGATE_ENV_FILE": self.envfile,
+            "HOSTGATE_STATE_DIR": self.state,
+            "HOSTGATE_RUN_DIR": self.run,
+            "HOSTGATE_LISTEN": "127.0.0.1:%d" % self.port,
+            "HOSTGATE_LOG_LEVEL": "debug",
+        }
+        if mode == "root":
+            self.env["HOSTGATE_FRONT_USER"] = SERVICE_USERS["frontd"]
+            self.env["HOSTGATE_BROKER_USER"] = SERVICE_USERS["brokerd"]
+            self.env["HOSTGATE_SANDBOX_USER"] = SERVICE_USERS["sandboxd"]
+        if tls:
+            self.env["HOSTGATE_TLS_CERT"] = self.certfile
+            self.env["HOSTGATE_TLS_KEY"] = self.keyfile
+        if env:
+            self.env.update(env)
+        self.procs = {}
+        self.failed = False
+
+    # -- processes ---------------------------------------------------------
+
+    def wrap(self, argv, as_user=None):
+        """argv run as the daemons' user (user mode as root) or as_user."""
+        who = as_user if as_user is not None else self.run_as
+        if who is None:
+            return list(argv)
+        if isinstance(who, str):
+            who = account(who)
+        uid, gid = who
+        if uid == os.geteuid():
+            return list(argv)
+        return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % gid,
+                "--clear-groups", "--"] + list(argv)
+
+    def binary(self, name):
+        return os.path.join(self.bindir, name)
+
+    def log_path(self, name):
+        return os.path.join(self.logdir, name + ".log")
+
+    def start(self, name, extra_env=None):
+        """Start one daemon in the foreground, its stderr to its log."""
+        assert name not in self.procs or self.procs[name].poll() is not None, \
+            "%s already running" % name
+        env = dict(self.env)
+        if extra_env:
+            env.update(extra_env)
+        log = open(self.log_path(name), "ab")
+        log.write(("---- start %s %s\n" % (name, time.strftime("%T"))).encode())
+        log.flush()
+        try:
+            p = subprocess.Popen(self.wrap([self.binary(name), "-d"]),
+                                 env=env, stdin=subprocess.DEVNULL,
+                                 stdout=log, stderr=log, cwd=self.dir)
+        finally:
+            log.close()
+        self.procs[name] = p
+        return p
+
+    def start_all(self, wait=True):
+        for name in DAEMONS:
+            self.start(name)
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def pid(self, name):
+        return self.procs[name].pid
+
+    def alive(self, name):
+        p = self.procs.get(name)
+        return p is not None and p.poll() is None
+
+    def send_signal(self, name, sig):
+        self.procs[name].send_signal(sig)
+
+    def stop(self, name, sig=signal.SIGTERM, timeout=5):
+        """Signal a daemon and wait for it to exit; returns its status."""
+        p = self.procs[name]
+        if p.poll() is None:
+            p.send_signal(sig)
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+                raise AssertionError("%s did not exit within %ds of signal %d"
+                                     % (name, timeout, sig))
+        return p.returncode
+
+    def kill(self, name):
+        return self.stop(name, signal.SIGKILL)
+
+    def shutdown(self):
+        """Stop every daemon: SIGTERM, then SIGKILL after 5 s."""
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + 5
+        for p in self.procs.values():
+            try:
+                p.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def logs(self):
+        out = []
+        for name in BINARIES:
+            path = self.log_path(name)
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    data = f.read()
+                if len(data) > 30000:
+                    data = b"[...]\n" + data[-30000:]
+                out.append("==== %s (%s)\n%s" % (name, path,
+                                                data.decode("utf-8", "replace")))
+        return "\n".join(out)
+
+    def log_text(self, name):
+        try:
+            with open(self.log_path(name), "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def cleanup(self):
+        self.shutdown()
+        if self.failed:
+            print("\nhostgate test dir kept: %s" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- hgctl -------------------------------------------------------------
+
+    def hgctl(self, *args, input=None, as_user=None, timeout=30):
+        """Run hgctl; returns CompletedProcess (text)."""
+        if as_user is None and self.mode == "root":
+            as_user = (0, 0)
+        argv = self.wrap([self.binary("hgctl")] + list(args), as_user)
+        env = {"PATH": self.env["PATH"], "LANG": "C.UTF-8",
+               "HOSTGATE_RUN_DIR": self.run,
+               "HOSTGATE_STATE_DIR": self.state,
+               "HOSTGATE_ENV_FILE": self.envfile}
+        r = subprocess.run(argv, input=input, capture_output=True, text=True,
+                           env=env, timeout=timeout, cwd=self.dir)
+        with open(self.log_path("hgctl"), "a") as log:
+            log.write("$ hgctl %s -> %d\n%s%s" % (" ".join(args), r.returncode,
+                                                   r.stdout, r.stderr))
+        return r
+
+    def hgctl_ok(self, *args, **kw):
+        r = self.hgctl(*args, **kw)
+        assert r.returncode == 0, "hgctl %s: exit %d: %s" % (
+            " ".join(args), r.returncode, r.stderr)
+        return r
+
+    def hgctl_json(self, *args):
+        r = self.hgctl_ok(*(list(args) + ["--json"]))
+        try:
+            return json.loads(r.stdout)
+        except ValueError:
+            raise AssertionError("hgctl %s --json: not JSON: %r"
+                                 % (" ".join(args), r.stdout))
+
+    def add_user(self, name, password, admin=False):
+        args = ["user", "add", name]
+        if admin:
+            args.append("--admin")
+        args.append("--password-stdin")
+        self.hgctl_ok(*args, input=password + "\n")
+
+    # -- HTTP --------------------------------------------------------------
+
+    def connection(self, timeout=5, source=None, context=None):
+        src = (source, 0) if source else None
+        if self.scheme == "https":
+            ctx = context or insecure_client_context()
+            return http.client.HTTPSConnection("127.0.0.1", self.port,
+                                               timeout=timeout, context=ctx,
+                                               source_address=src)
+        return http.client.HTTPConnection("127.0.0.1", self.port,
+                                          timeout=timeout, source_address=src)
+
+    def request(self, method, path, body=None, headers=None, cookie=None,
+                bearer=None, source=None, timeout=5):
+        """One request on a fresh connection; body may be a dict (sent as
+        JSON), str or bytes."""
+        h = {}
+        if body is not None and not isinstance(body, (bytes, str)):
+            body = json.dumps(body)
+        if isinstance(body, str):
+            body = body.encode()
+        if body is not None:
+            h["Content-Type"] = "application/json"
+        if cookie:
+            h["Cookie"] = "hg_session=" + cookie
+        if bearer:
+            h["Authorization"] = "Bearer " + bearer
+        h.update(headers or {})
+        conn = self.connection(timeout=timeout, source=source)
+        try:
+            conn.request(method, path, body=body, headers=h)
+            r = conn.getresponse()
+            data = r.read()
+            return Response(r.status, r.getheaders(), data)
+        finally:
+            conn.close()
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, body=None, **kw):
+        return self.request("POST", path, body=body, **kw)
+
+    def health(self):
+        return self.get("/healthz", timeout=3)
+
+    def healthy(self):
+        try:
+            return self.health().status == 200
+        except (OSError, http.client.HTTPException, ssl.SSLError):
+            return False
+
+    def wait_healthy(self, timeout=10):
+        try:
+            wait_for(self.healthy, timeout, what="/healthz 200")
+        except AssertionError:
+            dead = [n for n in DAEMONS if n in self.procs and not self.alive(n)]
+            raise AssertionError("hostgate not healthy within %ds (exited: %s)"
+                                 % (timeout, ", ".join(dead) or "none"))
+
+    def wait_status(self, status, timeout=5):
+        """Poll /healthz until it answers status; returns the Response."""
+        def check():
+            r = self.health()
+            return r if r.status == status else None
+        return wait_for(check, timeout, what="/healthz %d" % status)
+
+    def login(self, user, password, source=None):
+        """Log in; asserts 200 and returns a Session."""
+        r = self.post("/api/login", {"username": user, "password": password},
+                      source=source)
+        assert r.status == 200, "login %s: %r" % (user, r)
+        doc = r.json()
+        c = r.cookie()
+        assert c and c[0], "no hg_session cookie in %r" % r.headers
+        return Session(self, doc["user"], doc["role"], c[0], doc["csrf_token"])
+
+    def raw(self, data, timeout=3, shut=False):
+        """Send raw bytes on a fresh TCP connection; returns what came back
+        before the server closed or timeout seconds passed."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
+        if self.scheme == "https":
+            s = insecure_client_context().wrap_socket(s)
+        try:
+            s.sendall(data)
+            if shut:
+                s.shutdown(socket.SHUT_WR)
+            out = b""
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                s.settimeout(max(0.05, deadline - time.monotonic()))
+                try:
+                    chunk = s.recv(65536)
+                except socket.timeout:
+                    break
+                except (ConnectionResetError, ssl.SSLError):
+                    break
+                if not chunk:
+                    break
+                out += chunk
+                if b"\r\n\r\n" in out and _complete(out):
+                    break
+            return out
+        finally:
+            s.close()
+
+
+def _complete(data):
+    """True when data holds a full HTTP response (head and Content-Length)."""
+    head, _, body = data.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            try:
+                return len(body) >= int(v.strip())
+            except ValueError:
+                return True
+    return True
+
+
+def parse_raw(data):
+    """(status, headers dict lower-cased, body) of a raw HTTP response."""
+    assert data.startswith(b"HTTP/1."), "not an HTTP response: %r" % data[:200]
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    status = int(lines[0].split()[1])
+    headers = {}
+    for line in lines[1:]:
+        k, _, v = line.partition(b":")
+        headers[k.strip().lower().decode()] = v.strip().decode()
+    return status, headers, body
+
+
+def insecure_client_context():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def make_cert(directory, owner=None):
+    """A self-signed certificate and key for localhost, made with openssl."""
+    cert = os.path.join(directory, "cert.pem")
+    key = os.path.join(directory, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec",
+                    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2",
+                    "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    os.chmod(cert, 0o644)
+    os.chmod(key, 0o600)
+    if owner:
+        os.chown(key, *owner)
+        os.chown(cert, *owner)
+    return cert, key
+
+
+def proc_status(pid):
+    """/proc/PID/status as a dict of name -> value string."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+# -- IPC probes ------------------------------------------------------------
+
+def hello(role, version=1):
+    return json.dumps({"type": "hello", "version": version,
+                       "role": role}).encode()
+
+
+def run_as(uid_gid, fn, timeout=10):
+    """Run fn() in a forked child with the given (uid, gid) (None: as we
+    are); returns its JSON-able result or raises what it raised."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            if uid_gid is not None and (uid_gid[0] != os.geteuid()
+                                        or uid_gid[1] != os.getegid()):
+                os.setgroups([])
+                os.setresgid(uid_gid[1], uid_gid[1], uid_gid[1])
+                os.setresuid(uid_gid[0], uid_gid[0], uid_gid[0])
+            res = {"ok": fn()}
+        except BaseException as e:
+            res = {"exc": "%s: %s" % (type(e).__name__, e)}
+        try:
+            os.write(w, json.dumps(res).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    chunks = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            data = os.read(r, 65536)
+            if not data:
+                break
+            chunks.append(data)
+            if time.monotonic() > deadline:
+                break
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    res = json.loads(b"".join(chunks) or b'{"exc": "child died"}')
+    if "exc" in res:
+        raise AssertionError("probe as uid %s: %s" % (uid_gid, res["exc"]))
+    return res["ok"]
+
+
+def seqpacket_probe(path, steps, wait=2.0):
+    """Connect to a SOCK_SEQPACKET socket and perform steps, a list of
+    ("send", bytes) / ("send_fd", bytes) / ("big", n). Then read until the
+    peer closes or wait seconds pass. Returns a dict:
+      connect: "ok" or the errno name; closed: bool; after: seconds;
+      messages: the JSON messages received (hello included)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        try:
+            s.connect(path)
+        except OSError as e:
+            return {"connect": errno_name(e), "closed": True, "after": 0,
+                    "messages": []}
+        t0 = time.monotonic()
+        sent_err = None
+        for kind, data in steps:
+            try:
+                if kind == "send":
+                    s.send(data)
+                elif kind == "send_fd":
+                    fd = os.open("/dev/null", os.O_RDONLY)
+                    try:
+                        socket.send_fds(s, [data], [fd])
+                    finally:
+                        os.close(fd)
+                elif kind == "big":
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+                    payload = b'{"type":"hello","version":1,"pad":"' + \
+                        b"x" * data + b'"}'
+                    s.send(payload)
+            except OSError as e:
+                sent_err = errno_name(e)
+                break
+        msgs = []
+        closed = False
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            s.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                d = s.recv(70000)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not d:
+                closed = True
+                break
+            try:
+                msgs.append(json.loads(d))
+            except ValueError:
+                msgs.append({"raw": d[:200].decode("latin-1")})
+        return {"connect": "ok", "closed": closed,
+                "after": round(time.monotonic() - t0, 3), "messages": msgs,
+                "send_error": sent_err}
+    finally:
+        s.close()
+
+
+def errno_name(e):
+    """The symbolic name of an OSError's errno."""
+    return errno.errorcode.get(e.errno, str(e.errno)) if e.errno else str(e)

@@ -1,0 +1,103 @@
+"""GET /healthz, start order, and what clients see while a daemon is down."""
+
+import time
+
+import hglib
+
+
+def assert_healthy_doc(doc):
+    assert doc["ok"] is True, doc
+    for part in ("frontd", "brokerd", "sandboxd"):
+        assert doc[part]["ok"] is True, (part, doc)
+    assert doc["backend"] == {"name": "bwrap", "ok": True, "reason": None}, doc
+
+
+def assert_down(r, daemon):
+    """A 503 /healthz naming daemon as the part that is down."""
+    assert r.status == 503, r
+    assert (r.header("Content-Type") or "").startswith("application/json"), \
+        r.headers
+    doc = r.json()
+    assert doc["ok"] is False, doc
+    assert doc["frontd"]["ok"] is True, doc
+    assert doc[daemon]["ok"] is False, doc
+    assert isinstance(doc[daemon].get("reason"), str) and doc[daemon]["reason"]
+    err = r.error()
+    assert err["code"] == "unavailable", err
+    assert daemon in err["message"], err
+    return doc
+
+
+def test_healthz_ok(shared):
+    r = shared.health()
+    assert r.status == 200, r
+    assert (r.header("Content-Type") or "").startswith("application/json")
+    assert_healthy_doc(r.json())
+
+
+def test_healthz_needs_no_credentials_and_ignores_bad_ones(shared):
+    r = shared.get("/healthz", cookie="bogus", bearer="hgt_bogus")
+    assert r.status == 200, r
+
+
+def test_start_order_does_not_matter(hostgate_factory):
+    """frontd first, then sandboxd, then brokerd: all link up on their own."""
+    hg = hostgate_factory(start=False)
+    hg.start("frontd")
+    r = hglib.wait_for(lambda: hg.health(), 5, what="frontd listening")
+    assert_down(r, "brokerd")
+    hg.start("sandboxd")
+    hg.start("brokerd")
+    hg.wait_healthy(timeout=5)
+    assert_healthy_doc(hg.health().json())
+
+
+def test_sandboxd_killed_and_restarted(hostgate_factory):
+    hg = hostgate_factory()
+    s = hg.login(*hglib.ADMIN)
+    hg.kill("sandboxd")
+    t0 = time.monotonic()
+    r = hg.wait_status(503, timeout=3)
+    assert time.monotonic() - t0 < 2, "503 took %.2fs" % (time.monotonic() - t0)
+    doc = assert_down(r, "sandboxd")
+    assert doc["brokerd"]["ok"] is True, doc
+    # Authentication lives in brokerd, which is still up.
+    assert s.get("/api/status").status == 200
+    hg.start("sandboxd")
+    hg.wait_healthy(timeout=5)
+    assert_healthy_doc(hg.health().json())
+    assert hg.alive("frontd") and hg.alive("brokerd")
+
+
+def test_brokerd_killed_and_restarted(hostgate_factory):
+    hg = hostgate_factory()
+    s = hg.login(*hglib.ADMIN)
+    hg.kill("brokerd")
+    t0 = time.monotonic()
+    r = hg.wait_status(503, timeout=3)
+    assert time.monotonic() - t0 < 2, "503 took %.2fs" % (time.monotonic() - t0)
+    assert_down(r, "brokerd")
+
+    # Requests that need brokerd fail fast with 503, never hang or 401.
+    t0 = time.monotonic()
+    r = hg.post("/api/login", {"username": hglib.ADMIN[0],
+                               "password": hglib.ADMIN[1]})
+    assert r.status == 503, r
+    assert r.error()["code"] == "unavailable"
+    r = s.get("/api/status")
+    assert r.status == 503, r
+    assert time.monotonic() - t0 < 2
+
+    hg.start("brokerd")
+    hg.wait_healthy(timeout=5)
+    assert_healthy_doc(hg.health().json())
+    assert s.get("/api/status").status == 200
+    assert hg.alive("frontd") and hg.alive("sandboxd")
+
+
+def test_brokerd_sigterm_exits_cleanly(hostgate_factory):
+    hg = hostgate_factory(users=False)
+    assert hg.stop("brokerd") == 0, hg.log_text("brokerd")
+    assert_down(hg.wait_status(503, timeout=3), "brokerd")
+    for name in ("frontd", "sandboxd"):
+        assert hg.stop(name) == 0, hg.log_text(name)

@@ -1,0 +1,242 @@
+"""HTTP edge cases: routing, bad input, size limits. After each, the chain
+must still answer /healthz 200."""
+
+import socket
+import time
+
+import pytest
+
+import hglib
+
+
+def assert_alive(hg):
+    r = hg.health()
+    assert r.status == 200, r
+    for name in hglib.DAEMONS:
+        assert hg.alive(name), "%s exited" % name
+
+
+def assert_json_error(r, status, code=None):
+    assert r.status == status, r
+    assert (r.header("Content-Type") or "").startswith("application/json"), \
+        r.headers
+    err = r.error()
+    if code:
+        assert err["code"] == code, err
+    return err
+
+
+@pytest.mark.parametrize("path", ["/nope", "/api/nope", "/api/statusx",
+                                  "/healthz/x", "/api/login/x"])
+def test_unknown_path_404(shared, path):
+    assert_json_error(shared.get(path), 404, "not_found")
+    assert_alive(shared)
+
+
+@pytest.mark.parametrize("target", [b"/../etc/passwd", b"/api/../healthz/..",
+                                    b"/%2e%2e/etc/passwd", b"*", b"http://x/"])
+def test_odd_targets_refused(shared, target):
+    out = shared.raw(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    status, _, body = hglib.parse_raw(out)
+    assert status in (400, 404), out[:300]
+    assert b"root:" not in body
+    assert_alive(shared)
+
+
+@pytest.mark.parametrize("method,path", [
+    ("GET", "/api/login"), ("PUT", "/api/login"), ("DELETE", "/api/login"),
+    ("GET", "/api/logout"), ("POST", "/healthz"), ("DELETE", "/healthz"),
+])
+def test_wrong_method_405(shared, method, path):
+    r = shared.request(method, path)
+    assert_json_error(r, 405)
+    assert_alive(shared)
+
+
+def test_keep_alive(shared):
+    conn = shared.connection()
+    try:
+        for _ in range(3):
+            conn.request("GET", "/healthz")
+            r = conn.getresponse()
+            r.read()
+            assert r.status == 200
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("body", [
+    b"{not json", b"{", b'{"username": "alice", "password": }', b"",
+    b"\xff\xfe garbage", b'{"username": "alice", "password": "x"} trailing',
+])
+def test_login_malformed_json_400(shared, body):
+    assert_json_error(shared.post("/api/login", body), 400, "bad_request")
+    assert_alive(shared)
+
+
+@pytest.mark.parametrize("body", [b"[]", b'"alice"', b"5", b"null", b"true",
+                                  b'[{"username": "alice"}]'])
+def test_login_non_object_400(shared, body):
+    assert_json_error(shared.post("/api/login", body), 400, "bad_request")
+    assert_alive(shared)
+
+
+@pytest.mark.parametrize("doc,field", [
+    ({"username": 5, "password": "alice-password-1"}, "username"),
+    ({"username": None, "password": "alice-password-1"}, "username"),
+    ({"username": ["alice"], "password": "alice-password-1"}, "username"),
+    ({"password": "alice-password-1"}, "username"),
+    ({"username": "alice", "password": 5}, "password"),
+    ({"username": "alice", "password": {"a": 1}}, "password"),
+    ({"username": "alice"}, "password"),
+])
+def test_login_bad_fields_400(shared, doc, field):
+    err = assert_json_error(shared.post("/api/login", doc), 400, "bad_request")
+    assert field in err["message"], err
+    assert_alive(shared)
+
+
+@pytest.mark.parametrize("doc", [
+    {"username": "al\u0000ice", "password": "alice-password-1"},
+    {"username": "alice", "password": "alice-password-1\u0000tail"},
+    {"username": "a" * 5000, "password": "x"},
+    {"username": "alice", "password": "x" * 100000},
+    {"username": "\u00e9\u4e2d\U0001f600", "password": "x"},
+])
+def test_login_odd_values_refused(shared, doc):
+    r = shared.post("/api/login", doc)
+    assert r.status in (400, 401), r
+    assert r.cookie() is None
+    assert_alive(shared)
+
+
+@pytest.mark.parametrize("data,statuses", [
+    (b"GARBAGE\r\n\r\n", (400,)),
+    (b"\x00\x01\x02\x03\r\n\r\n", (400,)),
+    (b"GET  HTTP/1.1\r\n\r\n", (400,)),
+    (b"GET /healthz HTTP/1.1 extra\r\n\r\n", (400,)),
+    (b"GET /healthz HTTP/1.1\r\nno colon here\r\n\r\n", (400,)),
+    (b"GET /healthz HTTP/1.1\r\n: empty-name\r\n\r\n", (400,)),
+    (b"GET /healthz HTTP/1.1\r\nContent-Length: -1\r\n\r\n", (400,)),
+    (b"GET /healthz HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", (400,)),
+    (b"GET /healthz HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+     (400,)),
+    (b"GET /healthz HTTP/7.0\r\n\r\n", (400, 505)),
+    (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", (414, 431)),
+])
+def test_garbage_request(shared, data, statuses):
+    out = shared.raw(data)
+    status, _, _ = hglib.parse_raw(out)
+    assert status in statuses, out[:300]
+    assert_alive(shared)
+
+
+def test_huge_header_431(shared):
+    data = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 17000
+            + b"\r\n\r\n")
+    status, _, _ = hglib.parse_raw(shared.raw(data))
+    assert status == 431
+    assert_alive(shared)
+
+
+def test_many_headers_431(shared):
+    lines = b"".join(b"X-H%d: %s\r\n" % (i, b"b" * 100) for i in range(200))
+    data = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n"
+    status, _, _ = hglib.parse_raw(shared.raw(data))
+    assert status == 431
+    assert_alive(shared)
+
+
+def test_header_just_under_limit_ok(shared):
+    data = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 15000
+            + b"\r\n\r\n")
+    status, _, _ = hglib.parse_raw(shared.raw(data))
+    assert status == 200
+
+
+def test_chunked_501(shared):
+    data = (b"POST /api/login HTTP/1.1\r\nHost: x\r\n"
+            b"Content-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+            b"5\r\n{\"a\":\r\n0\r\n\r\n")
+    status, headers, body = hglib.parse_raw(shared.raw(data))
+    assert status == 501, body
+    assert_alive(shared)
+
+
+def test_head_in_pieces(shared):
+    """A head split over several TCP segments is still one request."""
+    s = socket.create_connection(("127.0.0.1", shared.port), timeout=3)
+    try:
+        for part in (b"GET /hea", b"lthz HTTP/1.1\r\nHo", b"st: x\r\n", b"\r\n"):
+            s.sendall(part)
+            time.sleep(0.05)
+        out = b""
+        while b"\r\n\r\n" not in out:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        s.close()
+    assert out.startswith(b"HTTP/1.1 200"), out[:200]
+
+
+def test_client_vanishes_mid_request(shared):
+    for data in (b"POST /api/login HTTP/1.1\r\nContent-Length: 100\r\n\r\n{",
+                 b"GET /heal"):
+        s = socket.create_connection(("127.0.0.1", shared.port), timeout=3)
+        s.sendall(data)
+        s.close()
+    assert_alive(shared)
+
+
+# -- body limit: a private hostgate with a small HOSTGATE_MAX_BODY_BYTES ----
+
+@pytest.fixture(scope="module")
+def small_body(mode):
+    hg = hglib.Hostgate(mode, env={"HOSTGATE_MAX_BODY_BYTES": "2048"},
+                        name="body")
+    try:
+        hg.start_all()
+        yield hg
+    finally:
+        hg.cleanup()
+
+
+def test_body_over_limit_413_at_once(small_body):
+    hg = small_body
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=5)
+    try:
+        s.sendall(b"POST /api/login HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\n"
+                  b"Content-Length: 100000\r\n\r\n{\"username\":")
+        t0 = time.monotonic()
+        s.settimeout(2)
+        out = b""
+        while not (b"\r\n\r\n" in out and hglib._complete(out)):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        elapsed = time.monotonic() - t0
+    finally:
+        s.close()
+    status, headers, body = hglib.parse_raw(out)
+    assert status == 413, out[:300]
+    assert elapsed < 1.5, elapsed
+    assert b"too_large" in body, body
+    assert_alive(hg)
+
+
+def test_body_over_limit_sent_whole_413(small_body):
+    doc = {"username": "nobody", "password": "x" * 3000}
+    r = small_body.post("/api/login", doc, source="127.0.0.9")
+    assert_json_error(r, 413, "too_large")
+    assert_alive(small_body)
+
+
+def test_body_under_limit_accepted(small_body):
+    doc = {"username": "nobody", "password": "x" * 1900}
+    r = small_body.post("/api/login", doc, source="127.0.0.9")
+    assert r.status == 401, r

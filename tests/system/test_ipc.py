@@ -1,0 +1,139 @@
+"""The three IPC sockets: the right peer is let in, the wrong uid is shut out
+at once, and bad input closes that one connection while the daemon lives on.
+"""
+
+import os
+
+import pytest
+
+import hglib
+
+# socket name -> (role a client claims, role the server answers with,
+#                 a role the socket must refuse)
+SOCKETS = {
+    hglib.SOCK_FRONT: ("frontd", "brokerd", "hgctl"),
+    hglib.SOCK_CONTROL: ("hgctl", "brokerd", "frontd"),
+    hglib.SOCK_SANDBOX: ("brokerd", "sandboxd", "frontd"),
+}
+
+
+@pytest.fixture(scope="module")
+def ipc(mode):
+    hg = hglib.Hostgate(mode, name="ipc")
+    try:
+        hg.start_all()
+        yield hg
+    finally:
+        hg.cleanup()
+
+
+def allowed(hg, sock):
+    """(uid, gid) that the socket must accept."""
+    if hg.mode == "root":
+        if sock == hglib.SOCK_FRONT:
+            return hglib.account("hostgate-front")
+        if sock == hglib.SOCK_SANDBOX:
+            return hglib.account("hostgate-broker")
+        return (0, 0)
+    if hg.run_as:
+        return hg.run_as
+    return (os.geteuid(), os.getegid())
+
+
+def refused(hg, sock):
+    """Users that the socket must refuse (needs root to become them)."""
+    if not hglib.IS_ROOT:
+        return []
+    ids = [(0, 0), hglib.account("hostgate-front"),
+           hglib.account("hostgate-broker"), hglib.account("hostgate-sandbox"),
+           hglib.account(hglib.TEST_USER)]
+    ok = {allowed(hg, sock)[0]}
+    if sock == hglib.SOCK_CONTROL:
+        ok |= {0}
+        if hg.mode == "root":
+            ok.add(hglib.account("hostgate-broker")[0])
+    return [i for i in ids if i[0] not in ok]
+
+
+def probe(hg, sock, steps, who=None, wait=2.0):
+    path = os.path.join(hg.run, sock)
+    assert os.path.exists(path), path
+    return hglib.run_as(who or allowed(hg, sock),
+                        lambda: hglib.seqpacket_probe(path, steps, wait))
+
+
+def assert_alive(hg):
+    for name in hglib.DAEMONS:
+        assert hg.alive(name), "%s exited" % name
+    r = hg.health()
+    assert r.status == 200, r
+
+
+@pytest.mark.parametrize("sock", list(SOCKETS))
+def test_hello_answered(ipc, sock):
+    client, server, _ = SOCKETS[sock]
+    res = probe(ipc, sock, [("send", hglib.hello(client))], wait=1.0)
+    assert res["connect"] == "ok", res
+    assert not res["closed"], "valid hello closed: %r" % res
+    hellos = [m for m in res["messages"] if m.get("type") == "hello"]
+    assert hellos, res
+    assert hellos[0].get("version") == 1, hellos
+    assert hellos[0].get("role") == server, hellos
+    assert_alive(ipc)
+
+
+def cases(client, wrong):
+    h = hglib.hello(client)
+    return {
+        "garbage": [("send", b"\x00\xffgarbage{{{")],
+        "json_array": [("send", b"[1, 2, 3]")],
+        "version_999": [("send", hglib.hello(client, 999))],
+        "wrong_role": [("send", hglib.hello(wrong))],
+        "oversized": [("big", 70000)],
+        "hello_with_fd": [("send_fd", h)],
+        "request_before_hello": [("send", b'{"type": "status", "id": 1}')],
+        "garbage_after_hello": [("send", h), ("send", b"not json at all")],
+        "oversized_after_hello": [("send", h), ("big", 70000)],
+    }
+
+
+CASES = list(cases("x", "y"))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("sock", list(SOCKETS))
+def test_bad_input_closes_connection(ipc, sock, case):
+    client, _, wrong = SOCKETS[sock]
+    steps = cases(client, wrong)[case]
+    res = probe(ipc, sock, steps)
+    assert res["connect"] == "ok", res
+    assert res["send_error"] is None, res
+    assert res["closed"], "%s on %s left the connection open: %r" % (
+        case, sock, res)
+    assert_alive(ipc)
+    # And the socket still serves a well-behaved peer.
+    client_ok = probe(ipc, sock, [("send", hglib.hello(client))], wait=0.5)
+    assert not client_ok["closed"], client_ok
+
+
+@pytest.mark.parametrize("sock", list(SOCKETS))
+def test_wrong_uid_closed_at_once(ipc, sock):
+    who = refused(ipc, sock)
+    if not who:
+        pytest.skip("needs root to become another user")
+    for ids in who:
+        res = probe(ipc, sock, [], who=ids)
+        assert res["closed"], (ids, res)
+        assert res["after"] < 1.0, (ids, res)
+        assert not res["messages"], (ids, res)
+        # Even a valid hello gets nothing back.
+        client = SOCKETS[sock][0]
+        res = probe(ipc, sock, [("send", hglib.hello(client))], who=ids)
+        assert res["closed"] and not res["messages"], (ids, res)
+    assert_alive(ipc)
+
+
+def test_socket_files_not_world_writable(ipc):
+    for sock in SOCKETS:
+        st = os.stat(os.path.join(ipc.run, sock))
+        assert not st.st_mode & 0o002, "%s is world-writable" % sock

@@ -1,0 +1,404 @@
+/*
+ * Unit tests for brokerd/auth.c: the user store and password checks.
+ */
+
+#include <sys/stat.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "brokerd.h"
+
+struct fixture {
+	char	dir[64];
+	char	*path;
+	char	err[512];
+};
+
+/* A fresh state directory with auth_init run on it. */
+static int
+setup(void **state)
+{
+	struct fixture	*f;
+
+	f = calloc(1, sizeof *f);
+	assert_non_null(f);
+	snprintf(f->dir, sizeof f->dir, "/tmp/test_auth.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->path = path_join(f->dir, "users.json");
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	*state = f;
+	return 0;
+}
+
+/* Remove the state directory. */
+static int
+teardown(void **state)
+{
+	struct fixture	*f = *state;
+	char		 cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f->path);
+	free(f);
+	return 0;
+}
+
+/* Write text as the users file. */
+static void
+write_users(struct fixture *f, const char *text)
+{
+	assert_int_equal(file_write_atomic(f->path, text, strlen(text), 0600),
+	    0);
+}
+
+/* Add a user, failing the test if that fails. */
+static void
+add_ok(struct fixture *f, const char *name, int admin, const char *password)
+{
+	if (auth_user_add(name, admin, password, f->err, sizeof f->err) != 0)
+		fail_msg("auth_user_add %s: %s", name, f->err);
+}
+
+/* Names follow ^[a-z_][a-z0-9_.-]{0,31}$. */
+static void
+test_name_valid(void **state)
+{
+	const char	*good[] = { "a", "alice", "_svc", "a.b-c_9",
+	    "abcdefghijklmnopqrstuvwxyz012345" };
+	const char	*bad[] = { "", "Alice", "9lives", "-a", ".a", "a b",
+	    "a/b", "a:b", "é", "abcdefghijklmnopqrstuvwxyz0123456" };
+	size_t		 i;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++)
+		assert_true(auth_name_valid(good[i]));
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (auth_name_valid(bad[i]))
+			fail_msg("accepted %s", bad[i]);
+	}
+	assert_false(auth_name_valid(NULL));
+}
+
+/* A user added can log in with its password, and with nothing else. */
+static void
+test_add_verify(void **state)
+{
+	struct fixture	*f = *state;
+	struct user	*u;
+
+	add_ok(f, "alice", 1, "correct horse");
+	add_ok(f, "bob", 0, "battery staple");
+
+	u = auth_verify("alice", "correct horse");
+	assert_non_null(u);
+	assert_string_equal(u->name, "alice");
+	assert_true(u->admin);
+	assert_true(strncmp(u->hash, "$argon2id$v=19$m=19456,t=2,p=1$",
+	    31) == 0);
+	u = auth_verify("bob", "battery staple");
+	assert_non_null(u);
+	assert_false(u->admin);
+
+	assert_null(auth_verify("alice", "correct horsE"));
+	assert_null(auth_verify("alice", "battery staple"));
+	assert_null(auth_verify("alice", ""));
+	assert_null(auth_verify("alice", NULL));
+	assert_null(auth_verify("carol", "correct horse"));
+	assert_null(auth_verify(NULL, "correct horse"));
+	assert_ptr_equal(auth_find("alice"), auth_verify("alice",
+	    "correct horse"));
+	assert_null(auth_find("carol"));
+}
+
+/* An unknown user costs an argon2id verification too. */
+static void
+test_verify_unknown_is_slow(void **state)
+{
+	struct fixture	*f = *state;
+	int64_t		 start, unknown, known;
+
+	add_ok(f, "alice", 0, "correct horse");
+	start = now_mono_ms();
+	assert_null(auth_verify("nobody", "correct horse"));
+	unknown = now_mono_ms() - start;
+	start = now_mono_ms();
+	assert_null(auth_verify("alice", "wrong password"));
+	known = now_mono_ms() - start;
+	/*
+	 * 19 MiB of argon2id takes well over 2 ms anywhere; a path that skips
+	 * it takes microseconds. A lower bound only, so no flakiness.
+	 */
+	if (unknown < 2 || unknown * 4 < known)
+		fail_msg("unknown user took %lld ms, known %lld ms",
+		    (long long)unknown, (long long)known);
+}
+
+/* Bad names, duplicates and bad passwords are refused with a reason. */
+static void
+test_add_errors(void **state)
+{
+	struct fixture	*f = *state;
+	char		 big[PASSWORD_MAX + 2];
+
+	add_ok(f, "alice", 0, "correct horse");
+	assert_int_equal(auth_user_add("alice", 1, "another one", f->err,
+	    sizeof f->err), -1);
+	assert_string_equal(f->err, "user alice exists");
+	assert_false(auth_find("alice")->admin);
+
+	assert_int_equal(auth_user_add("Bob", 0, "correct horse", f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "invalid user name"));
+	assert_int_equal(auth_user_add(NULL, 0, "correct horse", f->err,
+	    sizeof f->err), -1);
+
+	assert_int_equal(auth_user_add("bob", 0, "short", f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "8 to 1024 bytes"));
+	assert_non_null(strstr(f->err, "NUL"));
+	assert_int_equal(auth_user_add("bob", 0, NULL, f->err,
+	    sizeof f->err), -1);
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	assert_int_equal(auth_user_add("bob", 0, big, f->err,
+	    sizeof f->err), -1);
+	assert_null(auth_find("bob"));
+
+	/* The bounds themselves are allowed. */
+	big[PASSWORD_MAX] = '\0';
+	add_ok(f, "bob", 0, big);
+	assert_non_null(auth_verify("bob", big));
+	add_ok(f, "carol", 0, "12345678");
+	assert_non_null(auth_verify("carol", "12345678"));
+}
+
+/* Deleting and changing passwords, and their errors. */
+static void
+test_del_passwd(void **state)
+{
+	struct fixture	*f = *state;
+
+	assert_int_equal(auth_user_del("bob", f->err, sizeof f->err), -1);
+	assert_string_equal(f->err, "no such user bob");
+	assert_int_equal(auth_user_passwd("bob", "new password", f->err,
+	    sizeof f->err), -1);
+	assert_string_equal(f->err, "no such user bob");
+
+	add_ok(f, "alice", 0, "correct horse");
+	add_ok(f, "bob", 0, "battery staple");
+	assert_int_equal(auth_user_passwd("alice", "short", f->err,
+	    sizeof f->err), -1);
+	assert_non_null(auth_verify("alice", "correct horse"));
+	assert_int_equal(auth_user_passwd("alice", "new password", f->err,
+	    sizeof f->err), 0);
+	assert_null(auth_verify("alice", "correct horse"));
+	assert_non_null(auth_verify("alice", "new password"));
+
+	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), 0);
+	assert_null(auth_find("alice"));
+	assert_null(auth_verify("alice", "new password"));
+	assert_non_null(auth_find("bob"));
+}
+
+/* The list has names, roles and ISO 8601 times, never hashes. */
+static void
+test_list(void **state)
+{
+	struct fixture		*f = *state;
+	struct json_object	*arr, *o;
+	const char		*when;
+
+	arr = auth_user_list();
+	assert_int_equal(json_object_array_length(arr), 0);
+	json_object_put(arr);
+
+	add_ok(f, "alice", 1, "correct horse");
+	add_ok(f, "bob", 0, "battery staple");
+	arr = auth_user_list();
+	assert_int_equal(json_object_array_length(arr), 2);
+	o = json_object_array_get_idx(arr, 0);
+	assert_string_equal(json_str(o, "name"), "alice");
+	assert_string_equal(json_str(o, "role"), "admin");
+	when = json_str(o, "created");
+	assert_non_null(when);
+	assert_int_equal(strlen(when), 20);
+	assert_int_equal(when[10], 'T');
+	assert_int_equal(when[19], 'Z');
+	o = json_object_array_get_idx(arr, 1);
+	assert_string_equal(json_str(o, "name"), "bob");
+	assert_string_equal(json_str(o, "role"), "user");
+	assert_null(strstr(json_object_to_json_string(arr), "argon2"));
+	assert_int_equal(json_object_object_length(o), 3);
+	json_object_put(arr);
+}
+
+/* Users survive a reload; the file is 0600 and holds no password. */
+static void
+test_persistence(void **state)
+{
+	struct fixture	*f = *state;
+	struct stat	 st;
+	struct user	*u;
+	char		*text;
+	int64_t		 created;
+
+	add_ok(f, "alice", 1, "correct horse");
+	add_ok(f, "bob", 0, "battery staple");
+	assert_int_equal(auth_user_passwd("bob", "new password", f->err,
+	    sizeof f->err), 0);
+	created = auth_find("alice")->created;
+
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	text = file_read(f->path, 1 << 20, NULL);
+	assert_non_null(text);
+	assert_null(strstr(text, "correct horse"));
+	assert_null(strstr(text, "new password"));
+	assert_non_null(strstr(text, "$argon2id$"));
+	free(text);
+
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	u = auth_verify("alice", "correct horse");
+	assert_non_null(u);
+	assert_true(u->admin);
+	assert_int_equal(u->created, created);
+	assert_non_null(auth_verify("bob", "new password"));
+	assert_null(auth_verify("bob", "battery staple"));
+
+	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), 0);
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	assert_null(auth_find("alice"));
+	assert_non_null(auth_find("bob"));
+}
+
+/* A users file readable by others is set back to 0600 at load. */
+static void
+test_mode_fixed(void **state)
+{
+	struct fixture	*f = *state;
+	struct stat	 st;
+
+	add_ok(f, "alice", 0, "correct horse");
+	assert_int_equal(chmod(f->path, 0644), 0);
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	assert_int_equal(stat(f->path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_non_null(auth_find("alice"));
+}
+
+/* Load f's file expecting failure with both words in the error. */
+static void
+load_fails(struct fixture *f, const char *text, const char *why)
+{
+	write_users(f, text);
+	f->err[0] = '\0';
+	if (auth_init(f->dir, f->err, sizeof f->err) != -1)
+		fail_msg("accepted: %s", text);
+	if (strstr(f->err, f->path) == NULL || strstr(f->err, why) == NULL)
+		fail_msg("error \"%s\" lacks \"%s\"", f->err, why);
+	assert_null(auth_find("alice"));
+}
+
+/* A corrupt or foreign users file is refused with a clear error. */
+static void
+test_corrupt(void **state)
+{
+	struct fixture	*f = *state;
+	const char	*hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2"
+	    "FsdA$0000000000000000000000000000000000000000000";
+	char		 text[512];
+
+	load_fails(f, "not json", "invalid JSON");
+	load_fails(f, "{\"version\": 1, \"users\": [", "invalid JSON");
+	load_fails(f, "[]", "not a JSON object");
+	load_fails(f, "{\"version\": 2, \"users\": []}", "version");
+	load_fails(f, "{\"version\": 1}", "users is not an array");
+	load_fails(f, "{\"version\": 1, \"users\": [7]}", "not an object");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"admin\", \"hash\": \"$2b$12$abcdefghij"
+	    "klmnopqrstuv\", \"created\": 1}]}");
+	load_fails(f, text, "argon2id");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"root\", \"hash\": \"%s\", \"created\": 1}]}",
+	    hash);
+	load_fails(f, text, "role");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"Alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1}]}",
+	    hash);
+	load_fails(f, text, "name");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\"}]}", hash);
+	load_fails(f, text, "created");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1}, "
+	    "{\"name\": \"alice\", \"role\": \"user\", \"hash\": \"%s\", "
+	    "\"created\": 2}]}", hash, hash);
+	load_fails(f, text, "twice");
+
+	/* The same entry alone is fine. */
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1}]}",
+	    hash);
+	write_users(f, text);
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	assert_non_null(auth_find("alice"));
+	assert_null(auth_verify("alice", "anything at all"));
+}
+
+/* A failed write leaves memory as it was and says why. */
+static void
+test_write_fails(void **state)
+{
+	struct fixture	*f = *state;
+
+	add_ok(f, "alice", 0, "correct horse");
+	/* A directory where the file goes makes rename(2) fail, even as root. */
+	assert_int_equal(unlink(f->path), 0);
+	assert_int_equal(mkdir(f->path, 0700), 0);
+	assert_int_equal(auth_user_add("bob", 0, "battery staple", f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, f->path));
+	assert_null(auth_find("bob"));
+	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), -1);
+	assert_non_null(auth_find("alice"));
+	assert_int_equal(auth_user_passwd("alice", "new password", f->err,
+	    sizeof f->err), -1);
+	assert_non_null(auth_verify("alice", "correct horse"));
+	assert_int_equal(rmdir(f->path), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_name_valid),
+		cmocka_unit_test_setup_teardown(test_add_verify, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_verify_unknown_is_slow,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_add_errors, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_del_passwd, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persistence, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_mode_fixed, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_fails, setup,
+		    teardown),
+	};
+
+	log_init("test_auth", 1);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
