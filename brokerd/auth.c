@@ -279,6 +279,7 @@ auth_load(char *err, size_t errsz)
 	struct stat	 st;
 	char		*text, why[256];
 	size_t		 len;
+	int		 rc;
 
 	if (stat(auth_path, &st) == -1) {
 		if (errno == ENOENT)
@@ -304,17 +305,14 @@ auth_load(char *err, size_t errsz)
 		return -1;
 	}
 	if (strlen(text) != len) {
-		snprintf(err, errsz, "%s: contains a NUL byte", auth_path);
-		free(text);
-		return -1;
-	}
-	if (auth_parse(text, why, sizeof why) == -1) {
-		snprintf(err, errsz, "%s: %s", auth_path, why);
-		free(text);
-		return -1;
-	}
+		snprintf(why, sizeof why, "contains a NUL byte");
+		rc = -1;
+	} else
+		rc = auth_parse(text, why, sizeof why);
 	free(text);
-	return 0;
+	if (rc == -1)
+		snprintf(err, errsz, "%s: %s", auth_path, why);
+	return rc;
 }
 
 /* Load STATE_DIR/users.json (a missing file means no users). */
@@ -336,11 +334,7 @@ auth_init(const char *state_dir, char *err, size_t errsz)
 			return -1;
 		}
 	}
-	if (auth_load(err, errsz) == -1)
-		return -1;
-	log_debug("%s: %s users", auth_path, TAILQ_EMPTY(&auth_users) ?
-	    "no" : "loaded");
-	return 0;
+	return auth_load(err, errsz);
 }
 
 /* Add a user; fills err when the name, password or write is refused. */

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "brokerd.h"
+#include "../../brokerd/brokerd.h"
 
 /* Take n tokens for key at now, expecting each to be allowed. */
 static void
@@ -103,6 +103,14 @@ test_no_early_token(void **state)
 	take_n(t, "k", 1, 0);
 	assert_int_equal(rl_take(t, "k", 206896), 1);
 	assert_int_equal(rl_take(t, "k", 206897), 0);
+	rl_free(t);
+
+	/* Below the 0.001-per-minute resolution the rate rounds down. */
+	t = rl_new(0.0015, 1, 10);	/* one every 40000 s */
+	assert_non_null(t);
+	take_n(t, "k", 1, 0);
+	assert_int_not_equal(rl_take(t, "k", 40000 * 1000 - 1), 0);
+	assert_int_not_equal(rl_take(t, "k", 40000 * 1000), 0);
 	rl_free(t);
 
 	/* Refilling in many small steps adds up to the same. */

@@ -1,0 +1,1112 @@
+/*
+ * frontd's HTTP/1.1 server: a request head parser and a small connection
+ * state machine on libevent bufferevents, plain or TLS. It is not evhttp so
+ * that a connection can later be handed over to WebSocket or server-sent
+ * events.
+ *
+ * Ownership of a request: the connection owns it while its head and body
+ * are read. Once handler(req, arg) has been called, the handler owns it and
+ * must end it with exactly one http_reply(), http_reply_json() or
+ * http_reply_error(), at once or much later; that call frees it. When the
+ * client goes away in between, the connection is freed at once and
+ * req->conn becomes NULL; the request stays valid and the late reply only
+ * frees it.
+ *
+ * One request at a time per connection: while the handler has a request,
+ * bytes the client sends (a pipelined request) wait in the input buffer and
+ * are parsed after the reply. Reading goes on meanwhile, up to HTTP_MAX_HEAD
+ * bytes, only so that a client that closes its connection is noticed. A
+ * client that half-closes after its request is taken as gone.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "frontd.h"
+
+#define HTTP_MAX_TARGET		8192	/* longest request target, bytes */
+#define HTTP_LINGER_TIMEOUT	2	/* seconds to drain an unread body */
+#define HTTP_WRITE_TIMEOUT	HTTP_IDLE_TIMEOUT /* seconds without progress */
+
+enum http_conn_state {
+	HTTP_HEAD,		/* reading a request head */
+	HTTP_BODY,		/* reading a Content-Length body */
+	HTTP_HANDLER,		/* the handler has the request */
+	HTTP_CLOSING,		/* flushing the last reply */
+	HTTP_LINGER,		/* discarding what the client still sends */
+};
+
+struct http_server {
+	struct event_base	*base;
+	struct evconnlistener	*listener;
+	struct event		*resume;	/* accepts again after EMFILE */
+	SSL_CTX			*ssl_ctx;
+	long			 max_body;
+	http_handler		 handler;
+	void			*arg;
+	int			 nconns;
+	int			 full;		/* at HTTP_MAX_CONNS, warned */
+};
+
+struct http_conn {
+	struct http_server	*server;
+	struct bufferevent	*bev;
+	struct event		*timer;		/* head, idle, body, linger */
+	enum http_conn_state	 state;
+	struct http_request	*req;		/* being read, or with handler */
+	size_t			 scanned;	/* head bytes already looked at */
+	int			 idle;		/* between requests, none read */
+	int			 linger;	/* drain the input, then close */
+	int			 tls;
+	char			 peer[64];
+};
+
+/* Why http_parse_head last refused a head, for the error reply. */
+static const char *http_parse_reason = "malformed request";
+
+static void	http_conn_read(struct bufferevent *, void *);
+
+/* Record why a head is refused; returns minus its status. */
+static int
+http_fail(int status, const char *reason)
+{
+	http_parse_reason = reason;
+	return (-status);
+}
+
+/* malloc that treats running out of memory as fatal. */
+static void *
+http_alloc(size_t size)
+{
+	void	*p;
+
+	if ((p = malloc(size)) == NULL)
+		fatal("malloc");
+	return (p);
+}
+
+/* A NUL-terminated copy of len bytes of s. */
+static char *
+http_strndup(const char *s, size_t len)
+{
+	char	*p;
+
+	p = http_alloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return (p);
+}
+
+/* Whether c may appear in a token (RFC 9110 tchar). */
+static int
+http_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	    (c >= '0' && c <= '9'))
+		return (1);
+	return (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/*
+ * Offset just past the empty line that ends a head, looking for it from
+ * offset off on; 0 when it has not arrived.
+ */
+static size_t
+http_head_end(const char *buf, size_t len, size_t off)
+{
+	const char	*p, *end = buf + len;
+
+	for (p = buf + off; p < end; p++) {
+		if ((p = memchr(p, '\n', end - p)) == NULL)
+			break;
+		if (p + 1 < end && p[1] == '\n')
+			return (p + 2 - buf);
+		if (p + 2 < end && p[1] == '\r' && p[2] == '\n')
+			return (p + 3 - buf);
+	}
+	return (0);
+}
+
+/* The line at *pp without its LF or CR LF; moves *pp past it. */
+static size_t
+http_line(const char **pp, const char *end, const char **line)
+{
+	const char	*p = *pp, *nl;
+	size_t		 len;
+
+	nl = memchr(p, '\n', end - p);	/* a complete head ends with one */
+	len = nl - p;
+	if (len > 0 && p[len - 1] == '\r')
+		len--;
+	*line = p;
+	*pp = nl + 1;
+	return (len);
+}
+
+/* Whether v (vlen bytes) names an HTTP version, if not one we speak. */
+static int
+http_version_like(const char *v, size_t vlen)
+{
+	size_t	i;
+
+	if (vlen < 6 || memcmp(v, "HTTP/", 5) != 0 || v[5] < '0' || v[5] > '9')
+		return (0);
+	for (i = 6; i < vlen; i++)
+		if ((v[i] < '0' || v[i] > '9') && v[i] != '.')
+			return (0);
+	return (1);
+}
+
+/*
+ * Check a request line (len bytes, without its line end) and, unless req
+ * is NULL, fill req from it. With partial set the line has not fully
+ * arrived and only what is there is checked. Returns 0 or minus a status.
+ */
+static int
+http_parse_line(const char *line, size_t len, int partial,
+    struct http_request *req)
+{
+	const char	*end = line + len, *p, *sp, *target, *v, *q;
+	size_t		 mlen, tlen, vlen;
+	int		 minor;
+
+	for (p = line; p < end && *p != ' '; p++)
+		if (*p < 'A' || *p > 'Z')
+			return (http_fail(400,
+			    "the method must be an uppercase token"));
+	mlen = p - line;
+	if (mlen >= sizeof req->method)
+		return (http_fail(501, "method not implemented"));
+	if (p == end)
+		return (partial ? 0 : http_fail(400, "malformed request line"));
+	if (mlen == 0)
+		return (http_fail(400, "malformed request line"));
+
+	target = p + 1;
+	sp = memchr(target, ' ', end - target);
+	tlen = (sp != NULL ? sp : end) - target;
+	if (tlen > HTTP_MAX_TARGET)
+		return (http_fail(414, "request target longer than 8192 bytes"));
+	if (tlen == 0 && partial && sp == NULL)
+		return (0);
+	if (tlen == 0 || target[0] != '/')
+		return (http_fail(400, "the request target must start with /"));
+	for (q = target; q < target + tlen; q++)
+		if ((unsigned char)*q <= 0x20 || (unsigned char)*q >= 0x7f)
+			return (http_fail(400,
+			    "invalid character in the request target"));
+	if (sp == NULL)
+		return (partial ? 0 : http_fail(400, "missing HTTP version"));
+	if (partial)
+		return (0);
+
+	v = sp + 1;
+	vlen = end - v;
+	if (vlen == 8 && memcmp(v, "HTTP/1.", 7) == 0 &&
+	    (v[7] == '0' || v[7] == '1'))
+		minor = v[7] - '0';
+	else if (http_version_like(v, vlen))
+		return (http_fail(505, "only HTTP/1.0 and HTTP/1.1 are "
+		    "supported"));
+	else
+		return (http_fail(400, "malformed HTTP version"));
+
+	if (req != NULL) {
+		memcpy(req->method, line, mlen);
+		req->method[mlen] = '\0';
+		req->target = http_strndup(target, tlen);
+		q = memchr(target, '?', tlen);
+		req->path = http_strndup(target, (q != NULL ? q : sp) - target);
+		if (q != NULL)
+			req->query = http_strndup(q + 1, sp - q - 1);
+		req->minor = minor;
+	}
+	return (0);
+}
+
+/* Parse one header line into a new header of req; 0 or minus a status. */
+static int
+http_parse_header(const char *line, size_t len, struct http_request *req)
+{
+	const char		*colon, *v, *vend, *q;
+	struct http_header	*h;
+	size_t			 nlen, vlen;
+
+	if (line[0] == ' ' || line[0] == '\t')
+		return (http_fail(400, "obsolete line folding is not allowed"));
+	if ((colon = memchr(line, ':', len)) == NULL)
+		return (http_fail(400, "header line without a colon"));
+	nlen = colon - line;
+	if (nlen == 0)
+		return (http_fail(400, "empty header name"));
+	for (q = line; q < colon; q++)
+		if (!http_tchar(*q))
+			return (http_fail(400,
+			    "invalid character in a header name"));
+	v = colon + 1;
+	vend = line + len;
+	while (v < vend && (*v == ' ' || *v == '\t'))
+		v++;
+	while (vend > v && (vend[-1] == ' ' || vend[-1] == '\t'))
+		vend--;
+	for (q = v; q < vend; q++)
+		if (((unsigned char)*q < 0x20 && *q != '\t') || *q == 0x7f)
+			return (http_fail(400,
+			    "control character in a header value"));
+	vlen = vend - v;
+
+	/* One allocation: the strings live right after the struct. */
+	h = http_alloc(sizeof *h + nlen + 1 + vlen + 1);
+	h->name = (char *)(h + 1);
+	memcpy(h->name, line, nlen);
+	h->name[nlen] = '\0';
+	h->value = h->name + nlen + 1;
+	memcpy(h->value, v, vlen);
+	h->value[vlen] = '\0';
+	TAILQ_INSERT_TAIL(&req->headers, h, entry);
+	return (0);
+}
+
+/* A Content-Length value: digits only, small enough for a long; or -1. */
+static long
+http_parse_length(const char *s)
+{
+	long	n = 0;
+	size_t	i;
+
+	for (i = 0; s[i] != '\0'; i++) {
+		if (s[i] < '0' || s[i] > '9' || i >= 18)
+			return (-1);
+		n = n * 10 + (s[i] - '0');
+	}
+	return (i == 0 ? -1 : n);
+}
+
+/* Whether the comma-separated list s holds token (any case). */
+static int
+http_has_token(const char *s, const char *token)
+{
+	size_t		 tlen = strlen(token), n;
+	const char	*end;
+
+	for (;;) {
+		while (*s == ' ' || *s == '\t' || *s == ',')
+			s++;
+		if (*s == '\0')
+			return (0);
+		end = s + strcspn(s, ",");
+		n = end - s;
+		while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		if (n == tlen && strncasecmp(s, token, n) == 0)
+			return (1);
+		s = end;
+	}
+}
+
+/* Derive content_length and keep_alive from the headers. */
+static int
+http_parse_fields(struct http_request *req)
+{
+	struct http_header	*h;
+	long			 n;
+	int			 close = 0, keep = 0, chunked = 0;
+
+	TAILQ_FOREACH(h, &req->headers, entry) {
+		if (strcasecmp(h->name, "Content-Length") == 0) {
+			if ((n = http_parse_length(h->value)) == -1)
+				return (http_fail(400, "Content-Length must "
+				    "be a number of bytes"));
+			if (req->content_length != -1 &&
+			    req->content_length != n)
+				return (http_fail(400,
+				    "conflicting Content-Length headers"));
+			req->content_length = n;
+		} else if (strcasecmp(h->name, "Transfer-Encoding") == 0)
+			chunked = 1;
+		else if (strcasecmp(h->name, "Connection") == 0) {
+			close |= http_has_token(h->value, "close");
+			keep |= http_has_token(h->value, "keep-alive");
+		}
+	}
+	if (chunked)
+		return (http_fail(501, "chunked request bodies are not "
+		    "supported; send Content-Length"));
+	if (req->minor == 1)
+		req->keep_alive = !close;
+	else
+		req->keep_alive = keep && !close;
+	return (0);
+}
+
+/* Check a head that has not fully arrived: refuse it as early as it can be. */
+static int
+http_parse_partial(const char *buf, size_t len)
+{
+	const char	*nl;
+	size_t		 n;
+	int		 rc;
+
+	nl = memchr(buf, '\n', len);
+	n = nl != NULL ? (size_t)(nl - buf) : len;
+	if (nl != NULL && n > 0 && buf[n - 1] == '\r')
+		n--;
+	if ((rc = http_parse_line(buf, n, nl == NULL, NULL)) != 0)
+		return (rc);
+	if (len >= HTTP_MAX_HEAD)
+		return (http_fail(431, "request head larger than 16384 bytes"));
+	return (0);
+}
+
+/* Free what a parsed head put in req and forget it. */
+static void
+http_request_clear_head(struct http_request *req)
+{
+	struct http_header	*h;
+
+	while ((h = TAILQ_FIRST(&req->headers)) != NULL) {
+		TAILQ_REMOVE(&req->headers, h, entry);
+		free(h);	/* name and value are in the same block */
+	}
+	free(req->target);
+	free(req->path);
+	free(req->query);
+	req->target = req->path = req->query = NULL;
+	req->method[0] = '\0';
+	req->minor = 0;
+	req->content_length = -1;
+	req->keep_alive = 0;
+}
+
+/*
+ * Parse a request head into req, which must hold no head yet. On an error
+ * req is left without a head and the reason is kept for the reply.
+ */
+int
+http_parse_head(const char *buf, size_t len, struct http_request *req)
+{
+	const char	*p, *end, *line;
+	size_t		 headlen, n;
+	int		 rc, nheaders = 0;
+
+	if ((headlen = http_head_end(buf, len, 0)) == 0)
+		return (http_parse_partial(buf, len));
+	p = buf;
+	end = buf + headlen;
+	n = http_line(&p, end, &line);
+	if ((rc = http_parse_line(line, n, 0, req)) != 0)
+		goto fail;
+	if (headlen > HTTP_MAX_HEAD) {
+		rc = http_fail(431, "request head larger than 16384 bytes");
+		goto fail;
+	}
+	while ((n = http_line(&p, end, &line)) > 0) {
+		if (nheaders++ == HTTP_MAX_HEADERS) {
+			rc = http_fail(431, "more than 64 header fields");
+			goto fail;
+		}
+		if ((rc = http_parse_header(line, n, req)) != 0)
+			goto fail;
+	}
+	if ((rc = http_parse_fields(req)) != 0)
+		goto fail;
+	return ((int)headlen);
+
+fail:
+	http_request_clear_head(req);
+	return (rc);
+}
+
+/* Make req an empty request. */
+void
+http_request_init(struct http_request *req)
+{
+	memset(req, 0, sizeof *req);
+	TAILQ_INIT(&req->headers);
+	req->content_length = -1;
+}
+
+/*
+ * Free everything req holds (head and body; not req->pending, which is its
+ * owner's) and make it empty again.
+ */
+void
+http_request_clear(struct http_request *req)
+{
+	http_request_clear_head(req);
+	free(req->body);
+	http_request_init(req);
+}
+
+/* The value of the first header called name (any case), or NULL. */
+const char *
+http_header(struct http_request *req, const char *name)
+{
+	struct http_header	*h;
+
+	TAILQ_FOREACH(h, &req->headers, entry)
+		if (strcasecmp(h->name, name) == 0)
+			return (h->value);
+	return (NULL);
+}
+
+/*
+ * Copy the value of cookie name (exact match, surrounding quotes removed)
+ * from the Cookie header(s) into out. Returns 0, or -1 when the cookie is
+ * absent or its value does not fit in out.
+ */
+int
+http_cookie(struct http_request *req, const char *name, char *out,
+    size_t outsz)
+{
+	struct http_header	*h;
+	const char		*p, *end, *eq, *v, *vend;
+	size_t			 nlen = strlen(name), vlen;
+
+	TAILQ_FOREACH(h, &req->headers, entry) {
+		if (strcasecmp(h->name, "Cookie") != 0)
+			continue;
+		for (p = h->value; *p != '\0'; p = *end != '\0' ? end + 1 : end) {
+			end = p + strcspn(p, ";");
+			while (p < end && (*p == ' ' || *p == '\t'))
+				p++;
+			eq = memchr(p, '=', end - p);
+			if (eq == NULL || (size_t)(eq - p) != nlen ||
+			    memcmp(p, name, nlen) != 0)
+				continue;
+			v = eq + 1;
+			vend = end;
+			while (vend > v && (vend[-1] == ' ' || vend[-1] == '\t'))
+				vend--;
+			if (vend - v >= 2 && v[0] == '"' && vend[-1] == '"') {
+				v++;
+				vend--;
+			}
+			vlen = vend - v;
+			if (vlen >= outsz)
+				return (-1);
+			memcpy(out, v, vlen);
+			out[vlen] = '\0';
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+/* The reason phrase of an HTTP status. */
+const char *
+http_status_text(int status)
+{
+	switch (status) {
+	case 100: return ("Continue");
+	case 200: return ("OK");
+	case 201: return ("Created");
+	case 204: return ("No Content");
+	case 400: return ("Bad Request");
+	case 401: return ("Unauthorized");
+	case 403: return ("Forbidden");
+	case 404: return ("Not Found");
+	case 405: return ("Method Not Allowed");
+	case 408: return ("Request Timeout");
+	case 409: return ("Conflict");
+	case 411: return ("Length Required");
+	case 413: return ("Content Too Large");
+	case 414: return ("URI Too Long");
+	case 415: return ("Unsupported Media Type");
+	case 429: return ("Too Many Requests");
+	case 431: return ("Request Header Fields Too Large");
+	case 500: return ("Internal Server Error");
+	case 501: return ("Not Implemented");
+	case 502: return ("Bad Gateway");
+	case 503: return ("Service Unavailable");
+	case 504: return ("Gateway Timeout");
+	case 505: return ("HTTP Version Not Supported");
+	}
+	return ("Unknown");
+}
+
+/* The JSON error code of a request refused before the handler saw it. */
+static const char *
+http_error_code(int status)
+{
+	switch (status) {
+	case 413:
+	case 414:
+	case 431:
+		return (ERR_TOO_LARGE);
+	case 501:
+		return ("not_implemented");
+	case 505:
+		return ("http_version");
+	}
+	return (ERR_BAD_REQUEST);
+}
+
+/* Whether the header lines in extra include one called name. */
+static int
+http_extra_has(const char *extra, const char *name)
+{
+	size_t		 n = strlen(name);
+	const char	*p;
+
+	for (p = extra; *p != '\0'; p += strcspn(p, "\n"), p += *p != '\0') {
+		if (strncasecmp(p, name, n) == 0 && p[n] == ':')
+			return (1);
+	}
+	return (0);
+}
+
+/* A request of conn, empty. */
+static struct http_request *
+http_request_new(struct http_conn *conn)
+{
+	struct http_request	*req;
+
+	req = http_alloc(sizeof *req);
+	http_request_init(req);
+	req->conn = conn;
+	req->tls = conn->tls;
+	memcpy(req->peer, conn->peer, sizeof req->peer);
+	return (req);
+}
+
+/* Free a request and all it holds. */
+static void
+http_request_free(struct http_request *req)
+{
+	http_request_clear(req);
+	free(req);
+}
+
+/* (Re)arm the connection's timer. */
+static void
+http_conn_timer(struct http_conn *conn, int secs)
+{
+	struct timeval	tv = { secs, 0 };
+
+	evtimer_add(conn->timer, &tv);
+}
+
+/*
+ * Close a connection. A request the handler still has stays alive, with
+ * conn NULL, until the handler answers it.
+ */
+static void
+http_conn_free(struct http_conn *conn)
+{
+	SSL	*ssl;
+
+	if (conn->req != NULL) {
+		if (conn->state == HTTP_HANDLER)
+			conn->req->conn = NULL;
+		else
+			http_request_free(conn->req);
+	}
+	if (conn->tls && conn->state == HTTP_CLOSING) {
+		/* A clean end: send close_notify, without waiting for one. */
+		if ((ssl = bufferevent_openssl_get_ssl(conn->bev)) != NULL)
+			SSL_shutdown(ssl);
+		ERR_clear_error();
+	}
+	bufferevent_free(conn->bev);
+	event_free(conn->timer);
+	conn->server->nconns--;
+	free(conn);
+}
+
+/* After a reply: wait for the next request, or flush and close. */
+static void
+http_conn_next(struct http_conn *conn, int keep)
+{
+	struct evbuffer	*in = bufferevent_get_input(conn->bev);
+
+	if (!keep) {
+		/* http_conn_write closes once the output has drained. */
+		conn->state = HTTP_CLOSING;
+		evtimer_del(conn->timer);
+		bufferevent_disable(conn->bev, EV_READ);
+		return;
+	}
+	conn->state = HTTP_HEAD;
+	conn->scanned = 0;
+	bufferevent_enable(conn->bev, EV_READ);
+	if (evbuffer_get_length(in) == 0) {
+		conn->idle = 1;
+		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
+		return;
+	}
+	/* A pipelined request already waits: parse it from the loop. */
+	conn->idle = 0;
+	http_conn_timer(conn, HTTP_HEAD_TIMEOUT);
+	bufferevent_trigger(conn->bev, EV_READ,
+	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Answer a request; see frontd.h. */
+void
+http_reply(struct http_request *req, int status, const char *ctype,
+    const void *body, size_t len, const char *extra)
+{
+	struct http_conn	*conn = req->conn;
+	struct evbuffer		*buf;
+	char			 esc[LOG_ESCAPE_MAX];
+	int			 keep;
+
+	if (conn == NULL) {
+		log_debug("%s: client gone, reply %d dropped", req->peer,
+		    status);
+		http_request_free(req);
+		return;
+	}
+	keep = req->keep_alive && !conn->linger;
+
+	/* One buffer, so that TLS sends it in as few records as it can. */
+	if ((buf = evbuffer_new()) == NULL)
+		fatalx("evbuffer_new");
+	evbuffer_add_printf(buf, "HTTP/1.1 %d %s\r\n", status,
+	    http_status_text(status));
+	if (ctype != NULL)
+		evbuffer_add_printf(buf, "Content-Type: %s\r\n", ctype);
+	if (status != 204)
+		evbuffer_add_printf(buf, "Content-Length: %zu\r\n", len);
+	evbuffer_add_printf(buf, "Connection: %s\r\n",
+	    keep ? "keep-alive" : "close");
+	evbuffer_add_printf(buf, "X-Content-Type-Options: nosniff\r\n"
+	    "Referrer-Policy: no-referrer\r\n"
+	    "X-Frame-Options: DENY\r\n");
+	if (extra == NULL || !http_extra_has(extra, "Cache-Control"))
+		evbuffer_add_printf(buf, "Cache-Control: no-store\r\n");
+	if (extra != NULL)
+		evbuffer_add(buf, extra, strlen(extra));
+	evbuffer_add(buf, "\r\n", 2);
+	if (body != NULL && status != 204 && strcmp(req->method, "HEAD") != 0)
+		evbuffer_add(buf, body, len);
+	bufferevent_write_buffer(conn->bev, buf);
+	evbuffer_free(buf);
+
+	log_debug("%s: %s %s -> %d", conn->peer,
+	    req->method[0] != '\0' ? req->method : "-",
+	    log_escape(req->path != NULL ? req->path : "-", (size_t)-1, esc,
+	    sizeof esc), status);
+	conn->req = NULL;
+	http_request_free(req);
+	http_conn_next(conn, keep);
+}
+
+/* Answer with a JSON body; takes ownership of obj. */
+void
+http_reply_json(struct http_request *req, int status,
+    struct json_object *obj, const char *extra)
+{
+	const char	*s;
+	size_t		 len;
+
+	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	http_reply(req, status, "application/json", s, len, extra);
+	json_object_put(obj);
+}
+
+/* Answer with {"error": {"code": code, "message": message}}. */
+void
+http_reply_error(struct http_request *req, int status, const char *code,
+    const char *message, const char *extra)
+{
+	struct json_object	*obj, *err;
+
+	err = json_object_new_object();
+	json_object_object_add(err, "code", json_object_new_string(code));
+	json_object_object_add(err, "message", json_object_new_string(
+	    message != NULL ? message : http_status_text(status)));
+	obj = json_object_new_object();
+	json_object_object_add(obj, "error", err);
+	http_reply_json(req, status, obj, extra);
+}
+
+/* Refuse the request being read with an error, then close the connection. */
+static void
+http_conn_refuse(struct http_conn *conn, int status, const char *message)
+{
+	struct http_request	*req;
+
+	if (conn->req == NULL)
+		conn->req = http_request_new(conn);
+	req = conn->req;
+	log_debug("%s: refused with %d: %s", conn->peer, status, message);
+	/* The client may still be sending: drain that before closing. */
+	conn->linger = 1;
+	conn->state = HTTP_HANDLER;
+	evtimer_del(conn->timer);
+	http_reply_error(req, status, http_error_code(status), message, NULL);
+}
+
+/* Hand the complete request to the handler. */
+static void
+http_conn_dispatch(struct http_conn *conn)
+{
+	struct http_server	*server = conn->server;
+
+	conn->state = HTTP_HANDLER;
+	evtimer_del(conn->timer);
+	server->handler(conn->req, server->arg);
+}
+
+/* Collect the body; pass the request on once it is complete. */
+static void
+http_conn_body(struct http_conn *conn)
+{
+	struct evbuffer		*in = bufferevent_get_input(conn->bev);
+	struct http_request	*req = conn->req;
+	size_t			 need = (size_t)req->content_length;
+
+	if (evbuffer_get_length(in) < need) {
+		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
+		return;
+	}
+	req->body = http_alloc(need + 1);
+	evbuffer_remove(in, req->body, need);
+	req->body[need] = '\0';
+	req->body_len = need;
+	http_conn_dispatch(conn);
+}
+
+/* Read and parse a request head; go on to its body or to the handler. */
+static void
+http_conn_head(struct http_conn *conn)
+{
+	struct evbuffer		*in = bufferevent_get_input(conn->bev);
+	struct http_request	*req;
+	unsigned char		*p;
+	char			 msg[128];
+	size_t			 len, skip;
+	int			 rc;
+
+	if ((len = evbuffer_get_length(in)) > HTTP_MAX_HEAD)
+		len = HTTP_MAX_HEAD;
+	if (len == 0 || (p = evbuffer_pullup(in, len)) == NULL)
+		return;
+	if (conn->scanned == 0) {
+		/* RFC 9112 2.2: ignore empty lines before a request. */
+		for (skip = 0; skip < len && (p[skip] == '\r' ||
+		    p[skip] == '\n'); skip++)
+			;
+		if (skip > 0) {
+			evbuffer_drain(in, skip);
+			http_conn_head(conn);
+			return;
+		}
+	}
+	if (conn->idle) {
+		conn->idle = 0;
+		http_conn_timer(conn, HTTP_HEAD_TIMEOUT);
+	}
+	/*
+	 * Parse again only when the answer may have changed: on the first
+	 * bytes, on a new line, or when the head has reached its limit.
+	 */
+	if (conn->scanned > 0 && len < HTTP_MAX_HEAD &&
+	    (len <= conn->scanned ||
+	    memchr(p + conn->scanned, '\n', len - conn->scanned) == NULL)) {
+		conn->scanned = len;
+		return;
+	}
+	conn->scanned = len;
+
+	if (conn->req == NULL)
+		conn->req = http_request_new(conn);
+	req = conn->req;
+	if ((rc = http_parse_head((const char *)p, len, req)) == 0)
+		return;
+	if (rc < 0) {
+		http_conn_refuse(conn, -rc, http_parse_reason);
+		return;
+	}
+	evbuffer_drain(in, rc);
+	conn->scanned = 0;
+
+	if (req->content_length > conn->server->max_body) {
+		snprintf(msg, sizeof msg, "request body larger than %ld bytes",
+		    conn->server->max_body);
+		http_conn_refuse(conn, 413, msg);
+		return;
+	}
+	if (req->content_length <= 0) {
+		http_conn_dispatch(conn);
+		return;
+	}
+	if (req->minor == 1 && evbuffer_get_length(in) <
+	    (size_t)req->content_length) {
+		const char	*expect = http_header(req, "Expect");
+
+		/* Tell a client that waits (curl does) to send the body. */
+		if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
+			bufferevent_write(conn->bev,
+			    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+	}
+	conn->state = HTTP_BODY;
+	http_conn_body(conn);
+}
+
+/* Input arrived: feed it to whatever the connection is doing. */
+static void
+http_conn_read(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*conn = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+
+	switch (conn->state) {
+	case HTTP_HEAD:
+		http_conn_head(conn);
+		break;
+	case HTTP_BODY:
+		http_conn_body(conn);
+		break;
+	case HTTP_HANDLER:
+		/* A pipelined request waits; bound what may pile up. */
+		if (evbuffer_get_length(in) > HTTP_MAX_HEAD)
+			bufferevent_disable(bev, EV_READ);
+		break;
+	case HTTP_LINGER:
+		evbuffer_drain(in, evbuffer_get_length(in));
+		break;
+	case HTTP_CLOSING:
+		break;
+	}
+}
+
+/* The output has drained: close when that was the last reply. */
+static void
+http_conn_write(struct bufferevent *bev, void *arg)
+{
+	struct http_conn	*conn = arg;
+
+	if (conn->state != HTTP_CLOSING ||
+	    evbuffer_get_length(bufferevent_get_output(bev)) > 0)
+		return;
+	if (conn->linger && !conn->tls) {
+		/*
+		 * The client may still be sending a body we refused: closing
+		 * now would reset the connection and could destroy the reply
+		 * before the client reads it. Send FIN, then drain a while.
+		 */
+		shutdown(bufferevent_getfd(bev), SHUT_WR);
+		conn->state = HTTP_LINGER;
+		bufferevent_enable(bev, EV_READ);
+		http_conn_timer(conn, HTTP_LINGER_TIMEOUT);
+		return;
+	}
+	http_conn_free(conn);
+}
+
+/* End of stream, an error or a write timeout: close. */
+static void
+http_conn_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct http_conn	*conn = arg;
+	unsigned long		 e;
+	char			 buf[256];
+
+	if (what & BEV_EVENT_CONNECTED) {
+		log_debug("%s: TLS handshake done", conn->peer);
+		return;
+	}
+	if (what & BEV_EVENT_TIMEOUT)
+		log_debug("%s: write timeout", conn->peer);
+	else if (what & BEV_EVENT_ERROR) {
+		if (conn->tls && (e = bufferevent_get_openssl_error(bev)) != 0) {
+			ERR_error_string_n(e, buf, sizeof buf);
+			log_debug("%s: TLS: %s", conn->peer, buf);
+		} else
+			log_debug("%s: %s", conn->peer,
+			    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	} else
+		log_debug("%s: closed by the client", conn->peer);
+	http_conn_free(conn);
+}
+
+/* The head, idle, body or linger timer ran out: close. */
+static void
+http_conn_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct http_conn	*conn = arg;
+
+	log_debug("%s: timeout", conn->peer);
+	http_conn_free(conn);
+}
+
+/* The numeric address of a peer, IPv4-mapped IPv6 shown as IPv4. */
+static void
+http_peer_name(const struct sockaddr *sa, char *out, size_t outsz)
+{
+	const struct sockaddr_in	*sin;
+	const struct sockaddr_in6	*sin6;
+	struct in_addr			 a4;
+	const char			*s = NULL;
+
+	switch (sa->sa_family) {
+	case AF_INET:
+		sin = (const struct sockaddr_in *)sa;
+		s = inet_ntop(AF_INET, &sin->sin_addr, out, outsz);
+		break;
+	case AF_INET6:
+		sin6 = (const struct sockaddr_in6 *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+			memcpy(&a4, &sin6->sin6_addr.s6_addr[12], sizeof a4);
+			s = inet_ntop(AF_INET, &a4, out, outsz);
+		} else
+			s = inet_ntop(AF_INET6, &sin6->sin6_addr, out, outsz);
+		break;
+	case AF_UNIX:
+		s = "unix";
+		snprintf(out, outsz, "%s", s);
+		break;
+	}
+	if (s == NULL)
+		snprintf(out, outsz, "unknown");
+}
+
+/* A new connection: wrap it, TLS or not, and wait for its first head. */
+static void
+http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
+    struct sockaddr *sa, int salen, void *arg)
+{
+	struct http_server	*server = arg;
+	struct http_conn	*conn;
+	struct timeval		 tv = { HTTP_WRITE_TIMEOUT, 0 };
+	SSL			*ssl;
+	int			 opts = BEV_OPT_CLOSE_ON_FREE |
+				    BEV_OPT_DEFER_CALLBACKS;
+
+	if (server->nconns >= HTTP_MAX_CONNS) {
+		if (!server->full)
+			log_warnx("%d connections open: refusing new ones",
+			    server->nconns);
+		server->full = 1;
+		close(fd);
+		return;
+	}
+	server->full = 0;
+
+	if ((conn = calloc(1, sizeof *conn)) == NULL)
+		fatal("calloc");
+	conn->server = server;
+	http_peer_name(sa, conn->peer, sizeof conn->peer);
+	if (server->ssl_ctx != NULL) {
+		if ((ssl = SSL_new(server->ssl_ctx)) == NULL) {
+			log_warnx("%s: SSL_new failed", conn->peer);
+			ERR_clear_error();
+			close(fd);
+			free(conn);
+			return;
+		}
+		conn->tls = 1;
+		/* On failure this frees ssl but leaves fd open. */
+		conn->bev = bufferevent_openssl_socket_new(server->base, fd,
+		    ssl, BUFFEREVENT_SSL_ACCEPTING, opts);
+		if (conn->bev != NULL)
+			bufferevent_openssl_set_allow_dirty_shutdown(conn->bev,
+			    1);
+	} else
+		conn->bev = bufferevent_socket_new(server->base, fd, opts);
+	if (conn->bev == NULL) {
+		log_warnx("%s: cannot set up the connection", conn->peer);
+		close(fd);
+		free(conn);
+		return;
+	}
+	if ((conn->timer = evtimer_new(server->base, http_conn_timeout,
+	    conn)) == NULL)
+		fatalx("evtimer_new");
+	server->nconns++;
+	log_debug("%s: connected%s", conn->peer, conn->tls ? " (TLS)" : "");
+
+	bufferevent_setcb(conn->bev, http_conn_read, http_conn_write,
+	    http_conn_event, conn);
+	bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
+	bufferevent_set_timeouts(conn->bev, NULL, &tv);
+	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
+	conn->state = HTTP_HEAD;
+	http_conn_timer(conn, HTTP_HEAD_TIMEOUT);
+}
+
+/* accept() failed: out of descriptors pauses accepting for a second. */
+static void
+http_server_accept_error(struct evconnlistener *listener, void *arg)
+{
+	struct http_server	*server = arg;
+	struct timeval		 tv = { 1, 0 };
+	int			 err = EVUTIL_SOCKET_ERROR();
+
+	if (err == EMFILE || err == ENFILE || err == ENOBUFS ||
+	    err == ENOMEM) {
+		log_warnx("accept: %s; pausing for 1 s", strerror(err));
+		evconnlistener_disable(listener);
+		evtimer_add(server->resume, &tv);
+		return;
+	}
+	log_warnx("accept: %s", strerror(err));
+}
+
+/* Accept again after a pause. */
+static void
+http_server_resume(evutil_socket_t fd, short ev, void *arg)
+{
+	struct http_server	*server = arg;
+
+	evconnlistener_enable(server->listener);
+}
+
+/*
+ * Serve HTTP (HTTPS when ctx is not NULL) on the bound, listening socket
+ * fd, calling handler for each complete request.
+ */
+struct http_server *
+http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
+    long max_body, http_handler handler, void *arg)
+{
+	struct http_server	*server;
+
+	if ((server = calloc(1, sizeof *server)) == NULL)
+		fatal("calloc");
+	server->base = base;
+	server->ssl_ctx = ctx;
+	server->max_body = max_body;
+	server->handler = handler;
+	server->arg = arg;
+	if ((server->resume = evtimer_new(base, http_server_resume,
+	    server)) == NULL)
+		fatalx("evtimer_new");
+	/* libevent accepts until accept() fails: it must not block. */
+	if (evutil_make_socket_nonblocking(fd) == -1) {
+		log_warn("http listener");
+		event_free(server->resume);
+		free(server);
+		return (NULL);
+	}
+	server->listener = evconnlistener_new(base, http_server_accept, server,
+	    LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+	if (server->listener == NULL) {
+		log_warnx("http listener: evconnlistener_new failed");
+		event_free(server->resume);
+		free(server);
+		return (NULL);
+	}
+	evconnlistener_set_error_cb(server->listener, http_server_accept_error);
+	return (server);
+}

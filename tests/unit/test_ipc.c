@@ -1,0 +1,459 @@
+/*
+ * Unit tests of common/ipc.c: two peers on a SOCK_SEQPACKET socketpair in
+ * one event loop, and raw datagrams from a test's own end of the pair.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+
+static struct event_base	*base;
+static int			 ready_count, closed_count, handled;
+static int			 got_fd = -1;
+static struct json_object	*last_reply;
+static int			 reply_calls;
+
+static void
+on_ready(struct ipc_peer *p)
+{
+	ready_count++;
+}
+
+static void
+on_closed(struct ipc_peer *p)
+{
+	closed_count++;
+}
+
+static const struct ipc_peer_cbs cbs = { on_ready, on_closed };
+
+/* "echo" answers with what it got; "takefd" keeps the fd it was sent. */
+static void
+h_echo(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object *res = json_object_new_object();
+
+	handled++;
+	json_object_object_add(res, "x", json_object_new_string(
+	    json_str(m->obj, "x") ? json_str(m->obj, "x") : ""));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+static void
+h_takefd(struct ipc_peer *p, struct ipc_msg *m)
+{
+	handled++;
+	if (m->nfds == 1) {
+		got_fd = m->fds[0];
+		m->fds[0] = -1;
+	}
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+static const struct ipc_handler table[] = {
+	{ "echo", ROLE_FRONTD, 0, h_echo },
+	{ "takefd", ROLE_FRONTD, IPC_F_FDS, h_takefd },
+	{ "brokeronly", ROLE_HGCTL, 0, h_echo },
+	{ NULL, 0, 0, NULL }
+};
+
+static void
+on_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	reply_calls++;
+	json_object_put(last_reply);
+	last_reply = m ? json_object_get(m->obj) : NULL;
+}
+
+/* Run the loop until nothing is left to do right now. */
+static void
+spin(void)
+{
+	int i;
+
+	for (i = 0; i < 20; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static int
+setup(void **state)
+{
+	base = event_base_new();
+	ready_count = closed_count = handled = reply_calls = 0;
+	got_fd = -1;
+	last_reply = NULL;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	json_object_put(last_reply);
+	event_base_free(base);
+	return 0;
+}
+
+/* A pair: server side answers table as brokerd, client side is frontd. */
+static void
+make_pair(struct ipc_peer **srv, struct ipc_peer **cli)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0, sv), 0);
+	*srv = ipc_peer_new(base, sv[0], ROLE_BROKERD, ROLE_FRONTD, table,
+	    &cbs, NULL);
+	*cli = ipc_peer_new(base, sv[1], ROLE_FRONTD, ROLE_BROKERD, NULL,
+	    &cbs, NULL);
+	spin();
+}
+
+/* A raw end: the test writes datagrams to a brokerd-side peer. */
+static int
+make_raw(struct ipc_peer **srv)
+{
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC,
+	    0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	*srv = ipc_peer_new(base, sv[0], ROLE_BROKERD, ROLE_FRONTD, table,
+	    &cbs, NULL);
+	return sv[1];
+}
+
+static void
+raw_send(int fd, const char *s)
+{
+	assert_int_equal(send(fd, s, strlen(s), 0), (ssize_t)strlen(s));
+}
+
+/* True when the other end has closed (recv gives 0 after the hello). */
+static int
+raw_closed(int fd)
+{
+	char	buf[IPC_MAX_MSG];
+	ssize_t	n;
+
+	while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0)
+		;
+	return n == 0;
+}
+
+static const char *HELLO =
+    "{\"type\":\"hello\",\"version\":1,\"role\":\"frontd\"}";
+
+static void
+test_hello_and_request(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *res;
+
+	make_pair(&srv, &cli);
+	assert_int_equal(ready_count, 2);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "x", json_object_new_string("hi"));
+	assert_int_equal(ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL),
+	    0);
+	spin();
+	assert_int_equal(handled, 1);
+	assert_int_equal(reply_calls, 1);
+	assert_non_null(last_reply);
+	assert_true(json_object_object_get_ex(last_reply, "result", &res));
+	assert_string_equal(json_str(res, "x"), "hi");
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+static void
+test_fd_passing(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req;
+	int			 pfd[2];
+	char			 c = 0;
+
+	make_pair(&srv, &cli);
+	assert_int_equal(pipe(pfd), 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("takefd"));
+	assert_int_equal(ipc_request(cli, req, &pfd[1], 1, 1000, on_reply,
+	    NULL), 0);
+	close(pfd[1]);
+	spin();
+	assert_true(got_fd >= 0);
+	/* Received with MSG_CMSG_CLOEXEC. */
+	assert_true(fcntl(got_fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(got_fd, "z", 1), 1);
+	assert_int_equal(read(pfd[0], &c, 1), 1);
+	assert_int_equal(c, 'z');
+	close(got_fd);
+	close(pfd[0]);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+static void
+test_unexpected_fd_refused(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+	int			 pfd[2];
+
+	make_pair(&srv, &cli);
+	assert_int_equal(pipe(pfd), 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	assert_int_equal(ipc_request(cli, req, &pfd[1], 1, 1000, on_reply,
+	    NULL), 0);
+	close(pfd[1]);
+	spin();
+	assert_int_equal(handled, 0);
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_string_equal(json_str(err, "code"), ERR_BAD_REQUEST);
+	/* brokerd closed its copy: the pipe's write end is gone. */
+	{
+		char c;
+		assert_int_equal(read(pfd[0], &c, 1), 0);
+	}
+	close(pfd[0]);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+static void
+test_unknown_and_forbidden_types(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("nope"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	/* Only hgctl may send brokeronly. */
+	req = json_object_new_object();
+	json_object_object_add(req, "type",
+	    json_object_new_string("brokeronly"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_int_equal(handled, 0);
+	/* The connection lives on. */
+	assert_int_equal(closed_count, 0);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+static void
+test_garbage_drops_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	int		 fd;
+
+	fd = make_raw(&srv);
+	raw_send(fd, HELLO);
+	spin();
+	assert_int_equal(ready_count, 1);
+	raw_send(fd, "this is not json");
+	spin();
+	assert_int_equal(closed_count, 1);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+static void
+test_wrong_version_drops_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	int		 fd;
+
+	fd = make_raw(&srv);
+	raw_send(fd, "{\"type\":\"hello\",\"version\":999,\"role\":\"frontd\"}");
+	spin();
+	assert_int_equal(ready_count, 0);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+static void
+test_wrong_role_drops_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	int		 fd;
+
+	fd = make_raw(&srv);
+	raw_send(fd, "{\"type\":\"hello\",\"version\":1,\"role\":\"hgctl\"}");
+	spin();
+	assert_int_equal(ready_count, 0);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+static void
+test_request_before_hello_drops_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	int		 fd;
+
+	fd = make_raw(&srv);
+	raw_send(fd, "{\"type\":\"echo\",\"id\":1}");
+	spin();
+	assert_int_equal(handled, 0);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+static void
+test_oversized_drops_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	char		*big;
+	int		 fd, sz = IPC_MAX_MSG + 100;
+
+	fd = make_raw(&srv);
+	raw_send(fd, HELLO);
+	spin();
+	big = malloc(sz);
+	memset(big, ' ', sz);
+	big[0] = '{';
+	big[sz - 1] = '}';
+	assert_int_equal(send(fd, big, sz, 0), sz);
+	free(big);
+	spin();
+	assert_int_equal(closed_count, 1);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+static void
+test_hello_with_fd_drops_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	struct msghdr	 mh;
+	struct iovec	 iov;
+	union {
+		struct cmsghdr	hdr;
+		char		buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct cmsghdr	*c;
+	int		 fd, one = 0;
+
+	fd = make_raw(&srv);
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = (void *)HELLO;
+	iov.iov_len = strlen(HELLO);
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cm.buf;
+	mh.msg_controllen = sizeof(cm.buf);
+	c = CMSG_FIRSTHDR(&mh);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &one, sizeof(int));
+	assert_true(sendmsg(fd, &mh, 0) > 0);
+	spin();
+	assert_int_equal(ready_count, 0);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+static void
+test_pending_fails_on_close(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	/* The server goes away before it reads the request. */
+	ipc_peer_free(srv);
+	spin();
+	assert_int_equal(reply_calls, 1);
+	assert_null(last_reply);
+}
+
+static void
+test_request_timeout(void **state)
+{
+	struct ipc_peer		*cli;
+	struct json_object	*req;
+	int			 fd;
+
+	/* A raw peer that says hello and then never answers. */
+	{
+		int sv[2];
+
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET |
+		    SOCK_CLOEXEC, 0, sv), 0);
+		fcntl(sv[0], F_SETFL, O_NONBLOCK);
+		cli = ipc_peer_new(base, sv[0], ROLE_FRONTD, ROLE_BROKERD,
+		    NULL, &cbs, NULL);
+		fd = sv[1];
+	}
+	raw_send(fd, "{\"type\":\"hello\",\"version\":1,\"role\":\"brokerd\"}");
+	spin();
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	assert_int_equal(ipc_request(cli, req, NULL, 0, 50, on_reply, NULL),
+	    0);
+	usleep(80 * 1000);
+	spin();
+	assert_int_equal(reply_calls, 1);
+	assert_null(last_reply);
+	ipc_peer_free(cli);
+	close(fd);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_hello_and_request, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_fd_passing, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_unexpected_fd_refused,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_unknown_and_forbidden_types, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_garbage_drops_peer, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_version_drops_peer,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wrong_role_drops_peer,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_request_before_hello_drops_peer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_oversized_drops_peer,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hello_with_fd_drops_peer,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pending_fails_on_close,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_request_timeout, setup,
+		    teardown),
+	};
+
+	log_init("test_ipc", 1);
+	log_setlevel(LOG_LVL_ERROR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
