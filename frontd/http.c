@@ -80,7 +80,7 @@ struct http_conn {
 /* Why http_parse_head last refused a head, for the error reply. */
 static const char *http_parse_reason = "malformed request";
 
-static void	http_conn_read(struct bufferevent *, void *);
+static const char http_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 /* Record why a head is refused; returns minus its status. */
 static int
@@ -123,16 +123,13 @@ http_tchar(unsigned char c)
 	return (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
-/*
- * Offset just past the empty line that ends a head, looking for it from
- * offset off on; 0 when it has not arrived.
- */
+/* Offset just past the empty line that ends a head; 0 until it arrives. */
 static size_t
-http_head_end(const char *buf, size_t len, size_t off)
+http_head_end(const char *buf, size_t len)
 {
 	const char	*p, *end = buf + len;
 
-	for (p = buf + off; p < end; p++) {
+	for (p = buf; p < end; p++) {
 		if ((p = memchr(p, '\n', end - p)) == NULL)
 			break;
 		if (p + 1 < end && p[1] == '\n')
@@ -405,7 +402,7 @@ http_parse_head(const char *buf, size_t len, struct http_request *req)
 	size_t		 headlen, n;
 	int		 rc, nheaders = 0;
 
-	if ((headlen = http_head_end(buf, len, 0)) == 0)
+	if ((headlen = http_head_end(buf, len)) == 0)
 		return (http_parse_partial(buf, len));
 	p = buf;
 	end = buf + headlen;
@@ -565,9 +562,11 @@ http_extra_has(const char *extra, const char *name)
 	size_t		 n = strlen(name);
 	const char	*p;
 
-	for (p = extra; *p != '\0'; p += strcspn(p, "\n"), p += *p != '\0') {
+	for (p = extra; *p != '\0'; p++) {
 		if (strncasecmp(p, name, n) == 0 && p[n] == ':')
 			return (1);
+		if ((p = strchr(p, '\n')) == NULL)
+			break;
 	}
 	return (0);
 }
@@ -610,19 +609,11 @@ http_conn_timer(struct http_conn *conn, int secs)
 static void
 http_conn_free(struct http_conn *conn)
 {
-	SSL	*ssl;
-
 	if (conn->req != NULL) {
 		if (conn->state == HTTP_HANDLER)
 			conn->req->conn = NULL;
 		else
 			http_request_free(conn->req);
-	}
-	if (conn->tls && conn->state == HTTP_CLOSING) {
-		/* A clean end: send close_notify, without waiting for one. */
-		if ((ssl = bufferevent_openssl_get_ssl(conn->bev)) != NULL)
-			SSL_shutdown(ssl);
-		ERR_clear_error();
 	}
 	bufferevent_free(conn->bev);
 	event_free(conn->timer);
@@ -856,8 +847,8 @@ http_conn_head(struct http_conn *conn)
 
 		/* Tell a client that waits (curl does) to send the body. */
 		if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
-			bufferevent_write(conn->bev,
-			    "HTTP/1.1 100 Continue\r\n\r\n", 25);
+			bufferevent_write(conn->bev, http_continue,
+			    sizeof http_continue - 1);
 	}
 	conn->state = HTTP_BODY;
 	http_conn_body(conn);
@@ -895,6 +886,7 @@ static void
 http_conn_write(struct bufferevent *bev, void *arg)
 {
 	struct http_conn	*conn = arg;
+	SSL			*ssl;
 
 	if (conn->state != HTTP_CLOSING ||
 	    evbuffer_get_length(bufferevent_get_output(bev)) > 0)
@@ -910,6 +902,12 @@ http_conn_write(struct bufferevent *bev, void *arg)
 		bufferevent_enable(bev, EV_READ);
 		http_conn_timer(conn, HTTP_LINGER_TIMEOUT);
 		return;
+	}
+	if (conn->tls) {
+		/* A clean end: send close_notify, without waiting for one. */
+		if ((ssl = bufferevent_openssl_get_ssl(bev)) != NULL)
+			SSL_shutdown(ssl);
+		ERR_clear_error();
 	}
 	http_conn_free(conn);
 }
@@ -1016,7 +1014,7 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 			return;
 		}
 		conn->tls = 1;
-		/* On failure this frees ssl but leaves fd open. */
+		/* On failure libevent frees ssl; fd stays ours to close. */
 		conn->bev = bufferevent_openssl_socket_new(server->base, fd,
 		    ssl, BUFFEREVENT_SSL_ACCEPTING, opts);
 		if (conn->bev != NULL)
