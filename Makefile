@@ -26,7 +26,8 @@ CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
 	   -Wmissing-prototypes -Wno-unused-parameter \
 	   -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
-	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon $(PKG_CFLAGS)
+	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon \
+	   -DHG_PROFILES_DIR='"$(PREFIX)/share/hostgate/profiles"' $(PKG_CFLAGS)
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 
 ifneq ($(SANITIZE),)
@@ -37,8 +38,8 @@ endif
 
 COMMON	= log config ipc priv util
 FRONTD	= frontd http api tls
-BROKERD	= brokerd front control sandbox auth session ratelimit
-SANDBOXD= sandboxd broker backend
+BROKERD	= brokerd front control sandbox auth session ratelimit spawn
+SANDBOXD= sandboxd broker backend argv
 HGCTL	= hgctl
 
 O	 = $(B)/obj

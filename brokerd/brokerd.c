@@ -45,7 +45,6 @@ static void
 brokerd_sweep(evutil_socket_t fd, short ev, void *arg)
 {
 	session_sweep();
-	session_flush();
 }
 
 /* Create dir with mode when missing; give it to uid when root. */

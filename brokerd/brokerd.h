@@ -28,6 +28,7 @@ struct session {
 	int64_t			 created;	/* wall seconds */
 	int64_t			 last_seen;	/* wall seconds */
 	int64_t			 expires;	/* wall seconds */
+	char			 permission[32];/* "" means workspace-write */
 	TAILQ_ENTRY(session)	 entry;
 };
 
@@ -38,6 +39,13 @@ struct token {
 	char			 session_id[33];/* "" for a standalone token */
 	int64_t			 created;
 	TAILQ_ENTRY(token)	 entry;
+};
+
+/* Who sent a request, as brokerd established it (front.c). */
+struct ident {
+	struct user	*user;
+	struct session	*session;	/* the login session, or the token's */
+	struct token	*token;		/* NULL for a cookie session */
 };
 
 /* auth.c */
@@ -84,6 +92,24 @@ void	 rl_free(struct rl_table *);
 int	 rl_take(struct rl_table *, const char *key, int64_t now_ms);
 /* Seconds until key could take a token, without taking one (0: now). */
 int	 rl_peek(struct rl_table *, const char *key, int64_t now_ms);
+
+/* The permission profile of a session (the default without one). */
+const char *session_permission(struct session *);
+
+/* spawn.c */
+void	 spawn_init(struct config *);
+void	 spawn_run(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 spawn_terminal_create(struct ipc_peer *, struct ipc_msg *,
+	    struct ident *);
+void	 spawn_terminal_list(struct ipc_peer *, struct ipc_msg *,
+	    struct ident *);
+void	 spawn_terminal_attach(struct ipc_peer *, struct ipc_msg *,
+	    struct ident *);
+void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
+	    struct ident *);
+void	 spawn_exited(const char *proc_id, int status);
+void	 spawn_sandbox_gone(void);
+void	 spawn_front_gone(struct ipc_peer *);
 
 /* front.c */
 void	 front_init(struct event_base *, struct config *, uid_t front_uid,

@@ -17,13 +17,7 @@
 #define NEED_IDENT	0x1	/* a session or a token */
 #define NEED_SESSION	0x2	/* a login session, not an agent token */
 #define NEED_CSRF	0x4	/* the session's CSRF token (state changes) */
-
-/* Who sent a request, as brokerd established it. */
-struct ident {
-	struct user	*user;
-	struct session	*session;	/* the login session, or the token's */
-	struct token	*token;		/* NULL for a cookie session */
-};
+#define NEED_ANY_CSRF	(NEED_IDENT | NEED_CSRF)	/* CSRF for cookies */
 
 struct front_op {
 	const char	*type;
@@ -51,6 +45,11 @@ static const struct front_op front_ops[] = {
 	{ "logout",	NEED_SESSION | NEED_CSRF,	front_logout },
 	{ "status",	NEED_IDENT,			front_status },
 	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
+	{ "run",	NEED_ANY_CSRF,			spawn_run },
+	{ "terminal_create", NEED_ANY_CSRF,		spawn_terminal_create },
+	{ "terminal_list", NEED_IDENT,			spawn_terminal_list },
+	{ "terminal_attach", NEED_IDENT,		spawn_terminal_attach },
+	{ "terminal_delete", NEED_ANY_CSRF,		spawn_terminal_delete },
 	{ NULL, 0, NULL }
 };
 
@@ -61,6 +60,12 @@ static const struct ipc_handler front_handlers[] = {
 	{ "logout",	ROLE_FRONTD, 0, front_dispatch },
 	{ "status",	ROLE_FRONTD, 0, front_dispatch },
 	{ "token_mint",	ROLE_FRONTD, 0, front_dispatch },
+	/* stdin of a command travels as a memfd */
+	{ "run",	ROLE_FRONTD, IPC_F_FDS, front_dispatch },
+	{ "terminal_create", ROLE_FRONTD, 0, front_dispatch },
+	{ "terminal_list", ROLE_FRONTD, 0, front_dispatch },
+	{ "terminal_attach", ROLE_FRONTD, 0, front_dispatch },
+	{ "terminal_delete", ROLE_FRONTD, 0, front_dispatch },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -299,6 +304,7 @@ static void
 front_closed(struct ipc_peer *p)
 {
 	sandbox_front_gone(p);
+	spawn_front_gone(p);
 }
 
 /* Serve frontd's socket. */
@@ -307,6 +313,7 @@ front_init(struct event_base *base, struct config *conf, uid_t front_uid,
     int fd)
 {
 	front_conf = conf;
+	spawn_init(conf);
 	front_rl_user = rl_new(conf->login_rate, conf->login_burst, 10000);
 	front_rl_addr = rl_new(conf->login_rate, conf->login_burst, 10000);
 	ipc_server_new(base, fd, ROLE_BROKERD, ROLE_FRONTD, &front_uid, 1,

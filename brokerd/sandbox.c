@@ -27,9 +27,28 @@ static struct json_object	*sandbox_backend;	/* last report */
 static void	sandbox_ready(struct ipc_peer *);
 static void	sandbox_closed(struct ipc_peer *);
 
+static void	sandbox_proc_exited(struct ipc_peer *, struct ipc_msg *);
+
 static const struct ipc_handler sandbox_handlers[] = {
+	{ "proc_exited", ROLE_SANDBOXD, 0, sandbox_proc_exited },
 	{ NULL, 0, 0, NULL }
 };
+
+/* A terminal's process ended. */
+static void
+sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*id;
+	int64_t		 status = -1;
+
+	if ((id = json_str(m->obj, "proc")) == NULL) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"proc\" is required");
+		return;
+	}
+	json_int(m->obj, "status", &status);
+	spawn_exited(id, (int)status);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
 
 static const struct ipc_peer_cbs sandbox_cbs = {
 	sandbox_ready, sandbox_closed
@@ -76,6 +95,7 @@ sandbox_closed(struct ipc_peer *p)
 	log_warnx("sandboxd disconnected");
 	json_object_put(sandbox_backend);
 	sandbox_backend = NULL;
+	spawn_sandbox_gone();
 }
 
 /* The connected sandboxd, or NULL. */

@@ -726,3 +726,12 @@ session_sweep(void)
 	if (session_expire(session_now()) > 0 || session_dirty)
 		session_flush();
 }
+
+/* The permission profile of a session (the default without one). */
+const char *
+session_permission(struct session *s)
+{
+	if (s == NULL || s->permission[0] == '\0')
+		return "workspace-write";
+	return s->permission;
+}

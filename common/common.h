@@ -70,6 +70,13 @@ struct config {
 	int		 login_burst;		/* HOSTGATE_LOGIN_BURST */
 	int		 session_lifetime;	/* HOSTGATE_SESSION_LIFETIME_SECONDS */
 	enum log_level	 log_level;		/* HOSTGATE_LOG_LEVEL */
+	/* spawning */
+	char		*profiles_dir;		/* HOSTGATE_PROFILES_DIR */
+	int		 command_timeout;	/* HOSTGATE_COMMAND_TIMEOUT_SECONDS */
+	int		 command_timeout_max;	/* ..._TIMEOUT_MAX_SECONDS */
+	long		 output_cap;		/* HOSTGATE_OUTPUT_CAP_BYTES */
+	int		 max_terminals;		/* ..._MAX_TERMINALS_PER_USER */
+	int		 max_commands;		/* ..._MAX_COMMANDS_PER_USER */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */
 	char		*env_file;		/* the .env file read, or NULL */
 };

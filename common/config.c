@@ -24,6 +24,10 @@
 
 #define ENV_FILE_MAX	(1024 * 1024)
 
+#ifndef HG_PROFILES_DIR
+#define HG_PROFILES_DIR	"/usr/local/share/hostgate/profiles"
+#endif
+
 /* Longest "run_dir/socket" that fits in sockaddr_un.sun_path. */
 #define SUN_PATH_SIZE	sizeof(((struct sockaddr_un *)0)->sun_path)
 _Static_assert(sizeof(SOCK_BROKER_CONTROL) >= sizeof(SOCK_BROKER_FRONT) &&
@@ -119,6 +123,18 @@ static const struct config_var config_vars[] = {
 	    F(log_level), 0, 0, level_choices },
 	{ "HOSTGATE_SECCOMP_DEBUG", "0", KIND_FLAG,
 	    F(seccomp_debug), 0, 1, NULL },
+	{ "HOSTGATE_PROFILES_DIR", HG_PROFILES_DIR, KIND_DIR,
+	    F(profiles_dir), 0, 0, NULL },
+	{ "HOSTGATE_COMMAND_TIMEOUT_SECONDS", "60", KIND_INT,
+	    F(command_timeout), 1, 86400, NULL },
+	{ "HOSTGATE_COMMAND_TIMEOUT_MAX_SECONDS", "600", KIND_INT,
+	    F(command_timeout_max), 1, 86400, NULL },
+	{ "HOSTGATE_OUTPUT_CAP_BYTES", "1048576", KIND_INT,
+	    F(output_cap), 1024, 16777216, NULL },
+	{ "HOSTGATE_MAX_TERMINALS_PER_USER", "8", KIND_INT,
+	    F(max_terminals), 1, 1000, NULL },
+	{ "HOSTGATE_MAX_COMMANDS_PER_USER", "4", KIND_INT,
+	    F(max_commands), 1, 1000, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	{ "HOSTGATE_ENV_FILE", NULL, KIND_ENV_FILE, F(env_file), 0, 0, NULL },
 	{ "HOSTGATE_BUILD", NULL, KIND_IGNORED, NOF, 0, 0, NULL },
@@ -590,9 +606,15 @@ config_set(struct config *cfg, const struct config_var *var,
 		*(char **)field = abs;
 		return (0);
 	case KIND_WORKSPACE:
-		if (value == NULL)
-			abs = path_join(cfg->state_dir, "workspaces");
-		else if (config_has_control(value))
+		if (value == NULL) {
+			if (strlen(cfg->state_dir) + sizeof "/workspaces" >
+			    PATH_MAX) {
+				why = "path too long (the default, inside "
+				    "HOSTGATE_STATE_DIR)";
+				value = cfg->state_dir;
+			} else
+				abs = path_join(cfg->state_dir, "workspaces");
+		} else if (config_has_control(value))
 			why = "contains a control character";
 		else
 			abs = config_abspath(value, &why);

@@ -152,7 +152,8 @@ file_sync_dir(const char *path)
 
 /*
  * Replace path with data so that a reader sees the old or the new content,
- * never a part, even after a crash. The file gets exactly mode (umask aside).
+ * never a part, even after a crash. The file gets exactly mode, whatever
+ * the umask.
  */
 int
 file_write_atomic(const char *path, const void *data, size_t len,

@@ -7,6 +7,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 
 #include "frontd.h"
 
@@ -64,11 +65,14 @@ tls_ctx_new(const char *cert, const char *key, char *err, size_t errsz)
 		goto fail;
 	}
 	if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+		if (ERR_GET_REASON(ERR_peek_error()) == X509_R_KEY_VALUES_MISMATCH)
+			goto mismatch;
 		snprintf(what, sizeof what, "cannot load private key %s", key);
 		tls_error(err, errsz, what);
 		goto fail;
 	}
 	if (SSL_CTX_check_private_key(ctx) != 1) {
+mismatch:
 		snprintf(what, sizeof what, "private key %s does not match "
 		    "certificate %s", key, cert);
 		tls_error(err, errsz, what);

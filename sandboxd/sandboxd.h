@@ -7,12 +7,89 @@
 
 #include "common.h"
 
+/* A growable NULL-terminated vector of malloc'ed strings (argv, envp). */
+struct strv {
+	char	**v;
+	size_t	  n;
+	size_t	  cap;
+};
+
+enum spawn_kind { SPAWN_COMMAND, SPAWN_TERMINAL };
+enum permission {
+	PERM_READ_ONLY,			/* "read-only" */
+	PERM_WORKSPACE_WRITE,		/* "workspace-write" (default) */
+	PERM_WORKSPACE_WRITE_NET,	/* "workspace-write+network" */
+};
+
+/* What brokerd approved; the backends turn it into a command line. */
+struct spawn_spec {
+	enum spawn_kind	  kind;
+	enum exec_mode	  mode;		/* sandbox or direct */
+	enum permission	  perm;
+	const char	 *user;		/* hostgate user name */
+	const char	 *workspace;	/* absolute, validated, exists */
+	const char	 *cwd;		/* absolute, inside the workspace */
+	char *const	 *argv;		/* what runs inside, NULL-terminated */
+	char *const	 *env;		/* extra NAME=VALUE, allowlisted */
+	const char	 *term;		/* TERM for terminals, or NULL */
+	int		  seccomp_fd;	/* BPF for bwrap --seccomp, or -1 */
+	const char	 *tmpdir;	/* macOS: the per-spawn temp dir */
+};
+
+/* argv.c */
+void	 strv_init(struct strv *);
+void	 strv_add(struct strv *, const char *);
+void	 strv_addf(struct strv *, const char *, ...) HG_PRINTF(2, 3);
+void	 strv_free(struct strv *);
+/* One line, each element shell-quoted: for logs, goldens and hashes. */
+char	*strv_join(const struct strv *);
+/*
+ * A path that may reach a profile or a command line: absolute, canonical
+ * (no ".", ".." or empty components, no trailing slash), no quote,
+ * parenthesis, backslash or control character. 0, or -1 and err.
+ */
+int	 path_check(const char *what, const char *path, char *err, size_t);
+
 /* backend.c */
 void	 backend_init(struct config *);
 /* Probe the backend now when the last probe is older than max_age_ms. */
 void	 backend_probe(int64_t max_age_ms);
+/* The backend's name, and whether sandboxed spawns may run. */
+const char *backend_name(void);
+int	 backend_ok(void);
+/*
+ * Turn an approved spec into the argv and envp to exec, or refuse with
+ * err: never a weaker backend than the configured one.
+ */
+int	 backend_build(struct spawn_spec *, struct strv *argv,
+	    struct strv *envp, char *err, size_t errsz);
 /* {"name", "ok", "reason"} */
 struct json_object *backend_json(void);
+
+/* backend_bwrap.c */
+int	 bwrap_build(const struct spawn_spec *, const char *bwrap,
+	    const char *root, struct strv *, char *err, size_t errsz);
+
+/* spawn.c */
+struct proc;
+void	 spawn_init(struct event_base *, struct config *,
+	    void (*exit_cb)(struct proc *));
+struct proc *spawn_start(const struct spawn_spec *, const char *backend,
+	    const struct strv *argv, char *const envp[], int stdin_fd,
+	    int timeout_ms, size_t cap, int cols, int rows,
+	    struct ipc_peer *, int64_t req_id, char *err, size_t errsz);
+void	 spawn_reap(void);
+struct proc *spawn_find(const char *id);
+int	 spawn_hangup(const char *id);
+int	 spawn_kill_user(const char *user, enum exec_mode);
+int	 spawn_master(struct proc *);
+const char *spawn_id(struct proc *);
+const char *spawn_user(struct proc *);
+const char *spawn_backend(struct proc *);
+int	 spawn_status(struct proc *);
+struct json_object *spawn_list(void);
+int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
+	    size_t outsz, char *err, size_t errsz);
 
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,

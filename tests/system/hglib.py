@@ -3,6 +3,7 @@ temporary directory, talk HTTP(S) to frontd, run hgctl, and probe the IPC
 sockets as a chosen uid. Standard library only."""
 
 import errno
+import atexit
 import http.client
 import json
 import os
@@ -77,6 +78,17 @@ def wait_for(pred, timeout, interval=0.05, what="condition"):
         time.sleep(interval)
     raise AssertionError("timed out after %.1fs waiting for %s (last: %r)"
                          % (timeout, what, last))
+
+
+# Hostgates not yet cleaned up: stopped at exit even if pytest is
+# interrupted, so that no daemon outlives the test run.
+_LIVE = set()
+
+
+@atexit.register
+def _stop_all():
+    for hg in list(_LIVE):
+        hg.shutdown()
 
 
 class Response:
@@ -211,6 +223,7 @@ class Hostgate:
             self.env.update(env)
         self.procs = {}
         self.failed = False
+        _LIVE.add(self)
 
     # -- processes ---------------------------------------------------------
 
@@ -287,17 +300,33 @@ class Hostgate:
         return self.stop(name, signal.SIGKILL)
 
     def shutdown(self):
-        """Stop every daemon: SIGTERM, then SIGKILL after 5 s."""
-        for p in self.procs.values():
-            if p.poll() is None:
-                p.terminate()
+        """Stop every daemon: SIGTERM, then SIGKILL after 5 s. Returns the
+        problems seen: a daemon that was running and did not exit 0 on
+        SIGTERM."""
+        problems = []
+        running = [n for n, p in self.procs.items() if p.poll() is None]
+        for name in running:
+            self.procs[name].terminate()
         deadline = time.monotonic() + 5
-        for p in self.procs.values():
+        for name in running:
+            p = self.procs[name]
             try:
                 p.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+                problems.append("%s ignored SIGTERM for 5 s" % name)
+                continue
+            if p.returncode != 0:
+                problems.append("%s exited %d on SIGTERM" % (name, p.returncode))
+        return problems
+
+    def sanitizer_reports(self):
+        """Daemons whose log holds an ASan/UBSan/LSan report."""
+        marks = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                 "runtime error:")
+        return ["%s: sanitizer report in its log" % name for name in BINARIES
+                if any(m in self.log_text(name) for m in marks)]
 
     def logs(self):
         out = []
@@ -306,8 +335,8 @@ class Hostgate:
             if os.path.exists(path):
                 with open(path, "rb") as f:
                     data = f.read()
-                if len(data) > 30000:
-                    data = b"[...]\n" + data[-30000:]
+                if len(data) > 20000:
+                    data = b"[...]\n" + data[-20000:]
                 out.append("==== %s (%s)\n%s" % (name, path,
                                                 data.decode("utf-8", "replace")))
         return "\n".join(out)
@@ -320,11 +349,18 @@ class Hostgate:
             return ""
 
     def cleanup(self):
-        self.shutdown()
+        """Stop the daemons; keep the directory when something failed,
+        else remove it. Raises when a daemon misbehaved on the way out."""
+        problems = self.shutdown() + self.sanitizer_reports()
+        _LIVE.discard(self)
+        if problems:
+            self.failed = True
         if self.failed:
             print("\nhostgate test dir kept: %s" % self.dir)
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+        if problems:
+            raise AssertionError("; ".join(problems) + "\n" + self.logs())
 
     # -- hgctl -------------------------------------------------------------
 

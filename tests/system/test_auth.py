@@ -1,5 +1,8 @@
 """Login, logout, cookies, CSRF, /api/status and agent tokens."""
 
+import statistics
+import time
+
 import hglib
 
 ADMIN, USER = hglib.ADMIN, hglib.USER
@@ -47,6 +50,20 @@ def test_wrong_password_and_unknown_user_look_the_same(shared):
                                       "message": "invalid username or password"}}
     assert wrong.body == unknown.body
     assert wrong.cookie() is None and unknown.cookie() is None
+
+
+def test_unknown_user_takes_as_long_as_wrong_password(shared):
+    """No user enumeration by timing: an unknown name is hashed too."""
+    times = {"known": [], "unknown": []}
+    for i in range(7):
+        for kind, name in (("known", ADMIN[0]), ("unknown", "ghost%d" % i)):
+            t0 = time.monotonic()
+            r = login_raw(shared, name, "wrong-password-%d" % i)
+            times[kind].append(time.monotonic() - t0)
+            assert r.status == 401, r
+    known = statistics.median(times["known"])
+    unknown = statistics.median(times["unknown"])
+    assert 0.5 < unknown / known < 2, times
 
 
 def test_password_is_case_sensitive_and_exact(shared):
@@ -191,6 +208,7 @@ def test_standalone_token_and_revoke(shared):
     listed = shared.hgctl_json("token", "list")
     mine = [t for t in listed if str(t["id"]) == str(doc["id"])]
     assert len(mine) == 1, listed
+    assert set(mine[0]) >= {"id", "user", "session_id", "created"}, mine
     assert mine[0]["user"] == USER[0]
     assert not mine[0]["session_id"], mine
     assert doc["token"] not in str(listed), "token list shows the secret"
@@ -218,6 +236,14 @@ def test_session_token_listed_with_its_session(shared):
     assert mine[0]["user"] == USER[0]
     assert mine[0]["session_id"], mine
     sessions = shared.hgctl_json("session", "list")
-    assert isinstance(sessions, list)
+    ids = [x["id"] for x in sessions if x["user"] == USER[0]]
+    assert mine[0]["session_id"] in ids, (mine, sessions)
     assert s.cookie not in str(sessions), "session list shows the cookie"
+    assert s.csrf not in str(sessions), "session list shows the CSRF token"
     assert doc["token"] not in str(listed)
+    # Logging out removes the session and its token from the lists.
+    assert s.post("/api/logout").status == 200
+    sessions = shared.hgctl_json("session", "list")
+    assert mine[0]["session_id"] not in [x["id"] for x in sessions], sessions
+    listed = shared.hgctl_json("token", "list")
+    assert str(doc["id"]) not in [str(t["id"]) for t in listed], listed

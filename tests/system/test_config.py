@@ -17,9 +17,11 @@ def cfg(mode):
     hg.cleanup()
 
 
-def run(hg, daemon, env=None, flag="-n", timeout=20):
+def run(hg, daemon, env=None, flag="-n", timeout=20, unset=()):
     e = dict(hg.env)
     e.update(env or {})
+    for name in unset:
+        e.pop(name, None)
     return subprocess.run(hg.wrap([hg.binary(daemon), flag]), env=e,
                           capture_output=True, text=True, timeout=timeout,
                           cwd=hg.dir)
@@ -74,8 +76,8 @@ def write_env(hg, text):
 @pytest.mark.parametrize("daemon", hglib.DAEMONS)
 def test_env_file_is_read(cfg, daemon):
     path = write_env(cfg, "# a comment\nHOSTGATE_LOG_LEVEL=shouty\n")
-    e = {"HOSTGATE_ENV_FILE": path}
-    r = run(cfg, daemon, e)
+    r = run(cfg, daemon, {"HOSTGATE_ENV_FILE": path},
+            unset=["HOSTGATE_LOG_LEVEL"])
     assert r.returncode == 1, r
     assert "HOSTGATE_LOG_LEVEL" in r.stderr and "shouty" in r.stderr, r.stderr
 

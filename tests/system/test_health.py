@@ -63,8 +63,11 @@ def test_sandboxd_killed_and_restarted(hostgate_factory):
     assert doc["brokerd"]["ok"] is True, doc
     # Authentication lives in brokerd, which is still up.
     assert s.get("/api/status").status == 200
+    t0 = time.monotonic()
     hg.start("sandboxd")
     hg.wait_healthy(timeout=5)
+    assert time.monotonic() - t0 < 3, "relinked after %.2fs" % (
+        time.monotonic() - t0)
     assert_healthy_doc(hg.health().json())
     assert hg.alive("frontd") and hg.alive("brokerd")
 
@@ -88,11 +91,35 @@ def test_brokerd_killed_and_restarted(hostgate_factory):
     assert r.status == 503, r
     assert time.monotonic() - t0 < 2
 
+    t0 = time.monotonic()
     hg.start("brokerd")
     hg.wait_healthy(timeout=5)
+    assert time.monotonic() - t0 < 3, "relinked after %.2fs" % (
+        time.monotonic() - t0)
     assert_healthy_doc(hg.health().json())
     assert s.get("/api/status").status == 200
     assert hg.alive("frontd") and hg.alive("sandboxd")
+
+
+def test_frontd_killed_and_restarted(hostgate_factory):
+    hg = hostgate_factory()
+    s = hg.login(*hglib.USER)
+    hg.kill("frontd")
+    hg.start("frontd")
+    hg.wait_healthy(timeout=5)
+    assert s.get("/api/status").status == 200
+    assert hg.alive("brokerd") and hg.alive("sandboxd")
+
+
+def test_daemons_survive_repeated_peer_restarts(hostgate_factory):
+    hg = hostgate_factory(users=False)
+    for _ in range(3):
+        hg.kill("brokerd")
+        hg.start("brokerd")
+        hg.kill("sandboxd")
+        hg.start("sandboxd")
+    hg.wait_healthy(timeout=5)
+    assert hg.alive("frontd")
 
 
 def test_brokerd_sigterm_exits_cleanly(hostgate_factory):

@@ -4,6 +4,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import warnings
 
 import pytest
 
@@ -67,13 +68,19 @@ def test_plain_http_refused_on_tls_port(tls):
     assert tls.healthy()
 
 
-def client_ctx(version):
-    ctx = hglib.insecure_client_context()
-    ctx.minimum_version = version
-    ctx.maximum_version = version
+def pin_version(ctx, version):
+    """Make ctx speak only version (old ones need security level 0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        ctx.minimum_version = version
+        ctx.maximum_version = version
     if version < ssl.TLSVersion.TLSv1_2:
         ctx.set_ciphers("DEFAULT:@SECLEVEL=0")
     return ctx
+
+
+def client_ctx(version):
+    return pin_version(hglib.insecure_client_context(), version)
 
 
 def test_tls12_accepted(tls):
@@ -86,9 +93,8 @@ def test_tls12_accepted(tls):
 def local_tls11_works(certfile, keyfile):
     """Whether this machine's OpenSSL can do a TLS 1.1 handshake at all."""
     try:
-        sctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        sctx.minimum_version = sctx.maximum_version = ssl.TLSVersion.TLSv1_1
-        sctx.set_ciphers("DEFAULT:@SECLEVEL=0")
+        sctx = pin_version(ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER),
+                           ssl.TLSVersion.TLSv1_1)
         sctx.load_cert_chain(certfile, keyfile)
         cctx = client_ctx(ssl.TLSVersion.TLSv1_1)
     except (ssl.SSLError, ValueError):

@@ -510,6 +510,23 @@ test_workspace_root(void **state)
 	    "backslashes or control characters)");
 }
 
+/* A state directory too long to hold the default workspace root. */
+static void
+test_workspace_too_long(void **state)
+{
+	char	*dir;
+
+	assert_non_null(dir = malloc(PATH_MAX));
+	memset(dir, 'a', PATH_MAX - 5);
+	dir[0] = '/';
+	dir[PATH_MAX - 5] = '\0';
+	setenv("HOSTGATE_STATE_DIR", dir, 1);
+	free(dir);
+	load_fail();
+	assert_true(strncmp(err, "HOSTGATE_WORKSPACE_ROOT=/aaa", 28) == 0);
+	assert_non_null(strstr(err, ": path too long (the default"));
+}
+
 /* HOST_SANDBOX_MACOS_WRITABLE_PATHS: canonical absolute paths only. */
 static void
 test_macos_paths(void **state)
@@ -839,6 +856,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_run_dir_length, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_workspace_root, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_workspace_too_long, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_macos_paths, setup,
 		    teardown),

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -120,6 +121,7 @@ test_write_atomic(void **state)
 	char		 path[PATH_MAX], *data;
 	struct stat	 st;
 	size_t		 len;
+	mode_t		 old;
 
 	snprintf(path, sizeof path, "%s/users.json", dir);
 	assert_int_equal(file_write_atomic(path, "first", 5, 0600), 0);
@@ -138,6 +140,13 @@ test_write_atomic(void **state)
 	assert_string_equal(data, "second!");
 	free(data);
 	assert_int_equal(count_entries(dir), 1);
+
+	/* The mode is exact, whatever the umask. */
+	old = umask(077);
+	assert_int_equal(file_write_atomic(path, "x", 1, 0664), 0);
+	umask(old);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0664);
 
 	/* An empty file is fine. */
 	assert_int_equal(file_write_atomic(path, "", 0, 0600), 0);

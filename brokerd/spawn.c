@@ -1,0 +1,561 @@
+/*
+ * brokerd's spawn policy: who may run what, in which mode and profile,
+ * within which per-user limits. It forwards approved spawns to sandboxd
+ * and relays the answers (and their fds) to frontd; output and terminal
+ * bytes never pass through brokerd's memory.
+ */
+#include <sys/types.h>
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brokerd.h"
+
+#define SPAWN_MAX_ARGS		64
+#define SPAWN_MAX_ENV		64
+#define SPAWN_GRACE_MS		10000	/* beyond a command's own limit */
+#define SPAWN_QUICK_MS		10000	/* terminal create, attach, kill */
+
+/* A terminal brokerd knows of. */
+struct term {
+	char			 id[17];
+	char			*user;
+	char			 session_id[33];
+	int64_t			 created;	/* wall seconds */
+	char			 mode[8];
+	char			*backend;
+	int			 running;
+	TAILQ_ENTRY(term)	 entry;
+};
+
+/* A frontd request waiting for sandboxd. */
+struct spawn_wait {
+	struct ipc_peer		*front;		/* NULL once frontd has gone */
+	int64_t			 id;
+	char			*user;
+	int			 kind;		/* SPAWN_WAIT_* */
+	char			 session_id[33];
+	TAILQ_ENTRY(spawn_wait)	 entry;
+};
+#define SPAWN_WAIT_COMMAND	1
+#define SPAWN_WAIT_TERMINAL	2
+#define SPAWN_WAIT_RELAY	3
+
+static TAILQ_HEAD(, term)	 terms = TAILQ_HEAD_INITIALIZER(terms);
+static TAILQ_HEAD(, spawn_wait)	 waits = TAILQ_HEAD_INITIALIZER(waits);
+static struct config		*spawn_conf;
+
+/* Live commands of a user (those waiting for sandboxd). */
+static int
+spawn_commands_of(const char *user)
+{
+	struct spawn_wait	*w;
+	int			 n = 0;
+
+	TAILQ_FOREACH(w, &waits, entry)
+		if (w->kind == SPAWN_WAIT_COMMAND && strcmp(w->user, user) == 0)
+			n++;
+	return n;
+}
+
+/* Live terminals of a user. */
+static int
+spawn_terminals_of(const char *user)
+{
+	struct term	*t;
+	int		 n = 0;
+
+	TAILQ_FOREACH(t, &terms, entry)
+		if (t->running && strcmp(t->user, user) == 0)
+			n++;
+	return n;
+}
+
+static struct term *
+spawn_term_find(const char *id)
+{
+	struct term	*t;
+
+	TAILQ_FOREACH(t, &terms, entry)
+		if (strcmp(t->id, id) == 0)
+			return t;
+	return NULL;
+}
+
+/* Whether an environment variable name is acceptable. */
+static int
+spawn_env_name_ok(const char *name)
+{
+	const char	*c;
+
+	if (!isupper((unsigned char)name[0]) && name[0] != '_')
+		return 0;
+	for (c = name; *c != '\0'; c++)
+		if (!isupper((unsigned char)*c) && !isdigit((unsigned char)*c) &&
+		    *c != '_')
+			return 0;
+	/* The sandbox sets these itself. */
+	return strcmp(name, "PATH") != 0 && strcmp(name, "HOME") != 0 &&
+	    strcmp(name, "HOSTGATE_MODE") != 0 && strncmp(name, "LD_", 3) != 0 &&
+	    c - name < 128;
+}
+
+/*
+ * Copy the optional "env" object of a request into an array of
+ * "NAME=VALUE" strings; -1 with a reply on a bad one.
+ */
+static int
+spawn_env(struct ipc_peer *p, struct ipc_msg *m, struct json_object *out)
+{
+	struct json_object	*env;
+	char			*kv;
+	int			 n = 0;
+
+	if (!json_object_object_get_ex(m->obj, "env", &env) || env == NULL)
+		return 0;
+	if (!json_object_is_type(env, json_type_object)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "\"env\" must be an object of strings");
+		return -1;
+	}
+	json_object_object_foreach(env, k, v) {
+		if (++n > SPAWN_MAX_ENV || !json_object_is_type(v,
+		    json_type_string) || !spawn_env_name_ok(k) ||
+		    strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v)) {
+			ipc_reply_error(p, m, ERR_BAD_REQUEST,
+			    "\"env\": at most %d variables, names in capitals "
+			    "(not PATH, HOME, LD_*), string values", SPAWN_MAX_ENV);
+			return -1;
+		}
+		if (asprintf(&kv, "%s=%s", k, json_object_get_string(v)) == -1)
+			fatal("%s", __func__);
+		json_object_array_add(out, json_object_new_string(kv));
+		free(kv);
+	}
+	return 0;
+}
+
+/* The spawn request common to commands and terminals. */
+static struct json_object *
+spawn_request(struct ident *id, const char *kind)
+{
+	struct json_object	*req;
+
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("spawn"));
+	json_object_object_add(req, "kind", json_object_new_string(kind));
+	json_object_object_add(req, "user",
+	    json_object_new_string(id->user->name));
+	/* The execution-mode issue makes this per session; until then, never direct. */
+	json_object_object_add(req, "mode", json_object_new_string("sandbox"));
+	json_object_object_add(req, "permission",
+	    json_object_new_string(session_permission(id->session)));
+	return req;
+}
+
+static struct spawn_wait *
+spawn_wait_new(struct ipc_peer *front, struct ipc_msg *m, const char *user,
+    int kind, const char *session_id)
+{
+	struct spawn_wait	*w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL ||
+	    (w->user = strdup(user)) == NULL)
+		fatal("%s", __func__);
+	w->front = front;
+	w->id = m->id;
+	w->kind = kind;
+	snprintf(w->session_id, sizeof(w->session_id), "%s",
+	    session_id ? session_id : "");
+	TAILQ_INSERT_TAIL(&waits, w, entry);
+	return w;
+}
+
+static void
+spawn_wait_free(struct spawn_wait *w)
+{
+	TAILQ_REMOVE(&waits, w, entry);
+	free(w->user);
+	free(w);
+}
+
+/* Pass sandboxd's answer (result or error, and fds) on to frontd. */
+static void
+spawn_relay(struct spawn_wait *w, struct ipc_msg *m)
+{
+	struct json_object	*err, *res;
+	struct ipc_msg		 fm;
+	const char		*code, *msg;
+
+	memset(&fm, 0, sizeof(fm));
+	fm.id = w->id;
+	if (w->front == NULL)
+		return;
+	if (m == NULL) {
+		ipc_reply_error(w->front, &fm, ERR_UNAVAILABLE,
+		    "sandboxd did not answer");
+		return;
+	}
+	if (json_object_object_get_ex(m->obj, "error", &err)) {
+		code = json_str(err, "code");
+		msg = json_str(err, "message");
+		ipc_reply_error(w->front, &fm, code ? code : ERR_INTERNAL, "%s",
+		    msg ? msg : "sandboxd refused");
+		return;
+	}
+	if (!json_object_object_get_ex(m->obj, "result", &res)) {
+		ipc_reply_error(w->front, &fm, ERR_INTERNAL,
+		    "malformed reply from sandboxd");
+		return;
+	}
+	ipc_reply(w->front, &fm, json_object_get(res), m->fds, m->nfds);
+}
+
+/* sandboxd finished a command (or refused it). */
+static void
+spawn_command_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
+{
+	struct spawn_wait	*w = arg;
+
+	spawn_relay(w, m);
+	spawn_wait_free(w);
+}
+
+/* POST /api/run_command and /api/run_python. */
+void
+spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*req, *argv, *env;
+	struct ipc_peer		*sp;
+	struct spawn_wait	*w;
+	const char		*lang, *command, *code, *cwd;
+	int64_t			 timeout = spawn_conf->command_timeout;
+	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
+
+	if ((sp = sandbox_peer()) == NULL) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "sandboxd is unreachable");
+		return;
+	}
+	if (spawn_commands_of(id->user->name) >= spawn_conf->max_commands) {
+		ipc_reply_retry(p, m, 1, "too many commands running for this "
+		    "user; wait for one to finish");
+		return;
+	}
+	lang = json_str(m->obj, "lang");
+	argv = json_object_new_array();
+	if (lang != NULL && strcmp(lang, "python") == 0) {
+		if ((code = json_str(m->obj, "code")) == NULL) {
+			json_object_put(argv);
+			ipc_reply_error(p, m, ERR_BAD_REQUEST,
+			    "\"code\" is required and must be a string");
+			return;
+		}
+		/* The code arrives on stdin (frontd's memfd), never in argv. */
+		json_object_array_add(argv,
+		    json_object_new_string("/usr/bin/python3"));
+		json_object_array_add(argv, json_object_new_string("-"));
+	} else {
+		if ((command = json_str(m->obj, "command")) == NULL ||
+		    *command == '\0') {
+			json_object_put(argv);
+			ipc_reply_error(p, m, ERR_BAD_REQUEST,
+			    "\"command\" is required and must be a string");
+			return;
+		}
+		json_object_array_add(argv, json_object_new_string("/bin/bash"));
+		json_object_array_add(argv, json_object_new_string("-c"));
+		json_object_array_add(argv, json_object_new_string(command));
+	}
+	if (json_object_object_get_ex(m->obj, "timeout", NULL) &&
+	    (json_int(m->obj, "timeout", &timeout) == -1 || timeout < 1 ||
+	    timeout > spawn_conf->command_timeout_max)) {
+		json_object_put(argv);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"timeout\" must be "
+		    "whole seconds from 1 to %d", spawn_conf->command_timeout_max);
+		return;
+	}
+	cwd = json_str(m->obj, "cwd");
+	if (json_object_object_get_ex(m->obj, "cwd", NULL) && cwd == NULL &&
+	    !json_object_is_type(json_object_object_get(m->obj, "cwd"),
+	    json_type_null)) {
+		json_object_put(argv);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "\"cwd\" must be a string");
+		return;
+	}
+	env = json_object_new_array();
+	if (spawn_env(p, m, env) == -1) {
+		json_object_put(argv);
+		json_object_put(env);
+		return;
+	}
+
+	req = spawn_request(id, "command");
+	json_object_object_add(req, "argv", argv);
+	json_object_object_add(req, "env", env);
+	if (cwd != NULL)
+		json_object_object_add(req, "cwd", json_object_new_string(cwd));
+	json_object_object_add(req, "timeout_ms",
+	    json_object_new_int64(timeout * 1000));
+	json_object_object_add(req, "output_cap",
+	    json_object_new_int64(spawn_conf->output_cap));
+	w = spawn_wait_new(p, m, id->user->name, SPAWN_WAIT_COMMAND,
+	    id->session ? id->session->id : NULL);
+	if (ipc_request(sp, req, stdin_fd != -1 ? &stdin_fd : NULL,
+	    stdin_fd != -1 ? 1 : 0, timeout * 1000 + SPAWN_GRACE_MS,
+	    spawn_command_done, w) == -1) {
+		spawn_wait_free(w);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "sandboxd is unreachable");
+	}
+}
+
+/* sandboxd started a terminal (or refused to). */
+static void
+spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
+{
+	struct spawn_wait	*w = arg;
+	struct json_object	*res;
+	struct term		*t;
+	const char		*tid, *mode, *backend;
+
+	if (m != NULL && json_object_object_get_ex(m->obj, "result", &res) &&
+	    (tid = json_str(res, "id")) != NULL && strlen(tid) == 16) {
+		mode = json_str(res, "mode");
+		backend = json_str(res, "backend");
+		if ((t = calloc(1, sizeof(*t))) == NULL ||
+		    (t->user = strdup(w->user)) == NULL ||
+		    (t->backend = strdup(backend ? backend : "?")) == NULL)
+			fatal("%s", __func__);
+		memcpy(t->id, tid, 17);
+		snprintf(t->session_id, sizeof(t->session_id), "%s",
+		    w->session_id);
+		snprintf(t->mode, sizeof(t->mode), "%s", mode ? mode : "?");
+		t->created = now_wall_ms() / 1000;
+		t->running = 1;
+		TAILQ_INSERT_TAIL(&terms, t, entry);
+		log_info("terminal %s opened for %s (%s, %s)", t->id, t->user,
+		    t->mode, t->backend);
+	}
+	spawn_relay(w, m);
+	spawn_wait_free(w);
+}
+
+/* POST /api/terminals {cols, rows} */
+void
+spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
+    struct ident *id)
+{
+	struct json_object	*req, *argv;
+	struct ipc_peer		*sp;
+	struct spawn_wait	*w;
+	int64_t			 cols = 80, rows = 24;
+
+	if ((sp = sandbox_peer()) == NULL) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "sandboxd is unreachable");
+		return;
+	}
+	if ((json_object_object_get_ex(m->obj, "cols", NULL) &&
+	    (json_int(m->obj, "cols", &cols) == -1 || cols < 2 ||
+	    cols > 1000)) ||
+	    (json_object_object_get_ex(m->obj, "rows", NULL) &&
+	    (json_int(m->obj, "rows", &rows) == -1 || rows < 2 ||
+	    rows > 1000))) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "\"cols\" and \"rows\" must be integers from 2 to 1000");
+		return;
+	}
+	if (spawn_terminals_of(id->user->name) >= spawn_conf->max_terminals) {
+		ipc_reply_retry(p, m, 1, "too many terminals open for this "
+		    "user; close one first");
+		return;
+	}
+	req = spawn_request(id, "terminal");
+	argv = json_object_new_array();
+	json_object_array_add(argv, json_object_new_string("/bin/bash"));
+	json_object_array_add(argv, json_object_new_string("-i"));
+	json_object_object_add(req, "argv", argv);
+	json_object_object_add(req, "cols", json_object_new_int64(cols));
+	json_object_object_add(req, "rows", json_object_new_int64(rows));
+	json_object_object_add(req, "term",
+	    json_object_new_string("xterm-256color"));
+	w = spawn_wait_new(p, m, id->user->name, SPAWN_WAIT_TERMINAL,
+	    id->session ? id->session->id : NULL);
+	if (ipc_request(sp, req, NULL, 0, SPAWN_QUICK_MS, spawn_terminal_done,
+	    w) == -1) {
+		spawn_wait_free(w);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "sandboxd is unreachable");
+	}
+}
+
+/* A terminal as JSON. */
+static struct json_object *
+spawn_term_json(struct term *t)
+{
+	struct json_object	*o;
+	char			 when[32];
+
+	iso8601(t->created, when);
+	o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(t->id));
+	json_object_object_add(o, "user", json_object_new_string(t->user));
+	json_object_object_add(o, "created", json_object_new_string(when));
+	json_object_object_add(o, "mode", json_object_new_string(t->mode));
+	json_object_object_add(o, "backend",
+	    json_object_new_string(t->backend));
+	json_object_object_add(o, "running",
+	    json_object_new_boolean(t->running));
+	return o;
+}
+
+/* GET /api/terminals: the caller's terminals. */
+void
+spawn_terminal_list(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*arr, *res;
+	struct term		*t;
+
+	arr = json_object_new_array();
+	TAILQ_FOREACH(t, &terms, entry)
+		if (strcmp(t->user, id->user->name) == 0)
+			json_object_array_add(arr, spawn_term_json(t));
+	res = json_object_new_object();
+	json_object_object_add(res, "terminals", arr);
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* The caller's terminal named in the request, or NULL after a reply. */
+static struct term *
+spawn_term_owned(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct term	*t;
+	const char	*tid;
+
+	if ((tid = json_str(m->obj, "terminal")) == NULL ||
+	    (t = spawn_term_find(tid)) == NULL ||
+	    strcmp(t->user, id->user->name) != 0) {
+		/* Another user's terminal is as absent as a missing one. */
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such terminal");
+		return NULL;
+	}
+	return t;
+}
+
+/* sandboxd answered an attach or a kill. */
+static void
+spawn_relay_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
+{
+	struct spawn_wait	*w = arg;
+
+	spawn_relay(w, m);
+	spawn_wait_free(w);
+}
+
+/* Ask sandboxd something about a terminal and relay its answer. */
+static void
+spawn_terminal_ask(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    const char *type, struct term *t)
+{
+	struct json_object	*req;
+	struct ipc_peer		*sp;
+	struct spawn_wait	*w;
+
+	if ((sp = sandbox_peer()) == NULL) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "sandboxd is unreachable");
+		return;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string(type));
+	json_object_object_add(req, "proc", json_object_new_string(t->id));
+	w = spawn_wait_new(p, m, id->user->name, SPAWN_WAIT_RELAY, NULL);
+	if (ipc_request(sp, req, NULL, 0, SPAWN_QUICK_MS, spawn_relay_done,
+	    w) == -1) {
+		spawn_wait_free(w);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "sandboxd is unreachable");
+	}
+}
+
+/* GET /api/terminals/{id}/ws: a dup of the pty master for frontd. */
+void
+spawn_terminal_attach(struct ipc_peer *p, struct ipc_msg *m,
+    struct ident *id)
+{
+	struct term	*t;
+
+	if ((t = spawn_term_owned(p, m, id)) == NULL)
+		return;
+	if (!t->running) {
+		ipc_reply_error(p, m, ERR_CONFLICT, "the terminal has exited");
+		return;
+	}
+	spawn_terminal_ask(p, m, id, "attach", t);
+}
+
+/* DELETE /api/terminals/{id}: hang it up. */
+void
+spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
+    struct ident *id)
+{
+	struct term	*t;
+
+	if ((t = spawn_term_owned(p, m, id)) == NULL)
+		return;
+	log_info("terminal %s of %s closed by its user", t->id, t->user);
+	if (!t->running) {
+		TAILQ_REMOVE(&terms, t, entry);
+		free(t->user);
+		free(t->backend);
+		free(t);
+		ipc_reply(p, m, NULL, NULL, 0);
+		return;
+	}
+	spawn_terminal_ask(p, m, id, "hangup", t);
+}
+
+/* sandboxd says a terminal's process is gone. */
+void
+spawn_exited(const char *proc_id, int status)
+{
+	struct term	*t;
+
+	if ((t = spawn_term_find(proc_id)) == NULL)
+		return;
+	t->running = 0;
+	log_info("terminal %s of %s exited (status %d)", t->id, t->user,
+	    status);
+}
+
+/* sandboxd went away: its processes died with it (--die-with-parent). */
+void
+spawn_sandbox_gone(void)
+{
+	struct term	*t;
+
+	TAILQ_FOREACH(t, &terms, entry)
+		t->running = 0;
+}
+
+/* A frontd connection closed: forget the answers it waits for. */
+void
+spawn_front_gone(struct ipc_peer *front)
+{
+	struct spawn_wait	*w;
+
+	TAILQ_FOREACH(w, &waits, entry)
+		if (w->front == front)
+			w->front = NULL;
+}
+
+void
+spawn_init(struct config *conf)
+{
+	spawn_conf = conf;
+}

@@ -1,0 +1,206 @@
+/*
+ * The Linux backend: the bubblewrap command line for one approved spawn.
+ * Every flag carries its reason. Nothing here runs anything; spawn.c execs
+ * what this builds, and tests compare it with golden files.
+ */
+#include <sys/types.h>
+#include <sys/stat.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandboxd.h"
+
+/* System directories that merged-/usr systems keep as symlinks. */
+static const char *const bwrap_usr_links[] = {
+	"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", NULL
+};
+
+/*
+ * The parts of /etc that programs need to start and to name things; not
+ * the rest (shadow, ssh keys, service configuration).
+ */
+static const char *const bwrap_etc[] = {
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/alternatives", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+	"/etc/localtime", "/etc/bash.bashrc", "/etc/inputrc", "/etc/terminfo",
+	"/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/ssl",
+	"/etc/ca-certificates", "/etc/profile", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/protocols", "/etc/services", "/etc/magic", NULL
+};
+
+/* Name resolution, only when the profile has a network. */
+static const char *const bwrap_etc_net[] = {
+	"/etc/resolv.conf", "/etc/hosts", NULL
+};
+
+#define BWRAP_TMP_SIZE	"268435456"	/* 256 MiB of tmpfs for /tmp */
+
+/* Append the environment: PATH, HOME, TERM, LANG, HOSTGATE_MODE, extras. */
+static void
+bwrap_env(const struct spawn_spec *s, struct strv *a)
+{
+	char *const	*e;
+	const char	*eq;
+	char		 name[128];
+
+	/* Nothing of sandboxd's environment crosses into the sandbox. */
+	strv_add(a, "--clearenv");
+	strv_add(a, "--setenv");
+	strv_add(a, "PATH");
+	strv_add(a, "/usr/local/bin:/usr/bin:/bin");
+	strv_add(a, "--setenv");
+	strv_add(a, "HOME");
+	strv_add(a, s->workspace);
+	strv_add(a, "--setenv");
+	strv_add(a, "TERM");
+	strv_add(a, s->term != NULL ? s->term : "dumb");
+	strv_add(a, "--setenv");
+	strv_add(a, "LANG");
+	strv_add(a, "C.UTF-8");
+	strv_add(a, "--setenv");
+	strv_add(a, "TMPDIR");
+	strv_add(a, "/tmp");
+	strv_add(a, "--setenv");
+	strv_add(a, "USER");
+	strv_add(a, s->user);
+	strv_add(a, "--setenv");
+	strv_add(a, "HOSTGATE_MODE");
+	strv_add(a, "sandbox");
+	for (e = s->env; e != NULL && *e != NULL; e++) {
+		if ((eq = strchr(*e, '=')) == NULL ||
+		    (size_t)(eq - *e) >= sizeof(name))
+			continue;	/* brokerd validated; be safe anyway */
+		memcpy(name, *e, eq - *e);
+		name[eq - *e] = '\0';
+		strv_add(a, "--setenv");
+		strv_add(a, name);
+		strv_add(a, eq + 1);
+	}
+}
+
+/*
+ * Build the bwrap argv for a sandboxed spawn. root is "" normally; tests
+ * point it at a fake tree so that which /etc files exist is fixed.
+ */
+int
+bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
+    struct strv *a, char *err, size_t errsz)
+{
+	const char *const	*p;
+	struct stat		 st;
+	char			 path[4096], target[256];
+	ssize_t			 n;
+
+	if (path_check("workspace", s->workspace, err, errsz) == -1 ||
+	    path_check("cwd", s->cwd, err, errsz) == -1)
+		return -1;
+	if (strncmp(s->cwd, s->workspace, strlen(s->workspace)) != 0 ||
+	    (s->cwd[strlen(s->workspace)] != '\0' &&
+	    s->cwd[strlen(s->workspace)] != '/')) {
+		snprintf(err, errsz, "cwd is outside the workspace");
+		return -1;
+	}
+	if (s->argv == NULL || s->argv[0] == NULL) {
+		snprintf(err, errsz, "nothing to run");
+		return -1;
+	}
+
+	strv_add(a, bwrap);
+	/* The sandbox dies with sandboxd instead of outliving it. */
+	strv_add(a, "--die-with-parent");
+	/* Namespaces: own users, pids, IPC, hostname, cgroup view, network. */
+	strv_add(a, "--unshare-user");
+	strv_add(a, "--unshare-pid");
+	strv_add(a, "--unshare-ipc");
+	strv_add(a, "--unshare-uts");
+	strv_add(a, "--unshare-cgroup");
+	/* Always a network namespace: only loopback, never the host's. */
+	strv_add(a, "--unshare-net");
+	/* No user namespaces inside: the kernel's largest attack surface. */
+	strv_add(a, "--disable-userns");
+	strv_add(a, "--hostname");
+	strv_add(a, "hostgate");
+	/* No capabilities, not even inside the user namespace. */
+	strv_add(a, "--cap-drop");
+	strv_add(a, "ALL");
+
+	/* The system, read-only. */
+	strv_add(a, "--ro-bind");
+	strv_add(a, "/usr");
+	strv_add(a, "/usr");
+	for (p = bwrap_usr_links; *p != NULL; p++) {
+		snprintf(path, sizeof(path), "%s%s", root, *p);
+		if (lstat(path, &st) == -1)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			strv_add(a, "--symlink");
+			strv_add(a, target);
+			strv_add(a, *p);
+		} else {
+			strv_add(a, "--ro-bind");
+			strv_add(a, *p);
+			strv_add(a, *p);
+		}
+	}
+	for (p = bwrap_etc; *p != NULL; p++) {
+		snprintf(path, sizeof(path), "%s%s", root, *p);
+		if (access(path, F_OK) == 0) {
+			strv_add(a, "--ro-bind");
+			strv_add(a, *p);
+			strv_add(a, *p);
+		}
+	}
+	if (s->perm == PERM_WORKSPACE_WRITE_NET) {
+		for (p = bwrap_etc_net; *p != NULL; p++) {
+			snprintf(path, sizeof(path), "%s%s", root, *p);
+			if (access(path, F_OK) == 0) {
+				strv_add(a, "--ro-bind");
+				strv_add(a, *p);
+				strv_add(a, *p);
+			}
+		}
+	}
+	/* Its own /proc (of its own pid namespace) and a minimal /dev. */
+	strv_add(a, "--proc");
+	strv_add(a, "/proc");
+	strv_add(a, "--dev");
+	strv_add(a, "/dev");
+	/* A private, bounded /tmp; /run and /var exist but are empty. */
+	strv_add(a, "--size");
+	strv_add(a, BWRAP_TMP_SIZE);
+	strv_add(a, "--tmpfs");
+	strv_add(a, "/tmp");
+	strv_add(a, "--dir");
+	strv_add(a, "/run");
+	strv_add(a, "--dir");
+	strv_add(a, "/var/tmp");
+	/* The workspace, last, so that it shows through /tmp if under it. */
+	strv_add(a, s->perm == PERM_READ_ONLY ? "--ro-bind" : "--bind");
+	strv_add(a, s->workspace);
+	strv_add(a, s->workspace);
+	strv_add(a, "--chdir");
+	strv_add(a, s->cwd);
+	bwrap_env(s, a);
+	/*
+	 * Commands get a session of their own, so TIOCSTI has no terminal to
+	 * push into; terminals keep their pty as controlling terminal and the
+	 * seccomp policy refuses TIOCSTI and TIOCLINUX.
+	 */
+	if (s->kind == SPAWN_COMMAND)
+		strv_add(a, "--new-session");
+	if (s->seccomp_fd >= 0) {
+		strv_add(a, "--seccomp");
+		strv_addf(a, "%d", s->seccomp_fd);
+	}
+	strv_add(a, "--");
+	for (p = (const char *const *)s->argv; *p != NULL; p++)
+		strv_add(a, *p);
+	return 0;
+}

@@ -1,0 +1,623 @@
+/*
+ * The spawn engine: fork, child hygiene, exec of what a backend built, and
+ * the process table. Commands run with pipes, a time limit and an output
+ * cap; terminals get a pty whose master fd goes back to brokerd.
+ */
+#include <sys/types.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <linux/openat2.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "sandboxd.h"
+
+/* Limits set on every spawned process (setrlimit before exec). */
+#define SPAWN_NOFILE	1024
+#define SPAWN_NPROC	512
+#define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
+
+#define SPAWN_DRAIN_MS	200	/* output read after exit before replying */
+#define SPAWN_HUP_GRACE	2	/* seconds from SIGHUP to SIGKILL */
+
+struct proc {
+	char			 id[17];
+	enum spawn_kind		 kind;
+	enum exec_mode		 mode;
+	char			*user;
+	char			*backend;
+	char			 cmd_sha256[65];
+	pid_t			 pid;		/* process group leader */
+	int64_t			 started;	/* monotonic ms */
+	int			 exited;
+	int			 status;
+	/* terminals */
+	int			 master;
+	/* commands */
+	struct ipc_peer		*peer;		/* brokerd, to answer */
+	int64_t			 req_id;
+	int			 out[2];	/* pipe read ends */
+	struct event		*ev_out[2];
+	int			 mem[2];	/* memfds holding the output */
+	size_t			 len[2];
+	int			 truncated;
+	size_t			 cap;
+	int			 timed_out;
+	struct event		*ev_timeout;
+	struct event		*ev_drain;
+	struct event		*ev_kill;
+	TAILQ_ENTRY(proc)	 entry;
+};
+
+static TAILQ_HEAD(, proc)	 procs = TAILQ_HEAD_INITIALIZER(procs);
+static struct event_base	*spawn_base;
+static struct config		*spawn_conf;
+static void			(*spawn_exit_cb)(struct proc *);
+
+/* The proc of an id, or NULL. */
+struct proc *
+spawn_find(const char *id)
+{
+	struct proc	*p;
+
+	TAILQ_FOREACH(p, &procs, entry)
+		if (strcmp(p->id, id) == 0)
+			return p;
+	return NULL;
+}
+
+/* Allocate a process-table entry with a fresh id. */
+static struct proc *
+spawn_proc_new(const struct spawn_spec *s, const char *backend)
+{
+	struct proc	*p;
+	unsigned char	 rnd[8];
+	int		 i;
+
+	if ((p = calloc(1, sizeof(*p))) == NULL ||
+	    (p->user = strdup(s->user)) == NULL ||
+	    (p->backend = strdup(backend)) == NULL)
+		fatal("%s", __func__);
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		fatal("getrandom");
+	for (i = 0; i < 8; i++)
+		snprintf(p->id + 2 * i, 3, "%02x", rnd[i]);
+	p->kind = s->kind;
+	p->mode = s->mode;
+	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
+	p->pid = -1;
+	return p;
+}
+
+/* Free an entry and everything it holds. */
+static void
+spawn_proc_free(struct proc *p)
+{
+	int	i;
+
+	for (i = 0; i < 2; i++) {
+		if (p->ev_out[i] != NULL)
+			event_free(p->ev_out[i]);
+		if (p->out[i] != -1)
+			close(p->out[i]);
+		if (p->mem[i] != -1)
+			close(p->mem[i]);
+	}
+	if (p->ev_timeout != NULL)
+		event_free(p->ev_timeout);
+	if (p->ev_drain != NULL)
+		event_free(p->ev_drain);
+	if (p->ev_kill != NULL)
+		event_free(p->ev_kill);
+	if (p->master != -1)
+		close(p->master);
+	free(p->user);
+	free(p->backend);
+	free(p);
+}
+
+/*
+ * In the child, between fork and exec: a clean slate. Only async-signal-
+ * safe calls here; on failure, report on stderr and _exit.
+ */
+static void
+spawn_child(const struct spawn_spec *s, char *const argv[],
+    char *const envp[], int in, int out, int err, int tty, int keep_fd)
+{
+	struct rlimit	rl;
+	sigset_t	none;
+	int		sig;
+
+	/* Signals: nothing blocked, nothing ignored or handled. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	/* Die with sandboxd. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
+		_exit(126);
+	if (tty != -1) {
+		/* A session of its own with the pty as controlling tty. */
+		if (setsid() == -1 || ioctl(tty, TIOCSCTTY, 0) == -1)
+			_exit(126);
+	} else if (setpgid(0, 0) == -1)
+		_exit(126);
+
+	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
+		_exit(126);
+	/* bwrap reads its seccomp program from fd 3. */
+	if (keep_fd != -1) {
+		if (dup2(keep_fd, 3) == -1)
+			_exit(126);
+		close_range(4, ~0U, 0);
+	} else
+		close_range(3, ~0U, 0);
+
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	rl.rlim_cur = rl.rlim_max = SPAWN_FSIZE;
+	setrlimit(RLIMIT_FSIZE, &rl);
+	rl.rlim_cur = rl.rlim_max = SPAWN_NOFILE;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	rl.rlim_cur = rl.rlim_max = SPAWN_NPROC;
+	setrlimit(RLIMIT_NPROC, &rl);
+	umask(077);
+	if (s->mode == MODE_DIRECT && chdir(s->cwd) == -1) {
+		dprintf(2, "hostgate: cannot enter %s\n", s->cwd);
+		_exit(126);
+	}
+	execve(argv[0], argv, envp);
+	dprintf(2, "hostgate: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Read what a command wrote into its memfd, up to the cap. */
+static void
+spawn_read(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proc	*p = arg;
+	char		 buf[65536];
+	ssize_t		 n;
+	size_t		 room;
+	int		 i = fd == p->out[0] ? 0 : 1;
+
+	n = read(fd, buf, sizeof(buf));
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		event_free(p->ev_out[i]);
+		p->ev_out[i] = NULL;
+		close(p->out[i]);
+		p->out[i] = -1;
+		return;
+	}
+	room = p->cap - p->len[i];
+	if ((size_t)n > room) {
+		p->truncated = 1;
+		n = room;
+	}
+	/* Past the cap the output is read and dropped: the writer never blocks. */
+	if (n > 0 && write(p->mem[i], buf, n) == n)
+		p->len[i] += n;
+}
+
+/* Answer brokerd with the result of a finished command. */
+static void
+spawn_reply(struct proc *p)
+{
+	struct json_object	*res;
+	struct ipc_msg		 m;
+	int			 fds[2], code = -1, sig = 0;
+
+	if (WIFEXITED(p->status))
+		code = WEXITSTATUS(p->status);
+	else if (WIFSIGNALED(p->status))
+		sig = WTERMSIG(p->status);
+	res = json_object_new_object();
+	json_object_object_add(res, "id", json_object_new_string(p->id));
+	json_object_object_add(res, "exit_code", code >= 0 ?
+	    json_object_new_int(code) : NULL);
+	json_object_object_add(res, "signal", sig ?
+	    json_object_new_int(sig) : NULL);
+	json_object_object_add(res, "truncated",
+	    json_object_new_boolean(p->truncated));
+	json_object_object_add(res, "timed_out",
+	    json_object_new_boolean(p->timed_out));
+	json_object_object_add(res, "duration_ms",
+	    json_object_new_int64(now_mono_ms() - p->started));
+	json_object_object_add(res, "stdout_len",
+	    json_object_new_int64(p->len[0]));
+	json_object_object_add(res, "stderr_len",
+	    json_object_new_int64(p->len[1]));
+	json_object_object_add(res, "mode", json_object_new_string(
+	    p->mode == MODE_DIRECT ? "direct" : "sandbox"));
+	json_object_object_add(res, "backend",
+	    json_object_new_string(p->backend));
+	json_object_object_add(res, "sha256",
+	    json_object_new_string(p->cmd_sha256));
+	memset(&m, 0, sizeof(m));
+	m.id = p->req_id;
+	fds[0] = p->mem[0];
+	fds[1] = p->mem[1];
+	lseek(fds[0], 0, SEEK_SET);
+	lseek(fds[1], 0, SEEK_SET);
+	if (p->peer != NULL)
+		ipc_reply(p->peer, &m, res, fds, 2);
+	else
+		json_object_put(res);
+	log_info("command %s of %s: %s %d, %zu+%zu bytes%s%s", p->id, p->user,
+	    sig ? "signal" : "exit", sig ? sig : code, p->len[0], p->len[1],
+	    p->timed_out ? ", timed out" : "",
+	    p->truncated ? ", truncated" : "");
+}
+
+/* After exit, output still in the pipes has had its chance: answer. */
+static void
+spawn_drained(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proc	*p = arg;
+	int		 i;
+
+	for (i = 0; i < 2; i++)
+		while (p->out[i] != -1)
+			spawn_read(p->out[i], EV_READ, p);
+	spawn_reply(p);
+	TAILQ_REMOVE(&procs, p, entry);
+	spawn_proc_free(p);
+}
+
+/* The time limit ran out: kill the whole process group. */
+static void
+spawn_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proc	*p = arg;
+
+	p->timed_out = 1;
+	log_info("command %s of %s timed out; killing its group", p->id,
+	    p->user);
+	kill(-p->pid, SIGKILL);
+}
+
+/* SIGHUP was not enough: kill. */
+static void
+spawn_kill_late(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proc	*p = arg;
+
+	if (!p->exited)
+		kill(-p->pid, SIGKILL);
+}
+
+/* Reap children; finish what they leave. */
+void
+spawn_reap(void)
+{
+	struct proc	*p;
+	struct timeval	 tv = { 0, SPAWN_DRAIN_MS * 1000 };
+	pid_t		 pid;
+	int		 status;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		TAILQ_FOREACH(p, &procs, entry)
+			if (p->pid == pid)
+				break;
+		if (p == NULL)
+			continue;
+		p->exited = 1;
+		p->status = status;
+		/* Whatever it left behind in its group goes too. */
+		kill(-p->pid, SIGKILL);
+		if (p->kind == SPAWN_COMMAND) {
+			if (p->ev_timeout != NULL)
+				evtimer_del(p->ev_timeout);
+			p->ev_drain = evtimer_new(spawn_base, spawn_drained, p);
+			evtimer_add(p->ev_drain, &tv);
+		} else {
+			log_info("terminal %s of %s exited", p->id, p->user);
+			if (spawn_exit_cb != NULL)
+				spawn_exit_cb(p);
+			TAILQ_REMOVE(&procs, p, entry);
+			spawn_proc_free(p);
+		}
+	}
+}
+
+/* An anonymous file for a command's output. */
+static int
+spawn_memfd(const char *name)
+{
+	int	fd;
+
+	if ((fd = memfd_create(name, MFD_CLOEXEC)) == -1)
+		log_warn("memfd_create");
+	return fd;
+}
+
+/*
+ * Start an approved spawn with the argv (and envp) a backend built.
+ * Commands answer brokerd (peer, req_id) when done; terminals return at
+ * once. Returns the entry, or NULL with err.
+ */
+struct proc *
+spawn_start(const struct spawn_spec *s, const char *backend,
+    const struct strv *argv, char *const envp[], int stdin_fd,
+    int timeout_ms, size_t cap, int cols, int rows, struct ipc_peer *peer,
+    int64_t req_id, char *err, size_t errsz)
+{
+	struct proc	*p;
+	struct winsize	 ws;
+	struct timeval	 tv;
+	char		*line, ptsname_buf[64];
+	int		 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	int		 devnull = -1, slave = -1, in;
+	pid_t		 pid;
+
+	p = spawn_proc_new(s, backend);
+	line = strv_join(argv);
+	sha256_hex(line, strlen(line), p->cmd_sha256);
+	log_info("spawn %s %s for %s (%s, %s): sha256 %s", p->id,
+	    s->kind == SPAWN_TERMINAL ? "terminal" : "command", s->user,
+	    s->mode == MODE_DIRECT ? "DIRECT" : "sandbox", backend,
+	    p->cmd_sha256);
+	log_debug("spawn %s: %s", p->id, line);
+	free(line);
+
+	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
+		goto fail_errno;
+	in = stdin_fd != -1 ? stdin_fd : devnull;
+	if (stdin_fd != -1)
+		lseek(stdin_fd, 0, SEEK_SET);
+
+	if (s->kind == SPAWN_TERMINAL) {
+		p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+		if (p->master == -1 || grantpt(p->master) == -1 ||
+		    unlockpt(p->master) == -1 ||
+		    ptsname_r(p->master, ptsname_buf, sizeof(ptsname_buf)) != 0)
+			goto fail_errno;
+		if ((slave = open(ptsname_buf, O_RDWR | O_NOCTTY |
+		    O_CLOEXEC)) == -1)
+			goto fail_errno;
+		memset(&ws, 0, sizeof(ws));
+		ws.ws_col = cols > 0 ? cols : 80;
+		ws.ws_row = rows > 0 ? rows : 24;
+		ioctl(p->master, TIOCSWINSZ, &ws);
+	} else {
+		if (pipe2(pout, O_CLOEXEC) == -1 ||
+		    pipe2(perr, O_CLOEXEC) == -1)
+			goto fail_errno;
+		if ((p->mem[0] = spawn_memfd("stdout")) == -1 ||
+		    (p->mem[1] = spawn_memfd("stderr")) == -1)
+			goto fail_errno;
+	}
+
+	switch (pid = fork()) {
+	case -1:
+		goto fail_errno;
+	case 0:
+		if (slave != -1)
+			spawn_child(s, argv->v, envp, slave, slave, slave, slave,
+			    s->seccomp_fd);
+		else
+			spawn_child(s, argv->v, envp, in, pout[1], perr[1], -1,
+			    s->seccomp_fd);
+		_exit(127);
+	}
+	/* The parent makes the group too, so kill(-pid) works at once. */
+	if (s->kind == SPAWN_COMMAND)
+		setpgid(pid, pid);
+	p->pid = pid;
+	p->started = now_mono_ms();
+	close(devnull);
+	if (slave != -1)
+		close(slave);
+	if (s->kind == SPAWN_COMMAND) {
+		close(pout[1]);
+		close(perr[1]);
+		p->out[0] = pout[0];
+		p->out[1] = perr[0];
+		p->cap = cap;
+		p->peer = peer;
+		p->req_id = req_id;
+		fcntl(p->out[0], F_SETFL, O_NONBLOCK);
+		fcntl(p->out[1], F_SETFL, O_NONBLOCK);
+		p->ev_out[0] = event_new(spawn_base, p->out[0],
+		    EV_READ | EV_PERSIST, spawn_read, p);
+		p->ev_out[1] = event_new(spawn_base, p->out[1],
+		    EV_READ | EV_PERSIST, spawn_read, p);
+		event_add(p->ev_out[0], NULL);
+		event_add(p->ev_out[1], NULL);
+		p->ev_timeout = evtimer_new(spawn_base, spawn_timeout, p);
+		tv.tv_sec = timeout_ms / 1000;
+		tv.tv_usec = (timeout_ms % 1000) * 1000;
+		evtimer_add(p->ev_timeout, &tv);
+	}
+	TAILQ_INSERT_TAIL(&procs, p, entry);
+	return p;
+
+fail_errno:
+	snprintf(err, errsz, "cannot spawn: %s", strerror(errno));
+	log_warnx("spawn %s: %s", p->id, err);
+	if (devnull != -1)
+		close(devnull);
+	if (slave != -1)
+		close(slave);
+	if (pout[0] != -1) {
+		close(pout[0]);
+		close(pout[1]);
+	}
+	if (perr[0] != -1) {
+		close(perr[0]);
+		close(perr[1]);
+	}
+	spawn_proc_free(p);
+	return NULL;
+}
+
+/* Hang up a terminal or command: SIGHUP to its group, SIGKILL later. */
+int
+spawn_hangup(const char *id)
+{
+	struct proc	*p;
+	struct timeval	 tv = { SPAWN_HUP_GRACE, 0 };
+
+	if ((p = spawn_find(id)) == NULL || p->exited)
+		return -1;
+	kill(-p->pid, SIGHUP);
+	kill(-p->pid, SIGCONT);
+	if (p->ev_kill == NULL)
+		p->ev_kill = evtimer_new(spawn_base, spawn_kill_late, p);
+	evtimer_add(p->ev_kill, &tv);
+	return 0;
+}
+
+/* Kill every process of a user in a mode (direct-mode expiry). */
+int
+spawn_kill_user(const char *user, enum exec_mode mode)
+{
+	struct proc	*p;
+	int		 n = 0;
+
+	TAILQ_FOREACH(p, &procs, entry)
+		if (strcmp(p->user, user) == 0 && p->mode == mode &&
+		    !p->exited) {
+			kill(-p->pid, SIGKILL);
+			n++;
+		}
+	return n;
+}
+
+/* A terminal's master fd (sandboxd keeps its own; callers dup). */
+int
+spawn_master(struct proc *p)
+{
+	return p->kind == SPAWN_TERMINAL && !p->exited ? p->master : -1;
+}
+
+const char *
+spawn_id(struct proc *p)
+{
+	return p->id;
+}
+
+const char *
+spawn_user(struct proc *p)
+{
+	return p->user;
+}
+
+const char *
+spawn_backend(struct proc *p)
+{
+	return p->backend;
+}
+
+int
+spawn_status(struct proc *p)
+{
+	return p->status;
+}
+
+/* The process table as JSON. */
+struct json_object *
+spawn_list(void)
+{
+	struct json_object	*arr, *o;
+	struct proc		*p;
+
+	arr = json_object_new_array();
+	TAILQ_FOREACH(p, &procs, entry) {
+		o = json_object_new_object();
+		json_object_object_add(o, "id", json_object_new_string(p->id));
+		json_object_object_add(o, "user",
+		    json_object_new_string(p->user));
+		json_object_object_add(o, "kind", json_object_new_string(
+		    p->kind == SPAWN_TERMINAL ? "terminal" : "command"));
+		json_object_object_add(o, "mode", json_object_new_string(
+		    p->mode == MODE_DIRECT ? "direct" : "sandbox"));
+		json_object_object_add(o, "backend",
+		    json_object_new_string(p->backend));
+		json_object_object_add(o, "pid", json_object_new_int(p->pid));
+		json_object_object_add(o, "running",
+		    json_object_new_boolean(!p->exited));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+/*
+ * Resolve cwd (relative to the workspace, or absolute inside it) without
+ * following any symlink out of it. Writes the absolute path into out.
+ */
+int
+spawn_cwd(const char *workspace, const char *cwd, char *out, size_t outsz,
+    char *err, size_t errsz)
+{
+	struct open_how	 how;
+	const char	*rel;
+	size_t		 wl = strlen(workspace);
+	int		 wfd, fd;
+
+	if (cwd == NULL || *cwd == '\0' || strcmp(cwd, ".") == 0) {
+		snprintf(out, outsz, "%s", workspace);
+		return 0;
+	}
+	if (cwd[0] == '/') {
+		if (strncmp(cwd, workspace, wl) != 0 ||
+		    (cwd[wl] != '\0' && cwd[wl] != '/')) {
+			snprintf(err, errsz, "cwd must be inside the "
+			    "workspace %s", workspace);
+			return -1;
+		}
+		rel = cwd[wl] == '\0' ? "." : cwd + wl + 1;
+	} else
+		rel = cwd;
+	if ((size_t)snprintf(out, outsz, "%s/%s", workspace, rel) >= outsz) {
+		snprintf(err, errsz, "cwd too long");
+		return -1;
+	}
+	if (strcmp(rel, ".") == 0)
+		snprintf(out, outsz, "%s", workspace);
+	if (path_check("cwd", out, err, errsz) == -1)
+		return -1;
+	if ((wfd = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "workspace: %s", strerror(errno));
+		return -1;
+	}
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS |
+	    RESOLVE_NO_SYMLINKS;
+	fd = syscall(SYS_openat2, wfd, rel, &how, sizeof(how));
+	close(wfd);
+	if (fd == -1) {
+		snprintf(err, errsz, "cwd %s: %s", cwd, errno == EXDEV ||
+		    errno == ELOOP ? "leaves the workspace through a symlink" :
+		    strerror(errno));
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The spawn engine's event base and the terminal-exit callback. */
+void
+spawn_init(struct event_base *base, struct config *conf,
+    void (*exit_cb)(struct proc *))
+{
+	spawn_base = base;
+	spawn_conf = conf;
+	spawn_exit_cb = exit_cb;
+}
