@@ -24,7 +24,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 
 CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
-	   -Wmissing-prototypes -Wno-unused-parameter \
+	   -Wmissing-prototypes -Wno-unused-parameter -Wno-format-truncation \
 	   -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
 	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon \
 	   -DHG_PROFILES_DIR='"$(PREFIX)/share/hostgate/profiles"' $(PKG_CFLAGS)
@@ -39,7 +39,7 @@ endif
 COMMON	= log config ipc priv util
 FRONTD	= frontd http api tls
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn
-SANDBOXD= sandboxd broker backend argv
+SANDBOXD= sandboxd broker backend argv backend_bwrap spawn policy
 HGCTL	= hgctl
 
 O	 = $(B)/obj

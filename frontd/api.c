@@ -4,35 +4,46 @@
  * the shape of what clients send; brokerd decides everything else.
  */
 #include <sys/types.h>
+#include <sys/mman.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "frontd.h"
 
 #define API_BROKER_TIMEOUT_MS	5000
 #define API_HEALTH_TIMEOUT_MS	900	/* /healthz answers within a second */
 #define API_COOKIE		"hg_session"
+#define API_MAX_COMMAND		(32 * 1024)	/* fits one IPC message */
+#define API_MAX_OUTPUT		(16 * 1024 * 1024)
+#define API_RUN_TIMEOUT_MS	((api_conf->command_timeout_max + 30) * 1000)
 
 /* A field a route's JSON body must have. */
 struct api_field {
 	const char		*name;
 	enum json_type		 type;
+	int			 optional;
 };
 
 struct api_route;
 typedef void (*api_reply_fn)(struct http_request *, const struct api_route *,
     struct json_object *result);
 
+/* Adds what a route sends beyond the body fields; -1 after replying. */
+typedef int (*api_prepare_fn)(struct http_request *, struct json_object *body,
+    struct json_object *obj, int *fd);
+
 struct api_route {
 	const char		*method;
-	const char		*path;
+	const char		*path;		/* "*" matches one id segment */
 	const char		*op;		/* brokerd request type */
 	const struct api_field	*body;		/* NULL: no body taken */
 	int			 status;	/* on success */
 	api_reply_fn		 reply;		/* NULL: result as it is */
+	api_prepare_fn		 prepare;	/* NULL: the fields as they are */
 };
 
 static void	api_reply_healthz(struct http_request *,
@@ -42,24 +53,60 @@ static void	api_reply_login(struct http_request *,
 static void	api_reply_logout(struct http_request *,
 		    const struct api_route *, struct json_object *);
 
+static void	api_reply_run(struct http_request *,
+		    const struct api_route *, struct json_object *);
+static int	api_prepare_command(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_python(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_terminal(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
+
 static const struct api_field api_login_body[] = {
-	{ "username", json_type_string },
-	{ "password", json_type_string },
-	{ NULL, 0 }
+	{ "username", json_type_string, 0 },
+	{ "password", json_type_string, 0 },
+	{ NULL, 0, 0 }
 };
 static const struct api_field api_empty_body[] = {
-	{ NULL, 0 }
+	{ NULL, 0, 0 }
+};
+/* stdin and code go to a memfd, not into the brokerd request. */
+static const struct api_field api_command_body[] = {
+	{ "command", json_type_string, 0 },
+	{ "cwd", json_type_string, 1 },
+	{ "timeout", json_type_int, 1 },
+	{ "env", json_type_object, 1 },
+	{ NULL, 0, 0 }
+};
+static const struct api_field api_python_body[] = {
+	{ "timeout", json_type_int, 1 },
+	{ "cwd", json_type_string, 1 },
+	{ NULL, 0, 0 }
+};
+static const struct api_field api_terminal_body[] = {
+	{ "cols", json_type_int, 1 },
+	{ "rows", json_type_int, 1 },
+	{ NULL, 0, 0 }
 };
 
 static const struct api_route api_routes[] = {
-	{ "GET", "/healthz", "health", NULL, 200, api_reply_healthz },
+	{ "GET", "/healthz", "health", NULL, 200, api_reply_healthz, NULL },
 	{ "POST", "/api/login", "login", api_login_body, 200,
-	    api_reply_login },
-	{ "POST", "/api/logout", "logout", NULL, 200, api_reply_logout },
-	{ "GET", "/api/status", "status", NULL, 200, NULL },
+	    api_reply_login, NULL },
+	{ "POST", "/api/logout", "logout", NULL, 200, api_reply_logout, NULL },
+	{ "GET", "/api/status", "status", NULL, 200, NULL, NULL },
 	{ "POST", "/api/session/tokens", "token_mint", api_empty_body, 201,
-	    NULL },
-	{ NULL, NULL, NULL, NULL, 0, NULL }
+	    NULL, NULL },
+	{ "POST", "/api/run_command", "run", api_command_body, 200,
+	    api_reply_run, api_prepare_command },
+	{ "POST", "/api/run_python", "run", api_python_body, 200,
+	    api_reply_run, api_prepare_python },
+	{ "POST", "/api/terminals", "terminal_create", api_terminal_body, 201,
+	    NULL, NULL },
+	{ "GET", "/api/terminals", "terminal_list", NULL, 200, NULL, NULL },
+	{ "DELETE", "/api/terminals/*", "terminal_delete", NULL, 200, NULL,
+	    api_prepare_terminal },
+	{ NULL, NULL, NULL, NULL, 0, NULL, NULL }
 };
 
 /* A request waiting for brokerd. */
@@ -68,8 +115,12 @@ struct api_call {
 	const struct api_route	*route;
 };
 
+static void	api_send(struct http_request *, const struct api_route *,
+		    struct json_object *, int);
+
 static struct config	*api_conf;
 static struct ipc_link	*api_broker;
+static int		 api_reply_fds[IPC_MAX_FDS];	/* of the reply */
 
 /* The HTTP status for a brokerd error code. */
 static int
@@ -225,6 +276,7 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	const char		*code, *msg;
 	char			 hdr[64];
 	int64_t			 retry;
+	int			 i;
 
 	free(c);
 	req->pending = NULL;
@@ -254,6 +306,8 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		    "malformed reply from brokerd", NULL);
 		return;
 	}
+	for (i = 0; i < IPC_MAX_FDS; i++)
+		api_reply_fds[i] = i < m->nfds ? m->fds[i] : -1;
 	if (r->reply != NULL)
 		r->reply(req, r, res);
 	else
@@ -261,7 +315,7 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 }
 
 /* Add the raw credentials of req to a brokerd request. */
-static void
+void
 api_add_auth(struct http_request *req, struct json_object *obj)
 {
 	struct json_object	*auth;
@@ -287,20 +341,25 @@ api_add_auth(struct http_request *req, struct json_object *obj)
 }
 
 /*
- * Parse and check a route's JSON body, copying its fields into obj.
- * Returns 0, or -1 after answering 400.
+ * Parse and check a route's JSON body, copying its fields into obj; the
+ * parsed body is left in *bodyp for the route's prepare hook. Returns 0,
+ * or -1 after answering 400.
  */
 static int
 api_take_body(struct http_request *req, const struct api_route *r,
-    struct json_object *obj)
+    struct json_object *obj, struct json_object **bodyp)
 {
 	const struct api_field	*f;
 	struct json_object	*body, *v;
 	struct json_tokener	*tok;
 	char			 msg[128];
 
+	*bodyp = NULL;
 	if (req->body == NULL || req->body_len == 0) {
-		if (r->body[0].name == NULL)
+		for (f = r->body; f->name != NULL; f++)
+			if (!f->optional)
+				break;
+		if (f->name == NULL && r->prepare == NULL)
 			return 0;	/* nothing required */
 		http_reply_error(req, 400, ERR_BAD_REQUEST,
 		    "a JSON object body is required", NULL);
@@ -324,9 +383,17 @@ api_take_body(struct http_request *req, const struct api_route *r,
 	}
 	for (f = r->body; f->name != NULL; f++) {
 		if (!json_object_object_get_ex(body, f->name, &v) ||
-		    !json_object_is_type(v, f->type)) {
-			snprintf(msg, sizeof(msg), "\"%s\" is required and "
-			    "must be a %s", f->name,
+		    (v == NULL && f->optional)) {
+			if (f->optional)
+				continue;
+			v = NULL;
+		}
+		if (v == NULL || !json_object_is_type(v, f->type)) {
+			snprintf(msg, sizeof(msg), "\"%s\" %smust be a%s %s",
+			    f->name, f->optional ? "" : "is required and ",
+			    f->type == json_type_int ||
+			    f->type == json_type_object ? "n" : "",
+			    f->type == json_type_int ? "integer" :
 			    json_type_to_name(f->type));
 			json_object_put(body);
 			http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
@@ -334,8 +401,242 @@ api_take_body(struct http_request *req, const struct api_route *r,
 		}
 		json_object_object_add(obj, f->name, json_object_get(v));
 	}
-	json_object_put(body);
+	*bodyp = body;
 	return 0;
+}
+
+/*
+ * Copy len bytes into a new buffer of valid UTF-8: every byte that does
+ * not start or continue a valid sequence becomes U+FFFD. JSON clients
+ * (browsers first) reject invalid UTF-8.
+ */
+static char *
+utf8_clean(const char *s, size_t len, size_t *outlen)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	char			*out, *o;
+	size_t			 i = 0, n, k;
+	uint32_t		 cp;
+
+	if ((out = o = malloc(len * 3 + 1)) == NULL)
+		fatal("%s", __func__);
+	while (i < len) {
+		if (p[i] < 0x80) {
+			*o++ = p[i++];
+			continue;
+		}
+		if ((p[i] & 0xe0) == 0xc0) {
+			n = 1;
+			cp = p[i] & 0x1f;
+		} else if ((p[i] & 0xf0) == 0xe0) {
+			n = 2;
+			cp = p[i] & 0x0f;
+		} else if ((p[i] & 0xf8) == 0xf0) {
+			n = 3;
+			cp = p[i] & 0x07;
+		} else
+			goto bad;
+		for (k = 1; k <= n; k++) {
+			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
+				goto bad;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates and values past U+10FFFF. */
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			goto bad;
+		memcpy(o, p + i, n + 1);
+		o += n + 1;
+		i += n + 1;
+		continue;
+bad:
+		memcpy(o, "\xef\xbf\xbd", 3);
+		o += 3;
+		i++;
+	}
+	*o = '\0';
+	*outlen = o - out;
+	return out;
+}
+
+/* The 16-hex-digit terminal id in /api/terminals/{id}[/...]; -1 if none. */
+static int
+api_terminal_id(const char *path, char id[17])
+{
+	const char	*p = path + strlen("/api/terminals/");
+	int		 i;
+
+	if (strncmp(path, "/api/terminals/", strlen("/api/terminals/")) != 0)
+		return -1;
+	for (i = 0; i < 16; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') ||
+		    (p[i] >= 'a' && p[i] <= 'f')))
+			return -1;
+	if (p[16] != '\0' && p[16] != '/')
+		return -1;
+	memcpy(id, p, 16);
+	id[16] = '\0';
+	return 0;
+}
+
+/* A memfd holding data, offset 0, for a command's stdin; -1 on failure. */
+static int
+api_memfd(const char *data, size_t len)
+{
+	ssize_t	n;
+	size_t	off = 0;
+	int	fd;
+
+	if ((fd = memfd_create("stdin", MFD_CLOEXEC)) == -1)
+		return -1;
+	while (off < len) {
+		if ((n = write(fd, data + off, len - off)) <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	return fd;
+}
+
+/* The optional "stdin" string of a command becomes a memfd. */
+static int
+api_prepare_command(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	struct json_object	*v;
+
+	if (strlen(json_str(obj, "command")) > API_MAX_COMMAND) {
+		http_reply_error(req, 413, ERR_TOO_LARGE, "\"command\" is "
+		    "longer than 32 KiB; send long input as \"stdin\"", NULL);
+		return -1;
+	}
+	if (!json_object_object_get_ex(body, "stdin", &v) || v == NULL)
+		return 0;
+	if (!json_object_is_type(v, json_type_string)) {
+		http_reply_error(req, 400, ERR_BAD_REQUEST,
+		    "\"stdin\" must be a string", NULL);
+		return -1;
+	}
+	if ((*fd = api_memfd(json_object_get_string(v),
+	    json_object_get_string_len(v))) == -1) {
+		http_reply_error(req, 500, ERR_INTERNAL,
+		    "cannot hold stdin", NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* The "code" of run_python goes to python3's stdin. */
+static int
+api_prepare_python(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	struct json_object	*v;
+
+	if (!json_object_object_get_ex(body, "code", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		http_reply_error(req, 400, ERR_BAD_REQUEST,
+		    "\"code\" is required and must be a string", NULL);
+		return -1;
+	}
+	json_object_object_add(obj, "lang", json_object_new_string("python"));
+	json_object_object_add(obj, "code", json_object_new_string(""));
+	if ((*fd = api_memfd(json_object_get_string(v),
+	    json_object_get_string_len(v))) == -1) {
+		http_reply_error(req, 500, ERR_INTERNAL, "cannot hold the code",
+		    NULL);
+		return -1;
+	}
+	return 0;
+}
+
+/* The terminal id of /api/terminals/{id}[/ws]. */
+static int
+api_prepare_terminal(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	char	id[17];
+
+	if (api_terminal_id(req->path, id) == -1) {
+		http_reply_error(req, 404, ERR_NOT_FOUND, "no such terminal",
+		    NULL);
+		return -1;
+	}
+	json_object_object_add(obj, "terminal", json_object_new_string(id));
+	return 0;
+}
+
+/* Read one output memfd into a JSON string, valid UTF-8. */
+static struct json_object *
+api_output(int fd, int64_t len)
+{
+	struct json_object	*o;
+	char			*buf, *clean;
+	ssize_t			 n;
+	size_t			 got = 0, clen;
+
+	if (fd == -1 || len <= 0)
+		return json_object_new_string("");
+	if (len > API_MAX_OUTPUT)
+		len = API_MAX_OUTPUT;
+	if ((buf = malloc(len)) == NULL)
+		fatal("%s", __func__);
+	while (got < (size_t)len &&
+	    (n = pread(fd, buf + got, len - got, got)) > 0)
+		got += n;
+	clean = utf8_clean(buf, got, &clen);
+	o = json_object_new_string_len(clean, clen);
+	free(clean);
+	free(buf);
+	return o;
+}
+
+/* A command's result: its output comes in two memfds from sandboxd. */
+static void
+api_reply_run(struct http_request *req, const struct api_route *r,
+    struct json_object *res)
+{
+	static const char *const keep[] = { "exit_code", "signal",
+	    "truncated", "timed_out", "duration_ms", "mode", "backend", NULL };
+	struct json_object	*o, *v;
+	int64_t			 olen = 0, elen = 0;
+	size_t			 i;
+
+	json_int(res, "stdout_len", &olen);
+	json_int(res, "stderr_len", &elen);
+	o = json_object_new_object();
+	for (i = 0; keep[i] != NULL; i++) {
+		if (!json_object_object_get_ex(res, keep[i], &v))
+			v = NULL;
+		json_object_object_add(o, keep[i], json_object_get(v));
+		if (i == 1) {
+			json_object_object_add(o, "stdout",
+			    api_output(api_reply_fds[0], olen));
+			json_object_object_add(o, "stderr",
+			    api_output(api_reply_fds[1], elen));
+		}
+	}
+	http_reply_json(req, r->status, o, NULL);
+}
+
+/* Whether a route's path matches; "*" takes one id segment. */
+static int
+api_path_match(const char *pattern, const char *path)
+{
+	const char	*star;
+	size_t		 pre;
+
+	if ((star = strchr(pattern, '*')) == NULL)
+		return strcmp(pattern, path) == 0;
+	pre = star - pattern;
+	if (strncmp(pattern, path, pre) != 0)
+		return 0;
+	path += pre;
+	path += strcspn(path, "/");
+	return strcmp(star + 1, path) == 0 && path != pattern + pre;
 }
 
 /* Route one HTTP request. */
@@ -343,17 +644,20 @@ void
 api_handle(struct http_request *req, void *arg)
 {
 	const struct api_route	*r;
-	struct json_object	*obj;
-	struct ipc_peer		*broker;
-	struct api_call		*c;
+	struct json_object	*obj, *body = NULL;
 	char			 allow[64];
-	int			 is_get, known = 0, timeout;
+	int			 is_get, known = 0, fd = -1;
 
+	if (strcmp(req->method, "GET") == 0 &&
+	    api_path_match("/api/terminals/*/ws", req->path)) {
+		ws_handle(req);
+		return;
+	}
 	is_get = strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0;
 	allow[0] = '\0';
 	for (r = api_routes; r->path != NULL; r++) {
-		if (strcmp(r->path, req->path) != 0)
+		if (!api_path_match(r->path, req->path))
 			continue;
 		known = 1;
 		if (strcmp(r->method, req->method) == 0 ||
@@ -378,20 +682,40 @@ api_handle(struct http_request *req, void *arg)
 
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type", json_object_new_string(r->op));
-	if (r->body != NULL && api_take_body(req, r, obj) == -1) {
+	if ((r->body != NULL && api_take_body(req, r, obj, &body) == -1) ||
+	    (r->prepare != NULL && r->prepare(req, body, obj, &fd) == -1)) {
+		json_object_put(body);
 		json_object_put(obj);
 		return;
 	}
+	json_object_put(body);
 	if (strcmp(r->op, "login") == 0)
 		json_object_object_add(obj, "client",
 		    json_object_new_string(req->peer));
 	else if (strcmp(r->op, "health") != 0)
 		api_add_auth(req, obj);
+	api_send(req, r, obj, fd);
+}
+
+/*
+ * Send a route's request to brokerd (takes obj and fd); the reply comes
+ * back through api_broker_reply.
+ */
+static void
+api_send(struct http_request *req, const struct api_route *r,
+    struct json_object *obj, int fd)
+{
+	struct ipc_peer	*broker;
+	struct api_call	*c;
+	int		 timeout;
 
 	timeout = strcmp(r->op, "health") == 0 ? API_HEALTH_TIMEOUT_MS :
+	    strcmp(r->op, "run") == 0 ? API_RUN_TIMEOUT_MS :
 	    API_BROKER_TIMEOUT_MS;
 	if ((broker = ipc_link_peer(api_broker)) == NULL) {
 		json_object_put(obj);
+		if (fd != -1)
+			close(fd);
 		if (strcmp(r->op, "health") == 0)
 			api_healthz_down(req, "brokerd is unreachable");
 		else
@@ -404,8 +728,8 @@ api_handle(struct http_request *req, void *arg)
 	c->req = req;
 	c->route = r;
 	req->pending = c;
-	if (ipc_request(broker, obj, NULL, 0, timeout, api_broker_reply,
-	    c) == -1) {
+	if (ipc_request(broker, obj, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
+	    timeout, api_broker_reply, c) == -1) {
 		/* The link died under us; the callback did not run. */
 		if (req->pending == c) {
 			req->pending = NULL;
@@ -414,6 +738,8 @@ api_handle(struct http_request *req, void *arg)
 			    "brokerd is unreachable", NULL);
 		}
 	}
+	if (fd != -1)
+		close(fd);	/* ipc_send keeps its own dup */
 }
 
 /* Remember the configuration and the link to brokerd. */

@@ -17,9 +17,13 @@
 
 #include "frontd.h"
 
-/* Beyond the common event-loop set: accepting TCP clients. */
+/*
+ * Beyond the common event-loop set: accepting TCP clients, and the memfds
+ * that carry a command's stdin and output.
+ */
 static const char *const frontd_syscalls[] = {
 	"accept4", "accept",
+	"memfd_create", "pread64", "ftruncate",
 	NULL
 };
 

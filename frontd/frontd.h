@@ -84,5 +84,11 @@ SSL_CTX	*tls_ctx_new(const char *cert, const char *key, char *err, size_t);
 /* api.c */
 void	 api_init(struct event_base *, struct config *, struct ipc_link *);
 void	 api_handle(struct http_request *, void *);
+/* Credentials of a request into a brokerd request's "auth". */
+void	 api_add_auth(struct http_request *, struct json_object *);
+
+/* ws.c */
+/* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
+void	 ws_handle(struct http_request *);
 
 #endif

@@ -1,8 +1,11 @@
 /*
- * The sandbox backend and its probe. sandboxd never falls back: when the
- * configured backend cannot run, it says so and refuses to spawn.
+ * The sandbox backend, its probe and the command line of each spawn.
+ * sandboxd never falls back: when the configured backend cannot run, or a
+ * probe inside the real sandbox gets through, sandboxed spawns are refused
+ * with the reason and nothing runs unsandboxed instead.
  */
 #include <sys/types.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -16,17 +19,20 @@
 
 #include "sandboxd.h"
 
-#define PROBE_TIMEOUT_MS	5000
+#define PROBE_TIMEOUT_MS	10000
 
 static struct {
 	const char	*name;
 	int		 ok;
-	char		 reason[512];
+	char		 reason[1024];
 	int64_t		 probed;	/* monotonic ms of the last probe */
 	int		 probed_once;
+	char		 bwrap[64];	/* path of bwrap */
+	char		 docker[64];	/* path of the docker CLI */
 } backend;
 
 static struct config	*backend_conf;
+static struct policy	*backend_policy;
 
 /* Find prog in the usual system directories; NULL when missing. */
 static const char *
@@ -41,46 +47,53 @@ backend_which(const char *prog, char *buf, size_t size)
 		if (access(buf, X_OK) == 0)
 			return buf;
 	}
+	buf[0] = '\0';
 	return NULL;
 }
 
 /*
- * Run argv with a clean environment and no inherited fds; collect the first
- * line of its stderr into why. Returns its exit status, or -1.
+ * Run argv to completion with a clean environment and no inherited fds
+ * (but keep_fd, as fd 3); collect its stdout and stderr into out.
+ * Returns its exit status (128+signal when killed), or -1.
  */
 static int
-backend_run(char *const argv[], char *why, size_t whysz)
+backend_run(char *const argv[], int keep_fd, char *out, size_t outsz)
 {
 	static char *const envp[] = { "PATH=/usr/bin:/bin", "LANG=C.UTF-8",
 	    NULL };
 	struct pollfd	pfd;
-	sigset_t	all;
+	sigset_t	none;
 	pid_t		pid;
 	int		pipefd[2], status, devnull, n, r;
 	size_t		len = 0;
 	int64_t		deadline = now_mono_ms() + PROBE_TIMEOUT_MS;
 
-	why[0] = '\0';
+	out[0] = '\0';
 	if (pipe2(pipefd, O_CLOEXEC) == -1) {
-		snprintf(why, whysz, "pipe: %s", strerror(errno));
+		snprintf(out, outsz, "pipe: %s", strerror(errno));
 		return -1;
 	}
 	switch (pid = fork()) {
 	case -1:
-		snprintf(why, whysz, "fork: %s", strerror(errno));
+		snprintf(out, outsz, "fork: %s", strerror(errno));
 		close(pipefd[0]);
 		close(pipefd[1]);
 		return -1;
 	case 0:
-		sigemptyset(&all);
-		sigprocmask(SIG_SETMASK, &all, NULL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		signal(SIGPIPE, SIG_DFL);
+		signal(SIGCHLD, SIG_DFL);
 		setpgid(0, 0);
 		devnull = open("/dev/null", O_RDWR);
 		dup2(devnull, STDIN_FILENO);
-		dup2(devnull, STDOUT_FILENO);
+		dup2(pipefd[1], STDOUT_FILENO);
 		dup2(pipefd[1], STDERR_FILENO);
-		closefrom(3);
+		if (keep_fd != -1) {
+			dup2(keep_fd, 3);
+			close_range(4, ~0U, 0);
+		} else
+			close_range(3, ~0U, 0);
 		execve(argv[0], argv, envp);
 		dprintf(STDERR_FILENO, "exec %s: %s\n", argv[0],
 		    strerror(errno));
@@ -90,11 +103,12 @@ backend_run(char *const argv[], char *why, size_t whysz)
 	pfd.fd = pipefd[0];
 	pfd.events = POLLIN;
 	for (;;) {
-		int left = (int)(deadline - now_mono_ms());
+		int	left = (int)(deadline - now_mono_ms());
+		char	sink[512];
 
 		if (left <= 0) {
 			kill(-pid, SIGKILL);
-			snprintf(why, whysz, "%s timed out", argv[0]);
+			snprintf(out + len, outsz - len, " [timed out]");
 			break;
 		}
 		r = poll(&pfd, 1, left);
@@ -102,21 +116,18 @@ backend_run(char *const argv[], char *why, size_t whysz)
 			continue;
 		if (r <= 0)
 			continue;
-		if (len + 1 >= whysz) {
-			char sink[256];
-
+		if (len + 1 < outsz)
+			n = read(pipefd[0], out + len, outsz - len - 1);
+		else
 			n = read(pipefd[0], sink, sizeof(sink));
-		} else
-			n = read(pipefd[0], why + len, whysz - len - 1);
 		if (n == -1 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break;
-		if (len + 1 < whysz)
+		if (len + 1 < outsz)
 			len += n;
+		out[len] = '\0';
 	}
-	why[len] = '\0';
-	why[strcspn(why, "\n")] = '\0';
 	close(pipefd[0]);
 	while (waitpid(pid, &status, 0) == -1)
 		if (errno != EINTR)
@@ -126,72 +137,130 @@ backend_run(char *const argv[], char *why, size_t whysz)
 	return 128 + WTERMSIG(status);
 }
 
-/* bubblewrap must be able to build an empty sandbox of its own. */
+/* The sandbox must hold: run the probe inside it and see every attack fail. */
 static void
 backend_probe_bwrap(void)
 {
-	char	path[64], why[400];
-	char	*argv[] = { path, "--unshare-all", "--die-with-parent",
-	    "--new-session", "--ro-bind", "/usr", "/usr",
-	    "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-	    "--symlink", "usr/lib64", "/lib64", "--proc", "/proc",
-	    "--dev", "/dev", "--", "/usr/bin/true", NULL };
-	int	rc;
+	struct spawn_spec	 s;
+	struct strv		 argv;
+	char			 ws[4096], script[4096], pid[16], out[2048];
+	char			 err[512], pidns[64], *nl;
+	char			*args[] = { "/usr/bin/python3", "-I",
+	    "/run/hostgate-probe.py", pid, pidns, NULL };
+	ssize_t			 n;
+	char			*extra[] = { "--ro-bind", script,
+	    "/run/hostgate-probe.py", NULL };
+	int			 rc, bpf;
 
-	if (backend_which("bwrap", path, sizeof(path)) == NULL) {
+	if (backend.bwrap[0] == '\0') {
 		backend.ok = 0;
 		snprintf(backend.reason, sizeof(backend.reason),
 		    "bwrap is not installed (Debian package bubblewrap)");
 		return;
 	}
-	rc = backend_run(argv, why, sizeof(why));
-	backend.ok = rc == 0;
-	if (rc != 0)
+	snprintf(ws, sizeof(ws), "%s/.probe", backend_conf->workspace_root);
+	if (mkdir(ws, 0700) == -1 && errno != EEXIST) {
+		backend.ok = 0;
 		snprintf(backend.reason, sizeof(backend.reason),
-		    "bwrap cannot create a sandbox (exit %d): %s%s", rc, why,
-		    strstr(why, "namespace") ? " (are unprivileged user "
-		    "namespaces disabled?)" : "");
-	else
+		    "cannot create %s: %s", ws, strerror(errno));
+		return;
+	}
+	snprintf(script, sizeof(script), "%s/probe.py",
+	    backend_conf->profiles_dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	if ((n = readlink("/proc/self/ns/pid", pidns, sizeof(pidns) - 1)) < 0)
+		n = 0;
+	pidns[n] = '\0';
+
+	memset(&s, 0, sizeof(s));
+	s.kind = SPAWN_COMMAND;
+	s.mode = MODE_SANDBOX;
+	s.perm = PERM_WORKSPACE_WRITE;
+	s.user = "probe";
+	s.workspace = ws;
+	s.cwd = ws;
+	s.argv = args;
+	s.extra = extra;
+	if ((bpf = policy_bpf_fd(backend_policy, err, sizeof(err))) == -1) {
+		backend.ok = 0;
+		snprintf(backend.reason, sizeof(backend.reason), "%s", err);
+		return;
+	}
+	/* bwrap reads the filter from fd 3 of the child. */
+	s.seccomp_fd = 3;
+	strv_init(&argv);
+	if (bwrap_build(&s, backend.bwrap, "", &argv, err, sizeof(err)) == -1) {
+		rc = -1;
+		snprintf(out, sizeof(out), "%s", err);
+	} else
+		rc = backend_run(argv.v, bpf, out, sizeof(out));
+	close(bpf);
+	strv_free(&argv);
+	if (rc == 0 && strstr(out, "PROBE OK") != NULL) {
+		backend.ok = 1;
 		backend.reason[0] = '\0';
+		return;
+	}
+	backend.ok = 0;
+	if ((nl = strrchr(out, '\n')) != NULL && nl[1] == '\0')
+		*nl = '\0';
+	for (nl = out; (nl = strchr(nl, '\n')) != NULL;)
+		*nl = ';';
+	snprintf(backend.reason, sizeof(backend.reason),
+	    "the sandbox does not hold (probe exit %d): %s%s", rc, out,
+	    strstr(out, "namespace") || strstr(out, "Operation not "
+	    "permitted") ? " (are unprivileged user namespaces disabled?)" :
+	    "");
 }
 
 /* The docker CLI must reach an engine. */
 static void
 backend_probe_docker(void)
 {
-	char	path[64], why[400];
-	char	*argv[] = { path, "info", "--format", "{{.ServerVersion}}",
-	    NULL };
+	char	out[512], *nl;
+	char	*argv[] = { backend.docker, "info", "--format",
+	    "{{.ServerVersion}}", NULL };
 	int	rc;
 
-	if (backend_which("docker", path, sizeof(path)) == NULL) {
+	if (backend.docker[0] == '\0') {
 		backend.ok = 0;
 		snprintf(backend.reason, sizeof(backend.reason),
 		    "the docker CLI is not installed");
 		return;
 	}
-	rc = backend_run(argv, why, sizeof(why));
+	rc = backend_run(argv, -1, out, sizeof(out));
 	backend.ok = rc == 0;
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
 	if (rc != 0)
 		snprintf(backend.reason, sizeof(backend.reason),
-		    "docker engine unavailable (exit %d): %s", rc, why);
+		    "docker engine unavailable (exit %d): %s", rc, out);
 	else
 		backend.reason[0] = '\0';
 }
 
-/* Choose the backend the configuration asks for; never a weaker one. */
+/* Choose the backend the configuration asks for; load the policy. */
 void
 backend_init(struct config *conf)
 {
 	const char	*want = conf->sandbox_backend;
+	char		 path[4096], err[1024];
 
 	backend_conf = conf;
+	backend_which("bwrap", backend.bwrap, sizeof(backend.bwrap));
+	backend_which("docker", backend.docker, sizeof(backend.docker));
+	snprintf(path, sizeof(path), "%s/seccomp.policy", conf->profiles_dir);
+	/* An invalid policy stops sandboxd: it names the file and line. */
+	if ((backend_policy = policy_load(path, err, sizeof(err))) == NULL)
+		fatalx("%s", err);
 	if (conf->runtime == RUNTIME_DOCKER)
 		backend.name = "docker";
 	else if (strcmp(want, "auto") == 0 || strcmp(want, "bwrap") == 0)
 		backend.name = "bwrap";
 	else
 		backend.name = want;
+	if (mkdir(conf->workspace_root, 0700) == -1 && errno != EEXIST)
+		fatal("mkdir %s", conf->workspace_root);
 	backend_probe(0);
 }
 
@@ -215,9 +284,93 @@ backend_probe(int64_t max_age_ms)
 	if (!backend.ok)
 		log_warnx("backend %s: %s", backend.name, backend.reason);
 	else if (!backend.probed_once)
-		log_info("backend %s works", backend.name);
+		log_info("backend %s works: the probe inside it was refused "
+		    "everything", backend.name);
 	backend.probed = now_mono_ms();
 	backend.probed_once = 1;
+}
+
+const char *
+backend_name(void)
+{
+	return backend.name;
+}
+
+int
+backend_ok(void)
+{
+	return backend.ok;
+}
+
+/* What a spec runs under. */
+const char *
+backend_name_of(const struct spawn_spec *s)
+{
+	return s->mode == MODE_DIRECT ? "direct" : backend.name;
+}
+
+/* The environment of a direct-mode spawn: clean, like the sandbox's. */
+static void
+backend_direct_env(const struct spawn_spec *s, struct strv *envp)
+{
+	char *const	*e;
+
+	strv_add(envp, "PATH=/usr/local/bin:/usr/bin:/bin");
+	strv_addf(envp, "HOME=%s", s->workspace);
+	strv_addf(envp, "TERM=%s", s->term != NULL ? s->term : "dumb");
+	strv_add(envp, "LANG=C.UTF-8");
+	strv_addf(envp, "USER=%s", s->user);
+	strv_add(envp, "HOSTGATE_MODE=direct");
+	for (e = s->env; e != NULL && *e != NULL; e++)
+		strv_add(envp, *e);
+}
+
+/* Turn an approved spec into what to exec; never a weaker backend. */
+int
+backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
+    char *err, size_t errsz)
+{
+	char *const	*a;
+
+	if (s->mode == MODE_DIRECT) {
+		/* Direct mode: no sandbox, the same hygiene and limits. */
+		for (a = s->argv; *a != NULL; a++)
+			strv_add(argv, *a);
+		backend_direct_env(s, envp);
+		return 0;
+	}
+	if (!backend.ok) {
+		snprintf(err, errsz, "the %s sandbox is unavailable: %s",
+		    backend.name, backend.reason);
+		return -1;
+	}
+	if (strcmp(backend.name, "bwrap") != 0) {
+		snprintf(err, errsz, "backend %s cannot spawn here",
+		    backend.name);
+		return -1;
+	}
+	if (s->perm == PERM_WORKSPACE_WRITE_NET) {
+		snprintf(err, errsz, "the workspace-write+network profile is "
+		    "not available yet on this host");
+		return -1;
+	}
+	if ((s->seccomp_fd = policy_bpf_fd(backend_policy, err, errsz)) == -1)
+		return -1;
+	/* In the child the filter sits at fd 3 (spawn.c's convention). */
+	{
+		int	keep = s->seccomp_fd;
+
+		s->seccomp_fd = 3;
+		if (bwrap_build(s, backend.bwrap, "", argv, err, errsz) == -1) {
+			close(keep);
+			s->seccomp_fd = -1;
+			return -1;
+		}
+		s->seccomp_fd = keep;
+	}
+	strv_add(envp, "PATH=/usr/bin:/bin");
+	strv_add(envp, "LANG=C.UTF-8");
+	return 0;
 }
 
 /* The backend's state for brokerd. */

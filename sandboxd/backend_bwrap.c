@@ -185,6 +185,9 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	strv_add(a, s->perm == PERM_READ_ONLY ? "--ro-bind" : "--bind");
 	strv_add(a, s->workspace);
 	strv_add(a, s->workspace);
+	/* What a caller adds: WSL2's masks, the probe's script. */
+	for (p = (const char *const *)s->extra; p != NULL && *p != NULL; p++)
+		strv_add(a, *p);
 	strv_add(a, "--chdir");
 	strv_add(a, s->cwd);
 	bwrap_env(s, a);

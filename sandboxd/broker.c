@@ -1,18 +1,46 @@
 /*
- * sandboxd's side of brokerd: the one peer it takes requests from.
+ * sandboxd's side of brokerd: the one peer it takes requests from. Each
+ * spawn arrives approved (identity, mode, profile, argv, limits); sandboxd
+ * checks its shape again, builds the backend command line and runs it.
  */
 #include <sys/types.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "sandboxd.h"
 
 #define BROKER_PROBE_MAX_AGE_MS	30000
+#define BROKER_MAX_ARGV		64
 
 static void	broker_health(struct ipc_peer *, struct ipc_msg *);
+static void	broker_spawn(struct ipc_peer *, struct ipc_msg *);
+static void	broker_attach(struct ipc_peer *, struct ipc_msg *);
+static void	broker_hangup(struct ipc_peer *, struct ipc_msg *);
+static void	broker_list(struct ipc_peer *, struct ipc_msg *);
+static void	broker_ready(struct ipc_peer *);
+static void	broker_closed(struct ipc_peer *);
 
 static const struct ipc_handler broker_handlers[] = {
 	{ "health",	ROLE_BROKERD, 0, broker_health },
+	/* a command's stdin arrives as a memfd */
+	{ "spawn",	ROLE_BROKERD, IPC_F_FDS, broker_spawn },
+	{ "attach",	ROLE_BROKERD, 0, broker_attach },
+	{ "hangup",	ROLE_BROKERD, 0, broker_hangup },
+	{ "list",	ROLE_BROKERD, 0, broker_list },
 	{ NULL, 0, 0, NULL }
 };
+
+static const struct ipc_peer_cbs broker_cbs = { broker_ready, broker_closed };
+
+static struct config	*broker_conf;
+static struct ipc_peer	*broker_peer;	/* for exit events */
 
 /* The backend's state, probed again when the last probe is stale. */
 static void
@@ -26,11 +54,251 @@ broker_health(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, res, NULL, 0);
 }
 
+/* A hostgate user name, as brokerd's auth.c allows them. */
+static int
+broker_user_ok(const char *name)
+{
+	const char	*c;
+
+	if (name == NULL || !((name[0] >= 'a' && name[0] <= 'z') ||
+	    name[0] == '_') || strlen(name) > 32)
+		return 0;
+	for (c = name; *c != '\0'; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		    *c == '_' || *c == '.' || *c == '-'))
+			return 0;
+	return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+/* An array of strings into a strv; -1 when it is not one. */
+static int
+broker_strings(struct json_object *arr, struct strv *sv, size_t max)
+{
+	struct json_object	*v;
+	size_t			 i, n;
+
+	if (arr == NULL || !json_object_is_type(arr, json_type_array))
+		return -1;
+	n = json_object_array_length(arr);
+	if (n > max)
+		return -1;
+	for (i = 0; i < n; i++) {
+		v = json_object_array_get_idx(arr, i);
+		if (!json_object_is_type(v, json_type_string) ||
+		    strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v))
+			return -1;
+		strv_add(sv, json_object_get_string(v));
+	}
+	return 0;
+}
+
+/* The user's workspace, created 0700 on first use. */
+static int
+broker_workspace(const char *user, char *out, size_t outsz, char *err,
+    size_t errsz)
+{
+	struct stat	st;
+
+	snprintf(out, outsz, "%s/%s", broker_conf->workspace_root, user);
+	if (mkdir(out, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errsz, "cannot create the workspace: %s",
+		    strerror(errno));
+		return -1;
+	}
+	/* A workspace must be a real directory of ours, not a symlink. */
+	if (lstat(out, &st) == -1 || !S_ISDIR(st.st_mode) ||
+	    st.st_uid != geteuid()) {
+		snprintf(err, errsz, "the workspace is not a directory of "
+		    "sandboxd's");
+		return -1;
+	}
+	return 0;
+}
+
+/* Run an approved spawn. Commands answer when done; terminals at once. */
+static void
+broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res, *o;
+	struct spawn_spec	 s;
+	struct strv		 argv, env, cmd, envp;
+	struct proc		*pr;
+	const char		*kind, *mode, *perm, *cwd;
+	char			 ws[4096], wd[4096], err[512];
+	int64_t			 timeout = 60000, cap = 1048576;
+	int64_t			 cols = 80, rows = 24;
+	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
+
+	memset(&s, 0, sizeof(s));
+	s.seccomp_fd = -1;
+	strv_init(&argv);
+	strv_init(&env);
+	strv_init(&cmd);
+	strv_init(&envp);
+	kind = json_str(m->obj, "kind");
+	mode = json_str(m->obj, "mode");
+	perm = json_str(m->obj, "permission");
+	s.user = json_str(m->obj, "user");
+	s.term = json_str(m->obj, "term");
+	cwd = json_str(m->obj, "cwd");
+	json_int(m->obj, "timeout_ms", &timeout);
+	json_int(m->obj, "output_cap", &cap);
+	json_int(m->obj, "cols", &cols);
+	json_int(m->obj, "rows", &rows);
+	json_object_object_get_ex(m->obj, "argv", &o);
+	if (kind == NULL || (strcmp(kind, "command") != 0 &&
+	    strcmp(kind, "terminal") != 0) || mode == NULL ||
+	    (strcmp(mode, "sandbox") != 0 && strcmp(mode, "direct") != 0) ||
+	    perm == NULL || !broker_user_ok(s.user) ||
+	    broker_strings(o, &argv, BROKER_MAX_ARGV) == -1 || argv.n == 0 ||
+	    timeout < 1 || cap < 0 || cols < 1 || rows < 1 || cols > 1000 ||
+	    rows > 1000) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed spawn request");
+		goto out;
+	}
+	json_object_object_get_ex(m->obj, "env", &o);
+	if (o != NULL && broker_strings(o, &env, 64) == -1) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed environment");
+		goto out;
+	}
+	if (strcmp(perm, "read-only") == 0)
+		s.perm = PERM_READ_ONLY;
+	else if (strcmp(perm, "workspace-write") == 0)
+		s.perm = PERM_WORKSPACE_WRITE;
+	else if (strcmp(perm, "workspace-write+network") == 0)
+		s.perm = PERM_WORKSPACE_WRITE_NET;
+	else {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown permission");
+		goto out;
+	}
+	s.kind = strcmp(kind, "terminal") == 0 ? SPAWN_TERMINAL :
+	    SPAWN_COMMAND;
+	s.mode = strcmp(mode, "direct") == 0 ? MODE_DIRECT : MODE_SANDBOX;
+	if (broker_workspace(s.user, ws, sizeof(ws), err, sizeof(err)) == -1 ||
+	    spawn_cwd(ws, cwd, wd, sizeof(wd), err, sizeof(err)) == -1) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
+		goto out;
+	}
+	s.workspace = ws;
+	s.cwd = wd;
+	s.argv = argv.v;
+	s.env = env.v;
+	if (backend_build(&s, &cmd, &envp, err, sizeof(err)) == -1) {
+		/* Never a weaker backend: the spawn fails, with the reason. */
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
+		goto out;
+	}
+	pr = spawn_start(&s, backend_name_of(&s), &cmd, envp.v, stdin_fd,
+	    (int)timeout, (size_t)cap, (int)cols, (int)rows, p, m->id, err,
+	    sizeof(err));
+	if (s.seccomp_fd != -1)
+		close(s.seccomp_fd);
+	if (pr == NULL) {
+		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
+		goto out;
+	}
+	if (s.kind == SPAWN_TERMINAL) {
+		res = json_object_new_object();
+		json_object_object_add(res, "id",
+		    json_object_new_string(spawn_id(pr)));
+		json_object_object_add(res, "mode", json_object_new_string(
+		    s.mode == MODE_DIRECT ? "direct" : "sandbox"));
+		json_object_object_add(res, "backend",
+		    json_object_new_string(spawn_backend(pr)));
+		ipc_reply(p, m, res, NULL, 0);
+	}
+out:
+	strv_free(&argv);
+	strv_free(&env);
+	strv_free(&cmd);
+	strv_free(&envp);
+}
+
+/* A dup of a terminal's pty master, for frontd (through brokerd). */
+static void
+broker_attach(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct proc	*pr;
+	const char	*id;
+	int		 fd;
+
+	if ((id = json_str(m->obj, "proc")) == NULL ||
+	    (pr = spawn_find(id)) == NULL || (fd = spawn_master(pr)) == -1) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such live terminal");
+		return;
+	}
+	ipc_reply(p, m, NULL, &fd, 1);
+}
+
+/* Hang up a terminal (or command). */
+static void
+broker_hangup(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*id;
+
+	if ((id = json_str(m->obj, "proc")) == NULL ||
+	    spawn_hangup(id) == -1) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such live process");
+		return;
+	}
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/* The process table. */
+static void
+broker_list(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "procs", spawn_list());
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* The answer to an exit event: nothing to do. */
+static void
+broker_event_ack(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+}
+
+/* A terminal ended: tell brokerd. */
+void
+broker_proc_exited(struct proc *pr)
+{
+	struct json_object	*req;
+
+	if (broker_peer == NULL)
+		return;
+	req = json_object_new_object();
+	json_object_object_add(req, "type",
+	    json_object_new_string("proc_exited"));
+	json_object_object_add(req, "proc",
+	    json_object_new_string(spawn_id(pr)));
+	json_object_object_add(req, "status",
+	    json_object_new_int(spawn_status(pr)));
+	ipc_request(broker_peer, req, NULL, 0, 5000, broker_event_ack, NULL);
+}
+
+static void
+broker_ready(struct ipc_peer *p)
+{
+	broker_peer = p;
+}
+
+static void
+broker_closed(struct ipc_peer *p)
+{
+	if (broker_peer == p)
+		broker_peer = NULL;
+}
+
 /* Serve the socket for brokerd's uid only. */
 void
 broker_init(struct event_base *base, struct config *conf, uid_t broker_uid,
     int fd)
 {
+	broker_conf = conf;
 	ipc_server_new(base, fd, ROLE_SANDBOXD, ROLE_BROKERD, &broker_uid, 1,
-	    broker_handlers, NULL, NULL);
+	    broker_handlers, &broker_cbs, NULL);
 }

@@ -49,6 +49,13 @@ sandboxd_usage(void)
 	exit(2);
 }
 
+/* SIGCHLD: reap. */
+static void
+sandboxd_sigchld(evutil_socket_t sig, short ev, void *arg)
+{
+	spawn_reap();
+}
+
 /* SIGTERM or SIGINT: leave the loop. */
 static void
 sandboxd_sig(evutil_socket_t sig, short ev, void *arg)
@@ -62,7 +69,7 @@ main(int argc, char *argv[])
 {
 	struct config	 conf;
 	struct priv_plan plan;
-	struct event	*ev_term, *ev_int;
+	struct event	*ev_term, *ev_int, *ev_chld;
 	char		*path;
 	uid_t		 uid, broker_uid;
 	gid_t		 gid, broker_gid;
@@ -123,7 +130,10 @@ main(int argc, char *argv[])
 	ev_int = evsignal_new(sandboxd_base, SIGINT, sandboxd_sig, NULL);
 	evsignal_add(ev_term, NULL);
 	evsignal_add(ev_int, NULL);
+	ev_chld = evsignal_new(sandboxd_base, SIGCHLD, sandboxd_sigchld, NULL);
+	evsignal_add(ev_chld, NULL);
 
+	spawn_init(sandboxd_base, &conf, broker_proc_exited);
 	backend_init(&conf);
 	broker_init(sandboxd_base, &conf, broker_uid, fd);
 

@@ -34,6 +34,7 @@ struct spawn_spec {
 	const char	 *term;		/* TERM for terminals, or NULL */
 	int		  seccomp_fd;	/* BPF for bwrap --seccomp, or -1 */
 	const char	 *tmpdir;	/* macOS: the per-spawn temp dir */
+	char *const	 *extra;	/* more bwrap arguments (WSL2, probe) */
 };
 
 /* argv.c */
@@ -50,6 +51,30 @@ char	*strv_join(const struct strv *);
  */
 int	 path_check(const char *what, const char *path, char *err, size_t);
 
+/* backend_macos.c */
+/* What a macOS spawn needs besides its spawn_spec. */
+struct macos_opts {
+	const char	*tmpl;		/* text of profiles/macos.sb */
+	const char	*writable;	/* HOST_SANDBOX_MACOS_WRITABLE_PATHS or NULL */
+	const char	*hidden;	/* colon-separated dirs kept unreadable */
+	const char	*tty;		/* a terminal's pty slave, /dev/ttysNNN */
+};
+/* Expand the template in every configuration once: 0, or -1 and err. */
+int	 macos_template_check(const char *tmpl, char *err, size_t);
+/* The sandbox-exec command line of a spawn: 0, or -1, err and argv empty. */
+int	 macos_build(const struct spawn_spec *, const struct macos_opts *,
+	    struct strv *argv, char *err, size_t);
+
+/* backend_wsl.c */
+/* 1 inside WSL2, else 0; why says what was found. root: "" or a test dir. */
+int	 wsl_detect(const char *root, char *why, size_t);
+/* Extra bwrap arguments (before "--") that block interop and hide drives. */
+int	 wsl_harden(const struct spawn_spec *, const char *root,
+	    const char *mnt_allow, struct strv *extra, char *err, size_t);
+/* wsl.exe -d DISTRO --cd DIR --exec BWRAP... for a Windows-side launcher. */
+int	 wsl_launcher_argv(const char *distro, const char *dir,
+	    const struct strv *bwrap_argv, struct strv *out, char *err, size_t);
+
 /* backend.c */
 void	 backend_init(struct config *);
 /* Probe the backend now when the last probe is older than max_age_ms. */
@@ -63,8 +88,20 @@ int	 backend_ok(void);
  */
 int	 backend_build(struct spawn_spec *, struct strv *argv,
 	    struct strv *envp, char *err, size_t errsz);
+/* What a spec runs under: the backend's name, or "direct". */
+const char *backend_name_of(const struct spawn_spec *);
 /* {"name", "ok", "reason"} */
 struct json_object *backend_json(void);
+
+/* policy.c */
+struct policy;
+struct policy *policy_load(const char *path, char *err, size_t errsz);
+struct policy *policy_parse(const char *text, size_t len, const char *name,
+	    char *err, size_t errsz);
+void	 policy_free(struct policy *);
+size_t	 policy_nrules(const struct policy *);
+/* A sealed memfd holding the BPF program, for bwrap --seccomp. */
+int	 policy_bpf_fd(const struct policy *, char *err, size_t errsz);
 
 /* backend_bwrap.c */
 int	 bwrap_build(const struct spawn_spec *, const char *bwrap,
@@ -94,5 +131,22 @@ int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,
 	    int fd);
+void	 broker_proc_exited(struct proc *);
+
+/* policy.c */
+struct policy;
+/* Parse a seccomp policy file; NULL and err "PATH:LINE: what is wrong". */
+struct policy *policy_load(const char *path, char *err, size_t errsz);
+/* The same from memory; name stands for the path in messages. */
+struct policy *policy_parse(const char *text, size_t len, const char *name,
+	    char *err, size_t errsz);
+void	 policy_free(struct policy *);
+/* The number of rules (deny lines). */
+size_t	 policy_nrules(const struct policy *);
+/*
+ * A new sealed memfd (close-on-exec) at offset 0 holding the BPF program,
+ * for bwrap --seccomp FD; -1 and err.
+ */
+int	 policy_bpf_fd(const struct policy *, char *err, size_t errsz);
 
 #endif
