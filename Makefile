@@ -20,7 +20,7 @@ $(error missing build dependencies, see the message above)
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS)) -lwslay
 
 CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
@@ -37,7 +37,7 @@ B	 = build-san
 endif
 
 COMMON	= log config ipc priv util
-FRONTD	= frontd http api tls
+FRONTD	= frontd http api tls ws
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn
 SANDBOXD= sandboxd broker backend argv backend_bwrap spawn policy
 HGCTL	= hgctl

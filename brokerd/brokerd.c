@@ -55,6 +55,8 @@ brokerd_mkdir(const char *dir, mode_t mode, uid_t uid, gid_t gid)
 		fatal("mkdir %s", dir);
 	if (geteuid() == 0 && chown(dir, uid, gid) == -1)
 		fatal("chown %s", dir);
+	if (chmod(dir, mode) == -1)
+		fatal("chmod %s", dir);
 }
 
 int
@@ -101,7 +103,11 @@ main(int argc, char *argv[])
 		uid = front_uid = sandbox_uid = getuid();
 		gid = front_gid = getgid();
 	}
-	brokerd_mkdir(conf.state_dir, 0700, uid, gid);
+	/*
+	 * 0711 under separate users: sandboxd passes through to its
+	 * workspaces; the files here are 0600 and their names unlisted.
+	 */
+	brokerd_mkdir(conf.state_dir, geteuid() == 0 ? 0711 : 0700, uid, gid);
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 

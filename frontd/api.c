@@ -742,6 +742,12 @@ api_send(struct http_request *req, const struct api_route *r,
 		close(fd);	/* ipc_send keeps its own dup */
 }
 
+struct ipc_peer *
+api_broker_peer(void)
+{
+	return ipc_link_peer(api_broker);
+}
+
 /* Remember the configuration and the link to brokerd. */
 void
 api_init(struct event_base *base, struct config *conf, struct ipc_link *l)

@@ -76,6 +76,11 @@ void	 http_reply_json(struct http_request *, int status,
 void	 http_reply_error(struct http_request *, int status, const char *code,
 	    const char *message, const char *extra);
 const char *http_status_text(int status);
+/*
+ * Take a request's connection over (WebSocket, SSE): frees the request and
+ * returns its bufferevent, or NULL when the client has gone.
+ */
+struct bufferevent *http_takeover(struct http_request *);
 
 /* tls.c */
 /* A server SSL_CTX (TLS 1.2+) with cert and key loaded; NULL + err. */
@@ -84,6 +89,8 @@ SSL_CTX	*tls_ctx_new(const char *cert, const char *key, char *err, size_t);
 /* api.c */
 void	 api_init(struct event_base *, struct config *, struct ipc_link *);
 void	 api_handle(struct http_request *, void *);
+/* The connected brokerd, or NULL. */
+struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */
 void	 api_add_auth(struct http_request *, struct json_object *);
 

@@ -1108,3 +1108,31 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 	evconnlistener_set_error_cb(server->listener, http_server_accept_error);
 	return (server);
 }
+
+/*
+ * Hand a request's connection over to another protocol (WebSocket, server-
+ * sent events): the request is freed, the HTTP machinery lets go, and the
+ * caller owns the bufferevent with whatever input is still buffered. NULL
+ * when the client has already gone.
+ */
+struct bufferevent *
+http_takeover(struct http_request *req)
+{
+	struct http_conn	*conn = req->conn;
+	struct bufferevent	*bev;
+
+	if (conn == NULL) {
+		http_request_free(req);
+		return NULL;
+	}
+	bev = conn->bev;
+	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
+	bufferevent_set_timeouts(bev, NULL, NULL);
+	bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
+	conn->req = NULL;
+	http_request_free(req);
+	event_free(conn->timer);
+	conn->server->nconns--;
+	free(conn);
+	return bev;
+}

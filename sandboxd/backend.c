@@ -208,9 +208,9 @@ backend_probe_bwrap(void)
 		*nl = ';';
 	snprintf(backend.reason, sizeof(backend.reason),
 	    "the sandbox does not hold (probe exit %d): %s%s", rc, out,
-	    strstr(out, "namespace") || strstr(out, "Operation not "
-	    "permitted") ? " (are unprivileged user namespaces disabled?)" :
-	    "");
+	    strstr(out, "refused") == NULL && (strstr(out, "namespace") ||
+	    strstr(out, "Operation not permitted")) ? " (are unprivileged "
+	    "user namespaces disabled?)" : "");
 }
 
 /* The docker CLI must reach an engine. */
@@ -259,8 +259,6 @@ backend_init(struct config *conf)
 		backend.name = "bwrap";
 	else
 		backend.name = want;
-	if (mkdir(conf->workspace_root, 0700) == -1 && errno != EEXIST)
-		fatal("mkdir %s", conf->workspace_root);
 	backend_probe(0);
 }
 

@@ -188,6 +188,9 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	/* What a caller adds: WSL2's masks, the probe's script. */
 	for (p = (const char *const *)s->extra; p != NULL && *p != NULL; p++)
 		strv_add(a, *p);
+	/* bwrap's root is a tmpfs: nothing but the mounts above is writable. */
+	strv_add(a, "--remount-ro");
+	strv_add(a, "/");
 	strv_add(a, "--chdir");
 	strv_add(a, s->cwd);
 	bwrap_env(s, a);

@@ -42,6 +42,29 @@ static const char *const sandboxd_denied[] = {
 
 static struct event_base	*sandboxd_base;
 
+/*
+ * The workspace root belongs to sandboxd (0700). Its parent, the state
+ * directory by default, must let sandboxd through: brokerd keeps it 0711.
+ */
+static void
+sandboxd_workspace_root(struct config *conf, uid_t uid, gid_t gid)
+{
+	char	*parent, *slash;
+
+	if ((parent = strdup(conf->workspace_root)) == NULL)
+		fatal("strdup");
+	if ((slash = strrchr(parent, '/')) != NULL && slash != parent) {
+		*slash = '\0';
+		if (mkdir(parent, 0711) == -1 && errno != EEXIST)
+			fatal("mkdir %s", parent);
+	}
+	free(parent);
+	if (mkdir(conf->workspace_root, 0700) == -1 && errno != EEXIST)
+		fatal("mkdir %s", conf->workspace_root);
+	if (geteuid() == 0 && chown(conf->workspace_root, uid, gid) == -1)
+		fatal("chown %s", conf->workspace_root);
+}
+
 __dead static void
 sandboxd_usage(void)
 {
@@ -107,6 +130,7 @@ main(int argc, char *argv[])
 	}
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
+	sandboxd_workspace_root(&conf, uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, geteuid() == 0 ? 0660 : 0600);
 	free(path);

@@ -93,16 +93,6 @@ const char *backend_name_of(const struct spawn_spec *);
 /* {"name", "ok", "reason"} */
 struct json_object *backend_json(void);
 
-/* policy.c */
-struct policy;
-struct policy *policy_load(const char *path, char *err, size_t errsz);
-struct policy *policy_parse(const char *text, size_t len, const char *name,
-	    char *err, size_t errsz);
-void	 policy_free(struct policy *);
-size_t	 policy_nrules(const struct policy *);
-/* A sealed memfd holding the BPF program, for bwrap --seccomp. */
-int	 policy_bpf_fd(const struct policy *, char *err, size_t errsz);
-
 /* backend_bwrap.c */
 int	 bwrap_build(const struct spawn_spec *, const char *bwrap,
 	    const char *root, struct strv *, char *err, size_t errsz);

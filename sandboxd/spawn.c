@@ -203,6 +203,10 @@ spawn_read(evutil_socket_t fd, short ev, void *arg)
 		p->ev_out[i] = NULL;
 		close(p->out[i]);
 		p->out[i] = -1;
+		/* Exited and both streams at EOF: answer now, not after the drain. */
+		if (p->exited && p->out[0] == -1 && p->out[1] == -1 &&
+		    p->ev_drain != NULL && ev != 0)
+			event_active(p->ev_drain, EV_TIMEOUT, 0);
 		return;
 	}
 	room = p->cap - p->len[i];
@@ -274,7 +278,7 @@ spawn_drained(evutil_socket_t fd, short ev, void *arg)
 
 	for (i = 0; i < 2; i++)
 		while (p->out[i] != -1)
-			spawn_read(p->out[i], EV_READ, p);
+			spawn_read(p->out[i], 0, p);
 	spawn_reply(p);
 	TAILQ_REMOVE(&procs, p, entry);
 	spawn_proc_free(p);
@@ -325,7 +329,10 @@ spawn_reap(void)
 			if (p->ev_timeout != NULL)
 				evtimer_del(p->ev_timeout);
 			p->ev_drain = evtimer_new(spawn_base, spawn_drained, p);
-			evtimer_add(p->ev_drain, &tv);
+			if (p->out[0] == -1 && p->out[1] == -1)
+				event_active(p->ev_drain, EV_TIMEOUT, 0);
+			else
+				evtimer_add(p->ev_drain, &tv);
 		} else {
 			log_info("terminal %s of %s exited", p->id, p->user);
 			if (spawn_exit_cb != NULL)

@@ -422,7 +422,7 @@ ms_now(void)
 static void
 pump(void)
 {
-	event_base_loop(base, EVLOOP_NONBLOCK);
+	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	usleep(500);
 }
 

@@ -1,0 +1,487 @@
+/*
+ * WebSocket terminals: GET /api/terminals/{id}/ws. brokerd authorizes the
+ * attach and relays a dup of the pty master from sandboxd; frontd then
+ * bridges WebSocket frames (libwslay) and the pty, so that terminal bytes
+ * never pass through brokerd. Binary frames are raw pty bytes both ways;
+ * text frames are JSON control messages ({"type":"resize",...}).
+ */
+#include <sys/types.h>
+#include <sys/ioctl.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <wslay/wslay.h>
+
+#include "frontd.h"
+
+#define WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WS_MAX_MSG	(1024 * 1024)	/* largest message a client may send */
+#define WS_HIGH_WATER	(4 * 1024 * 1024) /* stop reading the pty above this */
+#define WS_PING_SECS	30
+#define WS_ATTACH_MS	5000
+
+struct ws {
+	struct bufferevent	*bev;
+	wslay_event_context_ptr	 ctx;
+	int			 pty;
+	struct event		*ev_pty;	/* pty readable */
+	struct event		*ev_ptyw;	/* pty writable, input queued */
+	struct event		*ev_ping;
+	struct evbuffer		*to_pty;
+	char			 id[17];
+	char			 peer[64];
+	int			 paused;	/* pty reads stopped: backpressure */
+	TAILQ_ENTRY(ws)		 entry;
+};
+
+/* A WebSocket upgrade waiting for brokerd's attach answer. */
+struct ws_wait {
+	struct http_request	*req;
+	char			 id[17];
+	char			 accept[64];
+};
+
+static TAILQ_HEAD(, ws)	ws_all = TAILQ_HEAD_INITIALIZER(ws_all);
+
+static void	ws_free(struct ws *, const char *);
+static void	ws_pump(struct ws *);
+
+/* Sec-WebSocket-Accept for a key (RFC 6455, 4.2.2). */
+static void
+ws_accept_key(const char *key, char out[64])
+{
+	unsigned char	md[SHA_DIGEST_LENGTH];
+	char		buf[128];
+
+	snprintf(buf, sizeof(buf), "%s%s", key, WS_GUID);
+	SHA1((const unsigned char *)buf, strlen(buf), md);
+	EVP_EncodeBlock((unsigned char *)out, md, sizeof(md));
+}
+
+/* Whether a comma-separated header value holds token (any case). */
+static int
+ws_has_token(const char *value, const char *token)
+{
+	const char	*p = value;
+	size_t		 n = strlen(token), len;
+
+	while (p != NULL && *p != '\0') {
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		len = strcspn(p, ",");
+		while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (len == n && strncasecmp(p, token, n) == 0)
+			return 1;
+		p = strchr(p, ',');
+	}
+	return 0;
+}
+
+/*
+ * A browser sends Origin; it must name this very host, or another site's
+ * page could drive a logged-in user's terminal (cross-site WebSocket
+ * hijacking). Clients that send no Origin (agents, curl) are not browsers.
+ */
+static int
+ws_origin_ok(struct http_request *req)
+{
+	const char	*origin, *host, *p;
+
+	if ((origin = http_header(req, "Origin")) == NULL)
+		return 1;
+	if ((host = http_header(req, "Host")) == NULL)
+		return 0;
+	if ((p = strstr(origin, "://")) == NULL)
+		return 0;
+	return strcasecmp(p + 3, host) == 0;
+}
+
+/* wslay reads: take what the bufferevent has. */
+static ssize_t
+ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
+    void *arg)
+{
+	struct ws	*w = arg;
+	int		 n;
+
+	n = evbuffer_remove(bufferevent_get_input(w->bev), buf, len);
+	if (n <= 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	return n;
+}
+
+/* wslay writes: into the bufferevent, which sends it as it can. */
+static ssize_t
+ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
+    int flags, void *arg)
+{
+	struct ws	*w = arg;
+
+	if (bufferevent_write(w->bev, data, len) == -1) {
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+		return -1;
+	}
+	return len;
+}
+
+/* Write what waits for the pty; arm the write event while some is left. */
+static void
+ws_pty_flush(struct ws *w)
+{
+	if (evbuffer_get_length(w->to_pty) > 0 &&
+	    evbuffer_write(w->to_pty, w->pty) == -1 && errno != EAGAIN &&
+	    errno != EINTR) {
+		evbuffer_drain(w->to_pty, evbuffer_get_length(w->to_pty));
+		return;
+	}
+	if (evbuffer_get_length(w->to_pty) > 0)
+		event_add(w->ev_ptyw, NULL);
+	else
+		event_del(w->ev_ptyw);
+}
+
+/* A JSON control message: resize, for now. */
+static void
+ws_control(struct ws *w, const uint8_t *msg, size_t len)
+{
+	struct json_object	*o;
+	struct json_tokener	*tok;
+	struct winsize		 sz;
+	const char		*type;
+	int64_t			 cols, rows;
+
+
+	if (len > 4096 || (tok = json_tokener_new()) == NULL)
+		return;
+	o = json_tokener_parse_ex(tok, (const char *)msg, len);
+	json_tokener_free(tok);
+	if (o == NULL || !json_object_is_type(o, json_type_object)) {
+		log_debug("%s: terminal %s: malformed control message",
+		    w->peer, w->id);
+		json_object_put(o);
+		return;
+	}
+	type = json_str(o, "type");
+	if (type != NULL && strcmp(type, "resize") == 0 &&
+	    json_int(o, "cols", &cols) == 0 && json_int(o, "rows", &rows) == 0 &&
+	    cols > 0 && cols <= 1000 && rows > 0 && rows <= 1000) {
+		memset(&sz, 0, sizeof(sz));
+		sz.ws_col = cols;
+		sz.ws_row = rows;
+		ioctl(w->pty, TIOCSWINSZ, &sz);
+	}
+	json_object_put(o);
+}
+
+/* A whole message from the client. */
+static void
+ws_msg_cb(wslay_event_context_ptr ctx,
+    const struct wslay_event_on_msg_recv_arg *arg, void *user)
+{
+	struct ws	*w = user;
+
+	switch (arg->opcode) {
+	case WSLAY_BINARY_FRAME:
+		evbuffer_add(w->to_pty, arg->msg, arg->msg_length);
+		ws_pty_flush(w);
+		break;
+	case WSLAY_TEXT_FRAME:
+		ws_control(w, arg->msg, arg->msg_length);
+		break;
+	default:
+		break;	/* ping, pong and close: wslay answers them */
+	}
+}
+
+/* Let wslay read and write; close when it has nothing more to do. */
+static void
+ws_pump(struct ws *w)
+{
+	struct evbuffer	*out = bufferevent_get_output(w->bev);
+
+	if (wslay_event_recv(w->ctx) != 0 || wslay_event_send(w->ctx) != 0) {
+		ws_free(w, "protocol error");
+		return;
+	}
+	if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx)) {
+		if (evbuffer_get_length(out) == 0)
+			ws_free(w, "closed");
+		return;	/* ws_write_cb frees once the close frame is out */
+	}
+	/* Backpressure: a slow client stops the pty reads, not memory. */
+	if (!w->paused && evbuffer_get_length(out) > WS_HIGH_WATER) {
+		w->paused = 1;
+		event_del(w->ev_pty);
+	} else if (w->paused && evbuffer_get_length(out) < WS_HIGH_WATER / 4) {
+		w->paused = 0;
+		event_add(w->ev_pty, NULL);
+	}
+}
+
+static void
+ws_read_cb(struct bufferevent *bev, void *arg)
+{
+	ws_pump(arg);
+}
+
+static void
+ws_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct ws	*w = arg;
+
+	if (!wslay_event_want_read(w->ctx) && !wslay_event_want_write(w->ctx) &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		ws_free(w, "closed");
+		return;
+	}
+	ws_pump(w);
+}
+
+static void
+ws_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	ws_free(arg, what & BEV_EVENT_EOF ? "client closed" : "client error");
+}
+
+/* Output of the terminal: one binary message per read. */
+static void
+ws_pty_read(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ws		*w = arg;
+	struct wslay_event_msg	 msg;
+	uint8_t			 buf[65536];
+	ssize_t			 n;
+
+	n = read(fd, buf, sizeof(buf));
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		/* EIO: every slave fd is closed, the shell has exited. */
+		event_del(w->ev_pty);
+		wslay_event_queue_close(w->ctx, WSLAY_CODE_NORMAL_CLOSURE,
+		    (const uint8_t *)"terminal exited", 15);
+		ws_pump(w);
+		return;
+	}
+	msg.opcode = WSLAY_BINARY_FRAME;
+	msg.msg = buf;
+	msg.msg_length = n;
+	wslay_event_queue_msg(w->ctx, &msg);
+	ws_pump(w);
+}
+
+/* Input for the terminal can go on. */
+static void
+ws_pty_write(evutil_socket_t fd, short ev, void *arg)
+{
+	ws_pty_flush(arg);
+}
+
+/* Keep idle connections (and the proxies between) alive. */
+static void
+ws_ping(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ws		*w = arg;
+	struct wslay_event_msg	 msg = { WSLAY_PING, NULL, 0 };
+
+	wslay_event_queue_msg(w->ctx, &msg);
+	ws_pump(w);
+}
+
+/* Close a bridge and free it. */
+static void
+ws_free(struct ws *w, const char *why)
+{
+	log_info("%s: terminal %s detached: %s", w->peer, w->id, why);
+	TAILQ_REMOVE(&ws_all, w, entry);
+	event_free(w->ev_pty);
+	event_free(w->ev_ptyw);
+	event_free(w->ev_ping);
+	evbuffer_free(w->to_pty);
+	wslay_event_context_free(w->ctx);
+	bufferevent_free(w->bev);
+	close(w->pty);
+	free(w);
+}
+
+/* brokerd answered the attach: upgrade and bridge, or refuse. */
+static void
+ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	static const struct wslay_event_callbacks cbs = {
+		ws_recv_cb, ws_send_cb, NULL, NULL, NULL, NULL, ws_msg_cb
+	};
+	struct ws_wait		*wt = arg;
+	struct http_request	*req = wt->req;
+	struct json_object	*err;
+	struct ws		*w, *old;
+	struct timeval		 tv = { WS_PING_SECS, 0 };
+	const char		*code, *msg;
+	char			 peer[64];
+	int			 fd;
+
+	req->pending = NULL;
+	if (m == NULL) {
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd did not answer", NULL);
+		free(wt);
+		return;
+	}
+	if (json_object_object_get_ex(m->obj, "error", &err)) {
+		code = json_str(err, "code");
+		msg = json_str(err, "message");
+		http_reply_error(req, strcmp(code ? code : "", ERR_NOT_FOUND) ==
+		    0 ? 404 : strcmp(code ? code : "", ERR_UNAUTHORIZED) == 0 ?
+		    401 : strcmp(code ? code : "", ERR_CONFLICT) == 0 ? 409 :
+		    strcmp(code ? code : "", ERR_FORBIDDEN) == 0 ? 403 : 503,
+		    code ? code : ERR_INTERNAL, msg ? msg : "refused", NULL);
+		free(wt);
+		return;
+	}
+	if (m->nfds != 1) {
+		http_reply_error(req, 502, ERR_INTERNAL, "no terminal fd", NULL);
+		free(wt);
+		return;
+	}
+	fd = m->fds[0];
+	m->fds[0] = -1;
+	snprintf(peer, sizeof(peer), "%s", req->peer);
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("%s", __func__);
+	if ((w->bev = http_takeover(req)) == NULL) {
+		close(fd);
+		free(w);
+		free(wt);
+		return;
+	}
+	w->pty = fd;
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	memcpy(w->id, wt->id, sizeof(w->id));
+	memcpy(w->peer, peer, sizeof(w->peer));
+	bufferevent_write(w->bev, "HTTP/1.1 101 Switching Protocols\r\n"
+	    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+	    "Sec-WebSocket-Accept: ", 97);
+	bufferevent_write(w->bev, wt->accept, strlen(wt->accept));
+	bufferevent_write(w->bev, "\r\n\r\n", 4);
+	free(wt);
+
+	if (wslay_event_context_server_init(&w->ctx, &cbs, w) != 0)
+		fatalx("wslay_event_context_server_init");
+	wslay_event_config_set_max_recv_msg_length(w->ctx, WS_MAX_MSG);
+	w->to_pty = evbuffer_new();
+	w->ev_pty = event_new(bufferevent_get_base(w->bev), fd,
+	    EV_READ | EV_PERSIST, ws_pty_read, w);
+	w->ev_ptyw = event_new(bufferevent_get_base(w->bev), fd, EV_WRITE,
+	    ws_pty_write, w);
+	w->ev_ping = event_new(bufferevent_get_base(w->bev), -1, EV_PERSIST,
+	    ws_ping, w);
+	if (w->to_pty == NULL || w->ev_pty == NULL || w->ev_ptyw == NULL ||
+	    w->ev_ping == NULL)
+		fatalx("%s: out of memory", __func__);
+	/* One viewer per terminal: a reload takes the terminal over. */
+	TAILQ_FOREACH(old, &ws_all, entry)
+		if (strcmp(old->id, w->id) == 0) {
+			ws_free(old, "attached elsewhere");
+			break;
+		}
+	TAILQ_INSERT_TAIL(&ws_all, w, entry);
+	bufferevent_setcb(w->bev, ws_read_cb, ws_write_cb, ws_event_cb, w);
+	bufferevent_enable(w->bev, EV_READ | EV_WRITE);
+	event_add(w->ev_pty, NULL);
+	evtimer_add(w->ev_ping, &tv);
+	log_info("%s: terminal %s attached", w->peer, w->id);
+	/* Frames the client sent right after its request are already here. */
+	if (evbuffer_get_length(bufferevent_get_input(w->bev)) > 0)
+		ws_pump(w);
+}
+
+/* GET /api/terminals/{id}/ws */
+void
+ws_handle(struct http_request *req)
+{
+	struct json_object	*obj;
+	struct ipc_peer		*broker;
+	struct ws_wait		*wt;
+	const char		*h, *key, *p;
+	size_t			 i;
+
+	p = req->path + strlen("/api/terminals/");
+	if (strlen(p) != 16 + 3 || strcmp(p + 16, "/ws") != 0 ||
+	    strspn(p, "0123456789abcdef") != 16) {
+		http_reply_error(req, 404, ERR_NOT_FOUND, "no such terminal",
+		    NULL);
+		return;
+	}
+	if ((h = http_header(req, "Upgrade")) == NULL ||
+	    strcasecmp(h, "websocket") != 0 ||
+	    (h = http_header(req, "Connection")) == NULL ||
+	    !ws_has_token(h, "upgrade")) {
+		http_reply_error(req, 400, ERR_BAD_REQUEST,
+		    "a WebSocket upgrade is required here", NULL);
+		return;
+	}
+	if ((h = http_header(req, "Sec-WebSocket-Version")) == NULL ||
+	    strcmp(h, "13") != 0) {
+		http_reply_error(req, 400, ERR_BAD_REQUEST,
+		    "Sec-WebSocket-Version must be 13",
+		    "Sec-WebSocket-Version: 13\r\n");
+		return;
+	}
+	/* The key is 16 random bytes in base64: 24 characters. */
+	key = http_header(req, "Sec-WebSocket-Key");
+	if (key == NULL || strlen(key) != 24 || key[22] != '=' ||
+	    key[23] != '=') {
+		http_reply_error(req, 400, ERR_BAD_REQUEST,
+		    "malformed Sec-WebSocket-Key", NULL);
+		return;
+	}
+	for (i = 0; i < 22; i++)
+		if (strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		    "0123456789+/", key[i]) == NULL) {
+			http_reply_error(req, 400, ERR_BAD_REQUEST,
+			    "malformed Sec-WebSocket-Key", NULL);
+			return;
+		}
+	if (!ws_origin_ok(req)) {
+		http_reply_error(req, 403, ERR_FORBIDDEN,
+		    "cross-origin WebSocket refused", NULL);
+		return;
+	}
+	if ((broker = api_broker_peer()) == NULL) {
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+		return;
+	}
+	if ((wt = calloc(1, sizeof(*wt))) == NULL)
+		fatal("%s", __func__);
+	wt->req = req;
+	memcpy(wt->id, p, 16);
+	ws_accept_key(key, wt->accept);
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type",
+	    json_object_new_string("terminal_attach"));
+	json_object_object_add(obj, "terminal", json_object_new_string(wt->id));
+	api_add_auth(req, obj);
+	req->pending = wt;
+	if (ipc_request(broker, obj, NULL, 0, WS_ATTACH_MS, ws_attached,
+	    wt) == -1 && req->pending == wt) {
+		req->pending = NULL;
+		free(wt);
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+	}
+}
