@@ -158,6 +158,7 @@ main(int argc, char *argv[])
 	    broker_uid, NULL, NULL, NULL);
 	free(path);
 	api_init(frontd_base, &conf, broker);
+	ws_init();
 	if (http_server_new(frontd_base, fd, ssl, conf.max_body, api_handle,
 	    NULL) == NULL)
 		fatalx("http_server_new");

@@ -95,6 +95,7 @@ struct ipc_peer *api_broker_peer(void);
 void	 api_add_auth(struct http_request *, struct json_object *);
 
 /* ws.c */
+void	 ws_init(void);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
 

@@ -485,3 +485,17 @@ ws_handle(struct http_request *req)
 		    "brokerd is unreachable", NULL);
 	}
 }
+
+/*
+ * Before the seccomp filter: OpenSSL loads its configuration and SHA-1
+ * implementation on first use, which opens files frontd may not open later.
+ */
+void
+ws_init(void)
+{
+	char	out[64];
+
+	ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out);
+	if (strcmp(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") != 0)
+		fatalx("%s: SHA-1 self-test failed", __func__);
+}

@@ -221,10 +221,6 @@ macos_expand(const char *tmpl, const struct macos_cond *c, char *err,
 		lineno++;
 		if ((line = strndup(p, eol - p)) == NULL)
 			fatal("%s", __func__);
-		if (strncmp(line, ";;", 2) == 0) {
-			free(line);
-			continue;
-		}
 		keep = 1;
 		times = 1;
 		ph = NULL;
@@ -240,6 +236,10 @@ macos_expand(const char *tmpl, const struct macos_cond *c, char *err,
 		}
 		if (macos_placeholders(line, ph, lineno, err, errsz) == -1)
 			goto fail;
+		/* Comments and blank lines stay in the template. */
+		len = strspn(line, " \t");
+		if (line[len] == '\0' || line[len] == ';')
+			keep = 0;
 		for (i = 0; keep && i < times; i++)
 			macos_put(f, line, ph, i);
 		free(line);
