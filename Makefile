@@ -39,7 +39,7 @@ endif
 COMMON	= log config ipc priv util
 FRONTD	= frontd http api tls ws
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn
-SANDBOXD= sandboxd broker backend argv backend_bwrap spawn policy
+SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker spawn policy
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -57,18 +57,21 @@ UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS)
 
+# V=1 shows the whole command lines.
+Q	 = $(if $(V),,@)
+
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 $(B)/frontd: $(FRONTD_O) $(COMMON_O)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(B)/brokerd: $(BROKERD_O) $(COMMON_O)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(B)/sandboxd: $(SANDBOXD_O) $(COMMON_O)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 $(B)/hgctl: $(HGCTL_O) $(COMMON_O)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+$(BINS):
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # Unit tests: tests/unit/test_X.c links the module it tests and common/.
 $(B)/tests/test_log: $(O)/tests/unit/test_log.o $(COMMON_O)
@@ -81,7 +84,8 @@ $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o $
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcmocka
 
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done

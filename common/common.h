@@ -77,6 +77,7 @@ struct config {
 	long		 output_cap;		/* HOSTGATE_OUTPUT_CAP_BYTES */
 	int		 max_terminals;		/* ..._MAX_TERMINALS_PER_USER */
 	int		 max_commands;		/* ..._MAX_COMMANDS_PER_USER */
+	char		*docker_image;		/* HOSTGATE_DOCKER_IMAGE */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */
 	char		*env_file;		/* the .env file read, or NULL */
 };

@@ -41,6 +41,7 @@ enum config_kind {
 	KIND_INT,	/* decimal digits, min..max, stored as int or long */
 	KIND_FLAG,	/* 0 or 1 */
 	KIND_USER,	/* a user name */
+	KIND_IMAGE,	/* a docker image reference */
 	KIND_DIR,	/* a path, made absolute; at most max bytes when max > 0 */
 	KIND_WORKSPACE,	/* a path, made absolute, then held to canonical rules */
 	KIND_FILE,	/* an optional path, made absolute */
@@ -135,6 +136,8 @@ static const struct config_var config_vars[] = {
 	    F(max_terminals), 1, 1000, NULL },
 	{ "HOSTGATE_MAX_COMMANDS_PER_USER", "4", KIND_INT,
 	    F(max_commands), 1, 1000, NULL },
+	{ "HOSTGATE_DOCKER_IMAGE", "debian:12-slim", KIND_IMAGE,
+	    F(docker_image), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	{ "HOSTGATE_ENV_FILE", NULL, KIND_ENV_FILE, F(env_file), 0, 0, NULL },
 	{ "HOSTGATE_BUILD", NULL, KIND_IGNORED, NOF, 0, 0, NULL },
@@ -166,6 +169,7 @@ config_is_string(const struct config_var *var)
 	switch (var->kind) {
 	case KIND_WORD:
 	case KIND_USER:
+	case KIND_IMAGE:
 	case KIND_DIR:
 	case KIND_WORKSPACE:
 	case KIND_FILE:
@@ -205,6 +209,10 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 	case KIND_USER:
 		snprintf(buf, bufsz, "a user name matching "
 		    "[a-z_][a-z0-9_-]{0,31}");
+		break;
+	case KIND_IMAGE:
+		snprintf(buf, bufsz, "an image reference of letters, digits "
+		    "and . _ - / : @, not starting with -");
 		break;
 	case KIND_DIR:
 		if (var->max > 0)
@@ -573,6 +581,14 @@ config_set(struct config *cfg, const struct config_var *var,
 		if (!config_valid_user(value))
 			return (config_error(err, errsz, where, var, value,
 			    "not a valid user name", NULL));
+		break;
+	case KIND_IMAGE:
+		if (value[0] == '\0' || value[0] == '-' || strlen(value) > 255 ||
+		    strspn(value, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") !=
+		    strlen(value))
+			return (config_error(err, errsz, where, var, value,
+			    "not an image reference", NULL));
 		break;
 	case KIND_LISTEN:
 		if ((why = config_parse_listen(cfg, value)) != NULL)

@@ -323,7 +323,7 @@ http_parse_fields(struct http_request *req)
 {
 	struct http_header	*h;
 	long			 n;
-	int			 close = 0, keep = 0, chunked = 0;
+	int			 closing = 0, keep = 0, chunked = 0;
 
 	TAILQ_FOREACH(h, &req->headers, entry) {
 		if (strcasecmp(h->name, "Content-Length") == 0) {
@@ -338,7 +338,7 @@ http_parse_fields(struct http_request *req)
 		} else if (strcasecmp(h->name, "Transfer-Encoding") == 0)
 			chunked = 1;
 		else if (strcasecmp(h->name, "Connection") == 0) {
-			close |= http_has_token(h->value, "close");
+			closing |= http_has_token(h->value, "close");
 			keep |= http_has_token(h->value, "keep-alive");
 		}
 	}
@@ -346,9 +346,9 @@ http_parse_fields(struct http_request *req)
 		return (http_fail(501, "chunked request bodies are not "
 		    "supported; send Content-Length"));
 	if (req->minor == 1)
-		req->keep_alive = !close;
+		req->keep_alive = !closing;
 	else
-		req->keep_alive = keep && !close;
+		req->keep_alive = keep && !closing;
 	return (0);
 }
 

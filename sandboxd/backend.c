@@ -27,21 +27,33 @@ static struct {
 	char		 reason[1024];
 	int64_t		 probed;	/* monotonic ms of the last probe */
 	int		 probed_once;
-	char		 bwrap[64];	/* path of bwrap */
-	char		 docker[64];	/* path of the docker CLI */
+	char		 bwrap[4096];	/* path of bwrap */
+	char		 docker[4096];	/* path of the docker CLI */
 } backend;
 
 static struct config	*backend_conf;
 static struct policy	*backend_policy;
 
-/* Find prog in the usual system directories; NULL when missing. */
+/*
+ * Find prog on sandboxd's PATH at start-up, else in the system
+ * directories; NULL when missing. Resolved once: the path is fixed then.
+ */
 static const char *
 backend_which(const char *prog, char *buf, size_t size)
 {
 	static const char *const dirs[] = { "/usr/bin", "/bin",
 	    "/usr/local/bin", "/usr/sbin", "/sbin", NULL };
-	size_t	i;
+	const char	*path = getenv("PATH"), *p, *e;
+	size_t		 i;
 
+	for (p = path; p != NULL && *p != '\0'; p = *e ? e + 1 : e) {
+		e = strchrnul(p, ':');
+		if (e == p || *p != '/')
+			continue;
+		snprintf(buf, size, "%.*s/%s", (int)(e - p), p, prog);
+		if (access(buf, X_OK) == 0)
+			return buf;
+	}
 	for (i = 0; dirs[i] != NULL; i++) {
 		snprintf(buf, size, "%s/%s", dirs[i], prog);
 		if (access(buf, X_OK) == 0)
@@ -323,6 +335,64 @@ backend_direct_env(const struct spawn_spec *s, struct strv *envp)
 		strv_add(envp, *e);
 }
 
+/*
+ * Make sure the user's container for this profile runs: start it when it
+ * stopped, create it when it is missing. Blocking, bounded by the probe
+ * timeout; the engine's own words become the error.
+ */
+static int
+backend_docker_ensure(const struct spawn_spec *s, char *err, size_t errsz)
+{
+	struct strv	 a;
+	char		 name[128], out[1024], *nl;
+	char		*inspect[] = { backend.docker, "inspect", "--format",
+	    "{{.State.Status}}", name, NULL };
+	char		*start[] = { backend.docker, "start", name, NULL };
+	int		 rc;
+
+	docker_name(s->user, s->perm, name, sizeof(name));
+	rc = backend_run(inspect, -1, out, sizeof(out));
+	if (rc == 0 && strncmp(out, "running", 7) == 0)
+		return 0;
+	if (rc == 0)
+		rc = backend_run(start, -1, out, sizeof(out));
+	else {
+		strv_init(&a);
+		if (docker_create_argv(backend.docker,
+		    backend_conf->docker_image, s, &a, err, errsz) == -1) {
+			strv_free(&a);
+			return -1;
+		}
+		log_info("creating container %s", name);
+		rc = backend_run(a.v, -1, out, sizeof(out));
+		strv_free(&a);
+	}
+	if (rc == 0)
+		return 0;
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	snprintf(err, errsz, "docker: container %s: %s", name, out);
+	return -1;
+}
+
+/* A spawn under the docker runtime: `docker exec` in the container. */
+static int
+backend_build_docker(struct spawn_spec *s, struct strv *argv,
+    struct strv *envp, char *err, size_t errsz)
+{
+	const char	*host;
+
+	if (backend_docker_ensure(s, err, errsz) == -1)
+		return -1;
+	if (docker_exec_argv(backend.docker, s, argv, err, errsz) == -1)
+		return -1;
+	strv_add(envp, "PATH=/usr/bin:/bin");
+	strv_add(envp, "LANG=C.UTF-8");
+	if ((host = getenv("DOCKER_HOST")) != NULL)
+		strv_addf(envp, "DOCKER_HOST=%s", host);
+	return 0;
+}
+
 /* Turn an approved spec into what to exec; never a weaker backend. */
 int
 backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
@@ -342,6 +412,8 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 		    backend.name, backend.reason);
 		return -1;
 	}
+	if (strcmp(backend.name, "docker") == 0)
+		return backend_build_docker(s, argv, envp, err, errsz);
 	if (strcmp(backend.name, "bwrap") != 0) {
 		snprintf(err, errsz, "backend %s cannot spawn here",
 		    backend.name);

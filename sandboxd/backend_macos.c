@@ -219,6 +219,10 @@ macos_expand(const char *tmpl, const struct macos_cond *c, char *err,
 	for (p = tmpl; *p != '\0'; p = *eol == '\0' ? eol : eol + 1) {
 		eol = strchrnul(p, '\n');
 		lineno++;
+		/* Comments and blank lines stay in the template. */
+		len = strspn(p, " \t");
+		if (p + len == eol || p[len] == ';')
+			continue;
 		if ((line = strndup(p, eol - p)) == NULL)
 			fatal("%s", __func__);
 		keep = 1;
@@ -236,10 +240,6 @@ macos_expand(const char *tmpl, const struct macos_cond *c, char *err,
 		}
 		if (macos_placeholders(line, ph, lineno, err, errsz) == -1)
 			goto fail;
-		/* Comments and blank lines stay in the template. */
-		len = strspn(line, " \t");
-		if (line[len] == '\0' || line[len] == ';')
-			keep = 0;
 		for (i = 0; keep && i < times; i++)
 			macos_put(f, line, ph, i);
 		free(line);

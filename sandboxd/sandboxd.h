@@ -97,6 +97,13 @@ struct json_object *backend_json(void);
 int	 bwrap_build(const struct spawn_spec *, const char *bwrap,
 	    const char *root, struct strv *, char *err, size_t errsz);
 
+/* backend_docker.c */
+void	 docker_name(const char *user, enum permission, char *, size_t);
+int	 docker_create_argv(const char *docker, const char *image,
+	    const struct spawn_spec *, struct strv *, char *err, size_t errsz);
+int	 docker_exec_argv(const char *docker, const struct spawn_spec *,
+	    struct strv *, char *err, size_t errsz);
+
 /* spawn.c */
 struct proc;
 void	 spawn_init(struct event_base *, struct config *,

@@ -18,6 +18,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(REPO, os.environ.get("HG_BUILD", "build"))
+PROFILES = os.path.join(REPO, "profiles")
 DAEMONS = ("sandboxd", "brokerd", "frontd")
 BINARIES = DAEMONS + ("hgctl",)
 
@@ -186,6 +187,15 @@ class Hostgate:
             dst = os.path.join(self.bindir, b)
             shutil.copy(os.path.join(BUILD, b), dst)
             os.chmod(dst, 0o755)
+        # sandboxd reads its policies from profiles/; a copy, so that the
+        # service users need not traverse the repository's path.
+        self.profiles = os.path.join(self.dir, "profiles")
+        if os.path.isdir(PROFILES):
+            shutil.copytree(PROFILES, self.profiles)
+            for root, dirs, files in os.walk(self.profiles):
+                os.chmod(root, 0o755)
+                for f in files:
+                    os.chmod(os.path.join(root, f), 0o644)
         self.envfile = os.path.join(self.dir, "empty.env")
         open(self.envfile, "w").close()
         os.chmod(self.envfile, 0o644)
@@ -212,6 +222,8 @@ class Hostgate:
             "HOSTGATE_LISTEN": "127.0.0.1:%d" % self.port,
             "HOSTGATE_LOG_LEVEL": "debug",
         }
+        if os.path.isdir(self.profiles):
+            self.env["HOSTGATE_PROFILES_DIR"] = self.profiles
         if mode == "root":
             self.env["HOSTGATE_FRONT_USER"] = SERVICE_USERS["frontd"]
             self.env["HOSTGATE_BROKER_USER"] = SERVICE_USERS["brokerd"]
@@ -272,10 +284,16 @@ class Hostgate:
         return p
 
     def start_all(self, wait=True):
+        """Start the three daemons; with wait, until /healthz says 200.
+        A failure keeps the directory and carries the logs."""
         for name in DAEMONS:
             self.start(name)
         if wait:
-            self.wait_healthy()
+            try:
+                self.wait_healthy()
+            except AssertionError as e:
+                self.failed = True
+                raise AssertionError("%s\n%s" % (e, self.logs())) from None
         return self
 
     def pid(self, name):

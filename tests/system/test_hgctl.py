@@ -148,3 +148,26 @@ def test_users_file_mode_and_content(shared):
     assert hglib.ADMIN[1] not in text and hglib.USER[1] not in text
     assert "argon2id" in text or "scrypt" in text, "no slow hash in users.json"
     assert hglib.ADMIN[0] in text and doc
+
+
+def test_session_revoke(shared):
+    s = shared.login(*hglib.USER)
+    tok = s.post("/api/session/tokens").json()["token"]
+    other = shared.login(*hglib.USER)
+    before = {x["id"] for x in shared.hgctl_json("session", "list")}
+    # The session just made is the one whose id is not in an older listing.
+    s2 = shared.login(*hglib.USER)
+    new = [x["id"] for x in shared.hgctl_json("session", "list")
+           if x["id"] not in before]
+    assert len(new) == 1, new
+    tok2 = s2.post("/api/session/tokens").json()["token"]
+    shared.hgctl_ok("session", "revoke", new[0])
+    assert s2.get("/api/status").status == 401
+    assert shared.get("/api/status", bearer=tok2).status == 401
+    # The others are untouched.
+    assert s.get("/api/status").status == 200
+    assert other.get("/api/status").status == 200
+    assert shared.get("/api/status", bearer=tok).status == 200
+    assert new[0] not in [x["id"] for x in shared.hgctl_json("session", "list")]
+    r = shared.hgctl("session", "revoke", new[0])
+    assert r.returncode == 1 and r.stderr.strip(), r

@@ -794,6 +794,49 @@ test_server_emfile(void **state)
 	close(fd);
 }
 
+static void
+test_server_max_conns(void **state)
+{
+	struct rlimit	 rl, want;
+	char		 buf[8192];
+	int		 fds[HTTP_MAX_CONNS], extra, i;
+
+	/* Both ends of each connection live in this process. */
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	want = rl;
+	if (want.rlim_cur < 2 * HTTP_MAX_CONNS + 64) {
+		want.rlim_cur = 2 * HTTP_MAX_CONNS + 64;
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want.rlim_cur)
+			skip();
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &want), 0);
+	}
+	for (i = 0; i < 50; i++)
+		pump();		/* let earlier tests' connections go */
+	for (i = 0; i < HTTP_MAX_CONNS; i++) {
+		fds[i] = client_connect(plain_port);
+		pump();
+	}
+	/* One too many is closed at once; the others still work. */
+	extra = client_connect(plain_port);
+	assert_true(client_eof(extra));
+	close(extra);
+	send_str(fds[0], "GET /first HTTP/1.1\r\n\r\n");
+	client_read(fds[0], buf, sizeof buf, 1, 0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+
+	/* Once they are gone, new connections are served again. */
+	for (i = 0; i < HTTP_MAX_CONNS; i++)
+		close(fds[i]);
+	for (i = 0; i < 100; i++)
+		pump();
+	extra = client_connect(plain_port);
+	send_str(extra, "GET /again HTTP/1.1\r\n\r\n");
+	client_read(extra, buf, sizeof buf, 1, 0);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+	close(extra);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
 /* Write a new self-signed certificate or key as PEM; the key is kept. */
 static EVP_PKEY *
 write_cert(const char *cert, const char *key)
@@ -1015,6 +1058,7 @@ main(void)
 		cmocka_unit_test(test_server_garbage),
 		cmocka_unit_test(test_server_async),
 		cmocka_unit_test(test_server_emfile),
+		cmocka_unit_test(test_server_max_conns),
 		cmocka_unit_test(test_tls_ctx_errors),
 		cmocka_unit_test(test_server_tls),
 	};
