@@ -156,7 +156,7 @@ control_token_revoke(struct ipc_peer *p, struct ipc_msg *m)
 {
 	const char	*id;
 
-	if ((id = control_field(p, m, "id")) == NULL)
+	if ((id = control_field(p, m, "token")) == NULL)
 		return;
 	if (token_revoke(id) == -1) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such token %s", id);
@@ -178,7 +178,7 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 	struct session	*s;
 	const char	*id;
 
-	if ((id = control_field(p, m, "id")) == NULL)
+	if ((id = control_field(p, m, "session")) == NULL)
 		return;
 	if ((s = session_by_id(id)) == NULL) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session %s", id);

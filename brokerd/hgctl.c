@@ -262,7 +262,7 @@ main(int argc, char *argv[])
 			json_object_put(res);
 		} else if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
 			req = hgctl_req("token_revoke");
-			json_object_object_add(req, "id",
+			json_object_object_add(req, "token",
 			    json_object_new_string(argv[2]));
 			json_object_put(hgctl_call(req));
 			printf("token %s revoked\n", argv[2]);
@@ -275,7 +275,7 @@ main(int argc, char *argv[])
 			json_object_put(res);
 		} else if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
 			req = hgctl_req("session_revoke");
-			json_object_object_add(req, "id",
+			json_object_object_add(req, "session",
 			    json_object_new_string(argv[2]));
 			json_object_put(hgctl_call(req));
 			printf("session %s revoked\n", argv[2]);

@@ -193,7 +193,10 @@ void	 priv_seccomp(const struct priv_plan *);
 extern const char *const priv_base_syscalls[];
 
 /* util.c */
-/* Typed JSON field access: NULL / -1 when missing or of the wrong type. */
+/*
+ * Typed JSON field access: NULL / -1 when missing or of the wrong type;
+ * json_str also refuses a string with a NUL inside.
+ */
 const char *json_str(struct json_object *, const char *key);
 int	 json_int(struct json_object *, const char *key, int64_t *out);
 int	 json_flag(struct json_object *, const char *key, int *out);

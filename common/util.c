@@ -42,6 +42,13 @@ json_str(struct json_object *obj, const char *key)
 
 	if ((v = json_member(obj, key, json_type_string)) == NULL)
 		return (NULL);
+	/*
+	 * JSON strings may hold NUL; as a C string one would be cut short
+	 * without notice ("secret\u0000junk" logging in as "secret").
+	 */
+	if (strlen(json_object_get_string(v)) !=
+	    (size_t)json_object_get_string_len(v))
+		return (NULL);
 	return (json_object_get_string(v));
 }
 

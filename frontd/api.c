@@ -388,6 +388,16 @@ api_take_body(struct http_request *req, const struct api_route *r,
 				continue;
 			v = NULL;
 		}
+		if (v != NULL && f->type == json_type_string &&
+		    json_object_is_type(v, json_type_string) &&
+		    strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v)) {
+			snprintf(msg, sizeof(msg), "\"%s\" must not contain "
+			    "NUL characters", f->name);
+			json_object_put(body);
+			http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
+			return -1;
+		}
 		if (v == NULL || !json_object_is_type(v, f->type)) {
 			snprintf(msg, sizeof(msg), "\"%s\" %smust be a%s %s",
 			    f->name, f->optional ? "" : "is required and ",
@@ -709,6 +719,16 @@ api_send(struct http_request *req, const struct api_route *r,
 	struct api_call	*c;
 	int		 timeout;
 
+	/* What goes to brokerd must fit one IPC message. */
+	if (strlen(json_object_to_json_string_ext(obj,
+	    JSON_C_TO_STRING_PLAIN)) > IPC_MAX_MSG - 512) {
+		json_object_put(obj);
+		if (fd != -1)
+			close(fd);
+		http_reply_error(req, 413, ERR_TOO_LARGE, "the request's fields "
+		    "are too large (send long input as \"stdin\")", NULL);
+		return;
+	}
 	timeout = strcmp(r->op, "health") == 0 ? API_HEALTH_TIMEOUT_MS :
 	    strcmp(r->op, "run") == 0 ? API_RUN_TIMEOUT_MS :
 	    API_BROKER_TIMEOUT_MS;

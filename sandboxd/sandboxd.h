@@ -61,7 +61,7 @@ struct macos_opts {
 };
 /* Expand the template in every configuration once: 0, or -1 and err. */
 int	 macos_template_check(const char *tmpl, char *err, size_t);
-/* The sandbox-exec command line of a spawn: 0, or -1, err and argv empty. */
+/* Append a spawn's sandbox-exec command line: 0, or -1, err, argv as was. */
 int	 macos_build(const struct spawn_spec *, const struct macos_opts *,
 	    struct strv *argv, char *err, size_t);
 

@@ -3,7 +3,9 @@
  * and the server end to end on loopback, plain and TLS, with the client in
  * this process driving the event loop while it waits.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* memmem */
+#endif
 #include <sys/types.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <event2/buffer.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -375,6 +378,7 @@ static char			 tmpdir[] = "/tmp/hg-test-http.XXXXXX";
 static char			 cert_path[PATH_MAX], key_path[PATH_MAX];
 static char			 key2_path[PATH_MAX];
 static struct http_request	*held;		/* a request kept by /hold */
+static struct bufferevent	*taken;		/* /takeover's connection */
 
 /* The test handler: echoes the request as JSON; /hold answers later. */
 static void
@@ -386,6 +390,11 @@ handler(struct http_request *req, void *arg)
 
 	if (strcmp(req->path, "/hold") == 0) {
 		held = req;
+		return;
+	}
+	if (strcmp(req->path, "/takeover") == 0) {
+		taken = http_takeover(req);
+		bufferevent_write(taken, "RAW", 3);
 		return;
 	}
 	if (strcmp(req->path, "/cache") == 0)
@@ -767,6 +776,36 @@ test_server_async(void **state)
 }
 
 static void
+test_server_takeover(void **state)
+{
+	struct evbuffer	*in;
+	char		 buf[64];
+	long		 deadline;
+	int		 fd;
+
+	/* The caller owns the connection, and what followed the head. */
+	taken = NULL;
+	fd = client_connect(plain_port);
+	send_str(fd, "GET /takeover HTTP/1.1\r\n\r\nextra");
+	for (deadline = ms_now() + 3000; ms_now() < deadline &&
+	    (taken == NULL || evbuffer_get_length(
+	    bufferevent_get_input(taken)) < 5);)
+		pump();
+	assert_non_null(taken);
+	in = bufferevent_get_input(taken);
+	assert_int_equal(evbuffer_get_length(in), 5);
+	assert_memory_equal(evbuffer_pullup(in, 5), "extra", 5);
+	for (deadline = ms_now() + 1000; ms_now() < deadline;)
+		pump();		/* not answered nor closed by the server */
+	assert_int_equal(recv(fd, buf, sizeof buf, 0), 3);
+	assert_memory_equal(buf, "RAW", 3);
+	bufferevent_free(taken);
+	taken = NULL;
+	assert_true(client_eof(fd));
+	close(fd);
+}
+
+static void
 test_server_emfile(void **state)
 {
 	struct rlimit	 rl, low;
@@ -1057,6 +1096,7 @@ main(void)
 		cmocka_unit_test(test_server_too_large),
 		cmocka_unit_test(test_server_garbage),
 		cmocka_unit_test(test_server_async),
+		cmocka_unit_test(test_server_takeover),
 		cmocka_unit_test(test_server_emfile),
 		cmocka_unit_test(test_server_max_conns),
 		cmocka_unit_test(test_tls_ctx_errors),

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "sandboxd.h"
+#include "../../sandboxd/sandboxd.h"
 #include "sbpl_check.h"
 
 #define WS	"/Users/hg/workspaces/alice"

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "sandboxd.h"
+#include "../../sandboxd/sandboxd.h"
 
 #define WS	"/home/hg/workspaces/alice"
 
