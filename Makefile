@@ -39,7 +39,8 @@ endif
 COMMON	= log config ipc priv util
 FRONTD	= frontd http api tls ws
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn
-SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker spawn policy
+SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
+	  backend_wsl spawn policy
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -52,7 +53,7 @@ HGCTL_O    = $(HGCTL:%=$(O)/brokerd/%.o)
 BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
-	  test_session test_ratelimit
+	  test_session test_ratelimit test_macos test_wsl
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS)
@@ -82,6 +83,10 @@ $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
+$(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
+	$(O)/sandboxd/backend_macos.o $(O)/sandboxd/argv.o $(COMMON_O)
+$(B)/tests/test_wsl: $(O)/tests/unit/test_wsl.o $(O)/sandboxd/backend_wsl.o \
+	$(O)/sandboxd/argv.o $(COMMON_O)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")
@@ -105,14 +110,27 @@ install: all
 	install -m 0755 $(B)/hgctl $(DESTDIR)$(PREFIX)/bin/
 	cp -R profiles/. $(DESTDIR)$(PREFIX)/share/hostgate/profiles/
 
-FUZZ	= fuzz_http fuzz_ipc fuzz_config
+# libFuzzer targets: each runs FUZZ_SECONDS (default 30) on a scratch
+# corpus seeded from tests/fuzz/corpus/TARGET, which stays as it is.
+FUZZ	= fuzz_http fuzz_config fuzz_policy
+FUZZ_SRC_fuzz_http   = frontd/http.c frontd/tls.c
+FUZZ_SRC_fuzz_config = 
+FUZZ_SRC_fuzz_policy = sandboxd/policy.c
 fuzz:
 	@mkdir -p build-fuzz
-	for f in $(FUZZ); do \
-	  clang -g -O1 -fsanitize=fuzzer,address,undefined -Icommon $(PKG_CFLAGS) \
-	    -o build-fuzz/$$f tests/fuzz/$$f.c $(filter-out %/frontd.c,$(wildcard frontd/http.c frontd/tls.c)) \
-	    common/log.c common/util.c common/config.c $(PKG_LIBS) || exit 1; \
-	  ./build-fuzz/$$f -max_total_time=$${FUZZ_SECONDS:-30} tests/fuzz/corpus/$$f || exit 1; \
+	@for f in $(FUZZ); do \
+	  case $$f in \
+	  fuzz_http) src="$(FUZZ_SRC_fuzz_http)";; \
+	  fuzz_policy) src="$(FUZZ_SRC_fuzz_policy)";; \
+	  *) src="";; esac; \
+	  echo "  FUZZ    $$f"; \
+	  clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
+	    -Icommon -Isandboxd -Ifrontd $(PKG_CFLAGS) -o build-fuzz/$$f \
+	    tests/fuzz/$$f.c $$src common/log.c common/util.c common/config.c \
+	    $(PKG_LIBS) || exit 1; \
+	  rm -rf build-fuzz/corpus-$$f; mkdir -p build-fuzz/corpus-$$f; \
+	  ./build-fuzz/$$f -max_total_time=$${FUZZ_SECONDS:-30} \
+	    build-fuzz/corpus-$$f tests/fuzz/corpus/$$f || exit 1; \
 	done
 
 bench: all

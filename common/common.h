@@ -78,6 +78,7 @@ struct config {
 	int		 max_terminals;		/* ..._MAX_TERMINALS_PER_USER */
 	int		 max_commands;		/* ..._MAX_COMMANDS_PER_USER */
 	char		*docker_image;		/* HOSTGATE_DOCKER_IMAGE */
+	char		*wsl_mnt_paths;		/* HOSTGATE_WSL_MNT_PATHS */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */
 	char		*env_file;		/* the .env file read, or NULL */
 };

@@ -138,6 +138,8 @@ static const struct config_var config_vars[] = {
 	    F(max_commands), 1, 1000, NULL },
 	{ "HOSTGATE_DOCKER_IMAGE", "debian:12-slim", KIND_IMAGE,
 	    F(docker_image), 0, 0, NULL },
+	{ "HOSTGATE_WSL_MNT_PATHS", "", KIND_PATHS,
+	    F(wsl_mnt_paths), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	{ "HOSTGATE_ENV_FILE", NULL, KIND_ENV_FILE, F(env_file), 0, 0, NULL },
 	{ "HOSTGATE_BUILD", NULL, KIND_IGNORED, NOF, 0, 0, NULL },

@@ -251,12 +251,29 @@ backend_probe_docker(void)
 		backend.reason[0] = '\0';
 }
 
+/*
+ * The SBPL template under profiles/ is data ops review: check it at start
+ * on every platform, so a broken one is caught before it ships to a Mac.
+ */
+static void
+backend_check_macos(struct config *conf)
+{
+	char	path[4096], err[512], *text;
+
+	snprintf(path, sizeof(path), "%s/macos.sb", conf->profiles_dir);
+	if ((text = file_read(path, 1024 * 1024, NULL)) == NULL)
+		fatal("%s", path);
+	if (macos_template_check(text, err, sizeof(err)) == -1)
+		fatalx("%s: %s", path, err);
+	free(text);
+}
+
 /* Choose the backend the configuration asks for; load the policy. */
 void
 backend_init(struct config *conf)
 {
 	const char	*want = conf->sandbox_backend;
-	char		 path[4096], err[1024];
+	char		 path[4096], err[1024], why[256];
 
 	backend_conf = conf;
 	backend_which("bwrap", backend.bwrap, sizeof(backend.bwrap));
@@ -265,10 +282,12 @@ backend_init(struct config *conf)
 	/* An invalid policy stops sandboxd: it names the file and line. */
 	if ((backend_policy = policy_load(path, err, sizeof(err))) == NULL)
 		fatalx("%s", err);
+	backend_check_macos(conf);
 	if (conf->runtime == RUNTIME_DOCKER)
 		backend.name = "docker";
-	else if (strcmp(want, "auto") == 0 || strcmp(want, "bwrap") == 0)
-		backend.name = "bwrap";
+	else if (strcmp(want, "auto") == 0)
+		backend.name = wsl_detect("", why, sizeof(why)) == 1 ? "wsl2" :
+		    "bwrap";
 	else
 		backend.name = want;
 	backend_probe(0);
@@ -282,7 +301,8 @@ backend_probe(int64_t max_age_ms)
 
 	if (backend.probed_once && now - backend.probed < max_age_ms)
 		return;
-	if (strcmp(backend.name, "bwrap") == 0)
+	if (strcmp(backend.name, "bwrap") == 0 ||
+	    strcmp(backend.name, "wsl2") == 0)
 		backend_probe_bwrap();
 	else if (strcmp(backend.name, "docker") == 0)
 		backend_probe_docker();
@@ -398,7 +418,9 @@ int
 backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
     char *err, size_t errsz)
 {
+	struct strv	 extra;
 	char *const	*a;
+	int		 keep, rc;
 
 	if (s->mode == MODE_DIRECT) {
 		/* Direct mode: no sandbox, the same hygiene and limits. */
@@ -414,7 +436,8 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 	}
 	if (strcmp(backend.name, "docker") == 0)
 		return backend_build_docker(s, argv, envp, err, errsz);
-	if (strcmp(backend.name, "bwrap") != 0) {
+	if (strcmp(backend.name, "bwrap") != 0 &&
+	    strcmp(backend.name, "wsl2") != 0) {
 		snprintf(err, errsz, "backend %s cannot spawn here",
 		    backend.name);
 		return -1;
@@ -426,17 +449,28 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 	}
 	if ((s->seccomp_fd = policy_bpf_fd(backend_policy, err, errsz)) == -1)
 		return -1;
+	/* In WSL2: interop blocked, Windows drives hidden. */
+	strv_init(&extra);
+	if (strcmp(backend.name, "wsl2") == 0 &&
+	    wsl_harden(s, "", backend_conf->wsl_mnt_paths, &extra, err,
+	    errsz) == -1) {
+		strv_free(&extra);
+		close(s->seccomp_fd);
+		s->seccomp_fd = -1;
+		return -1;
+	}
+	s->extra = extra.v;
 	/* In the child the filter sits at fd 3 (spawn.c's convention). */
-	{
-		int	keep = s->seccomp_fd;
-
-		s->seccomp_fd = 3;
-		if (bwrap_build(s, backend.bwrap, "", argv, err, errsz) == -1) {
-			close(keep);
-			s->seccomp_fd = -1;
-			return -1;
-		}
-		s->seccomp_fd = keep;
+	keep = s->seccomp_fd;
+	s->seccomp_fd = 3;
+	rc = bwrap_build(s, backend.bwrap, "", argv, err, errsz);
+	s->extra = NULL;
+	strv_free(&extra);
+	s->seccomp_fd = keep;
+	if (rc == -1) {
+		close(keep);
+		s->seccomp_fd = -1;
+		return -1;
 	}
 	strv_add(envp, "PATH=/usr/bin:/bin");
 	strv_add(envp, "LANG=C.UTF-8");

@@ -197,8 +197,8 @@ wsl_mask_drives(const char *root, struct strv *masks, char *err,
 	char		 path[4096], *line = NULL, *f[64], *p;
 	const char	*fstype, *source, *opts;
 	size_t		 cap = 0, n, i;
-	FILE	*fp;
-	int	 rc = 0;
+	FILE		*fp;
+	int		 rc = 0;
 
 	snprintf(path, sizeof(path), "%s/proc/self/mountinfo", root);
 	if ((fp = fopen(path, "re")) == NULL) {
