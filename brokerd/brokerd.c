@@ -91,6 +91,7 @@ main(int argc, char *argv[])
 	log_setlevel(conf.log_level);
 	if (check) {
 		fprintf(stderr, "brokerd: configuration OK\n");
+		config_free(&conf);
 		return 0;
 	}
 
@@ -162,5 +163,6 @@ main(int argc, char *argv[])
 	event_base_dispatch(brokerd_base);
 
 	session_flush();
+	config_free(&conf);
 	return 0;
 }

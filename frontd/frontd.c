@@ -119,6 +119,8 @@ main(int argc, char *argv[])
 		fatalx("%s", err);
 	if (check) {
 		fprintf(stderr, "frontd: configuration OK\n");
+		SSL_CTX_free(ssl);
+		config_free(&conf);
 		return 0;
 	}
 	if (!conf.listen_loopback && ssl == NULL)
@@ -167,5 +169,6 @@ main(int argc, char *argv[])
 	log_info("frontd %s listening on %s://%s", HG_VERSION,
 	    ssl ? "https" : "http", conf.listen);
 	event_base_dispatch(frontd_base);
+	config_free(&conf);
 	return 0;
 }

@@ -118,6 +118,7 @@ main(int argc, char *argv[])
 	log_setlevel(conf.log_level);
 	if (check) {
 		fprintf(stderr, "sandboxd: configuration OK\n");
+		config_free(&conf);
 		return 0;
 	}
 
@@ -164,5 +165,6 @@ main(int argc, char *argv[])
 	priv_seccomp(&plan);
 	log_info("sandboxd %s ready", HG_VERSION);
 	event_base_dispatch(sandboxd_base);
+	config_free(&conf);
 	return 0;
 }

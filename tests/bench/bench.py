@@ -1,0 +1,821 @@
+"""hostgate's benchmarks: each figure beside a reference measured in the same
+run, and their ratio. Figures only, never pass/fail. Started by run.sh
+(`make bench`), which checks the tools and builds bpfdump first.
+
+    /usr/bin/python3 tests/bench/bench.py --bpfdump PATH [--out FILE]
+
+1. GET /api/status through frontd and brokerd with wrk, against nginx
+   serving a static file on another loopback port;
+2. (a) POST /api/run_command {"command": "true"}, median wall time, against
+   the same bwrap command line (taken from sandboxd's debug log) spawned
+   directly with the same seccomp BPF on fd 3;
+   (b) terminal throughput: cat of a 64 MiB file read over the WebSocket,
+   against cat of the same file to a plain pty;
+   (c) VmRSS of each daemon idle and with 100 attached terminals.
+
+Only loopback addresses are used; every loop is bounded in count and time.
+"""
+
+import argparse
+import base64
+import hashlib
+import http.client
+import json
+import os
+import platform
+import re
+import select
+import shlex
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "system"))
+import hglib  # noqa: E402
+
+BENCH_USER = ("bench", "bench-password-1")
+WRK_ARGS = ["-t2", "-c32", "-d10s", "--latency"]
+RUNS, WARMUP = 50, 5
+BIG_BYTES = 64 * 1024 * 1024
+CAT_ROUNDS = 3
+TERMINALS = 100
+STATIC_BYTES = 100
+DEADLINE_SECONDS = 600          # the whole run stops itself after this
+MARK_TYPED = b"END$((6*7))END"   # what the shell echoes as typed ...
+MARK = b"END42END"               # ... and what it prints: never the same
+
+
+class BenchError(Exception):
+    pass
+
+
+def log(msg):
+    print("bench: " + msg, flush=True)
+
+
+# -- HTTP ------------------------------------------------------------------
+
+class Api:
+    """A keep-alive HTTP connection to frontd carrying one session."""
+
+    def __init__(self, port, cookie, csrf):
+        self.port = port
+        self.cookie = cookie
+        self.csrf = csrf
+        self.conn = None
+
+    def request(self, method, path, body=None, timeout=30):
+        """(status, parsed JSON or raw body) of one request; reconnects
+        once when the server closed the kept-alive connection."""
+        headers = {"Cookie": "hg_session=" + self.cookie}
+        if method in ("POST", "DELETE"):
+            headers["X-CSRF-Token"] = self.csrf
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                                       timeout=timeout)
+            try:
+                self.conn.request(method, path, body=data, headers=headers)
+                r = self.conn.getresponse()
+                raw = r.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError,
+                    ConnectionResetError):
+                self.close()
+                if attempt:
+                    raise
+                continue
+            if r.getheader("Connection", "").lower() == "close":
+                self.close()
+            try:
+                return r.status, json.loads(raw)
+            except ValueError:
+                return r.status, raw
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+# -- WebSocket -------------------------------------------------------------
+
+WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+class WebSocket:
+    """A minimal RFC 6455 client for terminal bytes: binary frames out
+    (masked), frames in parsed in bulk so that counting tens of MiB is not
+    bound by per-frame Python overhead."""
+
+    def __init__(self, port, path, cookie, timeout=10):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        key = base64.b64encode(os.urandom(16))
+        req = (b"GET " + path.encode() + b" HTTP/1.1\r\n"
+               b"Host: 127.0.0.1:%d\r\n" % port +
+               b"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+               b"Sec-WebSocket-Key: " + key + b"\r\n"
+               b"Sec-WebSocket-Version: 13\r\n"
+               b"Cookie: hg_session=" + cookie.encode() + b"\r\n\r\n")
+        self.sock.sendall(req)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise BenchError("WebSocket %s: closed during the handshake: "
+                                 "%r" % (path, head[:300]))
+            head += chunk
+        head, _, rest = head.partition(b"\r\n\r\n")
+        if not head.startswith(b"HTTP/1.1 101"):
+            raise BenchError("WebSocket %s: %r" % (path, head[:300]))
+        want = base64.b64encode(hashlib.sha1(key + WS_GUID).digest())
+        if want not in head:
+            raise BenchError("WebSocket %s: bad Sec-WebSocket-Accept" % path)
+        self.buf = bytearray(rest)
+        self.closed = False
+
+    def fileno(self):
+        return self.sock.fileno()
+
+    def _send(self, opcode, payload):
+        mask = os.urandom(4)
+        n = len(payload)
+        if n < 126:
+            head = bytes([0x80 | opcode, 0x80 | n])
+        elif n < 65536:
+            head = bytes([0x80 | opcode, 0x80 | 126]) + n.to_bytes(2, "big")
+        else:
+            head = bytes([0x80 | opcode, 0x80 | 127]) + n.to_bytes(8, "big")
+        masked = bytes(b ^ mask[i & 3] for i, b in enumerate(payload))
+        self.sock.sendall(head + mask + masked)
+
+    def send(self, data):
+        self._send(0x2, data)
+
+    def feed(self):
+        """Read what the socket has and parse the complete frames: returns
+        the list of binary payloads (bytes); sets closed on a close frame
+        or EOF."""
+        try:
+            chunk = self.sock.recv(1 << 18)
+        except socket.timeout:
+            return []
+        if not chunk:
+            self.closed = True
+            return []
+        self.buf += chunk
+        out = []
+        buf, off, end = self.buf, 0, len(self.buf)
+        while end - off >= 2:
+            b0, b1 = buf[off], buf[off + 1]
+            n, hl = b1 & 0x7f, 2
+            if n == 126:
+                if end - off < 4:
+                    break
+                n, hl = int.from_bytes(buf[off + 2:off + 4], "big"), 4
+            elif n == 127:
+                if end - off < 10:
+                    break
+                n, hl = int.from_bytes(buf[off + 2:off + 10], "big"), 10
+            if b1 & 0x80:
+                raise BenchError("WebSocket: the server masked a frame")
+            if end - off < hl + n:
+                break
+            payload = bytes(buf[off + hl:off + hl + n])
+            off += hl + n
+            op = b0 & 0x0f
+            if op in (0x0, 0x2):
+                out.append(payload)
+            elif op == 0x8:
+                self.closed = True
+            elif op == 0x9:
+                self._send(0xa, payload)
+            # text frames (JSON control) and pongs carry no terminal bytes
+        del self.buf[:off]
+        return out
+
+    def close(self):
+        try:
+            if not self.closed:
+                self._send(0x8, b"\x03\xe8")
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def ws_drain(ws, quiet, limit):
+    """Read until nothing arrives for quiet seconds (or limit seconds in all);
+    returns the bytes received."""
+    got = bytearray()
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and not ws.closed:
+        r, _, _ = select.select([ws], [], [], quiet)
+        if not r:
+            break
+        for p in ws.feed():
+            got += p
+    return bytes(got)
+
+
+# -- hostgate --------------------------------------------------------------
+
+def start_hostgate(mode):
+    """A hostgate in a private temp dir; sandboxd logs at debug level so
+    that the bwrap command line of each spawn is in its log."""
+    env = {
+        "HOSTGATE_LOG_LEVEL": "warn",
+        "HOSTGATE_MAX_TERMINALS_PER_USER": "200",
+        "HOSTGATE_MAX_COMMANDS_PER_USER": "64",
+        "HOSTGATE_LOGIN_RATE_PER_MINUTE": "10000",
+        "HOSTGATE_LOGIN_BURST": "10000",
+    }
+    hg = hglib.Hostgate(mode, env=env, name="bench")
+    try:
+        for name in hglib.DAEMONS:
+            extra = {"HOSTGATE_LOG_LEVEL": "debug"} if name == "sandboxd" \
+                else None
+            hg.start(name, extra_env=extra)
+        hg.wait_healthy(20)
+        hg.add_user(*BENCH_USER, admin=True)
+    except BaseException:
+        stop_hostgate(hg, keep=True)
+        raise
+    return hg
+
+
+def stop_hostgate(hg, keep=False):
+    """Stop the daemons and remove the directory (kept with keep, to read
+    the logs after a failure)."""
+    problems = hg.shutdown()
+    hglib._LIVE.discard(hg)
+    if keep:
+        log("hostgate directory kept for its logs: %s" % hg.dir)
+    else:
+        shutil.rmtree(hg.dir, ignore_errors=True)
+    return problems
+
+
+def login(hg):
+    s = hg.login(*BENCH_USER)
+    return Api(hg.port, s.cookie, s.csrf), s.cookie
+
+
+def rss_kib(pid):
+    v = hglib.proc_status(pid).get("VmRSS", "0 kB").split()[0]
+    return int(v)
+
+
+def daemon_rss(hg):
+    return {n: rss_kib(hg.pid(n)) for n in hglib.DAEMONS}
+
+
+def new_terminal(api):
+    st, doc = api.request("POST", "/api/terminals", {"cols": 80, "rows": 24})
+    if st != 201:
+        raise BenchError("POST /api/terminals: %d %r" % (st, doc))
+    return doc["id"]
+
+
+def close_terminal(api, tid):
+    st, doc = api.request("DELETE", "/api/terminals/" + tid)
+    if st not in (200, 204, 404):
+        raise BenchError("DELETE /api/terminals/%s: %d %r" % (tid, st, doc))
+
+
+def wait_no_terminals(api, limit=20):
+    """Wait until the user's terminal list is empty (the shells reaped)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        st, doc = api.request("GET", "/api/terminals")
+        items = doc.get("terminals", doc) if isinstance(doc, dict) else doc
+        if st == 200 and not [t for t in items
+                              if t.get("status", "running") == "running"]:
+            return
+        time.sleep(0.2)
+    log("warning: terminals still listed after %ds" % limit)
+
+
+# -- 1. HTTP: GET /api/status vs nginx -------------------------------------
+
+def wrk(url, headers=()):
+    argv = ["wrk"] + WRK_ARGS
+    for h in headers:
+        argv += ["-H", h]
+    argv.append(url)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise BenchError("wrk failed (%d): %s" % (r.returncode, r.stderr))
+    return parse_wrk(r.stdout), " ".join(shlex.quote(a) for a in argv)
+
+
+def parse_wrk(out):
+    """requests/s, p50 and p99 in ms, request count and non-2xx count."""
+    units = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60000.0}
+
+    def lat(pct):
+        m = re.search(r"^\s*%s%%\s+([\d.]+)(us|ms|s|m)\s*$" % pct, out, re.M)
+        if not m:
+            raise BenchError("no %s%% latency in wrk's output:\n%s"
+                             % (pct, out))
+        return float(m.group(1)) * units[m.group(2)]
+
+    rps = re.search(r"^Requests/sec:\s+([\d.]+)", out, re.M)
+    total = re.search(r"^\s*(\d+) requests in", out, re.M)
+    if not rps or not total:
+        raise BenchError("cannot read wrk's output:\n" + out)
+    bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", out)
+    errs = re.search(r"Socket errors:(.*)$", out, re.M)
+    return {"rps": float(rps.group(1)), "p50_ms": lat(50), "p99_ms": lat(99),
+            "requests": int(total.group(1)),
+            "non2xx": int(bad.group(1)) if bad else 0,
+            "socket_errors": errs.group(1).strip() if errs else ""}
+
+
+def start_nginx(tmp):
+    """nginx with its own minimal configuration: one worker, no access
+    log, serving STATIC_BYTES bytes from tmp/www on a free loopback port."""
+    d = os.path.join(tmp, "nginx")
+    www = os.path.join(d, "www")
+    os.makedirs(www)
+    for p in (d, www):
+        os.chmod(p, 0o755)
+    with open(os.path.join(www, "static.txt"), "wb") as f:
+        f.write(b"x" * (STATIC_BYTES - 1) + b"\n")
+    os.chmod(os.path.join(www, "static.txt"), 0o644)
+    port = hglib.free_port()
+    user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
+    conf = os.path.join(d, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write("""%sworker_processes 1;
+pid %s/nginx.pid;
+error_log %s/error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %s/tmp-body;
+    proxy_temp_path %s/tmp-proxy;
+    fastcgi_temp_path %s/tmp-fastcgi;
+    uwsgi_temp_path %s/tmp-uwsgi;
+    scgi_temp_path %s/tmp-scgi;
+    default_type text/plain;
+    server {
+        listen 127.0.0.1:%d;
+        root %s;
+    }
+}
+""" % ((user,) + (d,) * 7 + (port, www)))
+    p = subprocess.Popen(["nginx", "-p", d, "-c", conf, "-e",
+                          os.path.join(d, "error.log"), "-g", "daemon off;"],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=open(os.path.join(d, "stderr.log"), "wb"))
+
+    def up():
+        if p.poll() is not None:
+            raise BenchError("nginx exited %d: %s" % (p.returncode, open(
+                os.path.join(d, "stderr.log")).read()))
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+        try:
+            c.request("GET", "/static.txt")
+            r = c.getresponse()
+            return r.status == 200 and len(r.read()) == STATIC_BYTES
+        finally:
+            c.close()
+    try:
+        hglib.wait_for(up, 10, what="nginx on port %d" % port)
+    except BaseException:
+        stop_process(p)
+        raise
+    return p, port
+
+
+def stop_process(p, timeout=5):
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+def bench_http(hg, cookie, tmp, res):
+    log("1. GET /api/status with wrk %s" % " ".join(WRK_ARGS))
+    st, doc = Api(hg.port, cookie, "").request("GET", "/api/status")
+    body = json.dumps(doc, separators=(",", ":"))
+    if st != 200:
+        raise BenchError("GET /api/status: %d %r" % (st, doc))
+    hgr, cmd_hg = wrk("http://127.0.0.1:%d/api/status" % hg.port,
+                      ["Cookie: hg_session=" + cookie])
+    nginx, port = start_nginx(tmp)
+    try:
+        ngr, cmd_ng = wrk("http://127.0.0.1:%d/static.txt" % port)
+    finally:
+        stop_process(nginx)
+    res["http"] = {"hostgate": hgr, "nginx": ngr, "status_bytes": len(body),
+                   "cmd_hostgate": cmd_hg.replace(cookie, "$COOKIE"),
+                   "cmd_nginx": cmd_ng}
+    for who, r in (("hostgate", hgr), ("nginx", ngr)):
+        log("   %-8s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%d requests, "
+            "%d non-2xx%s)" % (who, r["rps"], r["p50_ms"], r["p99_ms"],
+                               r["requests"], r["non2xx"],
+                               ", socket errors: " + r["socket_errors"]
+                               if r["socket_errors"] else ""))
+
+
+# -- 2a. run_command vs bwrap ----------------------------------------------
+
+def bwrap_line(hg, since):
+    """The argv of the last command spawn logged by sandboxd after offset
+    since of its log."""
+    text = hg.log_text("sandboxd")[since:]
+    lines = re.findall(r"DEBUG: spawn [0-9a-f]+: (/\S*bwrap .*--new-session"
+                       r".*)$", text, re.M)
+    if not lines:
+        raise BenchError("no bwrap command line in sandboxd's log (is the "
+                         "backend bwrap?)")
+    return shlex.split(lines[-1])
+
+
+def spawn_direct(argv, bpf, n, warmup):
+    """Run argv n times after warmup runs, as sandboxd does it: fork and
+    exec (posix_spawn, no shell), stdin /dev/null, stdout and stderr to
+    pipes read to EOF, the BPF program on fd 3. Returns the wall times in
+    seconds. Runs in a child already switched to sandboxd's user."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    times = []
+    for i in range(warmup + n):
+        t0 = time.perf_counter()
+        rout, wout = os.pipe()
+        rerr, werr = os.pipe()
+        pid = os.posix_spawn(argv[0], argv, env, setpgroup=0, file_actions=[
+            (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+            (os.POSIX_SPAWN_DUP2, wout, 1),
+            (os.POSIX_SPAWN_DUP2, werr, 2),
+            (os.POSIX_SPAWN_OPEN, 3, bpf, os.O_RDONLY, 0),
+        ])
+        os.close(wout)
+        os.close(werr)
+        out = b""
+        for fd in (rout, rerr):   # `true` writes nothing: no deadlock
+            while True:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                out += chunk
+            os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        dt = time.perf_counter() - t0
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise RuntimeError("bwrap exited %d: %r" % (
+                os.waitstatus_to_exitcode(status), out[:500]))
+        if i >= warmup:
+            times.append(dt)
+    return times
+
+
+def bench_run_command(hg, api, bpfdump, tmp, res):
+    log("2a. POST /api/run_command {\"command\": \"true\"}: %d runs after %d "
+        "warm-up, vs the same bwrap command line" % (RUNS, WARMUP))
+    since = len(hg.log_text("sandboxd"))
+    times = []
+    for i in range(WARMUP + RUNS):
+        t0 = time.perf_counter()
+        st, doc = api.request("POST", "/api/run_command", {"command": "true"})
+        dt = time.perf_counter() - t0
+        if st != 200 or doc.get("exit_code") != 0:
+            raise BenchError("run_command true: %d %r" % (st, doc))
+        if i >= WARMUP:
+            times.append(dt)
+    argv = bwrap_line(hg, since)
+    if "--seccomp" not in argv or argv[argv.index("--seccomp") + 1] != "3":
+        raise BenchError("expected --seccomp 3 in %r" % argv)
+    bpf = os.path.join(tmp, "seccomp.bpf")
+    subprocess.run([bpfdump, os.path.join(hg.profiles, "seccomp.policy"),
+                    bpf], check=True, timeout=30)
+    os.chmod(bpf, 0o644)
+    ref = hglib.run_as(hg.run_as, lambda: spawn_direct(argv, bpf, RUNS,
+                                                       WARMUP), timeout=300)
+    hm, rm = statistics.median(times), statistics.median(ref)
+    res["run_command"] = {
+        "hostgate_ms": hm * 1000, "direct_ms": rm * 1000,
+        "hostgate_p90_ms": quantile(times, 0.9) * 1000,
+        "direct_p90_ms": quantile(ref, 0.9) * 1000,
+        "argv": " ".join(shlex.quote(a) for a in argv),
+    }
+    log("   hostgate median %.2f ms (p90 %.2f), bwrap direct median %.2f ms "
+        "(p90 %.2f): ratio %.3f" % (hm * 1000, quantile(times, 0.9) * 1000,
+                                    rm * 1000, quantile(ref, 0.9) * 1000,
+                                    hm / rm))
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(q * len(xs)))]
+
+
+# -- 2b. terminal throughput -----------------------------------------------
+
+def make_big(hg, api):
+    """A BIG_BYTES file of base64 lines in the bench user's workspace,
+    made inside the sandbox; returns its path on the host."""
+    st, doc = api.request("POST", "/api/run_command", {
+        "command": "base64 -w 76 /dev/urandom | head -c %d > big && "
+                   "stat -c %%s big" % BIG_BYTES, "timeout": 120},
+        timeout=130)
+    if st != 200 or doc.get("exit_code") != 0 or \
+            doc.get("stdout", "").strip() != str(BIG_BYTES):
+        raise BenchError("making the 64 MiB file: %d %r" % (st, doc))
+    path = os.path.join(hg.state, "workspaces", BENCH_USER[0], "big")
+    if os.path.getsize(path) != BIG_BYTES:
+        raise BenchError("%s: not %d bytes" % (path, BIG_BYTES))
+    return path
+
+
+def cat_websocket(hg, api, cookie):
+    """(bytes, seconds) of `cat big` in a terminal, counted as received by
+    the WebSocket client until the marker printed after cat arrives."""
+    tid = new_terminal(api)
+    ws = WebSocket(hg.port, "/api/terminals/%s/ws" % tid, cookie)
+    try:
+        ws_drain(ws, 0.5, 10)           # the prompt
+        ws.send(b"cat big; echo " + MARK_TYPED + b"\r")
+        t0 = time.perf_counter()
+        n, tail = 0, b""
+        deadline = time.monotonic() + 120
+        while True:
+            if time.monotonic() > deadline:
+                raise BenchError("cat over WebSocket: no marker after 120 s "
+                                 "(%d bytes)" % n)
+            if ws.closed:
+                raise BenchError("cat over WebSocket: closed after %d bytes"
+                                 % n)
+            r, _, _ = select.select([ws], [], [], 5)
+            if not r:
+                continue
+            chunks = ws.feed()
+            if not chunks:
+                continue
+            for c in chunks:
+                n += len(c)
+            data = tail + b"".join(chunks)
+            if MARK in data:
+                break
+            tail = data[-len(MARK):]
+        dt = time.perf_counter() - t0
+    finally:
+        ws.close()
+        close_terminal(api, tid)
+    return n, dt
+
+
+def cat_pty(path, as_user):
+    """(bytes, seconds) of cat PATH to a plain pty, reading the master until
+    EIO (every slave closed), in a child as the given user."""
+    def run():
+        master, slave = os.openpty()
+        t0 = time.perf_counter()
+        p = subprocess.Popen(["cat", path], stdin=slave, stdout=slave,
+                             stderr=slave, start_new_session=True)
+        os.close(slave)
+        n = 0
+        while True:
+            try:
+                chunk = os.read(master, 1 << 18)
+            except OSError:             # EIO: cat exited, slave closed
+                break
+            if not chunk:
+                break
+            n += len(chunk)
+        dt = time.perf_counter() - t0
+        p.wait()
+        os.close(master)
+        return [n, dt]
+    return hglib.run_as(as_user, run, timeout=180)
+
+
+def bench_terminal(hg, api, cookie, res):
+    log("2b. terminal throughput: cat of a 64 MiB file, %d rounds each"
+        % CAT_ROUNDS)
+    path = make_big(hg, api)
+    wsr, ptr = [], []
+    for _ in range(CAT_ROUNDS):
+        wsr.append(cat_websocket(hg, api, cookie))
+        ptr.append(cat_pty(path, hg.run_as))
+    wait_no_terminals(api)
+    ws_rates = [n / dt for n, dt in wsr]
+    pt_rates = [n / dt for n, dt in ptr]
+    res["terminal"] = {
+        "file_bytes": BIG_BYTES,
+        "ws_bytes": wsr[0][0], "pty_bytes": ptr[0][0],
+        "ws_mib_s": statistics.median(ws_rates) / 2**20,
+        "pty_mib_s": statistics.median(pt_rates) / 2**20,
+        "ws_all": [r / 2**20 for r in ws_rates],
+        "pty_all": [r / 2**20 for r in pt_rates],
+    }
+    t = res["terminal"]
+    log("   WebSocket %.1f MiB/s (rounds %s), plain pty %.1f MiB/s (rounds "
+        "%s): ratio %.3f" % (t["ws_mib_s"], fmt_list(t["ws_all"]),
+                             t["pty_mib_s"], fmt_list(t["pty_all"]),
+                             t["ws_mib_s"] / t["pty_mib_s"]))
+
+
+def fmt_list(xs):
+    return ", ".join("%.1f" % x for x in xs)
+
+
+# -- 2c. RSS ---------------------------------------------------------------
+
+def bench_rss_terminals(hg, api, cookie, res):
+    log("2c. RSS with %d terminals, each attached over a WebSocket"
+        % TERMINALS)
+    socks, ids = [], []
+    t0 = time.perf_counter()
+    try:
+        for _ in range(TERMINALS):
+            tid = new_terminal(api)
+            ids.append(tid)
+            ws = WebSocket(hg.port, "/api/terminals/%s/ws" % tid, cookie)
+            socks.append(ws)
+        setup = time.perf_counter() - t0
+        # Every shell has printed its prompt: all are really up.
+        pending = list(socks)
+        deadline = time.monotonic() + 60
+        while pending and time.monotonic() < deadline:
+            r, _, _ = select.select(pending, [], [], 1)
+            for ws in r:
+                if ws.feed():
+                    pending.remove(ws)
+        if pending:
+            log("warning: %d terminals printed nothing in 60 s"
+                % len(pending))
+        time.sleep(1)
+        res["rss_terminals"] = daemon_rss(hg)
+        res["terminal_setup_s"] = setup
+    finally:
+        for ws in socks:
+            ws.close()
+        for tid in ids:
+            close_terminal(api, tid)
+    wait_no_terminals(api, 30)
+    log("   %s (create and attach: %.1f ms per terminal)" % (
+        fmt_rss(res["rss_terminals"]), setup * 1000 / TERMINALS))
+
+
+def fmt_rss(r):
+    return ", ".join("%s %d KiB" % (n, r[n]) for n in hglib.DAEMONS)
+
+
+# -- report ----------------------------------------------------------------
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return "%d cores (%s), Linux %s, %s" % (os.cpu_count(), cpu,
+                                            platform.release(),
+                                            platform.freedesktop_os_release()
+                                            .get("PRETTY_NAME", "")
+                                            if hasattr(platform,
+                                                       "freedesktop_os_release")
+                                            else "")
+
+
+def markdown(res):
+    h, n = res["http"]["hostgate"], res["http"]["nginx"]
+    rc, t = res["run_command"], res["terminal"]
+    ri, rt = res["rss_idle"], res["rss_terminals"]
+    rows = [
+        ("GET /api/status, requests/s (wrk %s)" % " ".join(WRK_ARGS),
+         "%.0f" % h["rps"], "%.0f (nginx, %d-byte static file)"
+         % (n["rps"], STATIC_BYTES), "%.3f" % (h["rps"] / n["rps"])),
+        ("GET /api/status, p99 latency", "%.2f ms" % h["p99_ms"],
+         "%.2f ms (nginx)" % n["p99_ms"], "%.2f" % (h["p99_ms"] / n["p99_ms"])),
+        ("GET /api/status, p50 latency", "%.2f ms" % h["p50_ms"],
+         "%.2f ms (nginx)" % n["p50_ms"], "%.2f" % (h["p50_ms"] / n["p50_ms"])),
+        ("POST /api/run_command `true`, median of %d" % RUNS,
+         "%.2f ms" % rc["hostgate_ms"],
+         "%.2f ms (same bwrap line, spawned directly)" % rc["direct_ms"],
+         "%.3f (%+.1f %%)" % (rc["hostgate_ms"] / rc["direct_ms"],
+                              (rc["hostgate_ms"] / rc["direct_ms"] - 1) * 100)),
+        ("POST /api/run_command `true`, p90", "%.2f ms" % rc["hostgate_p90_ms"],
+         "%.2f ms" % rc["direct_p90_ms"],
+         "%.3f" % (rc["hostgate_p90_ms"] / rc["direct_p90_ms"])),
+        ("terminal: cat 64 MiB file, median of %d" % CAT_ROUNDS,
+         "%.1f MiB/s (WebSocket)" % t["ws_mib_s"],
+         "%.1f MiB/s (plain pty)" % t["pty_mib_s"],
+         "%.3f" % (t["ws_mib_s"] / t["pty_mib_s"])),
+    ]
+    for d in hglib.DAEMONS:
+        rows.append(("VmRSS %s: idle / %d terminals" % (d, TERMINALS),
+                     "%d KiB / %d KiB" % (ri[d], rt[d]), "-",
+                     "%.2f" % (rt[d] / ri[d])))
+    rows.append(("VmRSS all three: idle / %d terminals" % TERMINALS,
+                 "%d KiB / %d KiB" % (sum(ri.values()), sum(rt.values())),
+                 "-", "%.2f" % (sum(rt.values()) / sum(ri.values()))))
+    out = ["# hostgate benchmark results", "",
+           "- date: %s" % res["date"],
+           "- machine: %s" % res["machine"],
+           "- daemons: %s mode (%s), build `%s`" % (
+               res["mode"], res["run_as"], os.environ.get("HG_BUILD",
+                                                          "build")),
+           "", "| benchmark | hostgate | reference | ratio |",
+           "|---|---|---|---|"]
+    out += ["| %s | %s | %s | %s |" % r for r in rows]
+    out += ["", "Notes:", "",
+            "- /api/status body: %d bytes of JSON; nginx file: %d bytes; "
+            "non-2xx: hostgate %d, nginx %d."
+            % (res["http"]["status_bytes"], STATIC_BYTES, h["non2xx"],
+               n["non2xx"]),
+            "- terminal bytes received (file %d bytes, onlcr adds CRs): "
+            "WebSocket %d, plain pty %d; rounds: WebSocket %s MiB/s, pty %s "
+            "MiB/s." % (t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
+                        fmt_list(t["ws_all"]), fmt_list(t["pty_all"])),
+            "- %d terminals created and attached in %.1f s (%.1f ms each)."
+            % (TERMINALS, res["terminal_setup_s"],
+               res["terminal_setup_s"] * 1000 / TERMINALS),
+            "- commands: `%s`; `%s`" % (res["http"]["cmd_hostgate"],
+                                        res["http"]["cmd_nginx"]),
+            "- reference bwrap command line (fd 3: the BPF written by "
+            "bpfdump from the same policy): `%s`" % rc["argv"], ""]
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--bpfdump", required=True)
+    ap.add_argument("--out", default=os.path.join(HERE, "results",
+                                                  "latest.md"))
+    ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
+                    choices=hglib.MODES)
+    args = ap.parse_args()
+
+    missing = hglib.missing_binaries()
+    if missing:
+        raise BenchError("not built: %s (run make)" % ", ".join(missing))
+
+    def stop(signum, frame):
+        raise BenchError("stopped by signal %d" % signum)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGALRM, stop)
+    signal.alarm(DEADLINE_SECONDS)
+
+    res = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
+           "mode": args.mode}
+    tmp = tempfile.mkdtemp(prefix="hg-bench-")
+    os.chmod(tmp, 0o755)
+    hg = None
+    failed = True
+    try:
+        t0 = time.monotonic()
+        hg = start_hostgate(args.mode)
+        res["run_as"] = "as %s" % ("uid %d" % hg.daemon_uid
+                                   if args.mode == "user" else
+                                   "root, dropping to the service users")
+        api, cookie = login(hg)
+        time.sleep(1)
+        res["rss_idle"] = daemon_rss(hg)
+        log("2c. idle RSS: %s" % fmt_rss(res["rss_idle"]))
+        bench_http(hg, cookie, tmp, res)
+        bench_run_command(hg, api, args.bpfdump, tmp, res)
+        bench_terminal(hg, api, cookie, res)
+        bench_rss_terminals(hg, api, cookie, res)
+        api.close()
+        failed = False
+    finally:
+        signal.alarm(0)
+        if hg is not None:
+            problems = stop_hostgate(hg, keep=failed)
+            if problems:
+                log("warning: " + "; ".join(problems))
+        shutil.rmtree(tmp, ignore_errors=True)
+    md = markdown(res)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(md)
+    print()
+    print(md)
+    log("done in %.0f s; written to %s" % (time.monotonic() - t0, args.out))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as e:
+        print("bench: FAILED: %s" % e, file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,77 @@
+#!/bin/sh
+# hostgate's benchmarks (`make bench`): figures beside references measured
+# in the same run, never pass/fail. Needs wrk, nginx and bwrap: installed
+# here when missing and root, else the apt-get line is printed. As root,
+# creates the users first (scripts/users.sh). Builds bpfdump, which writes
+# the seccomp BPF sandboxd loads, into a temporary directory, then runs
+# bench.py with Debian's /usr/bin/python3. HG_BUILD names the build
+# directory (default: build); BENCH_MODE=root runs the daemons in root mode
+# (default: user, as hostgate-test when root).
+set -eu
+cd "$(dirname "$0")/../.."
+HG_BUILD="${HG_BUILD:-build}"
+export HG_BUILD
+export PYTHONDONTWRITEBYTECODE=1
+
+pkgs=""
+command -v wrk >/dev/null 2>&1 || [ -x /usr/bin/wrk ] || pkgs="$pkgs wrk"
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
+	pkgs="$pkgs nginx-light"
+[ -x /usr/bin/bwrap ] || pkgs="$pkgs bubblewrap"
+[ -x /usr/bin/python3 ] || pkgs="$pkgs python3"
+if [ -n "$pkgs" ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "bench: missing packages; as root run:" >&2
+		echo "  apt-get install -y$pkgs" >&2
+		exit 1
+	fi
+	echo "bench: installing$pkgs"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y $pkgs || { apt-get update && apt-get install -y $pkgs; }
+fi
+PATH="$PATH:/usr/sbin:/sbin"
+export PATH
+
+if [ "$(id -u)" -eq 0 ]; then
+	scripts/users.sh
+fi
+
+for b in frontd brokerd sandboxd hgctl; do
+	if [ ! -x "$HG_BUILD/$b" ]; then
+		echo "bench: $HG_BUILD/$b is not built (run make)" >&2
+		exit 1
+	fi
+done
+
+tmp=$(mktemp -d /tmp/hg-bench-bin-XXXXXX)
+child=""
+# Remove the temporary directory and stop bench.py on any way out.
+cleanup() {
+	if [ -n "$child" ]; then
+		kill -TERM "$child" 2>/dev/null || true
+		wait "$child" 2>/dev/null || true
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# bpfdump links sandboxd's policy.o, built with the same flags as the build.
+san=""
+case "$HG_BUILD" in
+*san*) san="-fsanitize=address,undefined" ;;
+esac
+pc="libevent libevent_openssl json-c libseccomp libcap openssl libargon2"
+${CC:-cc} -std=gnu11 -O2 -D_GNU_SOURCE -Icommon -Isandboxd $san \
+    $(pkg-config --cflags $pc) -o "$tmp/bpfdump" tests/bench/bpfdump.c \
+    "$HG_BUILD/obj/sandboxd/policy.o" "$HG_BUILD"/obj/common/*.o \
+    $(pkg-config --libs $pc) -lwslay
+chmod 0755 "$tmp"
+
+/usr/bin/python3 tests/bench/bench.py --bpfdump "$tmp/bpfdump" "$@" &
+child=$!
+rc=0
+wait "$child" || rc=$?
+child=""
+exit "$rc"
