@@ -95,6 +95,8 @@ int	 rl_peek(struct rl_table *, const char *key, int64_t now_ms);
 
 /* The permission profile of a session (the default without one). */
 const char *session_permission(struct session *);
+int	 session_permission_valid(const char *);
+int	 session_set_permission(struct session *, const char *);
 
 /* spawn.c */
 void	 spawn_init(struct config *);

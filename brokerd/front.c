@@ -37,6 +37,10 @@ static void	front_status(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 static void	front_token_mint(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
+static void	front_permission_get(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+static void	front_permission_set(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
 
 /* The requests frontd may make, with what each needs. */
 static const struct front_op front_ops[] = {
@@ -45,6 +49,8 @@ static const struct front_op front_ops[] = {
 	{ "logout",	NEED_SESSION | NEED_CSRF,	front_logout },
 	{ "status",	NEED_IDENT,			front_status },
 	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
+	{ "permission_get", NEED_IDENT,			front_permission_get },
+	{ "permission_set", NEED_SESSION | NEED_CSRF,	front_permission_set },
 	{ "run",	NEED_ANY_CSRF,			spawn_run },
 	{ "terminal_create", NEED_ANY_CSRF,		spawn_terminal_create },
 	{ "terminal_list", NEED_IDENT,			spawn_terminal_list },
@@ -60,6 +66,8 @@ static const struct ipc_handler front_handlers[] = {
 	{ "logout",	ROLE_FRONTD, 0, front_dispatch },
 	{ "status",	ROLE_FRONTD, 0, front_dispatch },
 	{ "token_mint",	ROLE_FRONTD, 0, front_dispatch },
+	{ "permission_get", ROLE_FRONTD, 0, front_dispatch },
+	{ "permission_set", ROLE_FRONTD, 0, front_dispatch },
 	/* stdin of a command travels as a memfd */
 	{ "run",	ROLE_FRONTD, IPC_F_FDS, front_dispatch },
 	{ "terminal_create", ROLE_FRONTD, 0, front_dispatch },
@@ -274,8 +282,44 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(res, "backend", sandbox_backend_json());
 	json_object_object_add(res, "execution_mode", front_mode_json(id));
 	json_object_object_add(res, "permission",
-	    json_object_new_string("workspace-write"));
+	    json_object_new_string(session_permission(id->session)));
 	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* {"permission": "..."} of the caller's session. */
+static void
+front_permission_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "permission",
+	    json_object_new_string(session_permission(id->session)));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/*
+ * Set the permission profile of the caller's login session (tokens may
+ * not: an agent does not widen its own sandbox).
+ */
+static void
+front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	const char	*want;
+
+	want = json_str(m->obj, "permission");
+	if (want == NULL || !session_permission_valid(want)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"permission\" must be "
+		    "read-only, workspace-write or workspace-write+network");
+		return;
+	}
+	if (session_set_permission(id->session, want) == -1) {
+		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
+		return;
+	}
+	log_info("session %s of %s: permission %s", id->session->id,
+	    id->user->name, want);
+	front_permission_get(p, m, id);
 }
 
 /* Mint an agent token bound to the caller's login session. */

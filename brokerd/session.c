@@ -192,6 +192,9 @@ session_flush(void)
 		    json_object_new_int64(s->last_seen));
 		json_object_object_add(o, "expires",
 		    json_object_new_int64(s->expires));
+		if (s->permission[0] != '\0')
+			json_object_object_add(o, "permission",
+			    json_object_new_string(s->permission));
 		json_object_array_add(arr, o);
 	}
 
@@ -254,6 +257,11 @@ session_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	s->created = created;
 	s->last_seen = last_seen;
 	s->expires = expires;
+	/* An unknown profile falls back to the default, never to more. */
+	if (json_str(o, "permission") != NULL &&
+	    session_permission_valid(json_str(o, "permission")))
+		snprintf(s->permission, sizeof s->permission, "%s",
+		    json_str(o, "permission"));
 	return s;
 }
 
@@ -725,6 +733,32 @@ session_sweep(void)
 {
 	if (session_expire(session_now()) > 0 || session_dirty)
 		session_flush();
+}
+
+/* Whether name is a permission profile. */
+int
+session_permission_valid(const char *name)
+{
+	return strcmp(name, "read-only") == 0 ||
+	    strcmp(name, "workspace-write") == 0 ||
+	    strcmp(name, "workspace-write+network") == 0;
+}
+
+/* Set a session's permission profile and store it. */
+int
+session_set_permission(struct session *s, const char *name)
+{
+	char	old[sizeof s->permission];
+
+	if (!session_permission_valid(name))
+		return -1;
+	memcpy(old, s->permission, sizeof old);
+	snprintf(s->permission, sizeof s->permission, "%s", name);
+	if (session_flush() == -1) {
+		memcpy(s->permission, old, sizeof old);
+		return -1;
+	}
+	return 0;
 }
 
 /* The permission profile of a session (the default without one). */

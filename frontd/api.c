@@ -83,6 +83,10 @@ static const struct api_field api_python_body[] = {
 	{ "cwd", json_type_string, 1 },
 	{ NULL, 0, 0 }
 };
+static const struct api_field api_permission_body[] = {
+	{ "permission", json_type_string, 0 },
+	{ NULL, 0, 0 }
+};
 static const struct api_field api_terminal_body[] = {
 	{ "cols", json_type_int, 1 },
 	{ "rows", json_type_int, 1 },
@@ -97,6 +101,9 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/api/status", "status", NULL, 200, NULL, NULL },
 	{ "POST", "/api/session/tokens", "token_mint", api_empty_body, 201,
 	    NULL, NULL },
+	{ "GET", "/api/permission", "permission_get", NULL, 200, NULL, NULL },
+	{ "POST", "/api/permission", "permission_set", api_permission_body,
+	    200, NULL, NULL },
 	{ "POST", "/api/run_command", "run", api_command_body, 200,
 	    api_reply_run, api_prepare_command },
 	{ "POST", "/api/run_python", "run", api_python_body, 200,

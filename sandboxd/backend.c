@@ -442,9 +442,10 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 		    backend.name);
 		return -1;
 	}
-	if (s->perm == PERM_WORKSPACE_WRITE_NET) {
-		snprintf(err, errsz, "the workspace-write+network profile is "
-		    "not available yet on this host");
+	if (s->perm == PERM_WORKSPACE_WRITE_NET &&
+	    access("/usr/bin/slirp4netns", X_OK) == -1) {
+		snprintf(err, errsz, "the workspace-write+network profile needs "
+		    "slirp4netns (Debian package slirp4netns)");
 		return -1;
 	}
 	if ((s->seccomp_fd = policy_bpf_fd(backend_policy, err, errsz)) == -1)
@@ -460,6 +461,7 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 		return -1;
 	}
 	s->extra = extra.v;
+	s->netgate = s->perm == PERM_WORKSPACE_WRITE_NET;
 	/* In the child the filter sits at fd 3 (spawn.c's convention). */
 	keep = s->seccomp_fd;
 	s->seccomp_fd = 3;

@@ -119,8 +119,27 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	strv_add(a, "--unshare-cgroup");
 	/* Always a network namespace: only loopback, never the host's. */
 	strv_add(a, "--unshare-net");
-	/* No user namespaces inside: the kernel's largest attack surface. */
-	strv_add(a, "--disable-userns");
+	/*
+	 * No user namespaces inside: the kernel's largest attack surface. The
+	 * seccomp policy refuses them in every profile; bwrap's own switch
+	 * adds a nested namespace that slirp4netns could not join, so the
+	 * network profile relies on seccomp alone (the probe checks it).
+	 */
+	if (s->perm != PERM_WORKSPACE_WRITE_NET)
+		strv_add(a, "--disable-userns");
+	else {
+		/*
+		 * sandboxd's fds 4, 5, 6 (spawn.c): bwrap reports its pid, then
+		 * waits while sandboxd maps its user namespace, then waits
+		 * again while slirp4netns brings the network up.
+		 */
+		strv_add(a, "--info-fd");
+		strv_add(a, "4");
+		strv_add(a, "--userns-block-fd");
+		strv_add(a, "5");
+		strv_add(a, "--block-fd");
+		strv_add(a, "6");
+	}
 	strv_add(a, "--hostname");
 	strv_add(a, "hostgate");
 	/* No capabilities, not even inside the user namespace. */

@@ -35,6 +35,7 @@ struct spawn_spec {
 	int		  seccomp_fd;	/* BPF for bwrap --seccomp, or -1 */
 	const char	 *tmpdir;	/* macOS: the per-spawn temp dir */
 	char *const	 *extra;	/* more bwrap arguments (WSL2, probe) */
+	int		  netgate;	/* bwrap waits for slirp4netns (spawn.c) */
 };
 
 /* argv.c */

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,8 @@
 #define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
 
 #define SPAWN_DRAIN_MS	200	/* output read after exit before replying */
+#define SPAWN_MAX_KEEP	4	/* fds passed to bwrap: 3, 4, 5, 6 */
+#define SPAWN_NET_MS	5000	/* to set the network of a sandbox up */
 #define SPAWN_HUP_GRACE	2	/* seconds from SIGHUP to SIGKILL */
 
 struct proc {
@@ -47,6 +50,9 @@ struct proc {
 	int			 status;
 	/* terminals */
 	int			 master;
+	/* the network profile: slirp4netns and the fd whose close ends it */
+	pid_t			 slirp;
+	int			 slirp_exit;
 	/* commands */
 	struct ipc_peer		*peer;		/* brokerd, to answer */
 	int64_t			 req_id;
@@ -99,7 +105,8 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 	p->kind = s->kind;
 	p->mode = s->mode;
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
-	p->pid = -1;
+	p->pid = p->slirp = -1;
+	p->slirp_exit = -1;
 	return p;
 }
 
@@ -125,6 +132,9 @@ spawn_proc_free(struct proc *p)
 		event_free(p->ev_kill);
 	if (p->master != -1)
 		close(p->master);
+	/* slirp4netns leaves when its exit fd closes. */
+	if (p->slirp_exit != -1)
+		close(p->slirp_exit);
 	free(p->user);
 	free(p->backend);
 	free(p);
@@ -136,8 +146,10 @@ spawn_proc_free(struct proc *p)
  */
 static void
 spawn_child(const struct spawn_spec *s, char *const argv[],
-    char *const envp[], int in, int out, int err, int tty, int keep_fd)
+    char *const envp[], int in, int out, int err, int tty, const int *keep,
+    int nkeep)
 {
+	int	high[SPAWN_MAX_KEEP], i;
 	struct rlimit	rl;
 	sigset_t	none;
 	int		sig;
@@ -157,15 +169,20 @@ spawn_child(const struct spawn_spec *s, char *const argv[],
 	} else if (setpgid(0, 0) == -1)
 		_exit(126);
 
+	/*
+	 * The fds bwrap is told about go to 3, 4, ... (seccomp program, info,
+	 * user-namespace and start gates); out of the way first, so that no
+	 * dup2 overwrites one still to be moved.
+	 */
+	for (i = 0; i < nkeep; i++)
+		if ((high[i] = fcntl(keep[i], F_DUPFD, 64)) == -1)
+			_exit(126);
 	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
 		_exit(126);
-	/* bwrap reads its seccomp program from fd 3. */
-	if (keep_fd != -1) {
-		if (dup2(keep_fd, 3) == -1)
+	for (i = 0; i < nkeep; i++)
+		if (dup2(high[i], 3 + i) == -1)
 			_exit(126);
-		close_range(4, ~0U, 0);
-	} else
-		close_range(3, ~0U, 0);
+	close_range(3 + nkeep, ~0U, 0);
 
 	rl.rlim_cur = rl.rlim_max = 0;
 	setrlimit(RLIMIT_CORE, &rl);
@@ -343,6 +360,183 @@ spawn_reap(void)
 	}
 }
 
+/* The pipes of a network sandbox's start-up. */
+struct net {
+	int	info[2];	/* bwrap --info-fd: the sandbox's pid */
+	int	ublock[2];	/* bwrap --userns-block-fd: maps written */
+	int	block[2];	/* bwrap --block-fd: the network is up */
+};
+
+static void
+net_close(struct net *n)
+{
+	int	i;
+
+	for (i = 0; i < 2; i++) {
+		if (n->info[i] != -1)
+			close(n->info[i]);
+		if (n->ublock[i] != -1)
+			close(n->ublock[i]);
+		if (n->block[i] != -1)
+			close(n->block[i]);
+		n->info[i] = n->ublock[i] = n->block[i] = -1;
+	}
+}
+
+/* Read from fd until pat appears or the deadline passes; 0 when found. */
+static int
+net_wait(int fd, const char *pat, char *buf, size_t bufsz, int64_t deadline)
+{
+	struct pollfd	pfd = { fd, POLLIN, 0 };
+	size_t		len = 0;
+	ssize_t		n;
+	int		left;
+
+	buf[0] = '\0';
+	while (strstr(buf, pat) == NULL) {
+		if ((left = (int)(deadline - now_mono_ms())) <= 0)
+			return -1;
+		if (poll(&pfd, 1, left) <= 0)
+			continue;
+		if (len + 1 >= bufsz)
+			return -1;
+		n = read(fd, buf + len, bufsz - len - 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		len += n;
+		buf[len] = '\0';
+	}
+	return 0;
+}
+
+/* Write a /proc/PID file (uid_map, gid_map, setgroups). */
+static int
+net_proc_write(pid_t pid, const char *name, const char *text)
+{
+	char	path[64];
+	int	fd, ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+/*
+ * Give a workspace-write+network sandbox its way out: bwrap waits (its
+ * --userns-block-fd) while sandboxd maps the user namespace it made, then
+ * builds the sandbox and waits again (--block-fd) while slirp4netns puts a
+ * tap device into its network namespace, with the host's loopback out of
+ * reach (--disable-host-loopback). Only then does the command start.
+ */
+static int
+net_start(struct net *n, pid_t bwrap, struct proc *p, char *err,
+    size_t errsz)
+{
+	char		 buf[512], map[64], pidarg[16], userns[64], netns[64];
+	char		 readyarg[16], exitarg[16];
+	int		 ready[2] = { -1, -1 }, ex[2] = { -1, -1 }, errp[2];
+	int64_t		 deadline = now_mono_ms() + SPAWN_NET_MS;
+	const char	*q;
+	pid_t		 child, sp;
+	sigset_t	 none;
+	int		 devnull;
+
+	if (net_wait(n->info[0], "child-pid", buf, sizeof(buf), deadline) ||
+	    (q = strstr(buf, "\"child-pid\":")) == NULL) {
+		snprintf(err, errsz, "network sandbox: bwrap gave no pid");
+		return -1;
+	}
+	child = (pid_t)strtol(q + strlen("\"child-pid\":"), NULL, 10);
+	if (child <= 1) {
+		snprintf(err, errsz, "network sandbox: bad pid from bwrap");
+		return -1;
+	}
+	/* The sandbox's ids are sandboxd's own, as bwrap would map them. */
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getuid(),
+	    (unsigned)getuid());
+	if (net_proc_write(child, "uid_map", map) == -1 ||
+	    net_proc_write(child, "setgroups", "deny\n") == -1)
+		goto maperr;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getgid(),
+	    (unsigned)getgid());
+	if (net_proc_write(child, "gid_map", map) == -1)
+		goto maperr;
+	if (write(n->ublock[1], "1", 1) != 1)
+		goto maperr;
+
+	if (pipe2(ready, O_CLOEXEC) == -1 || pipe2(ex, O_CLOEXEC) == -1 ||
+	    pipe2(errp, O_CLOEXEC) == -1) {
+		snprintf(err, errsz, "network sandbox: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(pidarg, sizeof(pidarg), "%d", (int)child);
+	snprintf(userns, sizeof(userns), "--userns-path=/proc/%d/ns/user",
+	    (int)child);
+	snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)child);
+	snprintf(readyarg, sizeof(readyarg), "--ready-fd=3");
+	snprintf(exitarg, sizeof(exitarg), "--exit-fd=4");
+	switch (sp = fork()) {
+	case -1:
+		snprintf(err, errsz, "network sandbox: fork: %s",
+		    strerror(errno));
+		return -1;
+	case 0: {
+		char *argv[] = { "/usr/bin/slirp4netns", "--configure",
+		    "--mtu=65520", "--disable-host-loopback", userns,
+		    "--netns-type=path", readyarg, exitarg, netns, "tap0",
+		    NULL };
+		char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setpgid(0, 0);
+		devnull = open("/dev/null", O_RDWR);
+		dup2(devnull, 0);
+		dup2(devnull, 1);
+		dup2(errp[1], 2);
+		dup2(ready[1], 3);
+		dup2(ex[0], 4);
+		close_range(5, ~0U, 0);
+		execve(argv[0], argv, envp);
+		dprintf(2, "cannot run slirp4netns: %s\n", strerror(errno));
+		_exit(127);
+	}
+	}
+	close(ready[1]);
+	close(ex[0]);
+	close(errp[1]);
+	p->slirp = sp;
+	p->slirp_exit = ex[1];
+	if (net_wait(ready[0], "1", buf, sizeof(buf), deadline) == -1) {
+		net_wait(errp[0], "\n", buf, sizeof(buf), now_mono_ms() + 200);
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(err, errsz, "the network profile is unavailable: "
+		    "slirp4netns: %s", buf[0] ? buf : "did not start");
+		close(ready[0]);
+		close(errp[0]);
+		kill(sp, SIGKILL);
+		return -1;
+	}
+	close(ready[0]);
+	close(errp[0]);
+	/* The network is up: let the command start. */
+	if (write(n->block[1], "1", 1) != 1) {
+		snprintf(err, errsz, "network sandbox: bwrap went away");
+		return -1;
+	}
+	return 0;
+maperr:
+	snprintf(err, errsz, "network sandbox: cannot map the user namespace: "
+	    "%s", strerror(errno));
+	return -1;
+}
+
 /* An anonymous file for a command's output. */
 static int
 spawn_memfd(const char *name)
@@ -369,8 +563,9 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	struct winsize	 ws;
 	struct timeval	 tv;
 	char		*line, ptsname_buf[64];
+	struct net	 net = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
 	int		 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	int		 devnull = -1, slave = -1, in;
+	int		 devnull = -1, slave = -1, in, keep[SPAWN_MAX_KEEP], nkeep = 0;
 	pid_t		 pid;
 
 	p = spawn_proc_new(s, backend);
@@ -385,6 +580,18 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		goto fail_errno;
+	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
+	if (s->seccomp_fd != -1)
+		keep[nkeep++] = s->seccomp_fd;
+	if (s->netgate) {
+		if (pipe2(net.info, O_CLOEXEC) == -1 ||
+		    pipe2(net.ublock, O_CLOEXEC) == -1 ||
+		    pipe2(net.block, O_CLOEXEC) == -1)
+			goto fail_errno;
+		keep[nkeep++] = net.info[1];
+		keep[nkeep++] = net.ublock[0];
+		keep[nkeep++] = net.block[0];
+	}
 	in = stdin_fd != -1 ? stdin_fd : devnull;
 	if (stdin_fd != -1)
 		lseek(stdin_fd, 0, SEEK_SET);
@@ -417,11 +624,25 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	case 0:
 		if (slave != -1)
 			spawn_child(s, argv->v, envp, slave, slave, slave, slave,
-			    s->seccomp_fd);
+			    keep, nkeep);
 		else
 			spawn_child(s, argv->v, envp, in, pout[1], perr[1], -1,
-			    s->seccomp_fd);
+			    keep, nkeep);
 		_exit(127);
+	}
+	if (net.info[1] != -1) {
+		close(net.info[1]);
+		net.info[1] = -1;
+		close(net.ublock[0]);
+		net.ublock[0] = -1;
+		close(net.block[0]);
+		net.block[0] = -1;
+		if (net_start(&net, pid, p, err, errsz) == -1) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			net_close(&net);
+			goto fail;
+		}
 	}
 	/* The parent makes the group too, so kill(-pid) works at once. */
 	if (s->kind == SPAWN_COMMAND)
@@ -457,7 +678,9 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 
 fail_errno:
 	snprintf(err, errsz, "cannot spawn: %s", strerror(errno));
+fail:
 	log_warnx("spawn %s: %s", p->id, err);
+	net_close(&net);
 	if (devnull != -1)
 		close(devnull);
 	if (slave != -1)

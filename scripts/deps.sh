@@ -4,20 +4,35 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libjson-c-dev libseccomp-dev
 libcap-dev libssl-dev libargon2-dev libcmocka-dev libwslay-dev bubblewrap
-slirp4netns python3 python3-pytest openssl curl"
+slirp4netns python3 python3-pytest python3-websocket openssl curl"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $p"
 done
-[ -z "$missing" ] && exit 0
-line="apt-get install -y --no-install-recommends$missing"
-if [ "$(id -u)" != 0 ]; then
-	echo "hostgate: missing Debian packages; as root run:" >&2
-	echo "  apt-get update && $line" >&2
-	exit 1
+if [ -n "$missing" ]; then
+	line="apt-get install -y --no-install-recommends$missing"
+	if [ "$(id -u)" != 0 ]; then
+		echo "hostgate: missing Debian packages; as root run:" >&2
+		echo "  apt-get update && $line" >&2
+		exit 1
+	fi
+	echo "hostgate: installing$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq >&2
+	$line >&2
 fi
-echo "hostgate: installing$missing" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >&2
-$line >&2
+# The network profile's slirp4netns opens /dev/net/tun as the sandbox's
+# user. Debian's udev rules make it 0666 (opening it grants nothing
+# without CAP_NET_ADMIN in a network namespace); a machine without udev
+# may have left it 0600.
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+	if [ "$(id -u)" = 0 ]; then
+		echo "hostgate: /dev/net/tun set to mode 0666, as Debian's udev does" >&2
+		chmod 0666 /dev/net/tun
+	else
+		echo "hostgate: /dev/net/tun is not 0666; the network profile" \
+		    "will be unavailable (as root: chmod 0666 /dev/net/tun)" >&2
+	fi
+fi
+exit 0

@@ -293,16 +293,23 @@ def close_terminal(api, tid):
 
 
 def wait_no_terminals(api, limit=20):
-    """Wait until the user's terminal list is empty (the shells reaped)."""
+    """Wait until none of the user's terminals runs (the shells reaped),
+    then drop the exited ones from the list."""
     deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+    while True:
         st, doc = api.request("GET", "/api/terminals")
-        items = doc.get("terminals", doc) if isinstance(doc, dict) else doc
-        if st == 200 and not [t for t in items
-                              if t.get("status", "running") == "running"]:
+        if st != 200:
+            raise BenchError("GET /api/terminals: %d %r" % (st, doc))
+        terms = doc.get("terminals", [])
+        if not any(t.get("running") for t in terms):
+            break
+        if time.monotonic() > deadline:
+            log("warning: %d terminals still running after %ds"
+                % (sum(1 for t in terms if t.get("running")), limit))
             return
-        time.sleep(0.2)
-    log("warning: terminals still listed after %ds" % limit)
+        time.sleep(0.1)
+    for t in terms:
+        close_terminal(api, t["id"])
 
 
 # -- 1. HTTP: GET /api/status vs nginx -------------------------------------
@@ -446,14 +453,43 @@ def bwrap_line(hg, since):
     return shlex.split(lines[-1])
 
 
-def spawn_direct(argv, bpf, n, warmup):
-    """Run argv n times after warmup runs, as sandboxd does it: fork and
-    exec (posix_spawn, no shell), stdin /dev/null, stdout and stderr to
-    pipes read to EOF, the BPF program on fd 3. Returns the wall times in
-    seconds. Runs in a child already switched to sandboxd's user."""
-    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-    times = []
-    for i in range(warmup + n):
+class DirectSpawner:
+    """A forked worker, switched to sandboxd's user, that runs a bwrap argv
+    once per request the way sandboxd does: fork and exec (posix_spawn, no
+    shell), stdin /dev/null, stdout and stderr to pipes read to EOF, the BPF
+    program on fd 3. Answers each request with the wall time in seconds,
+    so that its runs can alternate with hostgate's."""
+
+    def __init__(self, argv, bpf, as_user):
+        req_r, self.req_w = os.pipe()
+        self.res_r, res_w = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            code = 0
+            try:
+                os.close(self.req_w)
+                os.close(self.res_r)
+                if as_user is not None and as_user[0] != os.geteuid():
+                    os.setgroups([])
+                    os.setresgid(as_user[1], as_user[1], as_user[1])
+                    os.setresuid(as_user[0], as_user[0], as_user[0])
+                while os.read(req_r, 1) == b"r":
+                    try:
+                        msg = {"t": self._run(argv, bpf)}
+                    except Exception as e:
+                        msg = {"error": "%s: %s" % (type(e).__name__, e)}
+                    os.write(res_w, json.dumps(msg).encode() + b"\n")
+            except BaseException:
+                code = 1
+            finally:
+                os._exit(code)
+        os.close(req_r)
+        os.close(res_w)
+        self.res = os.fdopen(self.res_r, "rb")
+
+    @staticmethod
+    def _run(argv, bpf):
+        env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
         t0 = time.perf_counter()
         rout, wout = os.pipe()
         rerr, werr = os.pipe()
@@ -475,27 +511,46 @@ def spawn_direct(argv, bpf, n, warmup):
             os.close(fd)
         _, status = os.waitpid(pid, 0)
         dt = time.perf_counter() - t0
-        if os.waitstatus_to_exitcode(status) != 0:
-            raise RuntimeError("bwrap exited %d: %r" % (
-                os.waitstatus_to_exitcode(status), out[:500]))
-        if i >= warmup:
-            times.append(dt)
-    return times
+        code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            raise RuntimeError("bwrap exited %d: %r" % (code, out[:500]))
+        return dt
+
+    def run(self):
+        os.write(self.req_w, b"r")
+        line = self.res.readline()
+        if not line:
+            raise BenchError("the direct-spawn worker died")
+        msg = json.loads(line)
+        if "error" in msg:
+            raise BenchError("bwrap run directly: " + msg["error"])
+        return msg["t"]
+
+    def close(self):
+        try:
+            os.write(self.req_w, b"q")
+        except OSError:
+            pass
+        os.close(self.req_w)
+        self.res.close()
+        os.waitpid(self.pid, 0)
 
 
 def bench_run_command(hg, api, bpfdump, tmp, res):
     log("2a. POST /api/run_command {\"command\": \"true\"}: %d runs after %d "
-        "warm-up, vs the same bwrap command line" % (RUNS, WARMUP))
+        "warm-up, alternating with the same bwrap command line run "
+        "directly" % (RUNS, WARMUP))
     since = len(hg.log_text("sandboxd"))
-    times = []
-    for i in range(WARMUP + RUNS):
+
+    def hostgate():
         t0 = time.perf_counter()
         st, doc = api.request("POST", "/api/run_command", {"command": "true"})
         dt = time.perf_counter() - t0
         if st != 200 or doc.get("exit_code") != 0:
             raise BenchError("run_command true: %d %r" % (st, doc))
-        if i >= WARMUP:
-            times.append(dt)
+        return dt
+
+    hostgate()
     argv = bwrap_line(hg, since)
     if "--seccomp" not in argv or argv[argv.index("--seccomp") + 1] != "3":
         raise BenchError("expected --seccomp 3 in %r" % argv)
@@ -503,8 +558,20 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
     subprocess.run([bpfdump, os.path.join(hg.profiles, "seccomp.policy"),
                     bpf], check=True, timeout=30)
     os.chmod(bpf, 0o644)
-    ref = hglib.run_as(hg.run_as, lambda: spawn_direct(argv, bpf, RUNS,
-                                                       WARMUP), timeout=300)
+    direct = DirectSpawner(argv, bpf, hg.run_as)
+    times, ref = [], []
+    try:
+        for i in range(WARMUP + RUNS):
+            # Alternate which goes first, so neither always follows the other.
+            if i % 2:
+                a, b = hostgate(), direct.run()
+            else:
+                b, a = direct.run(), hostgate()
+            if i >= WARMUP:
+                times.append(a)
+                ref.append(b)
+    finally:
+        direct.close()
     hm, rm = statistics.median(times), statistics.median(ref)
     res["run_command"] = {
         "hostgate_ms": hm * 1000, "direct_ms": rm * 1000,
@@ -512,10 +579,18 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
         "direct_p90_ms": quantile(ref, 0.9) * 1000,
         "argv": " ".join(shlex.quote(a) for a in argv),
     }
+    # For context: the HTTP round trip alone (frontd, brokerd, no spawn).
+    rtt = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        st, _ = api.request("GET", "/api/status")
+        rtt.append(time.perf_counter() - t0)
+    res["run_command"]["status_rtt_ms"] = statistics.median(rtt) * 1000
     log("   hostgate median %.2f ms (p90 %.2f), bwrap direct median %.2f ms "
-        "(p90 %.2f): ratio %.3f" % (hm * 1000, quantile(times, 0.9) * 1000,
-                                    rm * 1000, quantile(ref, 0.9) * 1000,
-                                    hm / rm))
+        "(p90 %.2f): ratio %.3f; GET /api/status round trip %.3f ms"
+        % (hm * 1000, quantile(times, 0.9) * 1000, rm * 1000,
+           quantile(ref, 0.9) * 1000, hm / rm,
+           res["run_command"]["status_rtt_ms"]))
 
 
 def quantile(xs, q):
@@ -746,6 +821,10 @@ def markdown(res):
             "WebSocket %d, plain pty %d; rounds: WebSocket %s MiB/s, pty %s "
             "MiB/s." % (t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
                         fmt_list(t["ws_all"]), fmt_list(t["pty_all"])),
+            "- run_command: the same keep-alive connection; a sequential "
+            "GET /api/status round trip on it takes %.3f ms (median of 200)."
+            " sandboxd logs at debug level (one line per spawn) to capture "
+            "the command line." % rc["status_rtt_ms"],
             "- %d terminals created and attached in %.1f s (%.1f ms each)."
             % (TERMINALS, res["terminal_setup_s"],
                res["terminal_setup_s"] * 1000 / TERMINALS),
@@ -787,10 +866,11 @@ def main():
         res["run_as"] = "as %s" % ("uid %d" % hg.daemon_uid
                                    if args.mode == "user" else
                                    "root, dropping to the service users")
-        api, cookie = login(hg)
         time.sleep(1)
         res["rss_idle"] = daemon_rss(hg)
-        log("2c. idle RSS: %s" % fmt_rss(res["rss_idle"]))
+        log("2c. idle RSS (started, no session yet): %s"
+            % fmt_rss(res["rss_idle"]))
+        api, cookie = login(hg)
         bench_http(hg, cookie, tmp, res)
         bench_run_command(hg, api, args.bpfdump, tmp, res)
         bench_terminal(hg, api, cookie, res)

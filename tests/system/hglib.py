@@ -2,8 +2,8 @@
 temporary directory, talk HTTP(S) to frontd, run hgctl, and probe the IPC
 sockets as a chosen uid. Standard library only."""
 
-import errno
 import atexit
+import errno
 import http.client
 import json
 import os
@@ -16,7 +16,8 @@ import subprocess
 import tempfile
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(REPO, os.environ.get("HG_BUILD", "build"))
 PROFILES = os.path.join(REPO, "profiles")
 DAEMONS = ("sandboxd", "brokerd", "frontd")
