@@ -81,7 +81,6 @@ sandbox_ready(struct ipc_peer *p)
 {
 	struct json_object	*req;
 
-	log_info("sandboxd connected");
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("health"));
 	ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS, sandbox_ready_reply,
@@ -92,7 +91,6 @@ sandbox_ready(struct ipc_peer *p)
 static void
 sandbox_closed(struct ipc_peer *p)
 {
-	log_warnx("sandboxd disconnected");
 	json_object_put(sandbox_backend);
 	sandbox_backend = NULL;
 	spawn_sandbox_gone();

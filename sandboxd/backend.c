@@ -268,21 +268,34 @@ backend_check_macos(struct config *conf)
 	free(text);
 }
 
+/*
+ * Load the profiles: the seccomp policy (an invalid one stops sandboxd,
+ * naming the file and line) and the SBPL template. Also sandboxd -n.
+ */
+struct policy *
+backend_load(struct config *conf)
+{
+	struct policy	*pol;
+	char		 path[4096], err[1024];
+
+	snprintf(path, sizeof(path), "%s/seccomp.policy", conf->profiles_dir);
+	if ((pol = policy_load(path, err, sizeof(err))) == NULL)
+		fatalx("%s", err);
+	backend_check_macos(conf);
+	return pol;
+}
+
 /* Choose the backend the configuration asks for; load the policy. */
 void
 backend_init(struct config *conf)
 {
 	const char	*want = conf->sandbox_backend;
-	char		 path[4096], err[1024], why[256];
+	char		 why[256];
 
 	backend_conf = conf;
 	backend_which("bwrap", backend.bwrap, sizeof(backend.bwrap));
 	backend_which("docker", backend.docker, sizeof(backend.docker));
-	snprintf(path, sizeof(path), "%s/seccomp.policy", conf->profiles_dir);
-	/* An invalid policy stops sandboxd: it names the file and line. */
-	if ((backend_policy = policy_load(path, err, sizeof(err))) == NULL)
-		fatalx("%s", err);
-	backend_check_macos(conf);
+	backend_policy = backend_load(conf);
 	if (conf->runtime == RUNTIME_DOCKER)
 		backend.name = "docker";
 	else if (strcmp(want, "auto") == 0)

@@ -117,6 +117,7 @@ main(int argc, char *argv[])
 	config_load_or_die(&conf);
 	log_setlevel(conf.log_level);
 	if (check) {
+		policy_free(backend_load(&conf));
 		fprintf(stderr, "sandboxd: configuration OK\n");
 		config_free(&conf);
 		return 0;

@@ -78,6 +78,7 @@ int	 wsl_launcher_argv(const char *distro, const char *dir,
 
 /* backend.c */
 void	 backend_init(struct config *);
+struct policy *backend_load(struct config *);
 /* Probe the backend now when the last probe is older than max_age_ms. */
 void	 backend_probe(int64_t max_age_ms);
 /* The backend's name, and whether sandboxed spawns may run. */

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 B=${HG_BUILD:-build}
 export HOSTGATE_STATE_DIR=${HOSTGATE_STATE_DIR:-$PWD/var}
 export HOSTGATE_RUN_DIR=${HOSTGATE_RUN_DIR:-$PWD/run}
+export HOSTGATE_PROFILES_DIR=${HOSTGATE_PROFILES_DIR:-$PWD/profiles}
 
 if [ "$(id -u)" = 0 ]; then
 	scripts/users.sh
@@ -29,6 +30,7 @@ mkdir -p "$HOSTGATE_STATE_DIR" "$HOSTGATE_RUN_DIR"
 chmod 0755 "$HOSTGATE_RUN_DIR"
 
 # Check the configuration once, with a clear message, before starting.
+"$B/sandboxd" -n
 "$B/brokerd" -n
 "$B/frontd" -n
 

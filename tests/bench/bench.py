@@ -256,7 +256,10 @@ def start_hostgate(mode):
 def stop_hostgate(hg, keep=False):
     """Stop the daemons and remove the directory (kept with keep, to read
     the logs after a failure)."""
-    problems = hg.shutdown()
+    problems = ["%s had exited with status %d before the end" %
+                (n, p.returncode) for n, p in hg.procs.items()
+                if p.poll() is not None]
+    problems += hg.shutdown()
     hglib._LIVE.discard(hg)
     if keep:
         log("hostgate directory kept for its logs: %s" % hg.dir)

@@ -72,8 +72,6 @@ static const struct probe profile_probes[] = {
 	    EINVAL, ALLOWED },
 	{ "unshare(CLONE_NEWUSER | bad flag)", SYS_unshare,
 	    { CLONE_NEWUSER | 1 }, EPERM, DENIED },
-	{ "unshare(CLONE_NEWUSER)", SYS_unshare, { CLONE_NEWUSER }, EPERM,
-	    DENIED_HOST },
 	{ "clone(CLONE_NEWUSER | CLONE_FS)", SYS_clone,
 	    { CLONE_NEWUSER | CLONE_FS }, EPERM, DENIED },
 	{ "clone3(NULL, 0)", SYS_clone3, { 0, 0 }, ENOSYS, DENIED },
@@ -110,6 +108,9 @@ static const struct probe profile_probes[] = {
 	    { 1, 0, 0, 0, 0, 1 }, EPERM, DENIED },
 	{ "syslog(99)", SYS_syslog, { 99, 0, 0 }, EPERM, DENIED_HOST },
 	{ "getppid", SYS_getppid, { 0 }, 0, ALLOWED },
+	/* Last: unfiltered, it succeeds and drops our capabilities. */
+	{ "unshare(CLONE_NEWUSER)", SYS_unshare, { CLONE_NEWUSER }, EPERM,
+	    DENIED_HOST },
 };
 
 /* The path of the real profile, under $HG_PROFILES or profiles/. */
