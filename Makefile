@@ -53,7 +53,7 @@ HGCTL_O    = $(HGCTL:%=$(O)/brokerd/%.o)
 BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
-	  test_session test_ratelimit test_macos test_wsl
+	  test_session test_ratelimit test_macos test_wsl test_backend
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS)
@@ -84,9 +84,13 @@ $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
-	$(O)/sandboxd/backend_macos.o $(O)/sandboxd/argv.o $(COMMON_O)
-$(B)/tests/test_wsl: $(O)/tests/unit/test_wsl.o $(O)/sandboxd/backend_wsl.o \
+	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \
 	$(O)/sandboxd/argv.o $(COMMON_O)
+$(B)/tests/test_wsl: $(O)/tests/unit/test_wsl.o $(O)/tests/unit/golden.o \
+	$(O)/sandboxd/backend_wsl.o $(O)/sandboxd/argv.o $(COMMON_O)
+$(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
+	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \
+	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o $(COMMON_O)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")

@@ -697,23 +697,28 @@ def test_timeout_kills(shared, bob):
 def test_commands_per_user_limited(shared):
     """HOSTGATE_MAX_COMMANDS_PER_USER (4) running: the next one is 429."""
     s = shared.login(*hglib.ADMIN)
-    threads = []
-    for _ in range(4):
-        th = threading.Thread(target=lambda: s.post(
-            "/api/run_command", {"command": "sleep 3", "timeout": 10},
-            timeout=20))
+    dur = "3.%d" % (uuid.uuid4().int % 10 ** 8)
+    match = lambda a: a[:2] == ["sleep", dur]   # noqa: E731
+    results = []
+
+    def one():
+        results.append(s.post("/api/run_command",
+                              {"command": "sleep " + dur, "timeout": 10},
+                              timeout=20))
+    threads = [threading.Thread(target=one) for _ in range(4)]
+    for th in threads:
         th.start()
-        threads.append(th)
     try:
-        def refused():
-            r = s.post("/api/run_command", {"command": "true"}, timeout=20)
-            return r if r.status == 429 else None
-        r = hglib.wait_for(refused, 2.5, interval=0.1, what="429")
+        hglib.wait_for(lambda: len(sl.host_processes(match)) == 4, 4,
+                       what="four commands running")
+        r = s.post("/api/run_command", {"command": "true"}, timeout=20)
+        assert r.status == 429, r
         assert r.error()["code"] == "rate_limited", r
         assert r.header("Retry-After"), r.headers
     finally:
         for th in threads:
             th.join(20)
-    # Others are not affected, and the user can run again afterwards.
+    assert [x.status for x in results] == [200] * 4, results
+    # The user can run again once they are done.
     doc = run(s, "echo again")
     assert doc["stdout"] == "again\n"

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "../../sandboxd/sandboxd.h"
+#include "golden.h"
 #include "sbpl_check.h"
 
 #define WS	"/Users/hg/workspaces/alice"
@@ -29,79 +30,16 @@
 
 static char	*tmpl;
 
-/* The source tree: HG_SRCDIR, else the current directory (make's). */
-static const char *
-srcdir(void)
-{
-	const char	*d = getenv("HG_SRCDIR");
 
-	return d != NULL && *d != '\0' ? d : ".";
-}
 
-/* A whole file, NUL-terminated, or NULL. */
-static char *
-slurp(const char *path)
-{
-	FILE	*f;
-	char	*buf;
-	long	 len;
-
-	if ((f = fopen(path, "r")) == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == -1 || (len = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) == -1 ||
-	    (buf = malloc(len + 1)) == NULL) {
-		fclose(f);
-		return NULL;
-	}
-	if (fread(buf, 1, len, f) != (size_t)len) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
-/* Compare text with tests/unit/golden/name, or write it when asked to. */
-static void
-golden_check(const char *name, const char *text)
-{
-	char		 path[PATH_MAX];
-	char		*want;
-	const char	*update = getenv("HG_UPDATE_GOLDEN");
-	FILE		*f;
-
-	snprintf(path, sizeof(path), "%s/tests/unit/golden/%s", srcdir(),
-	    name);
-	if (update != NULL && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		assert_non_null(f);
-		assert_int_equal(fputs(text, f) >= 0, 1);
-		assert_int_equal(fclose(f), 0);
-		return;
-	}
-	if ((want = slurp(path)) == NULL)
-		fail_msg("golden %s is missing (HG_UPDATE_GOLDEN=1 writes it)",
-		    path);
-	if (strcmp(want, text) != 0) {
-		print_error("golden %s differs.\n--- golden\n%s\n--- now\n%s\n"
-		    "(review, then HG_UPDATE_GOLDEN=1 rewrites it)\n", path,
-		    want, text);
-		free(want);
-		fail();
-	}
-	free(want);
-}
 
 static int
 setup(void **state)
 {
 	char	path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/profiles/macos.sb", srcdir());
-	if ((tmpl = slurp(path)) == NULL) {
+	snprintf(path, sizeof(path), "%s/profiles/macos.sb", golden_srcdir());
+	if ((tmpl = golden_slurp(path)) == NULL) {
 		fprintf(stderr, "cannot read %s (run from the source tree or "
 		    "set HG_SRCDIR)\n", path);
 		return -1;

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "../../sandboxd/sandboxd.h"
+#include "golden.h"
 
 #define WS	"/home/hg/workspaces/alice"
 
@@ -43,84 +44,9 @@ static const char mountinfo_wsl2[] =
     "84 22 0:64 / /usr/lib/wsl/drivers ro,nosuid,nodev,noatime - 9p drivers "
     "ro,dirsync,aname=drivers;fmask=222;dmask=222\n";
 
-/* The source tree: HG_SRCDIR, else the current directory (make's). */
-static const char *
-srcdir(void)
-{
-	const char	*d = getenv("HG_SRCDIR");
 
-	return d != NULL && *d != '\0' ? d : ".";
-}
 
-/* A whole file, NUL-terminated, or NULL. */
-static char *
-slurp(const char *path)
-{
-	FILE	*f;
-	char	*buf;
-	long	 len;
 
-	if ((f = fopen(path, "r")) == NULL)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == -1 || (len = ftell(f)) < 0 ||
-	    fseek(f, 0, SEEK_SET) == -1 ||
-	    (buf = malloc(len + 1)) == NULL) {
-		fclose(f);
-		return NULL;
-	}
-	if (fread(buf, 1, len, f) != (size_t)len) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
-/* Compare text with tests/unit/golden/name, or write it when asked to. */
-static void
-golden_check(const char *name, const char *text)
-{
-	char		 path[PATH_MAX];
-	char		*want;
-	const char	*update = getenv("HG_UPDATE_GOLDEN");
-	FILE		*f;
-
-	snprintf(path, sizeof(path), "%s/tests/unit/golden/%s", srcdir(),
-	    name);
-	if (update != NULL && strcmp(update, "1") == 0) {
-		f = fopen(path, "w");
-		assert_non_null(f);
-		assert_int_equal(fputs(text, f) >= 0, 1);
-		assert_int_equal(fclose(f), 0);
-		return;
-	}
-	if ((want = slurp(path)) == NULL)
-		fail_msg("golden %s is missing (HG_UPDATE_GOLDEN=1 writes it)",
-		    path);
-	if (strcmp(want, text) != 0) {
-		print_error("golden %s differs.\n--- golden\n%s\n--- now\n%s\n"
-		    "(review, then HG_UPDATE_GOLDEN=1 rewrites it)\n", path,
-		    want, text);
-		free(want);
-		fail();
-	}
-	free(want);
-}
-
-/* The vector as one line plus a newline, for a golden file. */
-static char *
-strv_line(const struct strv *sv)
-{
-	char	*line, *out;
-
-	line = strv_join(sv);
-	if (asprintf(&out, "%s\n", line) == -1)
-		fail();
-	free(line);
-	return out;
-}
 
 /* Create root/rel with its parents; content NULL makes a directory. */
 static void
@@ -296,7 +222,7 @@ test_harden_golden(void **state)
 		if (wsl_harden(&s, *state, "/mnt/c/Users/dev/src::/mnt/d/data",
 		    &extra, err, sizeof(err)) != 0)
 			fail_msg("wsl_harden: %s", err);
-		line = strv_line(&extra);
+		line = golden_line(&extra);
 		golden_check(cases[i].golden, line);
 		free(line);
 
@@ -467,7 +393,7 @@ test_launcher_golden(void **state)
 	assert_string_equal(out.v[0], "wsl.exe");
 	assert_string_equal(out.v[5], "--exec");
 	assert_int_equal(out.n, 6 + b.n);
-	line = strv_line(&out);
+	line = golden_line(&out);
 	golden_check("wsl_launcher.argv", line);
 	free(line);
 	strv_free(&out);

@@ -1,0 +1,300 @@
+/*
+ * Unit tests of the Linux command lines: bwrap_build (backend_bwrap.c) and
+ * the docker runtime's run and exec lines (backend_docker.c), against
+ * golden files (tests/unit/golden/bwrap_*, docker_*; HG_UPDATE_GOLDEN=1
+ * rewrites them), plus the refusals of hostile paths. A fake root with a
+ * fixed set of /etc files and /usr symlinks makes the output independent
+ * of the machine.
+ */
+#include <sys/stat.h>
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../sandboxd/sandboxd.h"
+#include "golden.h"
+
+static char	 root[PATH_MAX];
+static char	*cmd_argv[] = { "/bin/bash", "-c", "echo 'hi there'; id", NULL };
+static char	*env_extra[] = { "FOO=bar baz", NULL };
+
+/* A fake root: merged /usr links and a few /etc entries. */
+static int
+setup(void **state)
+{
+	char	path[PATH_MAX + 32];
+
+	snprintf(root, sizeof(root), "/tmp/hg-test-backend-XXXXXX");
+	if (mkdtemp(root) == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "%s/etc", root);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/etc/passwd", root);
+	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/etc/ld.so.cache", root);
+	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/etc/resolv.conf", root);
+	fclose(fopen(path, "w"));
+	snprintf(path, sizeof(path), "%s/bin", root);
+	if (symlink("usr/bin", path) == -1)
+		return -1;
+	snprintf(path, sizeof(path), "%s/lib64", root);
+	if (symlink("usr/lib64", path) == -1)
+		return -1;
+	snprintf(path, sizeof(path), "%s/sbin", root);
+	mkdir(path, 0755);	/* a real directory: bound, not linked */
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	char	cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct spawn_spec
+spec(enum spawn_kind kind, enum permission perm)
+{
+	struct spawn_spec	s;
+
+	memset(&s, 0, sizeof(s));
+	s.kind = kind;
+	s.mode = MODE_SANDBOX;
+	s.perm = perm;
+	s.user = "alice";
+	s.workspace = "/srv/hostgate/workspaces/alice";
+	s.cwd = "/srv/hostgate/workspaces/alice/src";
+	s.argv = cmd_argv;
+	s.env = env_extra;
+	s.term = kind == SPAWN_TERMINAL ? "xterm-256color" : NULL;
+	s.seccomp_fd = 3;
+	return s;
+}
+
+/* Build with bwrap_build and compare with a golden file. */
+static void
+bwrap_golden(const char *name, const struct spawn_spec *s)
+{
+	struct strv	 a;
+	char		 err[256], *line;
+
+	strv_init(&a);
+	assert_int_equal(bwrap_build(s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), 0);
+	line = golden_line(&a);
+	golden_check(name, line);
+	free(line);
+	strv_free(&a);
+}
+
+/* Whether the vector holds s, and where (-1 when not). */
+static int
+argv_index(const struct strv *a, const char *s)
+{
+	size_t	i;
+
+	for (i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+static void
+test_bwrap_goldens(void **state)
+{
+	struct spawn_spec	s;
+
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	bwrap_golden("bwrap_command_write.argv", &s);
+	s = spec(SPAWN_COMMAND, PERM_READ_ONLY);
+	bwrap_golden("bwrap_command_read_only.argv", &s);
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE_NET);
+	bwrap_golden("bwrap_command_network.argv", &s);
+	s = spec(SPAWN_TERMINAL, PERM_WORKSPACE_WRITE);
+	bwrap_golden("bwrap_terminal.argv", &s);
+}
+
+/* The properties the goldens stand for, asserted one by one. */
+static void
+test_bwrap_properties(void **state)
+{
+	struct spawn_spec	 s;
+	struct strv		 a;
+	char			 err[256];
+	int			 ws, sep;
+
+	s = spec(SPAWN_COMMAND, PERM_READ_ONLY);
+	strv_init(&a);
+	assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), 0);
+	sep = argv_index(&a, "--");
+	assert_true(sep > 0);
+	/* Every namespace, and the network one always. */
+	assert_true(argv_index(&a, "--unshare-net") > 0);
+	assert_true(argv_index(&a, "--unshare-user") > 0);
+	assert_true(argv_index(&a, "--unshare-pid") > 0);
+	assert_true(argv_index(&a, "--die-with-parent") > 0);
+	assert_true(argv_index(&a, "--clearenv") > 0);
+	assert_true(argv_index(&a, "--new-session") > 0);
+	assert_true(argv_index(&a, "--disable-userns") > 0);
+	/* Read-only: the workspace is bound read-only, nothing --bind. */
+	ws = argv_index(&a, "/srv/hostgate/workspaces/alice");
+	assert_true(ws > 0);
+	assert_string_equal(a.v[ws - 1], "--ro-bind");
+	assert_int_equal(argv_index(&a, "--bind"), -1);
+	/* /etc files that exist, and not those that do not. */
+	assert_true(argv_index(&a, "/etc/passwd") > 0);
+	assert_int_equal(argv_index(&a, "/etc/group"), -1);
+	/* resolv.conf only with a network. */
+	assert_int_equal(argv_index(&a, "/etc/resolv.conf"), -1);
+	/* The command, verbatim, after "--". */
+	assert_string_equal(a.v[sep + 3], cmd_argv[2]);
+	strv_free(&a);
+
+	/* Terminals keep their controlling tty: no --new-session. */
+	s = spec(SPAWN_TERMINAL, PERM_WORKSPACE_WRITE);
+	strv_init(&a);
+	assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), 0);
+	assert_int_equal(argv_index(&a, "--new-session"), -1);
+	strv_free(&a);
+}
+
+/* Hostile workspace and cwd values are refused, never pasted. */
+static void
+test_bwrap_hostile(void **state)
+{
+	static const char *const bad[] = {
+		"/srv/ws/../../etc", "relative/path", "/srv/ws/", "/srv//ws",
+		"/srv/ws\nx", "/srv/w\"s", "/srv/w's", "/srv/(ws)", "/srv/w\\s",
+		"/", "/srv/./ws", NULL
+	};
+	struct spawn_spec	 s;
+	struct strv		 a;
+	char			 err[256];
+	size_t			 i;
+
+	for (i = 0; bad[i] != NULL; i++) {
+		s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+		s.workspace = bad[i];
+		s.cwd = bad[i];
+		strv_init(&a);
+		err[0] = '\0';
+		assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a,
+		    err, sizeof(err)), -1);
+		assert_true(err[0] != '\0');
+		assert_int_equal(a.n, 0);
+		strv_free(&a);
+	}
+	/* A cwd outside the workspace, or a sibling sharing its prefix. */
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	s.cwd = "/srv/hostgate/workspaces/alice2";
+	strv_init(&a);
+	assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "outside"));
+	strv_free(&a);
+}
+
+static void
+test_docker_goldens(void **state)
+{
+	struct spawn_spec	 s;
+	struct strv		 a;
+	char			 err[256], *line;
+
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	strv_init(&a);
+	assert_int_equal(docker_create_argv("docker", "debian:12-slim", &s, &a,
+	    err, sizeof(err)), 0);
+	line = golden_line(&a);
+	golden_check("docker_run_write.argv", line);
+	free(line);
+	strv_free(&a);
+
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE_NET);
+	strv_init(&a);
+	assert_int_equal(docker_create_argv("docker", "debian:12-slim", &s, &a,
+	    err, sizeof(err)), 0);
+	assert_true(argv_index(&a, "--network=bridge") > 0);
+	assert_true(argv_index(&a, "hostgate-alice-net") > 0);
+	strv_free(&a);
+
+	s = spec(SPAWN_TERMINAL, PERM_READ_ONLY);
+	strv_init(&a);
+	assert_int_equal(docker_exec_argv("docker", &s, &a, err, sizeof(err)),
+	    0);
+	line = golden_line(&a);
+	golden_check("docker_exec_terminal.argv", line);
+	free(line);
+	strv_free(&a);
+
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	s.cwd = "/srv/ws/../x";
+	strv_init(&a);
+	assert_int_equal(docker_exec_argv("docker", &s, &a, err, sizeof(err)),
+	    -1);
+	strv_free(&a);
+}
+
+/* path_check, the gate of every path. */
+static void
+test_path_check(void **state)
+{
+	char	err[256];
+
+	assert_int_equal(path_check("p", "/a/b/c", err, sizeof(err)), 0);
+	assert_int_equal(path_check("p", "/a/b/../c", err, sizeof(err)), -1);
+	assert_int_equal(path_check("p", "/a/b/..", err, sizeof(err)), -1);
+	assert_int_equal(path_check("p", "/a/b/", err, sizeof(err)), -1);
+	assert_int_equal(path_check("p", "a/b", err, sizeof(err)), -1);
+	assert_int_equal(path_check("p", "/a/`b`", err, sizeof(err)), -1);
+	assert_int_equal(path_check("p", "/a/b\x7f", err, sizeof(err)), -1);
+	assert_int_equal(path_check("p", "/a/...", err, sizeof(err)), 0);
+}
+
+/* strv_join quotes for a shell, so a golden line reads as the command. */
+static void
+test_strv_join(void **state)
+{
+	struct strv	 a;
+	char		*line;
+
+	strv_init(&a);
+	strv_add(&a, "plain");
+	strv_add(&a, "two words");
+	strv_add(&a, "it's");
+	strv_add(&a, "");
+	line = strv_join(&a);
+	assert_string_equal(line, "plain 'two words' 'it'\\''s' ''");
+	free(line);
+	strv_free(&a);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bwrap_goldens),
+		cmocka_unit_test(test_bwrap_properties),
+		cmocka_unit_test(test_bwrap_hostile),
+		cmocka_unit_test(test_docker_goldens),
+		cmocka_unit_test(test_path_check),
+		cmocka_unit_test(test_strv_join),
+	};
+
+	log_init("test_backend", 1);
+	log_setlevel(LOG_LVL_ERROR);
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
