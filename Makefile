@@ -53,7 +53,8 @@ HGCTL_O    = $(HGCTL:%=$(O)/brokerd/%.o)
 BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
-	  test_session test_ratelimit test_macos test_wsl test_backend
+	  test_session test_ratelimit test_macos test_wsl test_backend \
+	  test_policy
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS)
@@ -88,6 +89,8 @@ $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o
 	$(O)/sandboxd/argv.o $(COMMON_O)
 $(B)/tests/test_wsl: $(O)/tests/unit/test_wsl.o $(O)/tests/unit/golden.o \
 	$(O)/sandboxd/backend_wsl.o $(O)/sandboxd/argv.o $(COMMON_O)
+$(B)/tests/test_policy: $(O)/tests/unit/test_policy.o $(O)/sandboxd/policy.o \
+	$(COMMON_O)
 $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \
 	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o $(COMMON_O)

@@ -8,6 +8,9 @@
  * The default action is allow, as in bubblewrap's and Flatpak's model: the
  * list takes away what a sandboxed shell has no business doing.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* CLONE_NEW*, memfd_create, F_ADD_SEALS */
+#endif
 #include <sys/types.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -31,6 +34,7 @@
 #include "sandboxd.h"
 
 #define POLICY_MAX_SIZE		(1024 * 1024)
+#define POLICY_MAX_RULES	1024	/* the kernel takes 4096 instructions */
 #define POLICY_MAX_ARGS		6	/* arg0 to arg5 */
 #define POLICY_MAX_VALUES	64	/* values of one "unless ... in" list */
 #define POLICY_WORD_MAX		64
@@ -465,7 +469,7 @@ policy_conflicts(struct policy_parser *pp, const struct policy *pol,
 	const struct policy_rule	*o;
 
 	TAILQ_FOREACH(o, &pol->rules, entry) {
-		if (strcmp(o->syscall, r->syscall) != 0)
+		if (o->nr != r->nr)
 			continue;
 		if (o->errnum != r->errnum)
 			return (policy_error(pp, "%s is denied with %s at line "
@@ -501,6 +505,9 @@ policy_line(struct policy_parser *pp, struct policy *pol)
 	if (strcmp(word, "deny") != 0)
 		return (policy_error(pp, "unknown keyword \"%s\" (expected "
 		    "\"deny\")", word));
+	if (pol->nrules == POLICY_MAX_RULES)
+		return (policy_error(pp, "more than %d rules",
+		    POLICY_MAX_RULES));
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return (policy_error(pp, "out of memory"));
 	r->line = pp->line;
@@ -618,6 +625,7 @@ policy_load(const char *path, char *err, size_t errsz)
 	return (pol);
 }
 
+/* Free a policy; NULL is fine. */
 void
 policy_free(struct policy *pol)
 {

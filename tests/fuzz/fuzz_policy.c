@@ -25,6 +25,7 @@ fuzz_check_message(const char *msg)
 			abort();
 }
 
+/* Parse one input: it fails cleanly, or holds one rule per line at most. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -5,6 +5,9 @@
  * allowed call fails with another errno than a denied one; each probe also
  * runs in a child without the filter to show that it does.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* CLONE_NEW*, F_GET_SEALS, posix_openpt */
+#endif
 #include <sys/types.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -424,6 +427,30 @@ test_parse_binary(void **state)
 	    "the end of the line");
 }
 
+/* Rules and lists are bounded, as the kernel bounds the program. */
+static void
+test_parse_limits(void **state)
+{
+	char	*text;
+	size_t	 len = 0, cap = 1 << 16;
+	int	 i;
+
+	assert_non_null(text = malloc(cap));
+	for (i = 0; i <= 1024; i++)
+		len += snprintf(text + len, cap - len,
+		    "deny getpid EPERM if arg0 == %d -- x\n", i);
+	assert_true(len < cap);
+	assert_string_equal(parse_error(text, len),
+	    "t:1025: more than 1024 rules");
+	len = snprintf(text, cap, "deny socket EPERM unless arg0 in 0");
+	for (i = 1; i <= 64; i++)
+		len += snprintf(text + len, cap - len, ",%d", i);
+	len += snprintf(text + len, cap - len, " -- x");
+	assert_string_equal(parse_error(text, len),
+	    "t:1: more than 64 values");
+	free(text);
+}
+
 /* policy_load names the path, both for a missing file and a bad line. */
 static void
 test_load_errors(void **state)
@@ -641,6 +668,7 @@ main(void)
 		cmocka_unit_test(test_parse_ok),
 		cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_parse_binary),
+		cmocka_unit_test(test_parse_limits),
 		cmocka_unit_test(test_load_errors),
 		cmocka_unit_test(test_memfd_sealed),
 		cmocka_unit_test(test_enforce_profile),
