@@ -27,7 +27,8 @@ CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
 	   -Wmissing-prototypes -Wno-unused-parameter -Wno-format-truncation \
 	   -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
 	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon \
-	   -DHG_PROFILES_DIR='"$(PREFIX)/share/hostgate/profiles"' $(PKG_CFLAGS)
+	   -DHG_PROFILES_DIR='"$(PREFIX)/share/hostgate/profiles"' \
+	   -DHG_WEB_DIR='"$(PREFIX)/share/hostgate/web"' $(PKG_CFLAGS)
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 
 ifneq ($(SANITIZE),)
@@ -37,7 +38,7 @@ B	 = build-san
 endif
 
 COMMON	= log config ipc priv util
-FRONTD	= frontd http api tls ws
+FRONTD	= frontd http api tls ws static
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn policy

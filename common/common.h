@@ -79,6 +79,15 @@ struct config {
 	int		 max_commands;		/* ..._MAX_COMMANDS_PER_USER */
 	char		*docker_image;		/* HOSTGATE_DOCKER_IMAGE */
 	char		*wsl_mnt_paths;		/* HOSTGATE_WSL_MNT_PATHS */
+	/* policy */
+	int		 mode_rate;		/* HOSTGATE_MODE_RATE_PER_MINUTE */
+	int		 spawn_rate;		/* HOSTGATE_SPAWN_RATE_PER_MINUTE */
+	int		 spawn_burst;		/* HOSTGATE_SPAWN_BURST */
+	int		 network_admin_only;	/* HOSTGATE_NETWORK_ADMIN_ONLY */
+	long		 audit_rotate;		/* HOSTGATE_AUDIT_ROTATE_BYTES */
+	int		 audit_syslog;		/* HOSTGATE_AUDIT_SYSLOG */
+	/* the web panel */
+	char		*web_dir;		/* HOSTGATE_WEB_DIR */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */
 	char		*env_file;		/* the .env file read, or NULL */
 };

@@ -24,6 +24,9 @@
 
 #define ENV_FILE_MAX	(1024 * 1024)
 
+#ifndef HG_WEB_DIR
+#define HG_WEB_DIR	"/usr/local/share/hostgate/web"
+#endif
 #ifndef HG_PROFILES_DIR
 #define HG_PROFILES_DIR	"/usr/local/share/hostgate/profiles"
 #endif
@@ -140,6 +143,19 @@ static const struct config_var config_vars[] = {
 	    F(docker_image), 0, 0, NULL },
 	{ "HOSTGATE_WSL_MNT_PATHS", "", KIND_PATHS,
 	    F(wsl_mnt_paths), 0, 0, NULL },
+	{ "HOSTGATE_MODE_RATE_PER_MINUTE", "6", KIND_INT,
+	    F(mode_rate), 1, 10000, NULL },
+	{ "HOSTGATE_SPAWN_RATE_PER_MINUTE", "120", KIND_INT,
+	    F(spawn_rate), 1, 100000, NULL },
+	{ "HOSTGATE_SPAWN_BURST", "30", KIND_INT,
+	    F(spawn_burst), 1, 100000, NULL },
+	{ "HOSTGATE_NETWORK_ADMIN_ONLY", "0", KIND_FLAG,
+	    F(network_admin_only), 0, 1, NULL },
+	{ "HOSTGATE_AUDIT_ROTATE_BYTES", "16777216", KIND_INT,
+	    F(audit_rotate), 4096, 1073741824, NULL },
+	{ "HOSTGATE_AUDIT_SYSLOG", "0", KIND_FLAG,
+	    F(audit_syslog), 0, 1, NULL },
+	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	{ "HOSTGATE_ENV_FILE", NULL, KIND_ENV_FILE, F(env_file), 0, 0, NULL },
 	{ "HOSTGATE_BUILD", NULL, KIND_IGNORED, NOF, 0, 0, NULL },

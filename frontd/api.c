@@ -670,6 +670,13 @@ api_handle(struct http_request *req, void *arg)
 		ws_handle(req);
 		return;
 	}
+	/* Everything outside the API is the web panel. */
+	if (strncmp(req->path, "/api/", 5) != 0 &&
+	    strcmp(req->path, "/api") != 0 &&
+	    strcmp(req->path, "/healthz") != 0) {
+		static_serve(req);
+		return;
+	}
 	is_get = strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0;
 	allow[0] = '\0';

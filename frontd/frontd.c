@@ -133,6 +133,9 @@ main(int argc, char *argv[])
 	else
 		broker_uid = getuid();
 	fd = frontd_bind(&conf);
+	/* The panel is read now: frontd opens no file after the drop. */
+	if (static_load(conf.web_dir, err, sizeof(err)) == -1)
+		fatalx("%s", err);
 
 	if (!debug && daemon(0, 0) == -1)
 		fatal("daemon");

@@ -94,6 +94,12 @@ struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */
 void	 api_add_auth(struct http_request *, struct json_object *);
 
+/* static.c */
+/* Read the built panel into memory (before the drop); 0, or -1 and err. */
+int	 static_load(const char *dir, char *err, size_t);
+/* Answer GET or HEAD for a path of the panel. */
+void	 static_serve(struct http_request *);
+
 /* ws.c */
 void	 ws_init(void);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */

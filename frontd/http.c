@@ -515,6 +515,7 @@ http_status_text(int status)
 	case 200: return ("OK");
 	case 201: return ("Created");
 	case 204: return ("No Content");
+	case 304: return ("Not Modified");
 	case 400: return ("Bad Request");
 	case 401: return ("Unauthorized");
 	case 403: return ("Forbidden");
@@ -674,7 +675,7 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	    http_status_text(status));
 	if (ctype != NULL)
 		evbuffer_add_printf(buf, "Content-Type: %s\r\n", ctype);
-	if (status != 204)
+	if (status != 204 && status != 304)
 		evbuffer_add_printf(buf, "Content-Length: %zu\r\n", len);
 	evbuffer_add_printf(buf, "Connection: %s\r\n",
 	    keep ? "keep-alive" : "close");
@@ -686,7 +687,8 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	if (extra != NULL)
 		evbuffer_add(buf, extra, strlen(extra));
 	evbuffer_add(buf, "\r\n", 2);
-	if (body != NULL && status != 204 && strcmp(req->method, "HEAD") != 0)
+	if (body != NULL && status != 204 && status != 304 &&
+	    strcmp(req->method, "HEAD") != 0)
 		evbuffer_add(buf, body, len);
 	bufferevent_write_buffer(conn->bev, buf);
 	evbuffer_free(buf);

@@ -426,6 +426,30 @@ net_proc_write(pid_t pid, const char *name, const char *text)
 	return ok ? 0 : -1;
 }
 
+/* Wait until pid sits in read(6, ...): bwrap waiting on its --block-fd. */
+static int
+net_wait_blocked(pid_t pid, int64_t deadline)
+{
+	char	path[64], buf[64];
+	ssize_t	n;
+	int	fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	while (now_mono_ms() < deadline) {
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			return -1;	/* gone */
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n > 0) {
+			buf[n] = '\0';
+			if (strncmp(buf, "0 0x6 ", 6) == 0)
+				return 0;
+		}
+		usleep(500);
+	}
+	return -1;
+}
+
 /*
  * Give a workspace-write+network sandbox its way out: bwrap waits (its
  * --userns-block-fd) while sandboxd maps the user namespace it made, then
@@ -468,6 +492,16 @@ net_start(struct net *n, pid_t bwrap, struct proc *p, char *err,
 		goto maperr;
 	if (write(n->ublock[1], "1", 1) != 1)
 		goto maperr;
+	/*
+	 * bwrap now sets up the sandbox, its loopback first; slirp4netns
+	 * must not configure the namespace at the same time (both then fail).
+	 * Wait until bwrap blocks reading its --block-fd (fd 6): the kernel
+	 * shows that in /proc/PID/syscall as "0 0x6 ..." (read(6, ...)).
+	 */
+	if (net_wait_blocked(child, deadline) == -1) {
+		snprintf(err, errsz, "network sandbox: bwrap did not get ready");
+		return -1;
+	}
 
 	if (pipe2(ready, O_CLOEXEC) == -1 || pipe2(ex, O_CLOEXEC) == -1 ||
 	    pipe2(errp, O_CLOEXEC) == -1) {

@@ -9,6 +9,7 @@ B=${HG_BUILD:-build}
 export HOSTGATE_STATE_DIR=${HOSTGATE_STATE_DIR:-$PWD/var}
 export HOSTGATE_RUN_DIR=${HOSTGATE_RUN_DIR:-$PWD/run}
 export HOSTGATE_PROFILES_DIR=${HOSTGATE_PROFILES_DIR:-$PWD/profiles}
+export HOSTGATE_WEB_DIR=${HOSTGATE_WEB_DIR:-$PWD/frontd/web/dist}
 
 if [ "$(id -u)" = 0 ]; then
 	scripts/users.sh

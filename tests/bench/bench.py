@@ -143,6 +143,7 @@ class WebSocket:
             raise BenchError("WebSocket %s: bad Sec-WebSocket-Accept" % path)
         self.buf = bytearray(rest)
         self.closed = False
+        self.close_reason = "connection closed without a close frame"
 
     def fileno(self):
         return self.sock.fileno()
@@ -198,6 +199,9 @@ class WebSocket:
                 out.append(payload)
             elif op == 0x8:
                 self.closed = True
+                self.close_reason = "%d %s" % (
+                    int.from_bytes(payload[:2], "big") if len(payload) >= 2
+                    else 1005, payload[2:].decode("utf-8", "replace"))
             elif op == 0x9:
                 self._send(0xa, payload)
             # text frames (JSON control) and pongs carry no terminal bytes
@@ -625,7 +629,10 @@ def cat_websocket(hg, api, cookie):
     tid = new_terminal(api)
     ws = WebSocket(hg.port, "/api/terminals/%s/ws" % tid, cookie)
     try:
-        ws_drain(ws, 0.5, 10)           # the prompt
+        prompt = ws_drain(ws, 0.5, 10)
+        if ws.closed:
+            raise BenchError("terminal closed at once (%s): %r"
+                             % (ws.close_reason, prompt[-500:]))
         ws.send(b"cat big; echo " + MARK_TYPED + b"\r")
         t0 = time.perf_counter()
         n, tail = 0, b""
@@ -635,8 +642,8 @@ def cat_websocket(hg, api, cookie):
                 raise BenchError("cat over WebSocket: no marker after 120 s "
                                  "(%d bytes)" % n)
             if ws.closed:
-                raise BenchError("cat over WebSocket: closed after %d bytes"
-                                 % n)
+                raise BenchError("cat over WebSocket: closed after %d bytes "
+                                 "(%s)" % (n, ws.close_reason))
             r, _, _ = select.select([ws], [], [], 5)
             if not r:
                 continue

@@ -30,7 +30,8 @@ class WSClosed(Exception):
     """The server closed the WebSocket (close frame or EOF)."""
 
     def __init__(self, how, data=b""):
-        super().__init__("WebSocket closed (%s); before: %r" % (how, data[-300:]))
+        super().__init__("WebSocket closed (%s); before: %r"
+                         % (how, data[-300:]))
         self.how = how
         self.data = data
 
@@ -269,7 +270,7 @@ def ws_path(term_id):
     return "/api/terminals/%s/ws" % term_id
 
 
-# -- terminals ---------------------------------------------------------------
+# -- terminals ----------------------------------------------------------------
 
 class Terminal:
     """A terminal of a session, driven over its WebSocket."""
@@ -345,7 +346,7 @@ def terminal_listed(session, term_id):
     return None
 
 
-# -- one snippet through each channel ----------------------------------------
+# -- one snippet through each channel -----------------------------------------
 
 class Result:
     """What a user sees of a snippet: the output (stdout and stderr
@@ -450,7 +451,7 @@ def report(d):
 '''
 
 
-# -- the host's side ---------------------------------------------------------
+# -- the host's side ----------------------------------------------------------
 
 def host_processes(pred):
     """[(pid, uid, argv)] of host processes whose argv satisfies pred."""
@@ -467,6 +468,24 @@ def host_processes(pred):
             continue
         if argv and pred(argv):
             out.append((int(name), uid, argv))
+    return out
+
+
+def children_of(ppid, name):
+    """Pids of host processes named name (comm) whose parent is ppid."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        if comm == name and parent == ppid:
+            out.append(int(pid))
     return out
 
 

@@ -54,7 +54,7 @@ def run(session, command, timeout=20, **kw):
     return r.json()
 
 
-# -- files: other users, the service's state, the host's system ----------------
+# -- files: other users, the service's state, the host's system ---------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_other_users_workspace_invisible(shared, alice, bob, channel):
@@ -120,7 +120,7 @@ def test_writes_outside_workspace_fail(shared, bob, channel):
                        "  (echo x > \"$p\") 2>/dev/null && echo \"WROTE $p\"\n"
                        "  mkdir \"$p.d\" 2>/dev/null && echo \"WROTE $p.d\"\n"
                        "done\n"
-                       "chmod 777 /etc/passwd 2>/dev/null && echo WROTE-chmod\n"
+                       "chmod 777 /etc/passwd 2>/dev/null && echo WROTE-x\n"
                        "echo ok > $HOME/ok-%s && echo HOMEOK\n"
                        "echo ok > /tmp/hg-%s && echo TMPOK\n"
                        % (" ".join(targets), t, t))
@@ -146,39 +146,52 @@ def test_writes_outside_workspace_fail(shared, bob, channel):
                 os.rmdir(p + ".d")
 
 
-def test_read_only_profile_cannot_write_workspace(shared):
+@pytest.fixture(scope="module")
+def bob_ro(shared):
+    """A session of bob's on the read-only profile."""
     s = shared.login(*hglib.USER)
     r = s.get("/api/permission")
     if r.status == 404:
         pytest.skip("GET /api/permission is not implemented yet: the "
                     "read-only profile cannot be selected")
-    assert r.status == 200, r
+    assert r.status == 200 and r.json()["permission"] == "workspace-write", r
     r = s.post("/api/permission", {"permission": "read-only"})
     assert r.status == 200, r
     assert s.get("/api/permission").json()["permission"] == "read-only"
-    home = home_of(s)
+    return s
+
+
+@pytest.mark.parametrize("channel", CHANNELS)
+def test_read_only_profile_cannot_write_workspace(shared, bob_ro, channel):
+    home = home_of(bob_ro)
     t = tag()
-    with open(os.path.join(home, "readable-" + t), "w") as f:
+    readable = os.path.join(home, "readable-" + t)
+    with open(readable, "w") as f:
         f.write("readable " + t)
     try:
-        for ch in CHANNELS:
-            res = sl.run_shell(s, ch,
-                               "cat $HOME/readable-%s\n"
-                               "(echo x > $HOME/w-%s) 2>/dev/null && "
-                               "echo WROTE\n"
-                               "mkdir $HOME/d-%s 2>/dev/null && echo WROTE\n"
-                               "rm -f $HOME/readable-%s 2>/dev/null\n"
-                               % (t, t, t, t))
-            assert "readable " + t in res.output, (ch, res)
-            assert "WROTE" not in res.output, (ch, res)
-            assert not os.path.exists(os.path.join(home, "w-" + t))
-            assert os.path.exists(os.path.join(home, "readable-" + t))
+        res = sl.run_shell(bob_ro, channel,
+                           "cat $HOME/readable-%s; echo\n"
+                           "(echo x > $HOME/w-%s) 2>/dev/null && echo WROTE\n"
+                           "(echo x >> $HOME/readable-%s) 2>/dev/null && "
+                           "echo WROTE\n"
+                           "mkdir $HOME/d-%s 2>/dev/null && echo WROTE\n"
+                           "rm -f $HOME/readable-%s 2>/dev/null && "
+                           "echo WROTE\n"
+                           "echo ok > /tmp/x-%s && echo TMPOK\n"
+                           % (t, t, t, t, t, t))
+        # Control: reading works, and so does the private /tmp.
+        assert "readable " + t in res.output, res
+        assert "TMPOK" in res.output, res
+        assert "WROTE" not in res.output, res
+        assert not os.path.exists(os.path.join(home, "w-" + t))
+        assert not os.path.exists(os.path.join(home, "d-" + t))
+        with open(readable) as f:
+            assert f.read() == "readable " + t
     finally:
-        os.unlink(os.path.join(home, "readable-" + t))
-        s.post("/api/permission", {"permission": "workspace-write"})
+        os.unlink(readable)
 
 
-# -- network -----------------------------------------------------------------
+# -- network ------------------------------------------------------------------
 
 NET_PROBE = PY_PRELUDE + r'''
 def connect(addr, fam=socket.AF_INET):
@@ -200,33 +213,89 @@ def self_loop():
 report({"listener": connect(("127.0.0.1", %(port)d)),
         "frontd": connect(("127.0.0.1", %(front)d)),
         "ipc": connect(%(sock)r, socket.AF_UNIX),
+        "gateway": connect(("10.0.2.2", %(port)d)),
         "self": oserr(self_loop),
         "ifaces": [n for _, n in socket.if_nameindex()]})
 '''
 
 
+@pytest.fixture(scope="module")
+def bob_net(shared):
+    """A session of bob's on the workspace-write+network profile."""
+    s = shared.login(*hglib.USER)
+    r = s.post("/api/permission", {"permission": "workspace-write+network"})
+    if r.status == 404:
+        pytest.skip("POST /api/permission is not implemented")
+    assert r.status == 200, r
+    r = s.post("/api/run_command", {"command": "true"}, timeout=20)
+    if r.status == 503:
+        pytest.skip("the network profile cannot run here: %s"
+                    % r.error()["message"])
+    return s
+
+
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_host_loopback_unreachable(shared, bob, channel):
+@pytest.mark.parametrize("profile", ["workspace-write",
+                                     "workspace-write+network"])
+def test_host_loopback_unreachable(request, shared, bob, channel, profile):
+    session = bob if profile == "workspace-write" else \
+        request.getfixturevalue("bob_net")
     lst = sl.Listener()
     try:
         # Control: the server is reachable from the host.
         socket.create_connection(("127.0.0.1", lst.port), timeout=3).close()
         assert lst.accepted(timeout=3) == 1
-        res = sl.py_json(bob, channel, NET_PROBE % {
+        res = sl.py_json(session, channel, NET_PROBE % {
             "port": lst.port, "front": shared.port,
             "sock": os.path.join(shared.run, hglib.SOCK_FRONT)})
         assert res["listener"] != "ok", res
         assert res["frontd"] != "ok", res
         assert res["ipc"] != "ok", res
-        # The sandbox has a loopback of its own, and nothing else.
+        # slirp4netns's alias of the host's loopback is closed too.
+        assert res["gateway"] != "ok", res
+        # The sandbox has a loopback of its own (and, with the network
+        # profile, the tap device of its user-mode network).
         assert res["self"] == "ok", res
-        assert res["ifaces"] == ["lo"], res
+        assert res["ifaces"] == (["lo"] if profile == "workspace-write"
+                                 else ["lo", "tap0"]), res
         assert lst.accepted() == 0, "the sandbox reached the host's listener"
     finally:
         lst.close()
 
 
-# -- processes ---------------------------------------------------------------
+def test_network_profile_spawns_reliably(shared, bob_net):
+    """Every network-profile spawn starts: twenty in a row, no failure."""
+    bad = []
+    for _ in range(20):
+        r = bob_net.post("/api/run_command", {"command": "echo ok"},
+                         timeout=20)
+        doc = r.json()
+        if r.status != 200 or doc.get("stdout") != "ok\n":
+            bad.append((r.status, doc))
+    assert not bad, "%d of 20 failed: %r" % (len(bad), bad[:3])
+
+
+def test_network_helper_ends_with_its_command(shared, bob_net):
+    """slirp4netns, sandboxd's child for a network-profile spawn, does not
+    outlive the command (control: it is there while the command runs)."""
+    sandboxd = shared.pid("sandboxd")
+    before = set(sl.children_of(sandboxd, "slirp4netns"))
+    box = {}
+    th = threading.Thread(target=lambda: box.update(r=bob_net.post(
+        "/api/run_command", {"command": "sleep 1.5"}, timeout=20)))
+    th.start()
+    try:
+        mine = hglib.wait_for(lambda: set(sl.children_of(
+            sandboxd, "slirp4netns")) - before, 5, what="slirp4netns")
+    finally:
+        th.join(20)
+    assert box["r"].status == 200, box["r"]
+    left = hglib.wait_for(lambda: not (set(sl.children_of(
+        sandboxd, "slirp4netns")) & mine), 5, what="slirp4netns gone")
+    assert left
+
+
+# -- processes ----------------------------------------------------------------
 
 PROC_PROBE = PY_PRELUDE + r'''
 pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
@@ -369,7 +438,15 @@ import fcntl, termios
 def sti(fd):
     for ch in b"echo HG$((7*6))PWNED\n":
         fcntl.ioctl(fd, termios.TIOCSTI, bytes([ch]))
-res = {"isatty": os.isatty(0), "sti0": oserr(lambda: sti(0))}
+libc.ioctl.restype = ctypes.c_int
+def ioctl_raw(fd, req, arg):
+    ctypes.set_errno(0)
+    r = libc.ioctl(ctypes.c_int(fd), ctypes.c_ulong(req), ctypes.c_char_p(arg))
+    return "ok" if r == 0 else errno.errorcode[ctypes.get_errno()]
+res = {"isatty": os.isatty(0), "sti0": oserr(lambda: sti(0)),
+       # The kernel takes the request as 32 bits: high bits must not hide it.
+       "sti_high": ioctl_raw(0, (1 << 32) | termios.TIOCSTI, b"#"),
+       "linux0": ioctl_raw(0, 0x541C, b"\x06")}      # TIOCLINUX
 try:
     fd = os.open("/dev/tty", os.O_RDWR)
     res["devtty"] = "ok"
@@ -386,6 +463,7 @@ def test_tiocsti_refused(shared, bob, channel):
         res = sl.py_json(bob, channel, TIOCSTI_PROBE)
         assert res["isatty"] is False, res
         assert res["sti0"] == "EPERM", res
+        assert res["sti_high"] == "EPERM" and res["linux0"] == "EPERM", res
         # Commands have no controlling terminal at all (--new-session).
         assert res["devtty"] == "ENXIO", res
         return
@@ -397,12 +475,13 @@ def test_tiocsti_refused(shared, bob, channel):
         assert res["isatty"] is True and res["devtty"] == "ok", res
         assert res["sti0"] == "EPERM", res
         assert res["sti_tty"] == "EPERM", res
+        assert res["sti_high"] == "EPERM" and res["linux0"] == "EPERM", res
         # Nothing was pushed into the shell's input.
         out2, _ = t.run("echo after")
         assert "HG42PWNED" not in out + out2, out + out2
 
 
-# -- what a spawn inherits -----------------------------------------------------
+# -- what a spawn inherits ----------------------------------------------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
 def test_no_inherited_fds_ls(shared, bob, channel):
@@ -486,7 +565,8 @@ def test_cwd_through_symlink_refused(shared, alice, bob):
             assert r.status == 400, (cwd, r)
             err = r.error()
             assert err["code"] == "bad_request", (cwd, err)
-        r = bob.post("/api/run_command", {"command": "pwd", "cwd": "hgl/rootlink"})
+        r = bob.post("/api/run_command", {"command": "pwd",
+                                          "cwd": "hgl/rootlink"})
         assert "symlink" in r.error()["message"], r
         # Controls: real directories inside the workspace work, and so does
         # a symlink that stays inside it.
@@ -572,7 +652,8 @@ def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
 def test_runaway_writer_workspace(shared, bob):
     home = home_of(bob)
     doc = run(bob, "dd if=/dev/zero of=big bs=1M count=2000 2>&1; "
-                   "echo \"dd=$?\"; stat -c size=%s big; rm -f big", timeout=60)
+                   "echo \"dd=$?\"; stat -c size=%s big; rm -f big",
+              timeout=60)
     out = doc["stdout"] + doc["stderr"]
     assert "dd=0" not in out, out
     assert re.search(r"File too large|File size limit exceeded", out), out
@@ -596,7 +677,8 @@ ORPHANS = [
     ("subshell", "(sleep %s &); sleep 1.5", 20, False),
     ("setsid", "setsid sleep %s & sleep 1.5", 20, False),
     ("nohup", "nohup sleep %s >/dev/null 2>&1 & disown; sleep 1.5", 20, False),
-    ("timeout", "(setsid nohup sleep %s >/dev/null 2>&1 &); sleep 60", 1, True),
+    ("timeout", "(setsid nohup sleep %s >/dev/null 2>&1 &); sleep 60", 1,
+     True),
 ]
 
 

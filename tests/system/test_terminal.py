@@ -3,7 +3,6 @@ close), who may attach, and hostile frames that must only ever cost the
 sender its connection."""
 
 import json
-import os
 import re
 import struct
 
@@ -40,7 +39,7 @@ def round_trip(ws, word="hg"):
     ws.read_until(rb"%s-42-ok" % re.escape(word.encode()), timeout=10)
 
 
-# -- what a user sees ------------------------------------------------------------
+# -- what a user sees ---------------------------------------------------------
 
 def test_echo_round_trip(shared, bob):
     with sl.terminal(bob) as t:
@@ -188,7 +187,7 @@ def test_bearer_token_attaches(shared, bob, bob_term):
         ws.close()
 
 
-# -- refused handshakes ------------------------------------------------------------
+# -- refused handshakes -------------------------------------------------------
 
 def _host(hg):
     return "127.0.0.1:%d" % hg.port
@@ -244,7 +243,7 @@ def test_handshake_unknown_terminal(shared, bob, tid):
     assert st in (400, 404), (st, body)
 
 
-# -- hostile frames ------------------------------------------------------------------
+# -- hostile frames -----------------------------------------------------------
 
 def _send_big(ws, frames):
     """Send frames (bytes); the server may hang up halfway, which is fine."""
