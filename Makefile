@@ -38,8 +38,9 @@ B	 = build-san
 endif
 
 COMMON	= log config ipc priv util
-FRONTD	= frontd http api tls ws static
-BROKERD	= brokerd front control sandbox auth session ratelimit spawn
+FRONTD	= frontd http api tls ws static sse
+BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
+	  mode events admin prompt audit
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn policy
 HGCTL	= hgctl

@@ -141,6 +141,10 @@ main(int argc, char *argv[])
 	if (session_init(conf.state_dir, conf.session_lifetime, err,
 	    sizeof(err)) == -1)
 		fatalx("%s", err);
+	if (audit_init(conf.state_dir, conf.audit_rotate, conf.audit_syslog,
+	    err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	prompt_init(&conf);
 
 	if ((brokerd_base = event_base_new()) == NULL)
 		fatalx("event_base_new");
@@ -155,6 +159,7 @@ main(int argc, char *argv[])
 	evtimer_add(brokerd_sweep_ev, &tv);
 
 	front_init(brokerd_base, &conf, front_uid, front_fd);
+	mode_init(brokerd_base, &conf);
 	control_init(brokerd_base, &conf, ctl_uids, 2, ctl_fd);
 	sandbox_init(brokerd_base, &conf, sandbox_uid);
 
@@ -163,6 +168,7 @@ main(int argc, char *argv[])
 	event_base_dispatch(brokerd_base);
 
 	session_flush();
+	audit_close();
 	config_free(&conf);
 	return 0;
 }

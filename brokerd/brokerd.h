@@ -29,6 +29,11 @@ struct session {
 	int64_t			 last_seen;	/* wall seconds */
 	int64_t			 expires;	/* wall seconds */
 	char			 permission[32];/* "" means workspace-write */
+	/* a direct-mode grant (mode.c) */
+	int64_t			 direct_until;	/* wall ms, stored; 0: none */
+	int64_t			 direct_mono;	/* the same deadline, monotonic */
+	struct event		*ev_expiring;	/* 60 s before */
+	struct event		*ev_expire;
 	TAILQ_ENTRY(session)	 entry;
 };
 
@@ -97,6 +102,11 @@ int	 rl_peek(struct rl_table *, const char *key, int64_t now_ms);
 const char *session_permission(struct session *);
 int	 session_permission_valid(const char *);
 int	 session_set_permission(struct session *, const char *);
+/* Called before a session is freed (mode.c drops its timers). */
+void	 session_on_remove(void (*)(struct session *));
+/* Every live session, for mode.c and the admin API. */
+struct session *session_first(void);
+struct session *session_next(struct session *);
 
 /* spawn.c */
 void	 spawn_init(struct config *);
@@ -112,6 +122,47 @@ void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
 void	 spawn_exited(const char *proc_id, int status);
 void	 spawn_sandbox_gone(void);
 void	 spawn_front_gone(struct ipc_peer *);
+/* The terminals of a session (admin view). */
+struct json_object *spawn_terminals_json(const char *session_id);
+/* DELETE /api/admin/terminals/{id}: any user's terminal. */
+void	 spawn_admin_kill(struct ipc_peer *, struct ipc_msg *,
+	    struct ident *);
+
+/* admin.c */
+struct counters {
+	int64_t	logins, logins_failed, spawns, spawns_refused, grants,
+		refusals;
+};
+extern struct counters counters;
+void	 admin_init(struct config *);
+void	 admin_sessions(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 admin_revert(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 admin_kill(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 admin_audit(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 admin_debug(struct ipc_peer *, struct ipc_msg *, struct ident *);
+
+/* prompt.c */
+void	 prompt_init(struct config *);
+void	 prompt_get(struct ipc_peer *, struct ipc_msg *, struct ident *);
+
+/* mode.c */
+void	 mode_init(struct event_base *, struct config *);
+int	 mode_is_direct(struct session *);
+const char *mode_unavailable(struct ident *);
+struct json_object *mode_json(struct ident *);
+void	 mode_get(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 mode_set(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 mode_revert(struct session *, const char *reason, const char *by);
+void	 mode_login(struct session *, struct user *);
+void	 mode_describe(struct session *, struct json_object *);
+
+/* events.c */
+void	 events_init(struct ipc_server *front);
+void	 events_emit(const char *session, const char *user, const char *name,
+	    struct json_object *data);
+struct json_object *events_since(int64_t last_id, const char *session,
+	    const char *user, int *complete);
+int64_t	 events_last(void);
 
 /* front.c */
 void	 front_init(struct event_base *, struct config *, uid_t front_uid,
@@ -127,5 +178,45 @@ void	 sandbox_health(struct ipc_peer *front, struct ipc_msg *);
 /* The backend as last reported by sandboxd: {"name", "ok", "reason"}. */
 struct json_object *sandbox_backend_json(void);
 void	 sandbox_front_gone(struct ipc_peer *front);
+/* Kill the direct-mode processes of a session (grant ended). */
+void	 sandbox_kill_session(const char *session_id);
+
+/* audit.c */
+#define AUDIT_LINE_MAX	(64 * 1024)	/* a longer line is a bad record */
+/*
+ * Open STATE/audit.log: load or create the key STATE/audit.key (0600) and
+ * find the chain's tail. -1 with err when the last record is damaged or the
+ * key of an existing log is missing. Call it after the privilege drop, so
+ * that the files belong to the service user, and before the seccomp filter.
+ */
+int	 audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
+	    char *err, size_t errsz);
+/*
+ * One record of a decision (user, session, reason may be NULL; detail is
+ * taken and may be NULL). With sync, returns once it is on disk. The seq,
+ * or -1 (logged): a caller that asked for sync then refuses the grant.
+ */
+int64_t	 audit_append(const char *action, const char *user,
+	    const char *session, int allowed, const char *reason,
+	    struct json_object *detail, int sync);
+/* 0 when the chain is whole; -1 with the first bad seq and what is wrong. */
+int	 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err,
+	    size_t errsz);
+/*
+ * Records by user and action (NULL: any) and time (Unix seconds, both
+ * inclusive, 0: open): the newest limit of them, newest last.
+ */
+struct json_object *audit_query(const char *user, const char *action,
+	    int64_t since, int64_t until, size_t limit);
+/* The same below seq before_seq (0: any); *more: older matches remain. */
+struct json_object *audit_query_page(const char *user, const char *action,
+	    int64_t since, int64_t until, int64_t before_seq, size_t limit,
+	    int *more);
+/* Drop the oldest records of a query until it fits in maxbytes of JSON. */
+size_t	 audit_trim(struct json_object *items, size_t maxbytes);
+/* An ISO 8601 time ("2026-11-29", "2026-11-29T17:20:13Z", ...) in seconds. */
+int	 audit_time_parse(const char *, int64_t *secs);
+int64_t	 audit_last_seq(void);
+void	 audit_close(void);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * brokerd's control socket, for hgctl: users, tokens and sessions. Only
+ * brokerd's control socket, for hgctl: users, tokens, sessions and the
+ * audit log. Only
  * root and the service user may connect (SO_PEERCRED, checked at accept).
  */
 #include <sys/types.h>
@@ -10,6 +11,8 @@
 
 #include "brokerd.h"
 
+#define CONTROL_AUDIT_PAGE	500	/* records per audit_show reply */
+
 static void	control_user_add(struct ipc_peer *, struct ipc_msg *);
 static void	control_user_del(struct ipc_peer *, struct ipc_msg *);
 static void	control_user_passwd(struct ipc_peer *, struct ipc_msg *);
@@ -19,6 +22,8 @@ static void	control_token_list(struct ipc_peer *, struct ipc_msg *);
 static void	control_token_revoke(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_list(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
+static void	control_audit_verify(struct ipc_peer *, struct ipc_msg *);
+static void	control_audit_show(struct ipc_peer *, struct ipc_msg *);
 
 static const struct ipc_handler control_handlers[] = {
 	{ "user_add",		ROLE_HGCTL, 0, control_user_add },
@@ -30,6 +35,8 @@ static const struct ipc_handler control_handlers[] = {
 	{ "token_revoke",	ROLE_HGCTL, 0, control_token_revoke },
 	{ "session_list",	ROLE_HGCTL, 0, control_session_list },
 	{ "session_revoke",	ROLE_HGCTL, 0, control_session_revoke },
+	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
+	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -187,6 +194,99 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 	log_info("hgctl: session %s of %s revoked", s->id, s->user);
 	session_destroy(s);
 	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/*
+ * Check the audit chain: {"ok", "records", "last_seq", "bad_seq", "error"},
+ * the last two null when ok. A broken chain is an answer, not an error.
+ */
+static void
+control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+	char			 err[512];
+	int64_t			 n, bad;
+	int			 ok;
+
+	ok = audit_verify(&n, &bad, err, sizeof(err)) == 0;
+	if (!ok && bad == 0) {
+		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
+		return;
+	}
+	if (!ok)
+		log_warnx("hgctl: audit log: first bad record at seq %lld: %s",
+		    (long long)bad, err);
+	res = json_object_new_object();
+	json_object_object_add(res, "ok", json_object_new_boolean(ok));
+	json_object_object_add(res, "records", json_object_new_int64(n));
+	json_object_object_add(res, "last_seq", json_object_new_int64(n));
+	json_object_object_add(res, "bad_seq", ok ? NULL :
+	    json_object_new_int64(bad));
+	json_object_object_add(res, "error", ok ? NULL :
+	    json_object_new_string(err));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/*
+ * A time bound of audit_show into *secs: absent (0), Unix seconds, or an
+ * ISO 8601 string; -1 after a bad_request reply.
+ */
+static int
+control_audit_time(struct ipc_peer *p, struct ipc_msg *m, const char *key,
+    int64_t *secs)
+{
+	struct json_object	*v;
+	const char		*s;
+
+	*secs = 0;
+	if (!json_object_object_get_ex(m->obj, key, &v) || v == NULL)
+		return 0;
+	if (json_int(m->obj, key, secs) == 0)
+		return 0;
+	if ((s = json_str(m->obj, key)) != NULL &&
+	    audit_time_parse(s, secs) == 0)
+		return 0;
+	ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"%s\" must be an ISO 8601 "
+	    "time such as 2026-11-29T17:20:13Z or 2026-11-29", key);
+	return -1;
+}
+
+/*
+ * Audit records, newest last: {"items": [...], "more": bool}. Filters
+ * "user", "action", "since", "until"; "limit" (at most CONTROL_AUDIT_PAGE
+ * per reply) and "before_seq" page backwards; "more" says older matches
+ * remain. A page is cut to what one message holds.
+ */
+static void
+control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res, *items;
+	int64_t			 since, until, limit = CONTROL_AUDIT_PAGE;
+	int64_t			 before = 0;
+	int			 more;
+
+	if (control_audit_time(p, m, "since", &since) == -1 ||
+	    control_audit_time(p, m, "until", &until) == -1)
+		return;
+	if ((json_object_object_get_ex(m->obj, "limit", NULL) &&
+	    (json_int(m->obj, "limit", &limit) == -1 || limit < 1)) ||
+	    (json_object_object_get_ex(m->obj, "before_seq", NULL) &&
+	    (json_int(m->obj, "before_seq", &before) == -1 || before < 0))) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"limit\" must be a "
+		    "positive integer, \"before_seq\" one >= 0");
+		return;
+	}
+	if (limit > CONTROL_AUDIT_PAGE)
+		limit = CONTROL_AUDIT_PAGE;
+	items = audit_query_page(json_str(m->obj, "user"),
+	    json_str(m->obj, "action"), since, until, before, limit, &more);
+	/* Room for the envelope: {"id":N,"result":{"items":...,"more":..}} */
+	if (audit_trim(items, IPC_MAX_MSG - 256) > 0)
+		more = 1;
+	res = json_object_new_object();
+	json_object_object_add(res, "items", items);
+	json_object_object_add(res, "more", json_object_new_boolean(more));
+	ipc_reply(p, m, res, NULL, 0);
 }
 
 /* Serve the control socket for the given uids. */

@@ -18,6 +18,7 @@
 #define NEED_SESSION	0x2	/* a login session, not an agent token */
 #define NEED_CSRF	0x4	/* the session's CSRF token (state changes) */
 #define NEED_ANY_CSRF	(NEED_IDENT | NEED_CSRF)	/* CSRF for cookies */
+#define NEED_ADMIN	(0x8 | NEED_SESSION)	/* an admin's login session */
 
 struct front_op {
 	const char	*type;
@@ -41,6 +42,8 @@ static void	front_permission_get(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 static void	front_permission_set(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
+static void	front_events(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
 
 /* The requests frontd may make, with what each needs. */
 static const struct front_op front_ops[] = {
@@ -49,6 +52,15 @@ static const struct front_op front_ops[] = {
 	{ "logout",	NEED_SESSION | NEED_CSRF,	front_logout },
 	{ "status",	NEED_IDENT,			front_status },
 	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
+	{ "mode_get",	NEED_IDENT,			mode_get },
+	{ "mode_set",	NEED_ANY_CSRF,			mode_set },
+	{ "events_subscribe", NEED_IDENT,		front_events },
+	{ "prompt",	NEED_IDENT,			prompt_get },
+	{ "admin_sessions", NEED_ADMIN,			admin_sessions },
+	{ "admin_revert", NEED_ADMIN | NEED_CSRF,	admin_revert },
+	{ "admin_kill",	NEED_ADMIN | NEED_CSRF,		admin_kill },
+	{ "admin_audit", NEED_ADMIN,			admin_audit },
+	{ "admin_debug", NEED_ADMIN,			admin_debug },
 	{ "permission_get", NEED_IDENT,			front_permission_get },
 	{ "permission_set", NEED_SESSION | NEED_CSRF,	front_permission_set },
 	{ "run",	NEED_ANY_CSRF,			spawn_run },
@@ -66,6 +78,15 @@ static const struct ipc_handler front_handlers[] = {
 	{ "logout",	ROLE_FRONTD, 0, front_dispatch },
 	{ "status",	ROLE_FRONTD, 0, front_dispatch },
 	{ "token_mint",	ROLE_FRONTD, 0, front_dispatch },
+	{ "mode_get",	ROLE_FRONTD, 0, front_dispatch },
+	{ "mode_set",	ROLE_FRONTD, 0, front_dispatch },
+	{ "events_subscribe", ROLE_FRONTD, 0, front_dispatch },
+	{ "prompt",	ROLE_FRONTD, 0, front_dispatch },
+	{ "admin_sessions", ROLE_FRONTD, 0, front_dispatch },
+	{ "admin_revert", ROLE_FRONTD, 0, front_dispatch },
+	{ "admin_kill",	ROLE_FRONTD, 0, front_dispatch },
+	{ "admin_audit", ROLE_FRONTD, 0, front_dispatch },
+	{ "admin_debug", ROLE_FRONTD, 0, front_dispatch },
 	{ "permission_get", ROLE_FRONTD, 0, front_dispatch },
 	{ "permission_set", ROLE_FRONTD, 0, front_dispatch },
 	/* stdin of a command travels as a memfd */
@@ -83,6 +104,17 @@ static const struct ipc_peer_cbs front_cbs = { NULL, front_closed };
 static struct config	*front_conf;
 static struct rl_table	*front_rl_user;
 static struct rl_table	*front_rl_addr;
+
+/* {"client": addr} for an audit record. */
+static struct json_object *
+front_client(const char *client)
+{
+	struct json_object	*d;
+
+	d = json_object_new_object();
+	json_object_object_add(d, "client", json_object_new_string(client));
+	return d;
+}
 
 /*
  * Establish the identity of a request from its "auth" object. Returns 0, or
@@ -132,6 +164,13 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 	if ((need & NEED_SESSION) && id->token != NULL) {
 		ipc_reply_error(p, m, ERR_FORBIDDEN,
 		    "agent tokens cannot do this; it needs a login session");
+		return -1;
+	}
+	if ((need & NEED_ADMIN) == NEED_ADMIN && !id->user->admin) {
+		audit_append("admin_refused", id->user->name, id->session->id,
+		    0, "not an admin", NULL, 0);
+		ipc_reply_error(p, m, ERR_FORBIDDEN,
+		    "this needs an admin session");
 		return -1;
 	}
 	if ((need & NEED_CSRF) && id->token == NULL &&
@@ -199,12 +238,18 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	    (wait = rl_take(front_rl_user, name, now)) > 0) {
 		log_warnx("login rate limited: user \"%s\" from %s", esc,
 		    client);
+		audit_append("login_failed", auth_name_valid(name) ? name : NULL,
+		    NULL, 0, "rate limited", front_client(client), 0);
 		ipc_reply_retry(p, m, wait,
 		    "too many login attempts; try again later");
 		return;
 	}
 	if ((u = auth_verify(name, password)) == NULL) {
 		log_warnx("login failed: user \"%s\" from %s", esc, client);
+		counters.logins_failed++;
+		audit_append("login_failed", auth_name_valid(name) ? name : NULL,
+		    NULL, 0, "invalid username or password",
+		    front_client(client), 0);
 		ipc_reply_error(p, m, ERR_UNAUTHORIZED,
 		    "invalid username or password");
 		return;
@@ -215,6 +260,9 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 		return;
 	}
 	log_info("login: user %s from %s, session %s", u->name, client, s->id);
+	counters.logins++;
+	audit_append("login", u->name, s->id, 1, NULL, front_client(client), 0);
+	mode_login(s, u);
 	res = json_object_new_object();
 	json_object_object_add(res, "user", json_object_new_string(u->name));
 	json_object_object_add(res, "role",
@@ -232,36 +280,11 @@ front_logout(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	log_info("logout: user %s, session %s", id->user->name,
 	    id->session->id);
+	audit_append("logout", id->user->name, id->session->id, 1, NULL, NULL,
+	    0);
+	events_emit(id->session->id, id->user->name, "session_ended", NULL);
 	session_destroy(id->session);
 	ipc_reply(p, m, NULL, NULL, 0);
-}
-
-/* The execution-mode object of a request's session (DESIGN.md). */
-static struct json_object *
-front_mode_json(struct ident *id)
-{
-	struct json_object	*o;
-	const char		*reason = NULL;
-
-	if (front_conf->runtime != RUNTIME_HOST)
-		reason = "direct mode is available only with the host runtime";
-	else if (id->token != NULL)
-		reason = "agent tokens cannot change the execution mode";
-	else if (!id->user->admin)
-		reason = "direct mode needs an admin session";
-	o = json_object_new_object();
-	json_object_object_add(o, "mode", json_object_new_string("sandbox"));
-	json_object_object_add(o, "default", json_object_new_string(
-	    front_conf->mode_default == MODE_DIRECT ? "direct" : "sandbox"));
-	json_object_object_add(o, "available",
-	    json_object_new_boolean(reason == NULL));
-	json_object_object_add(o, "reason",
-	    reason ? json_object_new_string(reason) : NULL);
-	json_object_object_add(o, "expires_at", NULL);
-	json_object_object_add(o, "remaining_seconds", NULL);
-	json_object_object_add(o, "ttl_seconds",
-	    json_object_new_int(front_conf->direct_ttl));
-	return o;
 }
 
 /* Who the caller is and what state their session is in. */
@@ -280,7 +303,7 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(res, "runtime", json_object_new_string(
 	    front_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
 	json_object_object_add(res, "backend", sandbox_backend_json());
-	json_object_object_add(res, "execution_mode", front_mode_json(id));
+	json_object_object_add(res, "execution_mode", mode_json(id));
 	json_object_object_add(res, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	ipc_reply(p, m, res, NULL, 0);
@@ -313,20 +336,64 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    "read-only, workspace-write or workspace-write+network");
 		return;
 	}
+	if (strcmp(want, "workspace-write+network") == 0 &&
+	    front_conf->network_admin_only && !id->user->admin) {
+		audit_append("permission_refused", id->user->name,
+		    id->session->id, 0, "network is for admins only", NULL, 0);
+		ipc_reply_error(p, m, ERR_FORBIDDEN, "the network profile is "
+		    "reserved to admins on this host");
+		return;
+	}
 	if (session_set_permission(id->session, want) == -1) {
 		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
 		return;
 	}
 	log_info("session %s of %s: permission %s", id->session->id,
 	    id->user->name, want);
+	audit_append("permission_changed", id->user->name, id->session->id, 1,
+	    want, NULL, 0);
+	{
+		struct json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "permission",
+		    json_object_new_string(want));
+		events_emit(id->session->id, id->user->name,
+		    "permission_changed", d);
+	}
 	front_permission_get(p, m, id);
+}
+
+/*
+ * GET /api/events: who the stream is for, and what it missed since
+ * Last-Event-ID. frontd then delivers brokerd's events to the stream.
+ */
+static void
+front_events(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res;
+	int64_t			 last = 0;
+	int			 complete;
+
+	json_int(m->obj, "last_event_id", &last);
+	res = json_object_new_object();
+	json_object_object_add(res, "user",
+	    json_object_new_string(id->user->name));
+	json_object_object_add(res, "session", id->session ?
+	    json_object_new_string(id->session->id) : NULL);
+	json_object_object_add(res, "missed", events_since(last,
+	    id->session ? id->session->id : NULL, id->user->name, &complete));
+	json_object_object_add(res, "complete",
+	    json_object_new_boolean(complete));
+	json_object_object_add(res, "last",
+	    json_object_new_int64(events_last()));
+	ipc_reply(p, m, res, NULL, 0);
 }
 
 /* Mint an agent token bound to the caller's login session. */
 static void
 front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	struct json_object	*res;
+	struct json_object	*res, *d;
 	struct token		*t;
 	char			 bearer[128];
 
@@ -337,6 +404,9 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 	log_info("token %s minted for %s (session %s)", t->id, t->user,
 	    id->session->id);
+	d = json_object_new_object();
+	json_object_object_add(d, "token", json_object_new_string(t->id));
+	audit_append("token_minted", t->user, id->session->id, 1, NULL, d, 0);
 	res = json_object_new_object();
 	json_object_object_add(res, "token", json_object_new_string(bearer));
 	json_object_object_add(res, "id", json_object_new_string(t->id));
@@ -358,8 +428,9 @@ front_init(struct event_base *base, struct config *conf, uid_t front_uid,
 {
 	front_conf = conf;
 	spawn_init(conf);
+	admin_init(conf);
 	front_rl_user = rl_new(conf->login_rate, conf->login_burst, 10000);
 	front_rl_addr = rl_new(conf->login_rate, conf->login_burst, 10000);
-	ipc_server_new(base, fd, ROLE_BROKERD, ROLE_FRONTD, &front_uid, 1,
-	    front_handlers, &front_cbs, NULL);
+	events_init(ipc_server_new(base, fd, ROLE_BROKERD, ROLE_FRONTD,
+	    &front_uid, 1, front_handlers, &front_cbs, NULL));
 }

@@ -197,6 +197,34 @@ sandbox_health(struct ipc_peer *front, struct ipc_msg *m)
 	}
 }
 
+/* The answer to a kill: nothing to do but log a failure. */
+static void
+sandbox_kill_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	if (m == NULL || json_object_object_get_ex(m->obj, "error", NULL))
+		log_warnx("sandboxd did not confirm killing a session's "
+		    "direct-mode processes");
+}
+
+/* Kill the direct-mode processes of a session (its grant ended). */
+void
+sandbox_kill_session(const char *session_id)
+{
+	struct json_object	*req;
+	struct ipc_peer		*p;
+
+	/* No sandboxd: its processes died with it (--die-with-parent). */
+	if ((p = sandbox_peer()) == NULL)
+		return;
+	req = json_object_new_object();
+	json_object_object_add(req, "type",
+	    json_object_new_string("kill_session"));
+	json_object_object_add(req, "session",
+	    json_object_new_string(session_id));
+	json_object_object_add(req, "mode", json_object_new_string("direct"));
+	ipc_request(p, req, NULL, 0, 5000, sandbox_kill_reply, NULL);
+}
+
 /* A frontd connection closed: forget the answers it waits for. */
 void
 sandbox_front_gone(struct ipc_peer *front)

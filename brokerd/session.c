@@ -94,12 +94,16 @@ token_free(struct token *t)
 	free(t);
 }
 
+static void	(*session_gone_cb)(struct session *);
+
 /* Unlink and free a session and its tokens, without writing the store. */
 static void
 session_remove(struct session *s)
 {
 	struct token	*t, *next;
 
+	if (session_gone_cb != NULL)
+		session_gone_cb(s);
 	for (t = TAILQ_FIRST(&tokens); t != NULL; t = next) {
 		next = TAILQ_NEXT(t, entry);
 		if (strcmp(t->session_id, s->id) == 0) {
@@ -195,6 +199,10 @@ session_flush(void)
 		if (s->permission[0] != '\0')
 			json_object_object_add(o, "permission",
 			    json_object_new_string(s->permission));
+		/* A grant is stored with its absolute deadline. */
+		if (s->direct_until > 0)
+			json_object_object_add(o, "direct_until",
+			    json_object_new_int64(s->direct_until));
 		json_object_array_add(arr, o);
 	}
 
@@ -257,6 +265,9 @@ session_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	s->created = created;
 	s->last_seen = last_seen;
 	s->expires = expires;
+	if (json_int(o, "direct_until", &s->direct_until) == -1 ||
+	    s->direct_until < 0)
+		s->direct_until = 0;
 	/* An unknown profile falls back to the default, never to more. */
 	if (json_str(o, "permission") != NULL &&
 	    session_permission_valid(json_str(o, "permission")))
@@ -768,4 +779,23 @@ session_permission(struct session *s)
 	if (s == NULL || s->permission[0] == '\0')
 		return "workspace-write";
 	return s->permission;
+}
+
+/* Register the hook called before a session is freed. */
+void
+session_on_remove(void (*cb)(struct session *))
+{
+	session_gone_cb = cb;
+}
+
+struct session *
+session_first(void)
+{
+	return TAILQ_FIRST(&sessions);
+}
+
+struct session *
+session_next(struct session *s)
+{
+	return TAILQ_NEXT(s, entry);
 }

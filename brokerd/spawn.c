@@ -43,9 +43,17 @@ struct spawn_wait {
 #define SPAWN_WAIT_TERMINAL	2
 #define SPAWN_WAIT_RELAY	3
 
+static int	spawn_refuse(struct ipc_peer *, struct ipc_msg *, struct ident *,
+		    const char *, const char *, int, const char *);
+static int	spawn_rate_ok(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *, const char *);
+static void	spawn_audit(struct spawn_wait *, struct ipc_msg *,
+		    const char *);
+
 static TAILQ_HEAD(, term)	 terms = TAILQ_HEAD_INITIALIZER(terms);
 static TAILQ_HEAD(, spawn_wait)	 waits = TAILQ_HEAD_INITIALIZER(waits);
 static struct config		*spawn_conf;
+static struct rl_table		*spawn_rl;	/* spawns per user */
 
 /* Live commands of a user (those waiting for sandboxd). */
 static int
@@ -149,8 +157,11 @@ spawn_request(struct ident *id, const char *kind)
 	json_object_object_add(req, "kind", json_object_new_string(kind));
 	json_object_object_add(req, "user",
 	    json_object_new_string(id->user->name));
-	/* The execution-mode issue makes this per session; until then, never direct. */
-	json_object_object_add(req, "mode", json_object_new_string("sandbox"));
+	json_object_object_add(req, "session", id->session ?
+	    json_object_new_string(id->session->id) : NULL);
+	/* The mode at this very instant: nothing caches it. */
+	json_object_object_add(req, "mode", json_object_new_string(
+	    mode_is_direct(id->session) ? "direct" : "sandbox"));
 	json_object_object_add(req, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	return req;
@@ -220,6 +231,7 @@ spawn_command_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 {
 	struct spawn_wait	*w = arg;
 
+	spawn_audit(w, m, "command");
 	spawn_relay(w, m);
 	spawn_wait_free(w);
 }
@@ -236,13 +248,16 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
 
 	if ((sp = sandbox_peer()) == NULL) {
-		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		spawn_refuse(p, m, id, "command", ERR_UNAVAILABLE, 0,
 		    "sandboxd is unreachable");
 		return;
 	}
+	if (spawn_rate_ok(p, m, id, "command") == -1)
+		return;
 	if (spawn_commands_of(id->user->name) >= spawn_conf->max_commands) {
-		ipc_reply_retry(p, m, 1, "too many commands running for this "
-		    "user; wait for one to finish");
+		spawn_refuse(p, m, id, "command", ERR_RATE_LIMITED, 1,
+		    "too many commands running for this user; wait for one to "
+		    "finish");
 		return;
 	}
 	lang = json_str(m->obj, "lang");
@@ -323,6 +338,7 @@ spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 	struct term		*t;
 	const char		*tid, *mode, *backend;
 
+	spawn_audit(w, m, "terminal");
 	if (m != NULL && json_object_object_get_ex(m->obj, "result", &res) &&
 	    (tid = json_str(res, "id")) != NULL && strlen(tid) == 16) {
 		mode = json_str(res, "mode");
@@ -356,7 +372,7 @@ spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
 	int64_t			 cols = 80, rows = 24;
 
 	if ((sp = sandbox_peer()) == NULL) {
-		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		spawn_refuse(p, m, id, "terminal", ERR_UNAVAILABLE, 0,
 		    "sandboxd is unreachable");
 		return;
 	}
@@ -370,9 +386,11 @@ spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
 		    "\"cols\" and \"rows\" must be integers from 2 to 1000");
 		return;
 	}
+	if (spawn_rate_ok(p, m, id, "terminal") == -1)
+		return;
 	if (spawn_terminals_of(id->user->name) >= spawn_conf->max_terminals) {
-		ipc_reply_retry(p, m, 1, "too many terminals open for this "
-		    "user; close one first");
+		spawn_refuse(p, m, id, "terminal", ERR_RATE_LIMITED, 1,
+		    "too many terminals open for this user; close one first");
 		return;
 	}
 	req = spawn_request(id, "terminal");
@@ -509,6 +527,8 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 	if ((t = spawn_term_owned(p, m, id)) == NULL)
 		return;
 	log_info("terminal %s of %s closed by its user", t->id, t->user);
+	audit_append("terminal_closed", t->user, id->session ?
+	    id->session->id : NULL, 1, "closed by its user", NULL, 0);
 	if (!t->running) {
 		TAILQ_REMOVE(&terms, t, entry);
 		free(t->user);
@@ -524,13 +544,57 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 void
 spawn_exited(const char *proc_id, int status)
 {
-	struct term	*t;
+	struct json_object	*d;
+	struct term		*t;
 
 	if ((t = spawn_term_find(proc_id)) == NULL)
 		return;
 	t->running = 0;
 	log_info("terminal %s of %s exited (status %d)", t->id, t->user,
 	    status);
+	d = json_object_new_object();
+	json_object_object_add(d, "id", json_object_new_string(t->id));
+	json_object_object_add(d, "status", json_object_new_int(status));
+	audit_append("terminal_exited", t->user, t->session_id[0] ?
+	    t->session_id : NULL, 1, NULL, json_object_get(d), 0);
+	events_emit(NULL, t->user, "terminal_exited", d);
+}
+
+/* The terminals of a session, for the admin view. */
+struct json_object *
+spawn_terminals_json(const char *session_id)
+{
+	struct json_object	*arr;
+	struct term		*t;
+
+	arr = json_object_new_array();
+	TAILQ_FOREACH(t, &terms, entry)
+		if (strcmp(t->session_id, session_id) == 0)
+			json_object_array_add(arr, spawn_term_json(t));
+	return arr;
+}
+
+/* DELETE /api/admin/terminals/{id}: hang up any user's terminal. */
+void
+spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct term	*t;
+	const char	*tid;
+
+	if ((tid = json_str(m->obj, "terminal")) == NULL ||
+	    (t = spawn_term_find(tid)) == NULL) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such terminal");
+		return;
+	}
+	log_info("admin %s kills terminal %s of %s", id->user->name, t->id,
+	    t->user);
+	audit_append("admin_kill", id->user->name, id->session->id, 1, t->id,
+	    NULL, 0);
+	if (!t->running) {
+		ipc_reply(p, m, NULL, NULL, 0);
+		return;
+	}
+	spawn_terminal_ask(p, m, id, "hangup", t);
 }
 
 /* sandboxd went away: its processes died with it (--die-with-parent). */
@@ -558,4 +622,74 @@ void
 spawn_init(struct config *conf)
 {
 	spawn_conf = conf;
+	spawn_rl = rl_new(conf->spawn_rate, conf->spawn_burst, 10000);
+}
+
+/*
+ * Refuse a spawn: audited, counted, answered. Returns -1 for the callers'
+ * convenience.
+ */
+static int
+spawn_refuse(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    const char *kind, const char *code, int retry, const char *why)
+{
+	struct json_object	*d;
+
+	counters.spawns_refused++;
+	d = json_object_new_object();
+	json_object_object_add(d, "kind", json_object_new_string(kind));
+	json_object_object_add(d, "mode", json_object_new_string(
+	    mode_is_direct(id->session) ? "direct" : "sandbox"));
+	audit_append("spawn_refused", id->user->name,
+	    id->session ? id->session->id : NULL, 0, why, d, 0);
+	if (retry > 0)
+		ipc_reply_retry(p, m, retry, why);
+	else
+		ipc_reply_error(p, m, code, "%s", why);
+	return -1;
+}
+
+/* The per-user spawn rate limit; -1 after a 429. */
+static int
+spawn_rate_ok(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    const char *kind)
+{
+	int	wait;
+
+	if ((wait = rl_take(spawn_rl, id->user->name, now_mono_ms())) > 0)
+		return spawn_refuse(p, m, id, kind, ERR_RATE_LIMITED, wait,
+		    "too many spawns for this user; try again later");
+	return 0;
+}
+
+/* Audit a spawn sandboxd started, with the hash of its command line. */
+static void
+spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
+{
+	struct json_object	*res, *d;
+
+	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res))
+		return;
+	counters.spawns++;
+	d = json_object_new_object();
+	json_object_object_add(d, "kind", json_object_new_string(kind));
+	json_object_object_add(d, "id", json_object_get(
+	    json_object_object_get(res, "id")));
+	json_object_object_add(d, "mode", json_object_get(
+	    json_object_object_get(res, "mode")));
+	json_object_object_add(d, "backend", json_object_get(
+	    json_object_object_get(res, "backend")));
+	json_object_object_add(d, "sha256", json_object_get(
+	    json_object_object_get(res, "sha256")));
+	if (json_object_object_get_ex(res, "exit_code", NULL)) {
+		json_object_object_add(d, "exit_code", json_object_get(
+		    json_object_object_get(res, "exit_code")));
+		json_object_object_add(d, "signal", json_object_get(
+		    json_object_object_get(res, "signal")));
+		json_object_object_add(d, "timed_out", json_object_get(
+		    json_object_object_get(res, "timed_out")));
+	}
+	audit_append(strcmp(kind, "terminal") == 0 ? "terminal_opened" :
+	    "spawn", w->user, w->session_id[0] ? w->session_id : NULL, 1,
+	    NULL, d, 0);
 }

@@ -116,6 +116,7 @@ struct ipc_msg {
 };
 
 #define IPC_F_FDS	0x1	/* the message may carry fds */
+#define IPC_F_EVENT	0x2	/* one-way: no id, no reply */
 
 /* One row of a receiver's dispatch table. */
 struct ipc_handler {
@@ -171,6 +172,8 @@ struct ipc_server *ipc_server_new(struct event_base *, int fd,
 	    enum ipc_role self, unsigned expect, const uid_t *uids, int nuids,
 	    const struct ipc_handler *, const struct ipc_peer_cbs *, void *arg);
 
+/* Send a copy of obj to every ready peer of a server (takes obj). */
+void	 ipc_server_broadcast(struct ipc_server *, struct json_object *);
 /* A client link that (re)connects with backoff. */
 struct ipc_link;
 struct ipc_link *ipc_link_new(struct event_base *, const char *path,

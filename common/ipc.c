@@ -529,7 +529,7 @@ ipc_dispatch(struct ipc_peer *p, struct ipc_msg *m)
 		    "message type %s carries no fds", h->type);
 		return;
 	}
-	if (m->id < 0) {
+	if (m->id < 0 && (h->flags & IPC_F_EVENT) == 0) {
 		log_warnx("%s sent \"%s\" without an id",
 		    ipc_role_name(p->role), h->type);
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "message has no id");
@@ -844,6 +844,20 @@ ipc_server_accept(evutil_socket_t lfd, short ev, void *arg)
 	    s->arg);
 	p->server = s;
 	TAILQ_INSERT_TAIL(&s->peers, p, entry);
+}
+
+/* Send a copy of obj to every ready peer of a server (takes obj). */
+void
+ipc_server_broadcast(struct ipc_server *s, struct json_object *obj)
+{
+	struct ipc_peer	*p, *next;
+
+	for (p = TAILQ_FIRST(&s->peers); p != NULL; p = next) {
+		next = TAILQ_NEXT(p, entry);
+		if (p->ready && !p->dead)
+			ipc_send(p, json_object_get(obj), NULL, 0);
+	}
+	json_object_put(obj);
 }
 
 /* Serve a listening socket for peers of the expected role and uids. */

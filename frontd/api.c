@@ -61,6 +61,10 @@ static int	api_prepare_python(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
 static int	api_prepare_terminal(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_session(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_audit(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
 
 static const struct api_field api_login_body[] = {
 	{ "username", json_type_string, 0 },
@@ -87,6 +91,10 @@ static const struct api_field api_permission_body[] = {
 	{ "permission", json_type_string, 0 },
 	{ NULL, 0, 0 }
 };
+static const struct api_field api_mode_body[] = {
+	{ "mode", json_type_string, 0 },
+	{ NULL, 0, 0 }
+};
 static const struct api_field api_terminal_body[] = {
 	{ "cols", json_type_int, 1 },
 	{ "rows", json_type_int, 1 },
@@ -101,6 +109,19 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/api/status", "status", NULL, 200, NULL, NULL },
 	{ "POST", "/api/session/tokens", "token_mint", api_empty_body, 201,
 	    NULL, NULL },
+	{ "GET", "/api/execution-mode", "mode_get", NULL, 200, NULL, NULL },
+	{ "POST", "/api/execution-mode", "mode_set", api_mode_body, 200, NULL,
+	    NULL },
+	{ "GET", "/api/sandbox/prompt", "prompt", NULL, 200, NULL, NULL },
+	{ "GET", "/api/admin/sessions", "admin_sessions", NULL, 200, NULL,
+	    NULL },
+	{ "POST", "/api/admin/sessions/*/revert", "admin_revert", NULL, 200,
+	    NULL, api_prepare_session },
+	{ "DELETE", "/api/admin/terminals/*", "admin_kill", NULL, 200, NULL,
+	    api_prepare_terminal },
+	{ "GET", "/api/admin/audit", "admin_audit", NULL, 200, NULL,
+	    api_prepare_audit },
+	{ "GET", "/api/admin/debug", "admin_debug", NULL, 200, NULL, NULL },
 	{ "GET", "/api/permission", "permission_get", NULL, 200, NULL, NULL },
 	{ "POST", "/api/permission", "permission_set", api_permission_body,
 	    200, NULL, NULL },
@@ -477,24 +498,37 @@ bad:
 	return out;
 }
 
-/* The 16-hex-digit terminal id in /api/terminals/{id}[/...]; -1 if none. */
+/*
+ * The hex id of n digits after prefix in path ("/api/terminals/{id}...");
+ * -1 if none.
+ */
 static int
-api_terminal_id(const char *path, char id[17])
+api_path_id(const char *path, const char *prefix, int n, char *id)
 {
-	const char	*p = path + strlen("/api/terminals/");
+	const char	*p = path + strlen(prefix);
 	int		 i;
 
-	if (strncmp(path, "/api/terminals/", strlen("/api/terminals/")) != 0)
+	if (strncmp(path, prefix, strlen(prefix)) != 0)
 		return -1;
-	for (i = 0; i < 16; i++)
+	for (i = 0; i < n; i++)
 		if (!((p[i] >= '0' && p[i] <= '9') ||
 		    (p[i] >= 'a' && p[i] <= 'f')))
 			return -1;
-	if (p[16] != '\0' && p[16] != '/')
+	if (p[n] != '\0' && p[n] != '/')
 		return -1;
-	memcpy(id, p, 16);
-	id[16] = '\0';
+	memcpy(id, p, n);
+	id[n] = '\0';
 	return 0;
+}
+
+/* The 16-hex-digit terminal id in /api/[admin/]terminals/{id}[/...]. */
+static int
+api_terminal_id(const char *path, char id[17])
+{
+	if (api_path_id(path, "/api/terminals/", 16, id) == 0 ||
+	    api_path_id(path, "/api/admin/terminals/", 16, id) == 0)
+		return 0;
+	return -1;
 }
 
 /* A memfd holding data, offset 0, for a command's stdin; -1 on failure. */
@@ -586,6 +620,104 @@ api_prepare_terminal(struct http_request *req, struct json_object *body,
 	return 0;
 }
 
+/* The session id of /api/admin/sessions/{id}/revert. */
+static int
+api_prepare_session(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	char	id[33];
+
+	if (api_path_id(req->path, "/api/admin/sessions/", 32, id) == -1) {
+		http_reply_error(req, 404, ERR_NOT_FOUND, "no such session",
+		    NULL);
+		return -1;
+	}
+	json_object_object_add(obj, "session", json_object_new_string(id));
+	return 0;
+}
+
+/* Decode one %XX-and-+ encoded query value into out; -1 when malformed. */
+static int
+api_unescape(const char *s, size_t len, char *out, size_t outsz)
+{
+	size_t	i, o = 0;
+	int	hi, lo;
+
+	for (i = 0; i < len; i++) {
+		if (o + 1 >= outsz)
+			return -1;
+		if (s[i] == '+')
+			out[o++] = ' ';
+		else if (s[i] == '%') {
+			if (i + 2 >= len)
+				return -1;
+			hi = s[i + 1];
+			lo = s[i + 2];
+			hi = hi >= '0' && hi <= '9' ? hi - '0' :
+			    (hi | 0x20) >= 'a' && (hi | 0x20) <= 'f' ?
+			    (hi | 0x20) - 'a' + 10 : -1;
+			lo = lo >= '0' && lo <= '9' ? lo - '0' :
+			    (lo | 0x20) >= 'a' && (lo | 0x20) <= 'f' ?
+			    (lo | 0x20) - 'a' + 10 : -1;
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+				return -1;
+			out[o++] = (char)(hi << 4 | lo);
+			i += 2;
+		} else
+			out[o++] = s[i];
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* ?user=&action=&since=&until=&limit= of the admin audit query. */
+static int
+api_prepare_audit(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	static const char *const keys[] = { "user", "action", "since",
+	    "until", "limit", NULL };
+	const char	*q = req->query, *amp, *eq;
+	char		 val[256], msg[128];
+	size_t		 i, klen;
+	char		*end;
+	long		 n;
+
+	for (; q != NULL && *q != '\0'; q = *amp ? amp + 1 : amp) {
+		amp = strchrnul(q, '&');
+		if ((eq = memchr(q, '=', amp - q)) == NULL)
+			continue;
+		klen = eq - q;
+		for (i = 0; keys[i] != NULL; i++)
+			if (strlen(keys[i]) == klen &&
+			    strncmp(q, keys[i], klen) == 0)
+				break;
+		if (keys[i] == NULL)
+			continue;	/* unknown parameters are ignored */
+		if (api_unescape(eq + 1, amp - eq - 1, val, sizeof(val)) == -1) {
+			snprintf(msg, sizeof(msg), "malformed \"%s\" in the "
+			    "query", keys[i]);
+			http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
+			return -1;
+		}
+		if (val[0] == '\0')
+			continue;
+		if (strcmp(keys[i], "limit") == 0) {
+			n = strtol(val, &end, 10);
+			if (*end != '\0' || n < 1 || n > 10000) {
+				http_reply_error(req, 400, ERR_BAD_REQUEST,
+				    "\"limit\" must be from 1 to 10000", NULL);
+				return -1;
+			}
+			json_object_object_add(obj, "limit",
+			    json_object_new_int64(n));
+		} else
+			json_object_object_add(obj, keys[i],
+			    json_object_new_string(val));
+	}
+	return 0;
+}
+
 /* Read one output memfd into a JSON string, valid UTF-8. */
 static struct json_object *
 api_output(int fd, int64_t len)
@@ -668,6 +800,11 @@ api_handle(struct http_request *req, void *arg)
 	if (strcmp(req->method, "GET") == 0 &&
 	    api_path_match("/api/terminals/*/ws", req->path)) {
 		ws_handle(req);
+		return;
+	}
+	if (strcmp(req->method, "GET") == 0 &&
+	    strcmp(req->path, "/api/events") == 0) {
+		sse_handle(req);
 		return;
 	}
 	/* Everything outside the API is the web panel. */

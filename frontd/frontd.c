@@ -29,6 +29,12 @@ static const char *const frontd_syscalls[] = {
 
 static struct event_base	*frontd_base;
 
+/* What brokerd sends frontd unasked: the events for the SSE streams. */
+static const struct ipc_handler frontd_handlers[] = {
+	{ "event",	ROLE_BROKERD, IPC_F_EVENT, sse_deliver },
+	{ NULL, 0, 0, NULL }
+};
+
 __dead static void
 frontd_usage(void)
 {
@@ -160,10 +166,11 @@ main(int argc, char *argv[])
 
 	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
 	broker = ipc_link_new(frontd_base, path, ROLE_FRONTD, ROLE_BROKERD,
-	    broker_uid, NULL, NULL, NULL);
+	    broker_uid, frontd_handlers, NULL, NULL);
 	free(path);
 	api_init(frontd_base, &conf, broker);
 	ws_init();
+	sse_init(frontd_base);
 	if (http_server_new(frontd_base, fd, ssl, conf.max_body, api_handle,
 	    NULL) == NULL)
 		fatalx("http_server_new");

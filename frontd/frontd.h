@@ -100,6 +100,11 @@ int	 static_load(const char *dir, char *err, size_t);
 /* Answer GET or HEAD for a path of the panel. */
 void	 static_serve(struct http_request *);
 
+/* sse.c */
+void	 sse_init(struct event_base *);
+void	 sse_handle(struct http_request *);
+void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
+
 /* ws.c */
 void	 ws_init(void);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */

@@ -24,6 +24,7 @@ static void	broker_spawn(struct ipc_peer *, struct ipc_msg *);
 static void	broker_attach(struct ipc_peer *, struct ipc_msg *);
 static void	broker_hangup(struct ipc_peer *, struct ipc_msg *);
 static void	broker_list(struct ipc_peer *, struct ipc_msg *);
+static void	broker_kill_session(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
@@ -34,6 +35,7 @@ static const struct ipc_handler broker_handlers[] = {
 	{ "attach",	ROLE_BROKERD, 0, broker_attach },
 	{ "hangup",	ROLE_BROKERD, 0, broker_hangup },
 	{ "list",	ROLE_BROKERD, 0, broker_list },
+	{ "kill_session", ROLE_BROKERD, 0, broker_kill_session },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -140,6 +142,7 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	mode = json_str(m->obj, "mode");
 	perm = json_str(m->obj, "permission");
 	s.user = json_str(m->obj, "user");
+	s.session = json_str(m->obj, "session");
 	s.term = json_str(m->obj, "term");
 	cwd = json_str(m->obj, "cwd");
 	json_int(m->obj, "timeout_ms", &timeout);
@@ -243,6 +246,31 @@ broker_hangup(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/* Kill every process of a session in a mode (a direct grant ended). */
+static void
+broker_kill_session(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+	const char		*session, *mode;
+	int			 n;
+
+	session = json_str(m->obj, "session");
+	mode = json_str(m->obj, "mode");
+	if (session == NULL || mode == NULL) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "\"session\" and \"mode\" are required");
+		return;
+	}
+	n = spawn_kill_session(session, strcmp(mode, "direct") == 0 ?
+	    MODE_DIRECT : MODE_SANDBOX);
+	if (n > 0)
+		log_info("killed %d %s-mode process groups of session %s", n,
+		    mode, session);
+	res = json_object_new_object();
+	json_object_object_add(res, "killed", json_object_new_int(n));
+	ipc_reply(p, m, res, NULL, 0);
 }
 
 /* The process table. */

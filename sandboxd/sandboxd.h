@@ -27,6 +27,7 @@ struct spawn_spec {
 	enum exec_mode	  mode;		/* sandbox or direct */
 	enum permission	  perm;
 	const char	 *user;		/* hostgate user name */
+	const char	 *session;	/* login session id, or NULL */
 	const char	 *workspace;	/* absolute, validated, exists */
 	const char	 *cwd;		/* absolute, inside the workspace */
 	char *const	 *argv;		/* what runs inside, NULL-terminated */
@@ -118,6 +119,7 @@ void	 spawn_reap(void);
 struct proc *spawn_find(const char *id);
 int	 spawn_hangup(const char *id);
 int	 spawn_kill_user(const char *user, enum exec_mode);
+int	 spawn_kill_session(const char *session, enum exec_mode);
 int	 spawn_master(struct proc *);
 const char *spawn_id(struct proc *);
 const char *spawn_user(struct proc *);

@@ -42,6 +42,7 @@ struct proc {
 	enum spawn_kind		 kind;
 	enum exec_mode		 mode;
 	char			*user;
+	char			 session[33];	/* "" when none */
 	char			*backend;
 	char			 cmd_sha256[65];
 	pid_t			 pid;		/* process group leader */
@@ -104,6 +105,8 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 		snprintf(p->id + 2 * i, 3, "%02x", rnd[i]);
 	p->kind = s->kind;
 	p->mode = s->mode;
+	snprintf(p->session, sizeof(p->session), "%s",
+	    s->session != NULL ? s->session : "");
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
 	p->pid = p->slirp = -1;
 	p->slirp_exit = -1;
@@ -764,6 +767,22 @@ spawn_kill_user(const char *user, enum exec_mode mode)
 	return n;
 }
 
+/* Kill every live process group of a session in a mode. */
+int
+spawn_kill_session(const char *session, enum exec_mode mode)
+{
+	struct proc	*p;
+	int		 n = 0;
+
+	TAILQ_FOREACH(p, &procs, entry)
+		if (p->session[0] != '\0' && strcmp(p->session, session) == 0 &&
+		    p->mode == mode && !p->exited) {
+			kill(-p->pid, SIGKILL);
+			n++;
+		}
+	return n;
+}
+
 /* A terminal's master fd (sandboxd keeps its own; callers dup). */
 int
 spawn_master(struct proc *p)
@@ -808,6 +827,8 @@ spawn_list(void)
 		json_object_object_add(o, "id", json_object_new_string(p->id));
 		json_object_object_add(o, "user",
 		    json_object_new_string(p->user));
+		json_object_object_add(o, "session", p->session[0] ?
+		    json_object_new_string(p->session) : NULL);
 		json_object_object_add(o, "kind", json_object_new_string(
 		    p->kind == SPAWN_TERMINAL ? "terminal" : "command"));
 		json_object_object_add(o, "mode", json_object_new_string(

@@ -45,6 +45,7 @@ bpfdump_copy(int in, int out)
 	return 0;
 }
 
+/* Load the policy, compile it as sandboxd does, copy the program out. */
 int
 main(int argc, char *argv[])
 {

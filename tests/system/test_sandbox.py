@@ -290,9 +290,8 @@ def test_network_helper_ends_with_its_command(shared, bob_net):
     finally:
         th.join(20)
     assert box["r"].status == 200, box["r"]
-    left = hglib.wait_for(lambda: not (set(sl.children_of(
+    hglib.wait_for(lambda: not (set(sl.children_of(
         sandboxd, "slirp4netns")) & mine), 5, what="slirp4netns gone")
-    assert left
 
 
 # -- processes ----------------------------------------------------------------
@@ -647,6 +646,35 @@ def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
                      timeout=20)
         return r.status == 200 and r.json()["stdout"] == "alive\n"
     hglib.wait_for(works, 15, interval=0.3, what="a command after the bomb")
+
+
+@pytest.mark.xfail(strict=True, reason="sandboxd bug: every user's sandbox "
+                   "runs as the same host uid, so RLIMIT_NPROC (512) is one "
+                   "budget for all of them: while one user's fork bomb runs "
+                   "(up to its time limit, 600 s at most), every other "
+                   "user's spawn fails with 'bwrap: Creating new namespace "
+                   "failed: Resource temporarily unavailable' (needs a "
+                   "per-sandbox pids limit, e.g. a cgroup's pids.max, or a "
+                   "host uid per user)")
+def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
+    t = tag()
+    match = lambda a: any("hgbomb-" + t in x for x in a)   # noqa: E731
+    box = {}
+    th = threading.Thread(target=lambda: box.update(r=bob.post(
+        "/api/run_command", {"command": "b(){ b|b& }; b; sleep 60 "
+                             "# hgbomb-%s" % t, "timeout": 6}, timeout=40)))
+    th.start()
+    try:
+        # The bomb is at its ceiling: hundreds of processes on the host.
+        hglib.wait_for(lambda: len(sl.host_processes(match)) >= 400, 5,
+                       what="the fork bomb at full size")
+        r = alice.post("/api/run_command", {"command": "echo alive"},
+                       timeout=20)
+        assert r.status == 200, r
+        assert r.json()["stdout"] == "alive\n", r.json()
+    finally:
+        th.join(40)
+        sl.wait_gone(match, 10)
 
 
 def test_runaway_writer_workspace(shared, bob):

@@ -1,0 +1,180 @@
+/*
+ * The admin API: sessions with their mode and terminals, reverting a
+ * session, killing a terminal, the audit log, and a debug view. Only an
+ * admin's login session reaches these (front.c's NEED_ADMIN); every action
+ * is audited.
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "brokerd.h"
+
+static struct config	*admin_conf;
+static int64_t		 admin_started;	/* monotonic ms */
+
+struct counters		 counters;
+
+/* GET /api/admin/sessions */
+void
+admin_sessions(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*arr, *o, *res;
+	struct session		*s;
+	char			 when[40];
+
+	arr = json_object_new_array();
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		o = json_object_new_object();
+		json_object_object_add(o, "id", json_object_new_string(s->id));
+		json_object_object_add(o, "user",
+		    json_object_new_string(s->user));
+		iso8601(s->created, when);
+		json_object_object_add(o, "created",
+		    json_object_new_string(when));
+		iso8601(s->last_seen, when);
+		json_object_object_add(o, "last_seen",
+		    json_object_new_string(when));
+		mode_describe(s, o);
+		json_object_object_add(o, "permission",
+		    json_object_new_string(session_permission(s)));
+		json_object_object_add(o, "terminals",
+		    spawn_terminals_json(s->id));
+		json_object_array_add(arr, o);
+	}
+	res = json_object_new_object();
+	json_object_object_add(res, "sessions", arr);
+	json_object_object_add(res, "runtime", json_object_new_string(
+	    admin_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* POST /api/admin/sessions/{id}/revert */
+void
+admin_revert(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct session	*s;
+	const char	*sid;
+
+	if ((sid = json_str(m->obj, "session")) == NULL ||
+	    (s = session_by_id(sid)) == NULL) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session");
+		return;
+	}
+	if (!mode_is_direct(s)) {
+		audit_append("admin_revert", id->user->name, id->session->id, 1,
+		    "already sandboxed", NULL, 0);
+		ipc_reply(p, m, NULL, NULL, 0);
+		return;
+	}
+	log_info("admin %s reverts session %s of %s", id->user->name, s->id,
+	    s->user);
+	audit_append("admin_revert", id->user->name, id->session->id, 1,
+	    s->id, NULL, 0);
+	mode_revert(s, "admin", id->user->name);
+	ipc_reply(p, m, NULL, NULL, 0);
+}
+
+/* DELETE /api/admin/terminals/{id}: any user's terminal. */
+void
+admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	spawn_admin_kill(p, m, id);
+}
+
+/* Unix seconds of an ISO 8601 UTC time ("2026-11-29T17:20:13Z"), or -1. */
+static int64_t
+admin_time(const char *s)
+{
+	struct tm	tm;
+	const char	*end;
+
+	if (s == NULL || *s == '\0')
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	if ((end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
+		return -1;
+	if (*end == '.')
+		while (*++end >= '0' && *end <= '9')
+			;
+	if (*end != 'Z' && *end != '\0')
+		return -1;
+	return timegm(&tm);
+}
+
+/* GET /api/admin/audit?user=&action=&since=&until=&limit= */
+void
+admin_audit(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res;
+	int64_t			 since, until, limit = 200;
+
+	since = admin_time(json_str(m->obj, "since"));
+	until = admin_time(json_str(m->obj, "until"));
+	if (since < 0 || until < 0) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"since\" and \"until\" "
+		    "are ISO 8601 UTC times, e.g. 2026-11-29T17:20:13Z");
+		return;
+	}
+	if (json_object_object_get_ex(m->obj, "limit", NULL) &&
+	    (json_int(m->obj, "limit", &limit) == -1 || limit < 1 ||
+	    limit > 10000)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "\"limit\" must be from 1 to 10000");
+		return;
+	}
+	res = json_object_new_object();
+	json_object_object_add(res, "records", audit_query(json_str(m->obj,
+	    "user"), json_str(m->obj, "action"), since, until, limit));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* GET /api/admin/debug */
+void
+admin_debug(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res, *v, *c;
+
+	res = json_object_new_object();
+	v = json_object_new_object();
+	json_object_object_add(v, "hostgate", json_object_new_string(
+	    HG_VERSION));
+	json_object_object_add(v, "protocol",
+	    json_object_new_int(HG_PROTO_VERSION));
+	json_object_object_add(v, "libevent",
+	    json_object_new_string(event_get_version()));
+	json_object_object_add(v, "json-c",
+	    json_object_new_string(json_c_version()));
+	json_object_object_add(res, "versions", v);
+	json_object_object_add(res, "uptime_seconds", json_object_new_int64(
+	    (now_mono_ms() - admin_started) / 1000));
+	json_object_object_add(res, "backend", sandbox_backend_json());
+	json_object_object_add(res, "config", config_to_json(admin_conf));
+	c = json_object_new_object();
+	json_object_object_add(c, "logins", json_object_new_int64(
+	    counters.logins));
+	json_object_object_add(c, "logins_failed", json_object_new_int64(
+	    counters.logins_failed));
+	json_object_object_add(c, "spawns", json_object_new_int64(
+	    counters.spawns));
+	json_object_object_add(c, "spawns_refused", json_object_new_int64(
+	    counters.spawns_refused));
+	json_object_object_add(c, "grants", json_object_new_int64(
+	    counters.grants));
+	json_object_object_add(c, "refusals", json_object_new_int64(
+	    counters.refusals));
+	json_object_object_add(res, "counters", c);
+	audit_append("admin_debug", id->user->name, id->session->id, 1, NULL,
+	    NULL, 0);
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+void
+admin_init(struct config *conf)
+{
+	admin_conf = conf;
+	admin_started = now_mono_ms();
+}

@@ -1,0 +1,1307 @@
+/*
+ * The tamper-evident audit log. Every decision brokerd takes is one line of
+ * STATE_DIR/audit.log, a JSON object:
+ *   {"seq", "time", "action", "user", "session", "allowed", "reason",
+ *    "detail", "prev", "hmac"}
+ * "prev" is the SHA-256 of the previous line (64 zeros for seq 1), so that
+ * the lines form a chain; "hmac" is the HMAC-SHA256, under the key in
+ * STATE_DIR/audit.key, of the line as it reads without its hmac member:
+ * the record serialized plain, whose final "}" the writer then replaces
+ * with ,"hmac":"<hex>"}. The file is rotated by size to audit.log.NNNNNN
+ * and the chain goes on in the next file. docs/audit.md is the reader's
+ * side of this.
+ */
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "brokerd.h"
+
+#define AUDIT_FILE		"audit.log"
+#define AUDIT_KEY_FILE		"audit.key"
+#define AUDIT_KEY_BYTES		32
+#define AUDIT_RECORD_MAX	(16 * 1024)	/* the longest line written */
+#define AUDIT_FIELD_MAX		512	/* user, session, reason are cut */
+#define AUDIT_QUERY_MAX		10000	/* records one query returns */
+#define AUDIT_SECS_MAX		(INT64_MAX / 1000 - 1)
+#define AUDIT_BUF_SIZE		(2 * AUDIT_LINE_MAX + 2)
+#define AUDIT_HMAC_PRE		",\"hmac\":\""
+#define AUDIT_HMAC_PRE_LEN	(sizeof(AUDIT_HMAC_PRE) - 1)
+/* ,"hmac":"<64 hex>"} at the end of every line */
+#define AUDIT_SUFFIX_LEN	(AUDIT_HMAC_PRE_LEN + 64 + 2)
+#define AUDIT_ZERO_HASH \
+	"0000000000000000000000000000000000000000000000000000000000000000"
+
+/* How a line came out of a file. */
+enum audit_kind {
+	AUDIT_WHOLE,	/* ended by a newline */
+	AUDIT_LONG,	/* longer than AUDIT_LINE_MAX */
+	AUDIT_CUT,	/* the file ends before its newline */
+	AUDIT_IOERR,	/* the file could not be read; line is the reason */
+};
+
+/* Called for each line of the walk: 0 goes on, 1 stops. */
+typedef int (*audit_line_fn)(const char *file, int64_t lineno,
+    const char *line, size_t len, enum audit_kind, void *arg);
+
+/* A line that passed audit_check. */
+struct audit_rec {
+	int64_t			 seq;
+	char			 prev[65];
+	char			 hash[65];	/* SHA-256 of the line */
+};
+
+struct audit_verify_state {
+	int64_t		 expect;	/* the seq the next record must have */
+	char		 prev[65];	/* hash of the last good line */
+	int64_t		 bad_seq;
+	char		*err;
+	size_t		 errsz;
+};
+
+struct audit_query_state {
+	const char		*user;
+	const char		*action;
+	int64_t			 since;		/* ms */
+	int64_t			 until;		/* ms, exclusive */
+	int			 has_since;
+	int			 has_until;
+	int64_t			 before;	/* seq, 0 = open */
+	struct json_object	**ring;		/* the newest matches */
+	size_t			 cap;
+	size_t			 n;		/* matches seen */
+};
+
+static char		*audit_dir;
+static char		*audit_path;
+static int		 audit_fd = -1;
+static unsigned char	 audit_key[AUDIT_KEY_BYTES];
+static EVP_MAC_CTX	*audit_mac_ctx;
+static int64_t		 audit_seq;	/* the last seq written */
+static char		 audit_prev[65];/* hash of the last line written */
+static off_t		 audit_size;	/* bytes of whole records in the file */
+static int		 audit_dirty;	/* a failed write left bytes after it */
+static long		 audit_rotate_bytes;
+static int		 audit_syslog;
+static unsigned long long audit_next_num; /* of the next rotated file */
+
+/* Lowercase hex of n bytes into out (2n + 1 bytes). */
+static void
+audit_hex(const unsigned char *in, size_t n, char *out)
+{
+	static const char	hex[] = "0123456789abcdef";
+	size_t			i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = hex[in[i] >> 4];
+		out[2 * i + 1] = hex[in[i] & 0xf];
+	}
+	out[2 * n] = '\0';
+}
+
+/* Whether s holds exactly 64 lowercase hex digits (not NUL-terminated). */
+static int
+audit_is_hash(const char *s)
+{
+	size_t	i;
+
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* Hex HMAC-SHA256 under the audit key of a followed by b into out[65]. */
+static int
+audit_mac(const char *a, size_t alen, const char *b, size_t blen,
+    char out[65])
+{
+	unsigned char	md[EVP_MAX_MD_SIZE];
+	size_t		mdlen;
+
+	if (audit_mac_ctx == NULL ||
+	    !EVP_MAC_init(audit_mac_ctx, audit_key, sizeof audit_key, NULL) ||
+	    !EVP_MAC_update(audit_mac_ctx, (const unsigned char *)a, alen) ||
+	    !EVP_MAC_update(audit_mac_ctx, (const unsigned char *)b, blen) ||
+	    !EVP_MAC_final(audit_mac_ctx, md, &mdlen, sizeof md) ||
+	    mdlen != 32)
+		return -1;
+	audit_hex(md, 32, out);
+	return 0;
+}
+
+/* Set up the HMAC-SHA256 context; the key is given at each use. */
+static int
+audit_mac_setup(void)
+{
+	OSSL_PARAM	 params[2];
+	EVP_MAC		*mac;
+
+	if (audit_mac_ctx != NULL)
+		return 0;
+	if ((mac = EVP_MAC_fetch(NULL, "HMAC", NULL)) == NULL)
+		return -1;
+	audit_mac_ctx = EVP_MAC_CTX_new(mac);
+	EVP_MAC_free(mac);
+	if (audit_mac_ctx == NULL)
+		return -1;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+	    (char *)"SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	if (!EVP_MAC_CTX_set_params(audit_mac_ctx, params)) {
+		EVP_MAC_CTX_free(audit_mac_ctx);
+		audit_mac_ctx = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Check one line (without its newline): its HMAC, that it is one JSON
+ * object, its seq and prev. 0 with r filled, or -1 with what is wrong.
+ */
+static int
+audit_check(const char *line, size_t len, struct audit_rec *r, char *err,
+    size_t errsz)
+{
+	struct json_tokener	*tok;
+	struct json_object	*obj;
+	const char		*mac, *prev;
+	char			 want[65];
+	int			 rv = -1;
+
+	if (len < AUDIT_SUFFIX_LEN + 2 || line[0] != '{' ||
+	    memcmp(line + len - AUDIT_SUFFIX_LEN, AUDIT_HMAC_PRE,
+	    AUDIT_HMAC_PRE_LEN) != 0 || memcmp(line + len - 2, "\"}", 2) != 0) {
+		snprintf(err, errsz, "not a record (no hmac member at the end)");
+		return -1;
+	}
+	mac = line + len - AUDIT_SUFFIX_LEN + AUDIT_HMAC_PRE_LEN;
+	if (audit_mac(line, len - AUDIT_SUFFIX_LEN, "}", 1, want) == -1) {
+		snprintf(err, errsz, "cannot compute the HMAC");
+		return -1;
+	}
+	if (CRYPTO_memcmp(mac, want, 64) != 0) {
+		snprintf(err, errsz, "HMAC does not match (record edited, or "
+		    "forged without the key)");
+		return -1;
+	}
+
+	/* The key's holder wrote it; still, nothing below trusts it. */
+	if ((tok = json_tokener_new()) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		return -1;
+	}
+	obj = json_tokener_parse_ex(tok, line, len);
+	if (obj == NULL || json_tokener_get_parse_end(tok) != len ||
+	    !json_object_is_type(obj, json_type_object))
+		snprintf(err, errsz, "not a JSON object");
+	else if (json_int(obj, "seq", &r->seq) == -1 || r->seq < 1)
+		snprintf(err, errsz, "no valid seq");
+	else if ((prev = json_str(obj, "prev")) == NULL ||
+	    strlen(prev) != 64 || !audit_is_hash(prev))
+		snprintf(err, errsz, "no valid prev");
+	else {
+		memcpy(r->prev, prev, 65);
+		sha256_hex(line, len, r->hash);
+		rv = 0;
+	}
+	json_object_put(obj);
+	json_tokener_free(tok);
+	return rv;
+}
+
+/* Compare two rotated files by number, then by name. */
+static int
+audit_file_cmp(const void *a, const void *b)
+{
+	const char		*na = *(const char *const *)a;
+	const char		*nb = *(const char *const *)b;
+	unsigned long long	 ia, ib;
+
+	ia = strtoull(na + sizeof(AUDIT_FILE), NULL, 10);
+	ib = strtoull(nb + sizeof(AUDIT_FILE), NULL, 10);
+	if (ia != ib)
+		return ia < ib ? -1 : 1;
+	return strcmp(na, nb);
+}
+
+/* The number of a rotated file's name "audit.log.DIGITS", or -1. */
+static int
+audit_file_num(const char *name, unsigned long long *num)
+{
+	const char	*p;
+	size_t		 n;
+
+	if (strncmp(name, AUDIT_FILE ".", sizeof(AUDIT_FILE)) != 0)
+		return -1;
+	p = name + sizeof(AUDIT_FILE);
+	n = strspn(p, "0123456789");
+	if (n == 0 || n > 18 || p[n] != '\0')
+		return -1;
+	*num = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* Free a file list of audit_files. */
+static void
+audit_files_free(char **files, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		free(files[i]);
+	free(files);
+}
+
+/*
+ * The paths of the log's files in chain order: the rotated ones by number,
+ * then audit.log (listed whether or not it exists). *maxnum gets the
+ * highest number in use.
+ */
+static int
+audit_files(char ***filesp, size_t *np, unsigned long long *maxnum)
+{
+	struct dirent		*de;
+	DIR			*dir;
+	char			**files = NULL, **nf, *name;
+	size_t			 n = 0, cap = 0, i;
+	unsigned long long	 num;
+
+	*maxnum = 0;
+	if ((dir = opendir(audit_dir)) == NULL)
+		return -1;
+	while ((de = readdir(dir)) != NULL) {
+		if (audit_file_num(de->d_name, &num) == -1)
+			continue;
+		if (num > *maxnum)
+			*maxnum = num;
+		if (n + 1 >= cap) {
+			cap = cap ? cap * 2 : 16;
+			if ((nf = reallocarray(files, cap, sizeof *nf)) == NULL)
+				goto fail;
+			files = nf;
+		}
+		if ((files[n] = strdup(de->d_name)) == NULL)
+			goto fail;
+		n++;
+	}
+	closedir(dir);
+	dir = NULL;
+	/* The loop keeps a free slot; audit.log takes it. */
+	if (files == NULL && (files = calloc(1, sizeof *files)) == NULL)
+		goto fail;
+	if (n > 0)
+		qsort(files, n, sizeof *files, audit_file_cmp);
+	for (i = 0; i < n; i++) {
+		name = path_join(audit_dir, files[i]);
+		free(files[i]);
+		files[i] = name;
+	}
+	files[n++] = path_join(audit_dir, AUDIT_FILE);
+	*filesp = files;
+	*np = n;
+	return 0;
+
+fail:
+	if (dir != NULL)
+		closedir(dir);
+	audit_files_free(files, n);
+	errno = ENOMEM;
+	return -1;
+}
+
+/* The last path component, for messages. */
+static const char *
+audit_base(const char *path)
+{
+	const char	*slash;
+
+	return (slash = strrchr(path, '/')) != NULL ? slash + 1 : path;
+}
+
+/*
+ * Hand each line of one file to fn, in a buffer of bounded size: a line
+ * longer than AUDIT_LINE_MAX is reported once as AUDIT_LONG and skipped.
+ * Returns fn's 1 when it stopped the walk, else 0.
+ */
+static int
+audit_walk_file(const char *path, char *buf, audit_line_fn fn, void *arg)
+{
+	char	 msg[256], *nl;
+	size_t	 len = 0, start, linelen;
+	ssize_t	 n;
+	int64_t	 lineno = 0;
+	int	 fd, rv = 0, skipping = 0;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
+		return fn(audit_base(path), 0, msg, strlen(msg), AUDIT_IOERR,
+		    arg);
+	}
+	for (;;) {
+		n = read(fd, buf + len, AUDIT_BUF_SIZE - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			snprintf(msg, sizeof msg, "cannot read: %s",
+			    strerror(errno));
+			rv = fn(audit_base(path), lineno + 1, msg, strlen(msg),
+			    AUDIT_IOERR, arg);
+			goto done;
+		}
+		if (n == 0)
+			break;
+		len += n;
+		start = 0;
+		while ((nl = memchr(buf + start, '\n', len - start)) != NULL) {
+			linelen = nl - (buf + start);
+			if (skipping)
+				skipping = 0;	/* the end of a long line */
+			else {
+				lineno++;
+				rv = fn(audit_base(path), lineno, buf + start,
+				    linelen, linelen > AUDIT_LINE_MAX ?
+				    AUDIT_LONG : AUDIT_WHOLE, arg);
+				if (rv != 0)
+					goto done;
+			}
+			start = nl + 1 - buf;
+		}
+		memmove(buf, buf + start, len - start);
+		len -= start;
+		if (len > AUDIT_LINE_MAX) {
+			if (!skipping) {
+				lineno++;
+				rv = fn(audit_base(path), lineno, buf, len,
+				    AUDIT_LONG, arg);
+				if (rv != 0)
+					goto done;
+			}
+			skipping = 1;
+			len = 0;
+		}
+	}
+	if (len > 0 && !skipping)
+		rv = fn(audit_base(path), lineno + 1, buf, len, AUDIT_CUT, arg);
+done:
+	close(fd);
+	return rv;
+}
+
+/* Hand every line of every file of the log, in chain order, to fn. */
+static int
+audit_walk(audit_line_fn fn, void *arg)
+{
+	unsigned long long	 maxnum;
+	char			**files, *buf;
+	size_t			 n, i;
+	int			 rv = 0;
+
+	if (audit_files(&files, &n, &maxnum) == -1)
+		return -1;
+	if ((buf = malloc(AUDIT_BUF_SIZE)) == NULL) {
+		audit_files_free(files, n);
+		return -1;
+	}
+	for (i = 0; i < n && rv == 0; i++)
+		rv = audit_walk_file(files[i], buf, fn, arg);
+	free(buf);
+	audit_files_free(files, n);
+	return 0;
+}
+
+/*
+ * The last record of one file into r: *found is 0 when the file is empty
+ * or missing; -1 with a message when its end is not a whole, valid record.
+ */
+static int
+audit_tail_file(const char *path, struct audit_rec *r, int *found, char *err,
+    size_t errsz)
+{
+	struct stat	 st;
+	char		*buf = NULL, *start, *nl;
+	size_t		 want, got = 0, linelen;
+	ssize_t		 n;
+	int		 fd, rv = -1;
+
+	*found = 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		if (errno == ENOENT)
+			return 0;
+		snprintf(err, errsz, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) == -1) {
+		snprintf(err, errsz, "fstat: %s", strerror(errno));
+		goto done;
+	}
+	if (st.st_size == 0) {
+		rv = 0;
+		goto done;
+	}
+	/* Enough for the longest line, its newline and the one before. */
+	want = st.st_size < AUDIT_LINE_MAX + 2 ? (size_t)st.st_size :
+	    AUDIT_LINE_MAX + 2;
+	if ((buf = malloc(want)) == NULL) {
+		snprintf(err, errsz, "out of memory");
+		goto done;
+	}
+	if (lseek(fd, st.st_size - want, SEEK_SET) == -1) {
+		snprintf(err, errsz, "lseek: %s", strerror(errno));
+		goto done;
+	}
+	while (got < want) {
+		n = read(fd, buf + got, want - got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			snprintf(err, errsz, "cannot read: %s",
+			    n == 0 ? "file shrank" : strerror(errno));
+			goto done;
+		}
+		got += n;
+	}
+	if (buf[want - 1] != '\n') {
+		snprintf(err, errsz, "the last line has no newline (a record "
+		    "cut short)");
+		goto done;
+	}
+	if ((nl = memrchr(buf, '\n', want - 1)) != NULL)
+		start = nl + 1;
+	else if (want == (size_t)st.st_size)
+		start = buf;
+	else {
+		snprintf(err, errsz, "the last line is longer than %d bytes",
+		    AUDIT_LINE_MAX);
+		goto done;
+	}
+	linelen = buf + want - 1 - start;
+	if (linelen > AUDIT_LINE_MAX) {
+		snprintf(err, errsz, "the last line is longer than %d bytes",
+		    AUDIT_LINE_MAX);
+		goto done;
+	}
+	if (audit_check(start, linelen, r, err, errsz) == -1)
+		goto done;
+	*found = 1;
+	rv = 0;
+done:
+	free(buf);
+	close(fd);
+	return rv;
+}
+
+/* Load the key, or make one when no log exists yet. */
+static int
+audit_key_load(int have_log, char *err, size_t errsz)
+{
+	struct stat	 st;
+	char		*path, *buf;
+	size_t		 len;
+	int		 rv = -1;
+
+	path = path_join(audit_dir, AUDIT_KEY_FILE);
+	if (stat(path, &st) == -1) {
+		if (errno != ENOENT) {
+			snprintf(err, errsz, "audit: %s: %s", path,
+			    strerror(errno));
+			goto done;
+		}
+		if (have_log) {
+			snprintf(err, errsz, "audit: the key %s is missing but "
+			    "an audit log exists, which could not be verified "
+			    "any more; restore the key, or move the audit.log* "
+			    "files aside to start a new log", path);
+			goto done;
+		}
+		if (getrandom(audit_key, sizeof audit_key, 0) !=
+		    (ssize_t)sizeof audit_key ||
+		    file_write_atomic(path, audit_key, sizeof audit_key,
+		    0600) == -1) {
+			snprintf(err, errsz, "audit: cannot create the key %s: "
+			    "%s", path, strerror(errno));
+			goto done;
+		}
+		log_info("audit: new key in %s", path);
+		rv = 0;
+		goto done;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errsz, "audit: the key %s is open to others "
+		    "(mode %03o); chmod 600 it", path,
+		    (unsigned)(st.st_mode & 0777));
+		goto done;
+	}
+	if ((buf = file_read(path, 2 * AUDIT_KEY_BYTES, &len)) == NULL) {
+		snprintf(err, errsz, "audit: cannot read the key %s: %s", path,
+		    strerror(errno));
+		goto done;
+	}
+	if (len == AUDIT_KEY_BYTES) {
+		memcpy(audit_key, buf, sizeof audit_key);
+		rv = 0;
+	} else
+		snprintf(err, errsz, "audit: the key %s has %zu bytes, not %d",
+		    path, len, AUDIT_KEY_BYTES);
+	explicit_bzero(buf, len);
+	free(buf);
+done:
+	free(path);
+	return rv;
+}
+
+/* Open audit.log for appending and learn its size. */
+static int
+audit_open(void)
+{
+	struct stat	st;
+	int		fd;
+
+	fd = open(audit_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd == -1)
+		return -1;
+	if (fstat(fd, &st) == -1) {
+		close(fd);
+		return -1;
+	}
+	if (audit_fd != -1)
+		close(audit_fd);
+	audit_fd = fd;
+	audit_size = st.st_size;
+	audit_dirty = 0;
+	return 0;
+}
+
+/*
+ * Open the audit log of state_dir: load or create the key, and find the
+ * chain's tail (last seq and hash) from the files. -1 with a message when
+ * the key is missing for an existing log or the last record is damaged.
+ */
+int
+audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
+    char *err, size_t errsz)
+{
+	struct audit_rec	 r;
+	struct stat		 st;
+	unsigned long long	 maxnum;
+	char			**files = NULL, msg[256];
+	size_t			 n = 0, i;
+	int			 found = 0, have_log = 0;
+
+	audit_close();
+	if ((audit_dir = strdup(state_dir)) == NULL) {
+		snprintf(err, errsz, "audit: out of memory");
+		return -1;
+	}
+	audit_path = path_join(state_dir, AUDIT_FILE);
+	audit_rotate_bytes = rotate_bytes;
+	audit_syslog = syslog_mirror;
+
+	if (audit_files(&files, &n, &maxnum) == -1) {
+		snprintf(err, errsz, "audit: cannot list %s: %s", state_dir,
+		    strerror(errno));
+		goto fail;
+	}
+	audit_next_num = maxnum + 1;
+	for (i = 0; i < n; i++)
+		if (stat(files[i], &st) == 0 && st.st_size > 0)
+			have_log = 1;
+	if (audit_key_load(have_log, err, errsz) == -1)
+		goto fail;
+	if (audit_mac_setup() == -1) {
+		snprintf(err, errsz, "audit: HMAC-SHA256 is not available");
+		goto fail;
+	}
+
+	/* The tail: the last record of audit.log, else of a rotated file. */
+	for (i = n; i-- > 0 && !found;) {
+		if (audit_tail_file(files[i], &r, &found, msg,
+		    sizeof msg) == -1) {
+			snprintf(err, errsz, "audit: the end of %s is damaged: "
+			    "%s; check it, then remove the damaged end or move "
+			    "the file aside", files[i], msg);
+			goto fail;
+		}
+	}
+	if (found) {
+		audit_seq = r.seq;
+		memcpy(audit_prev, r.hash, sizeof audit_prev);
+	} else {
+		audit_seq = 0;
+		memcpy(audit_prev, AUDIT_ZERO_HASH, sizeof audit_prev);
+	}
+	if (audit_open() == -1) {
+		snprintf(err, errsz, "audit: cannot open %s: %s", audit_path,
+		    strerror(errno));
+		goto fail;
+	}
+	audit_files_free(files, n);
+	log_debug("audit: %s, last seq %lld", audit_path,
+	    (long long)audit_seq);
+	return 0;
+
+fail:
+	audit_files_free(files, n);
+	audit_close();
+	return -1;
+}
+
+/* Close the log and forget the key. */
+void
+audit_close(void)
+{
+	if (audit_fd != -1)
+		close(audit_fd);
+	audit_fd = -1;
+	free(audit_dir);
+	free(audit_path);
+	audit_dir = audit_path = NULL;
+	explicit_bzero(audit_key, sizeof audit_key);
+	audit_seq = 0;
+	memcpy(audit_prev, AUDIT_ZERO_HASH, sizeof audit_prev);
+	audit_dirty = 0;
+}
+
+/* The seq of the last record written, 0 before the first. */
+int64_t
+audit_last_seq(void)
+{
+	return audit_seq;
+}
+
+/* A JSON string of s cut to AUDIT_FIELD_MAX bytes, or JSON null for NULL. */
+static struct json_object *
+audit_string(const char *s)
+{
+	size_t	len;
+
+	if (s == NULL)
+		return NULL;
+	len = strlen(s);
+	if (len > AUDIT_FIELD_MAX) {
+		/* Cut before a UTF-8 continuation byte, not inside a char. */
+		len = AUDIT_FIELD_MAX;
+		while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+			len--;
+	}
+	return json_object_new_string_len(s, len);
+}
+
+/* The wall time as ISO 8601 UTC with milliseconds into out. */
+static void
+audit_now(char out[32])
+{
+	struct tm	tm;
+	int64_t		ms;
+	time_t		t;
+
+	ms = now_wall_ms();
+	t = (time_t)(ms / 1000);
+	if (gmtime_r(&t, &tm) == NULL) {
+		snprintf(out, 32, "1970-01-01T00:00:00.000Z");
+		return;
+	}
+	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/* Fsync the state directory, so that a rename or a new file is durable. */
+static void
+audit_sync_dir(void)
+{
+	int	fd;
+
+	if ((fd = open(audit_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(fd) == -1)
+		log_warn("audit: fsync %s", audit_dir);
+	if (fd != -1)
+		close(fd);
+}
+
+/*
+ * Move audit.log to the next free audit.log.NNNNNN and start a new one.
+ * On failure the current file stays open and takes the next records.
+ */
+static int
+audit_rotate(void)
+{
+	struct stat	 st;
+	char		 name[64], *target;
+	int		 tries, rc;
+
+	if (fdatasync(audit_fd) == -1)
+		log_warn("audit: fdatasync %s", audit_path);
+	for (tries = 0;; tries++) {
+		snprintf(name, sizeof name, "%s.%06llu", AUDIT_FILE,
+		    audit_next_num);
+		target = path_join(audit_dir, name);
+		rc = renameat2(AT_FDCWD, audit_path, AT_FDCWD, target,
+		    RENAME_NOREPLACE);
+		if (rc == -1 && errno == EINVAL) {
+			/* No RENAME_NOREPLACE on this file system. */
+			if (stat(target, &st) == 0)
+				errno = EEXIST;
+			else
+				rc = rename(audit_path, target);
+		}
+		free(target);
+		if (rc == 0) {
+			audit_next_num++;
+			break;
+		}
+		if (errno == EEXIST && tries < 1000) {
+			audit_next_num++;	/* numbers are never reused */
+			continue;
+		}
+		/* A rotation whose open failed moved it already. */
+		if (errno == ENOENT)
+			break;
+		log_warn("audit: rotate %s", audit_path);
+		return -1;
+	}
+	if (audit_open() == -1) {
+		log_warn("audit: open %s after rotation", audit_path);
+		return -1;
+	}
+	audit_sync_dir();
+	log_info("audit: rotated to %s", name);
+	return 0;
+}
+
+/* Cut the file back to its last whole record after a failed write. */
+static int
+audit_heal(void)
+{
+	if (ftruncate(audit_fd, audit_size) == -1) {
+		log_warn("audit: ftruncate %s", audit_path);
+		return -1;
+	}
+	audit_dirty = 0;
+	return 0;
+}
+
+/* Write all of len bytes, retrying short writes. */
+static int
+audit_write(const char *p, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		if ((n = write(audit_fd, p, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * The record's text, PLAIN JSON with readable slashes, into *textp; a
+ * detail that makes it longer than AUDIT_RECORD_MAX is replaced by a note.
+ */
+static int
+audit_serialize(struct json_object *rec, const char **textp, size_t *lenp)
+{
+	struct json_object	*note;
+	const int		 flags = JSON_C_TO_STRING_PLAIN |
+				    JSON_C_TO_STRING_NOSLASHESCAPE;
+
+	*textp = json_object_to_json_string_length(rec, flags, lenp);
+	if (*textp == NULL)
+		return -1;
+	if (*lenp + AUDIT_SUFFIX_LEN > AUDIT_RECORD_MAX) {
+		note = json_object_new_object();
+		json_object_object_add(note, "omitted",
+		    json_object_new_string("detail too large for the record"));
+		json_object_object_add(note, "bytes",
+		    json_object_new_int64((int64_t)*lenp));
+		json_object_object_add(rec, "detail", note);
+		*textp = json_object_to_json_string_length(rec, flags, lenp);
+		if (*textp == NULL ||
+		    *lenp + AUDIT_SUFFIX_LEN > AUDIT_RECORD_MAX)
+			return -1;
+	}
+	/* json-c escapes control characters; a raw newline is a bug. */
+	if (memchr(*textp, '\n', *lenp) != NULL || *lenp < 2 ||
+	    (*textp)[*lenp - 1] != '}')
+		return -1;
+	return 0;
+}
+
+/*
+ * Append a record of a decision; detail is taken. With sync, returns only
+ * once the record is on disk. The seq, or -1 (logged): a caller that asked
+ * for sync must then refuse what it was about to grant.
+ */
+int64_t
+audit_append(const char *action, const char *user, const char *session,
+    int allowed, const char *reason, struct json_object *detail, int sync)
+{
+	struct json_object	*rec;
+	const char		*text;
+	char			 when[32], mac[65], *line = NULL;
+	size_t			 tlen, llen;
+	int64_t			 seq = -1;
+
+	if (detail == NULL)
+		detail = json_object_new_object();
+	if (audit_fd == -1 || action == NULL) {
+		log_warnx("audit: log not open; a %s record is lost",
+		    action != NULL ? action : "(null)");
+		json_object_put(detail);
+		return -1;
+	}
+	audit_now(when);
+	rec = json_object_new_object();
+	json_object_object_add(rec, "seq", json_object_new_int64(audit_seq +
+	    1));
+	json_object_object_add(rec, "time", json_object_new_string(when));
+	json_object_object_add(rec, "action", audit_string(action));
+	json_object_object_add(rec, "user", audit_string(user));
+	json_object_object_add(rec, "session", audit_string(session));
+	json_object_object_add(rec, "allowed",
+	    json_object_new_boolean(allowed != 0));
+	json_object_object_add(rec, "reason", audit_string(reason));
+	json_object_object_add(rec, "detail", detail);
+	json_object_object_add(rec, "prev", json_object_new_string(audit_prev));
+
+	if (audit_serialize(rec, &text, &tlen) == -1) {
+		log_warnx("audit: cannot serialize a %s record", action);
+		goto done;
+	}
+	if (audit_mac(text, tlen, "", 0, mac) == -1) {
+		log_warnx("audit: cannot compute the HMAC of a %s record",
+		    action);
+		goto done;
+	}
+	/* The same bytes, with the final "}" turned into the hmac member. */
+	llen = tlen - 1 + AUDIT_SUFFIX_LEN + 1;
+	if ((line = malloc(llen + 1)) == NULL) {
+		log_warn("audit: a %s record", action);
+		goto done;
+	}
+	memcpy(line, text, tlen - 1);
+	memcpy(line + tlen - 1, AUDIT_HMAC_PRE, AUDIT_HMAC_PRE_LEN);
+	memcpy(line + tlen - 1 + AUDIT_HMAC_PRE_LEN, mac, 64);
+	memcpy(line + llen - 3, "\"}\n", 3);
+	line[llen] = '\0';
+
+	if (audit_rotate_bytes > 0 && audit_size > 0 &&
+	    audit_size + (off_t)llen > audit_rotate_bytes)
+		audit_rotate();
+	if (audit_dirty && audit_heal() == -1)
+		goto done;
+	if (audit_write(line, llen) == -1) {
+		log_warn("audit: write %s; a %s record is lost", audit_path,
+		    action);
+		audit_dirty = 1;
+		audit_heal();
+		goto done;
+	}
+	audit_seq++;
+	sha256_hex(line, llen - 1, audit_prev);
+	audit_size += llen;
+	if (audit_syslog)
+		syslog(LOG_AUTHPRIV | LOG_INFO, "%.*s", (int)(llen - 1), line);
+	/* fdatasync covers the size change that makes the record readable. */
+	if (sync && fdatasync(audit_fd) == -1) {
+		log_warn("audit: fdatasync %s; record %lld not confirmed",
+		    audit_path, (long long)audit_seq);
+		goto done;
+	}
+	seq = audit_seq;
+done:
+	free(line);
+	json_object_put(rec);
+	return seq;
+}
+
+/* Record what is wrong with the record the verifier expected next. */
+static int
+audit_verify_bad(struct audit_verify_state *v, const char *file,
+    int64_t lineno, const char *what)
+{
+	v->bad_seq = v->expect;
+	if (lineno > 0)
+		snprintf(v->err, v->errsz, "%s (%s line %lld)", what, file,
+		    (long long)lineno);
+	else
+		snprintf(v->err, v->errsz, "%s (%s)", what, file);
+	return 1;
+}
+
+/* Check one line against the chain so far. */
+static int
+audit_verify_line(const char *file, int64_t lineno, const char *line,
+    size_t len, enum audit_kind kind, void *arg)
+{
+	struct audit_verify_state	*v = arg;
+	struct audit_rec		 r;
+	char				 msg[256];
+
+	switch (kind) {
+	case AUDIT_IOERR:
+		snprintf(msg, sizeof msg, "%.*s", (int)len, line);
+		return audit_verify_bad(v, file, lineno, msg);
+	case AUDIT_LONG:
+		snprintf(msg, sizeof msg, "line longer than %d bytes",
+		    AUDIT_LINE_MAX);
+		return audit_verify_bad(v, file, lineno, msg);
+	case AUDIT_CUT:
+		return audit_verify_bad(v, file, lineno, "record cut short "
+		    "(the file ends inside it: truncated)");
+	case AUDIT_WHOLE:
+		break;
+	}
+	if (audit_check(line, len, &r, msg, sizeof msg) == -1)
+		return audit_verify_bad(v, file, lineno, msg);
+	if (r.seq > v->expect) {
+		snprintf(msg, sizeof msg, "missing (deleted, or records out of "
+		    "order): the next record has seq %lld", (long long)r.seq);
+		return audit_verify_bad(v, file, lineno, msg);
+	}
+	if (r.seq < v->expect) {
+		snprintf(msg, sizeof msg, "found seq %lld again after seq %lld "
+		    "(record duplicated or out of order)", (long long)r.seq,
+		    (long long)v->expect - 1);
+		return audit_verify_bad(v, file, lineno, msg);
+	}
+	if (strcmp(r.prev, v->prev) != 0) {
+		snprintf(msg, sizeof msg, "prev is not the hash of record %lld "
+		    "(record inserted or replaced)", (long long)v->expect - 1);
+		return audit_verify_bad(v, file, lineno, msg);
+	}
+	memcpy(v->prev, r.hash, sizeof v->prev);
+	v->expect++;
+	return 0;
+}
+
+/*
+ * Walk the whole chain. 0 when valid; -1 with *bad_seq the first bad
+ * sequence number (that of a missing record, or the one after the last
+ * when records were cut from the end) and err saying what is wrong, or
+ * *bad_seq 0 when the log is not open.
+ */
+int
+audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
+{
+	struct audit_verify_state	v;
+
+	*nrecords = 0;
+	*bad_seq = 0;
+	if (audit_fd == -1) {
+		snprintf(err, errsz, "the audit log is not open");
+		return -1;
+	}
+	if (audit_dirty)
+		audit_heal();
+	memset(&v, 0, sizeof v);
+	v.expect = 1;
+	memcpy(v.prev, AUDIT_ZERO_HASH, sizeof v.prev);
+	v.err = err;
+	v.errsz = errsz;
+	if (audit_walk(audit_verify_line, &v) == -1) {
+		snprintf(err, errsz, "cannot list %s: %s", audit_dir,
+		    strerror(errno));
+		*bad_seq = 1;
+		return -1;
+	}
+	*nrecords = v.expect - 1;
+	if (v.bad_seq == 0 && v.expect - 1 < audit_seq) {
+		/* brokerd knows what it wrote: the end was cut off. */
+		v.bad_seq = v.expect;
+		snprintf(err, errsz, "the log ends at seq %lld but seq %lld "
+		    "was written (records removed from the end: truncated)",
+		    (long long)v.expect - 1, (long long)audit_seq);
+	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq) {
+		v.bad_seq = audit_seq + 1;
+		snprintf(err, errsz, "the log goes on past seq %lld, the last "
+		    "this brokerd wrote (another writer?)",
+		    (long long)audit_seq);
+	}
+	if (v.bad_seq != 0) {
+		*bad_seq = v.bad_seq;
+		return -1;
+	}
+	err[0] = '\0';
+	return 0;
+}
+
+/* Parse two digits at s into *out; -1 when they are not digits. */
+static int
+audit_2digits(const char *s, int *out)
+{
+	if (s[0] < '0' || s[0] > '9' || s[1] < '0' || s[1] > '9')
+		return -1;
+	*out = (s[0] - '0') * 10 + (s[1] - '0');
+	return 0;
+}
+
+/*
+ * Parse an ISO 8601 time into milliseconds since the epoch: YYYY-MM-DD,
+ * then optionally T (or a space) HH:MM[:SS[.fff]], then Z or +HH:MM or
+ * -HH:MM (UTC when absent).
+ */
+static int
+audit_time_ms(const char *s, int64_t *ms)
+{
+	struct tm	 tm;
+	const char	*p;
+	int		 y1, y2, mon, day, h = 0, mi = 0, sec = 0, oh, om;
+	int64_t		 frac = 0, scale = 100, secs, off = 0;
+	time_t		 t;
+
+	if (s == NULL || audit_2digits(s, &y1) == -1 ||
+	    audit_2digits(s + 2, &y2) == -1 || s[4] != '-' ||
+	    audit_2digits(s + 5, &mon) == -1 || s[7] != '-' ||
+	    audit_2digits(s + 8, &day) == -1)
+		return -1;
+	p = s + 10;
+	if (*p == 'T' || *p == ' ') {
+		if (audit_2digits(p + 1, &h) == -1 || p[3] != ':' ||
+		    audit_2digits(p + 4, &mi) == -1)
+			return -1;
+		p += 6;
+		if (*p == ':') {
+			if (audit_2digits(p + 1, &sec) == -1)
+				return -1;
+			p += 3;
+			if (*p == '.') {
+				for (p++; *p >= '0' && *p <= '9'; p++) {
+					frac += (*p - '0') * scale;
+					scale /= 10;
+				}
+				if (p[-1] == '.')
+					return -1;
+			}
+		}
+		if (*p == 'Z')
+			p++;
+		else if (*p == '+' || *p == '-') {
+			if (audit_2digits(p + 1, &oh) == -1 || p[3] != ':' ||
+			    audit_2digits(p + 4, &om) == -1 || oh > 23 ||
+			    om > 59)
+				return -1;
+			off = (oh * 3600 + om * 60) * (*p == '+' ? 1 : -1);
+			p += 6;
+		}
+	}
+	if (*p != '\0' || mon < 1 || mon > 12 || day < 1 || day > 31 ||
+	    h > 23 || mi > 59 || sec > 60)
+		return -1;
+	memset(&tm, 0, sizeof tm);
+	tm.tm_year = y1 * 100 + y2 - 1900;
+	tm.tm_mon = mon - 1;
+	tm.tm_mday = day;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	/* timegm normalizes: 2026-02-31 would become March 3. */
+	if (tm.tm_mday != day || tm.tm_mon != mon - 1)
+		return -1;
+	secs = (int64_t)t - off;
+	*ms = secs * 1000 + frac;
+	return 0;
+}
+
+/* An ISO 8601 time (see audit_time_ms) as Unix seconds; -1 if malformed. */
+int
+audit_time_parse(const char *s, int64_t *secs)
+{
+	int64_t	ms;
+
+	if (audit_time_ms(s, &ms) == -1)
+		return -1;
+	*secs = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+	return 0;
+}
+
+/* Keep a line that matches the query's filters among the newest. */
+static int
+audit_query_line(const char *file, int64_t lineno, const char *line,
+    size_t len, enum audit_kind kind, void *arg)
+{
+	struct audit_query_state	*q = arg;
+	struct json_tokener		*tok;
+	struct json_object		*obj;
+	const char			*s;
+	int64_t				 seq, ms;
+	size_t				 slot;
+
+	if (kind != AUDIT_WHOLE)
+		return 0;
+	if ((tok = json_tokener_new()) == NULL)
+		return 0;
+	obj = json_tokener_parse_ex(tok, line, len);
+	if (obj == NULL || json_tokener_get_parse_end(tok) != len ||
+	    !json_object_is_type(obj, json_type_object) ||
+	    json_int(obj, "seq", &seq) == -1)
+		goto skip;
+	if (q->before > 0 && seq >= q->before)
+		goto skip;
+	if (q->action != NULL && ((s = json_str(obj, "action")) == NULL ||
+	    strcmp(s, q->action) != 0))
+		goto skip;
+	if (q->user != NULL && ((s = json_str(obj, "user")) == NULL ||
+	    strcmp(s, q->user) != 0))
+		goto skip;
+	if (q->has_since || q->has_until) {
+		if (audit_time_ms(json_str(obj, "time"), &ms) == -1 ||
+		    (q->has_since && ms < q->since) ||
+		    (q->has_until && ms >= q->until))
+			goto skip;
+	}
+	slot = q->n % q->cap;
+	json_object_put(q->ring[slot]);
+	q->ring[slot] = obj;
+	q->n++;
+	json_tokener_free(tok);
+	return 0;
+skip:
+	json_object_put(obj);
+	json_tokener_free(tok);
+	return 0;
+}
+
+/*
+ * Records matching user and action (NULL: any) with a time in [since,
+ * until] (Unix seconds, both inclusive, 0: open) and a seq below
+ * before_seq (0: any): an array of at most limit (0 or more than
+ * AUDIT_QUERY_MAX: AUDIT_QUERY_MAX), the newest ones, newest last.
+ * *more, when given, tells whether older matches were left out. Records
+ * are read as they are, not verified.
+ */
+struct json_object *
+audit_query_page(const char *user, const char *action, int64_t since,
+    int64_t until, int64_t before_seq, size_t limit, int *more)
+{
+	struct audit_query_state	 q;
+	struct json_object		*arr;
+	size_t				 i, first, count;
+
+	arr = json_object_new_array();
+	if (more != NULL)
+		*more = 0;
+	if (audit_dir == NULL)
+		return arr;
+	memset(&q, 0, sizeof q);
+	q.user = user;
+	q.action = action;
+	/* Keep the millisecond arithmetic below from overflowing. */
+	since = since > AUDIT_SECS_MAX ? AUDIT_SECS_MAX : since < -AUDIT_SECS_MAX ?
+	    -AUDIT_SECS_MAX : since;
+	until = until > AUDIT_SECS_MAX ? AUDIT_SECS_MAX : until < -AUDIT_SECS_MAX ?
+	    -AUDIT_SECS_MAX : until;
+	q.has_since = since != 0;
+	q.since = since * 1000;
+	q.has_until = until != 0;
+	q.until = (until + 1) * 1000;
+	q.before = before_seq;
+	q.cap = limit == 0 || limit > AUDIT_QUERY_MAX ? AUDIT_QUERY_MAX : limit;
+	if ((q.ring = calloc(q.cap, sizeof *q.ring)) == NULL) {
+		log_warn("audit: query");
+		return arr;
+	}
+	if (audit_walk(audit_query_line, &q) == -1)
+		log_warn("audit: cannot list %s", audit_dir);
+	count = q.n < q.cap ? q.n : q.cap;
+	first = q.n < q.cap ? 0 : q.n % q.cap;
+	for (i = 0; i < count; i++)
+		json_object_array_add(arr, q.ring[(first + i) % q.cap]);
+	if (more != NULL)
+		*more = q.n > q.cap;
+	free(q.ring);
+	return arr;
+}
+
+/* audit_query_page without a seq bound. */
+struct json_object *
+audit_query(const char *user, const char *action, int64_t since,
+    int64_t until, size_t limit)
+{
+	return audit_query_page(user, action, since, until, 0, limit, NULL);
+}
+
+/* A short stand-in for a record too large to be sent. */
+static struct json_object *
+audit_stub(struct json_object *rec)
+{
+	struct json_object	*o, *v;
+	static const char *const keys[] = { "seq", "time", "action", NULL };
+	size_t			 i;
+
+	o = json_object_new_object();
+	for (i = 0; keys[i] != NULL; i++) {
+		if (json_object_object_get_ex(rec, keys[i], &v) &&
+		    !json_object_is_type(v, json_type_object) &&
+		    !json_object_is_type(v, json_type_array) &&
+		    (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) <= 64))
+			json_object_object_add(o, keys[i], json_object_get(v));
+	}
+	json_object_object_add(o, "omitted",
+	    json_object_new_string("record too large for one reply"));
+	return o;
+}
+
+/*
+ * Drop the oldest records of a query's array until its plain JSON fits in
+ * maxbytes (one IPC message); a single record too large for it becomes a
+ * stub. Returns how many records were dropped.
+ */
+size_t
+audit_trim(struct json_object *items, size_t maxbytes)
+{
+	size_t	 i, n, len, total, drop = 0, *sizes;
+
+	n = json_object_array_length(items);
+	if (n == 0)
+		return 0;
+	if ((sizes = calloc(n, sizeof *sizes)) == NULL) {
+		json_object_array_del_idx(items, 0, n);
+		return n;
+	}
+	total = 2;
+	for (i = 0; i < n; i++) {
+		json_object_to_json_string_length(json_object_array_get_idx(
+		    items, i), JSON_C_TO_STRING_PLAIN, &len);
+		if (len + 2 > maxbytes) {
+			json_object_array_put_idx(items, i, audit_stub(
+			    json_object_array_get_idx(items, i)));
+			json_object_to_json_string_length(
+			    json_object_array_get_idx(items, i),
+			    JSON_C_TO_STRING_PLAIN, &len);
+		}
+		sizes[i] = len + (i > 0);
+		total += sizes[i];
+	}
+	while (drop < n && total > maxbytes)
+		total -= sizes[drop++];
+	if (drop > 0)
+		json_object_array_del_idx(items, 0, drop);
+	free(sizes);
+	return drop;
+}

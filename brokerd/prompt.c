@@ -1,0 +1,144 @@
+/*
+ * GET /api/sandbox/prompt: the text an agent's system prompt should carry
+ * about its constraints right now, from the templates under profiles/
+ * filled in from the real policy of the caller's session.
+ */
+#include <sys/types.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "brokerd.h"
+
+#define PROMPT_MAX	(64 * 1024)
+
+static struct config	*prompt_conf;
+static char		*prompt_sandbox;
+static char		*prompt_direct;
+
+/* Read the templates; a missing one stops brokerd at start-up. */
+void
+prompt_init(struct config *conf)
+{
+	char	path[4096];
+
+	prompt_conf = conf;
+	snprintf(path, sizeof(path), "%s/prompt-sandbox.txt",
+	    conf->profiles_dir);
+	if ((prompt_sandbox = file_read(path, PROMPT_MAX, NULL)) == NULL)
+		fatal("%s", path);
+	snprintf(path, sizeof(path), "%s/prompt-direct.txt",
+	    conf->profiles_dir);
+	if ((prompt_direct = file_read(path, PROMPT_MAX, NULL)) == NULL)
+		fatal("%s", path);
+}
+
+/* Replace every {{NAME}} of tmpl by its value; unknown names stay. */
+static char *
+prompt_fill(const char *tmpl, const char *const *vars)
+{
+	const char	*p, *end;
+	char		*out;
+	size_t		 len = 0, cap = strlen(tmpl) + 1024, i, n;
+
+	if ((out = malloc(cap)) == NULL)
+		fatal("%s", __func__);
+	for (p = tmpl; *p != '\0';) {
+		const char	*val = NULL;
+
+		if (p[0] == '{' && p[1] == '{' &&
+		    (end = strstr(p + 2, "}}")) != NULL) {
+			for (i = 0; vars[i] != NULL; i += 2)
+				if (strlen(vars[i]) == (size_t)(end - p - 2) &&
+				    strncmp(p + 2, vars[i], end - p - 2) == 0)
+					val = vars[i + 1];
+		}
+		if (val != NULL) {
+			n = strlen(val);
+			p = end + 2;
+		} else {
+			val = p;
+			n = 1;
+			p++;
+		}
+		if (len + n + 1 > cap) {
+			cap = (len + n + 1) * 2;
+			if ((out = realloc(out, cap)) == NULL)
+				fatal("%s", __func__);
+		}
+		memcpy(out + len, val, n);
+		len += n;
+	}
+	out[len] = '\0';
+	return out;
+}
+
+/* The prompt for the caller's session, with the facts it rests on. */
+void
+prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res, *mode, *b;
+	const char		*perm, *vars[24], *exp, *backend;
+	char			 ws[4096], writable[4200], remaining[32];
+	char			 timeout[16], *text;
+	int64_t			 left = 0;
+	int			 direct, net;
+
+	if (prompt_conf->runtime != RUNTIME_HOST) {
+		ipc_reply_error(p, m, ERR_CONFLICT, "the agent prompt describes "
+		    "the host runtime's sandbox; this host runs docker");
+		return;
+	}
+	mode = mode_json(id);
+	direct = strcmp(json_str(mode, "mode"), "direct") == 0;
+	perm = session_permission(id->session);
+	net = strcmp(perm, "workspace-write+network") == 0;
+	snprintf(ws, sizeof(ws), "%s/%s", prompt_conf->workspace_root,
+	    id->user->name);
+	if (strcmp(perm, "read-only") == 0)
+		snprintf(writable, sizeof(writable), "nothing but /tmp (the "
+		    "read-only profile: the workspace %s is read-only)", ws);
+	else
+		snprintf(writable, sizeof(writable), "your workspace %s and "
+		    "/tmp", ws);
+	json_int(mode, "remaining_seconds", &left);
+	snprintf(remaining, sizeof(remaining), "%lld min %02lld s",
+	    (long long)left / 60, (long long)left % 60);
+	snprintf(timeout, sizeof(timeout), "%d", prompt_conf->command_timeout);
+	exp = json_str(mode, "expires_at");
+	b = sandbox_backend_json();
+	backend = json_str(b, "name");
+	vars[0] = "MODE";	vars[1] = direct ? "direct" : "sandbox";
+	vars[2] = "WORKSPACE";	vars[3] = ws;
+	vars[4] = "WRITABLE";	vars[5] = writable;
+	vars[6] = "NETWORK";	vars[7] = net ? "available (outward only; "
+	    "the host's own services are out of reach)" : "none (loopback "
+	    "inside the sandbox only)";
+	vars[8] = "EXPIRES_AT";	vars[9] = exp ? exp : "-";
+	vars[10] = "REMAINING";	vars[11] = remaining;
+	vars[12] = "TIMEOUT";	vars[13] = timeout;
+	vars[14] = "BACKEND";	vars[15] = backend ? backend : "bwrap";
+	vars[16] = "RUN_AS";	vars[17] = "hostgate's sandbox service user";
+	vars[18] = "ON_EXPIRY";	vars[19] = prompt_conf->on_expiry ==
+	    EXPIRY_TERMINATE ? ", and processes started in direct mode are "
+	    "terminated" : "";
+	vars[20] = "USER";	vars[21] = id->user->name;
+	vars[22] = NULL;
+	text = prompt_fill(direct ? prompt_direct : prompt_sandbox, vars);
+	res = json_object_new_object();
+	json_object_object_add(res, "prompt", json_object_new_string(text));
+	json_object_object_add(res, "mode", json_object_new_string(
+	    direct ? "direct" : "sandbox"));
+	json_object_object_add(res, "permission", json_object_new_string(perm));
+	json_object_object_add(res, "workspace", json_object_new_string(ws));
+	json_object_object_add(res, "network", json_object_new_boolean(net));
+	json_object_object_add(res, "expires_at", exp ?
+	    json_object_new_string(exp) : NULL);
+	json_object_object_add(res, "remaining_seconds", direct ?
+	    json_object_new_int64(left) : NULL);
+	free(text);
+	json_object_put(mode);
+	json_object_put(b);
+	ipc_reply(p, m, res, NULL, 0);
+}

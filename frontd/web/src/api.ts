@@ -1,0 +1,190 @@
+// The HTTP API: JSON requests with the login session's cookie and, on every
+// state change, its CSRF token. The token comes with the login answer only
+// (the cookie is HttpOnly), so it is kept in localStorage, where every tab
+// of the session finds it.
+
+export type Mode = 'sandbox' | 'direct';
+export type Permission = 'read-only' | 'workspace-write' | 'workspace-write+network';
+
+export interface ExecutionMode {
+  mode: Mode;
+  default: Mode;
+  available: boolean;
+  reason: string | null;
+  expires_at: string | null;
+  remaining_seconds: number | null;
+  ttl_seconds: number;
+}
+
+export interface Backend {
+  name: string;
+  ok: boolean;
+  reason: string | null;
+}
+
+export interface Status {
+  user: string;
+  role: 'admin' | 'user';
+  auth: 'session' | 'token';
+  runtime: 'host' | 'docker';
+  backend: Backend;
+  execution_mode: ExecutionMode;
+  permission: Permission;
+}
+
+export interface LoginAnswer {
+  user: string;
+  role: 'admin' | 'user';
+  csrf_token: string;
+}
+
+export interface TerminalInfo {
+  id: string;
+  user: string;
+  created: string | number;
+  mode: Mode;
+  backend: string;
+  running: boolean;
+}
+
+export interface AdminSession {
+  id: string;
+  user: string;
+  created: string | number | null;
+  last_seen: string | number | null;
+  mode: Mode;
+  expires_at: string | null;
+  remaining_seconds: number | null;
+  terminals: { id: string; running: boolean; mode: Mode }[];
+  container?: string | null;
+}
+
+export type AuditRecord = Record<string, unknown>;
+
+export interface DebugInfo {
+  versions?: Record<string, unknown>;
+  uptime_seconds?: number;
+  backend?: Backend & Record<string, unknown>;
+  config?: Record<string, unknown>;
+  counters?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+const CSRF_KEY = 'hostgate.csrf';
+
+export function csrfToken(): string | null {
+  try {
+    return localStorage.getItem(CSRF_KEY);
+  } catch {
+    return null;
+  }
+}
+
+export function setCsrfToken(token: string | null): void {
+  try {
+    if (token) localStorage.setItem(CSRF_KEY, token);
+    else localStorage.removeItem(CSRF_KEY);
+  } catch {
+    /* storage refused (private mode): this tab works until reload */
+  }
+}
+
+// An error answer of the API: status, code and the server's message.
+export class ApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  // Seconds from Retry-After (429), or null.
+  readonly retryAfter: number | null;
+
+  constructor(status: number, code: string, message: string, retryAfter: number | null) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter;
+  }
+
+  // The message with the retry time, as a toast shows it.
+  describe(): string {
+    if (this.retryAfter !== null && this.retryAfter > 0) {
+      return `${this.message} (try again in ${formatWait(this.retryAfter)})`;
+    }
+    return this.message;
+  }
+}
+
+// "42 s", "2 min", "2 min 5 s".
+export function formatWait(seconds: number): string {
+  const s = Math.ceil(seconds);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  const r = s % 60;
+  return r ? `${m} min ${r} s` : `${m} min`;
+}
+
+// Seconds of a Retry-After header (delta-seconds or an HTTP date).
+function retryAfter(h: string | null): number | null {
+  if (!h) return null;
+  if (/^\d+$/.test(h.trim())) return parseInt(h, 10);
+  const t = Date.parse(h);
+  return Number.isNaN(t) ? null : Math.max(0, Math.ceil((t - Date.now()) / 1000));
+}
+
+// Called when the session is gone (401) or its CSRF token is not valid.
+let onSessionLost: ((why: string) => void) | null = null;
+
+export function setSessionLostHandler(fn: (why: string) => void): void {
+  onSessionLost = fn;
+}
+
+// One request; resolves to the JSON answer, rejects with ApiError.
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { Accept: 'application/json' };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && method !== 'HEAD') {
+    const token = csrfToken();
+    if (token) headers['X-CSRF-Token'] = token;
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+      cache: 'no-store',
+    });
+  } catch {
+    throw new ApiError(0, 'network', 'hostgate cannot be reached', null);
+  }
+  let doc: unknown = null;
+  const text = await res.text();
+  if (text) {
+    try {
+      doc = JSON.parse(text);
+    } catch {
+      doc = null;
+    }
+  }
+  if (res.ok) return doc as T;
+
+  const err = (doc as { error?: { code?: string; message?: string } } | null)?.error;
+  const e = new ApiError(
+    res.status,
+    err?.code ?? 'http_' + res.status,
+    err?.message ?? `${res.status} ${res.statusText || 'error'}`,
+    retryAfter(res.headers.get('Retry-After')),
+  );
+  if (path !== '/api/login') {
+    if (res.status === 401) onSessionLost?.('Your session has ended. Please sign in again.');
+    else if (res.status === 403 && /csrf/i.test(e.message)) {
+      onSessionLost?.('This tab lost its session key. Please sign in again.');
+    }
+  }
+  throw e;
+}
+
+export const get = <T>(path: string): Promise<T> => api<T>('GET', path);
+export const post = <T>(path: string, body?: unknown): Promise<T> =>
+  api<T>('POST', path, body ?? {});
+export const del = <T>(path: string): Promise<T> => api<T>('DELETE', path);

@@ -1,0 +1,208 @@
+// The hostgate panel: login, then a top bar (with the state button) over the
+// terminals or the admin views. The state comes from /api/status on load
+// and from the event stream after.
+
+import { installConstructedStyles } from './cspstyle';
+import './style.css';
+
+import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status } from './api';
+import { AdminView } from './admin';
+import { h, icon } from './dom';
+import { startEvents, stopEvents } from './events';
+import { loginView } from './login';
+import { ModeControl } from './popover';
+import { currentPath, navigate, startRouter } from './router';
+import { store } from './state';
+import { TerminalsView, forgetTerminals } from './terminals';
+import { clearToasts } from './toast';
+
+installConstructedStyles();
+
+const root = document.getElementById('app')!;
+
+interface App {
+  shell: HTMLElement;
+  main: HTMLElement;
+  nav: HTMLElement;
+  terminals: TerminalsView;
+  admin: AdminView;
+  mode: ModeControl;
+  unsub: () => void;
+  onVisible: () => void;
+  renderTop: () => void;
+}
+
+let app: App | null = null;
+// Where to go after logging in.
+let afterLogin = '/';
+
+function buildApp(): App {
+  const s = store.status!;
+  const mode = new ModeControl();
+  const live = h('span', { class: 'live-state', role: 'status' });
+  const nav = h('nav', { class: 'mainnav', attrs: { 'aria-label': 'Main' } });
+  const logout = h(
+    'button',
+    { class: 'btn btn-small btn-ghost', id: 'logout', type: 'button', on: { click: () => void logOut() } },
+    h('span', { text: 'Log out' }),
+  );
+  const header = h(
+    'header',
+    { class: 'topbar' },
+    h('a', { class: 'skip-link', href: '#main', text: 'Skip to content' }),
+    h(
+      'a',
+      { class: 'brand', href: '/', attrs: { 'aria-label': 'hostgate, terminals' } },
+      h('span', { class: 'brand-mark', attrs: { 'aria-hidden': 'true' } }, 'h'),
+      h('span', { class: 'brand-name', text: 'hostgate' }),
+    ),
+    nav,
+    h('div', { class: 'topbar-spacer' }),
+    live,
+    mode.el,
+    h(
+      'div',
+      { class: 'user-box' },
+      h('span', { class: 'user-name', text: s.user }),
+      h('span', { class: 'user-role', text: s.role === 'admin' ? 'admin' : 'user' }),
+    ),
+    logout,
+  );
+  const main = h('main', { class: 'main', id: 'main', tabindex: -1 });
+  const shell = h('div', { class: 'shell' }, header, main);
+  const terminals = new TerminalsView();
+  const admin = new AdminView();
+  main.append(terminals.el, admin.el);
+
+  const renderTop = (): void => {
+    const st = store.status;
+    if (!st) return;
+    live.textContent = store.live ? '' : 'Live updates paused';
+    live.hidden = store.live;
+    const path = currentPath();
+    const links: [string, string, boolean][] = [['/', 'Terminals', !path.startsWith('/admin')]];
+    if (st.role === 'admin') links.push(['/admin', 'Admin', path.startsWith('/admin')]);
+    nav.replaceChildren(
+      ...links.map(([href, text, on]) =>
+        h('a', {
+          href,
+          text,
+          class: on ? 'mainnav-link active' : 'mainnav-link',
+          attrs: on ? { 'aria-current': 'page' } : {},
+        }),
+      ),
+    );
+  };
+  const unsub = store.subscribe(renderTop);
+  renderTop();
+  const onVisible = (): void => {
+    if (document.visibilityState === 'visible') store.refresh().catch(() => undefined);
+  };
+  document.addEventListener('visibilitychange', onVisible);
+  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, renderTop };
+}
+
+// Draw the page of path.
+function route(path: string): void {
+  if (!app) {
+    afterLogin = path === '/login' ? '/' : path;
+    return;
+  }
+  if (path === '/login') {
+    navigate('/', true);
+    return;
+  }
+  const isAdmin = path === '/admin' || path.startsWith('/admin/');
+  app.terminals.el.hidden = isAdmin;
+  app.admin.el.hidden = !isAdmin;
+  if (isAdmin) {
+    app.admin.show(path.split('/')[2] ?? 'sessions');
+    document.title = 'Admin · hostgate';
+  } else {
+    app.admin.stop();
+    if (path !== '/') history.replaceState(null, '', '/');
+    document.title = 'hostgate';
+    void app.terminals.start();
+  }
+  app.renderTop();
+}
+
+function startApp(): void {
+  app = buildApp();
+  root.replaceChildren(app.shell);
+  setSessionLostHandler((why) => showLogin(why));
+  startEvents({ terminalExited: (id) => app?.terminals.terminalExited(id) });
+  const path = afterLogin !== '/' ? afterLogin : currentPath();
+  afterLogin = '/';
+  navigate(path, true);
+}
+
+function teardown(): void {
+  setSessionLostHandler(() => undefined);
+  stopEvents();
+  clearToasts();
+  if (app) {
+    app.unsub();
+    app.mode.destroy();
+    app.terminals.destroy();
+    app.admin.stop();
+    document.removeEventListener('visibilitychange', app.onVisible);
+    app = null;
+  }
+  store.clear();
+}
+
+function showLogin(notice: string | null): void {
+  const path = currentPath();
+  teardown();
+  if (path !== '/login' && path !== '/') afterLogin = path;
+  history.replaceState(null, '', '/login');
+  document.title = 'Sign in · hostgate';
+  loginView(root, notice, () => void boot());
+}
+
+async function logOut(): Promise<void> {
+  try {
+    await post('/api/logout');
+  } catch {
+    /* the session may be gone already */
+  }
+  setCsrfToken(null);
+  forgetTerminals();
+  showLogin(null);
+}
+
+// Read the status; show the app, the login page, or why neither works.
+async function boot(): Promise<void> {
+  let s: Status;
+  try {
+    s = await get<Status>('/api/status');
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 401) {
+      showLogin(null);
+      return;
+    }
+    const msg = e instanceof ApiError ? e.describe() : String(e);
+    root.replaceChildren(
+      h(
+        'main',
+        { class: 'login-page' },
+        h(
+          'div',
+          { class: 'login-card', role: 'alert' },
+          h('h1', { class: 'login-title' }, icon('alert'), ' hostgate is not answering'),
+          h('p', { class: 'login-sub', text: msg }),
+          h('button', { class: 'btn btn-primary', type: 'button', text: 'Try again', on: { click: () => void boot() } }),
+        ),
+      ),
+    );
+    return;
+  }
+  teardown();
+  store.setStatus(s);
+  startApp();
+}
+
+startRouter(route);
+if (currentPath() !== '/login') afterLogin = currentPath();
+void boot();
