@@ -5,7 +5,8 @@
 // panel's own origin only.
 import { defineConfig } from 'vite';
 
-const backend = process.env.HOSTGATE_DEV_BACKEND ?? 'http://127.0.0.1:8080';
+const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
+const backend = env?.HOSTGATE_DEV_BACKEND ?? 'http://127.0.0.1:8080';
 
 export default defineConfig({
   base: '/',

@@ -665,9 +665,16 @@ def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
                              "# hgbomb-%s" % t, "timeout": 6}, timeout=40)))
     th.start()
     try:
-        # The bomb is at its ceiling: hundreds of processes on the host.
-        hglib.wait_for(lambda: len(sl.host_processes(match)) >= 400, 5,
-                       what="the fork bomb at full size")
+        # The bomb is at its ceiling: hundreds of processes on the host,
+        # and no more of them from one look to the next.
+        seen = []
+
+        def full():
+            seen.append(len(sl.host_processes(match)))
+            return len(seen) >= 3 and seen[-1] >= 400 and \
+                seen[-1] <= seen[-2] <= seen[-3]
+        hglib.wait_for(full, 8, interval=0.3, what="the fork bomb at its "
+                       "ceiling (process counts: %s)" % seen)
         r = alice.post("/api/run_command", {"command": "echo alive"},
                        timeout=20)
         assert r.status == 200, r

@@ -503,9 +503,6 @@ export class TerminalsView {
     let text = '';
     let kind = 'info';
     switch (v.conn) {
-      case 'connecting':
-        text = 'Connecting…';
-        break;
       case 'lost':
         text = 'Connection lost. Reconnecting…';
         kind = 'warning';
