@@ -37,6 +37,7 @@
 #define AUDIT_RECORD_MAX	(16 * 1024)	/* the longest line written */
 #define AUDIT_FIELD_MAX		512	/* user, session, reason are cut */
 #define AUDIT_QUERY_MAX		10000	/* records one query returns */
+#define AUDIT_SEQ_MAX		((INT64_C(1) << 53) - 1) /* exact in JSON */
 #define AUDIT_SECS_MAX		(INT64_MAX / 1000 - 1)
 #define AUDIT_BUF_SIZE		(2 * AUDIT_LINE_MAX + 2)
 #define AUDIT_HMAC_PRE		",\"hmac\":\""
@@ -211,7 +212,8 @@ audit_check(const char *line, size_t len, struct audit_rec *r, char *err,
 	if (obj == NULL || json_tokener_get_parse_end(tok) != len ||
 	    !json_object_is_type(obj, json_type_object))
 		snprintf(err, errsz, "not a JSON object");
-	else if (json_int(obj, "seq", &r->seq) == -1 || r->seq < 1)
+	else if (json_int(obj, "seq", &r->seq) == -1 || r->seq < 1 ||
+	    r->seq > AUDIT_SEQ_MAX)
 		snprintf(err, errsz, "no valid seq");
 	else if ((prev = json_str(obj, "prev")) == NULL ||
 	    strlen(prev) != 64 || !audit_is_hash(prev))
@@ -336,6 +338,26 @@ audit_base(const char *path)
 }
 
 /*
+ * Open a file of the log for reading; -1 with errno, EINVAL for anything
+ * but a regular file (opening a FIFO would block brokerd).
+ */
+static int
+audit_open_read(const char *path)
+{
+	struct stat	st;
+	int		fd;
+
+	if ((fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+/*
  * Hand each line of one file to fn, in a buffer of bounded size: a line
  * longer than AUDIT_LINE_MAX is reported once as AUDIT_LONG and skipped.
  * Returns fn's 1 when it stopped the walk, else 0.
@@ -349,10 +371,11 @@ audit_walk_file(const char *path, char *buf, audit_line_fn fn, void *arg)
 	int64_t	 lineno = 0;
 	int	 fd, rv = 0, skipping = 0;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = audit_open_read(path)) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		snprintf(msg, sizeof msg, "cannot open: %s", strerror(errno));
+		snprintf(msg, sizeof msg, "cannot open: %s", errno == EINVAL ?
+		    "not a regular file" : strerror(errno));
 		return fn(audit_base(path), 0, msg, strlen(msg), AUDIT_IOERR,
 		    arg);
 	}
@@ -443,10 +466,11 @@ audit_tail_file(const char *path, struct audit_rec *r, int *found, char *err,
 	int		 fd, rv = -1;
 
 	*found = 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+	if ((fd = audit_open_read(path)) == -1) {
 		if (errno == ENOENT)
 			return 0;
-		snprintf(err, errsz, "cannot open: %s", strerror(errno));
+		snprintf(err, errsz, "cannot open: %s", errno == EINVAL ?
+		    "not a regular file" : strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, &st) == -1) {

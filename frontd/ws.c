@@ -42,6 +42,10 @@ struct ws {
 	char			 id[17];
 	char			 peer[64];
 	int			 paused;	/* pty reads stopped: backpressure */
+	int			 too_big;	/* a frame announced too much */
+	uint8_t			 hdr[14];	/* ws_track: a header so far */
+	size_t			 hlen;
+	uint64_t		 skip;		/* payload bytes still to come */
 	TAILQ_ENTRY(ws)		 entry;
 };
 
@@ -55,6 +59,7 @@ struct ws_wait {
 static TAILQ_HEAD(, ws)	ws_all = TAILQ_HEAD_INITIALIZER(ws_all);
 
 static void	ws_free(struct ws *, const char *);
+static void	ws_track(struct ws *, const uint8_t *, size_t);
 static void	ws_pump(struct ws *);
 
 /* Sec-WebSocket-Accept for a key (RFC 6455, 4.2.2). */
@@ -116,11 +121,17 @@ ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
 	struct ws	*w = arg;
 	int		 n;
 
+	if (w->too_big) {
+		/* Nothing more from a peer being closed for it. */
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
 	n = evbuffer_remove(bufferevent_get_input(w->bev), buf, len);
 	if (n <= 0) {
 		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
 		return -1;
 	}
+	ws_track(w, buf, n);
 	return n;
 }
 
@@ -187,6 +198,47 @@ ws_control(struct ws *w, const uint8_t *msg, size_t len)
 	json_object_put(o);
 }
 
+/*
+ * Follow frame headers in the bytes handed to wslay. wslay checks the
+ * message limit only as payload arrives, so a header announcing 2^62
+ * bytes and nothing else would hold the connection open: refuse such a
+ * frame on its header (RFC 6455, 5.2).
+ */
+static void
+ws_track(struct ws *w, const uint8_t *p, size_t n)
+{
+	size_t	need, i, take;
+	uint64_t len;
+
+	while (n > 0) {
+		if (w->skip > 0) {
+			take = n < w->skip ? n : (size_t)w->skip;
+			w->skip -= take;
+			p += take;
+			n -= take;
+			continue;
+		}
+		w->hdr[w->hlen++] = *p++;
+		n--;
+		if (w->hlen < 2)
+			continue;
+		len = w->hdr[1] & 0x7f;
+		need = 2 + (len == 126 ? 2 : len == 127 ? 8 : 0) +
+		    (w->hdr[1] & 0x80 ? 4 : 0);
+		if (w->hlen < need)
+			continue;
+		if (len == 126)
+			len = (uint64_t)w->hdr[2] << 8 | w->hdr[3];
+		else if (len == 127)
+			for (len = 0, i = 2; i < 10; i++)
+				len = len << 8 | w->hdr[i];
+		if (len > WS_MAX_MSG)
+			w->too_big = 1;
+		w->skip = len;
+		w->hlen = 0;
+	}
+}
+
 /* A whole message from the client. */
 static void
 ws_msg_cb(wslay_event_context_ptr ctx,
@@ -213,7 +265,18 @@ ws_pump(struct ws *w)
 {
 	struct evbuffer	*out = bufferevent_get_output(w->bev);
 
-	if (wslay_event_recv(w->ctx) != 0 || wslay_event_send(w->ctx) != 0) {
+	if (wslay_event_recv(w->ctx) != 0) {
+		ws_free(w, "protocol error");
+		return;
+	}
+	if (w->too_big == 1) {
+		/* Once: 1009, then no more reading. */
+		w->too_big = 2;
+		wslay_event_queue_close(w->ctx, WSLAY_CODE_MESSAGE_TOO_BIG,
+		    NULL, 0);
+		wslay_event_shutdown_read(w->ctx);
+	}
+	if (wslay_event_send(w->ctx) != 0) {
 		ws_free(w, "protocol error");
 		return;
 	}

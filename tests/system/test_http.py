@@ -88,7 +88,7 @@ def test_keep_alive(shared):
 @pytest.mark.parametrize("body", [
     b"{not json", b"{", b'{"username": "alice", "password": }', b"",
     b"\xff\xfe garbage", b'{"username": "alice", "password": "x"} trailing',
-])
+], ids=["unclosed", "brace", "missing-value", "empty", "binary", "trailing"])
 def test_login_malformed_json_400(shared, body):
     assert_json_error(shared.post("/api/login", body), 400, "bad_request")
     assert_alive(shared)
@@ -152,18 +152,25 @@ def test_login_odd_values_refused(shared, doc):
 
 
 @pytest.mark.parametrize("data,statuses", [
-    (b"GARBAGE\r\n\r\n", (400,)),
-    (b"\x00\x01\x02\x03\r\n\r\n", (400,)),
-    (b"GET  HTTP/1.1\r\n\r\n", (400,)),
-    (b"GET /healthz HTTP/1.1 extra\r\n\r\n", (400,)),
-    (b"GET /healthz HTTP/1.1\r\nno colon here\r\n\r\n", (400,)),
-    (b"GET /healthz HTTP/1.1\r\n: empty-name\r\n\r\n", (400,)),
-    (b"GET /healthz HTTP/1.1\r\nContent-Length: -1\r\n\r\n", (400,)),
-    (b"GET /healthz HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", (400,)),
-    (b"GET /healthz HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
-     (400,)),
-    (b"GET /healthz HTTP/7.0\r\n\r\n", (400, 505)),
-    (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", (414, 431)),
+    pytest.param(b"GARBAGE\r\n\r\n", (400,), id="one-word"),
+    pytest.param(b"\x00\x01\x02\x03\r\n\r\n", (400,), id="binary"),
+    pytest.param(b"GET  HTTP/1.1\r\n\r\n", (400,), id="no-target"),
+    pytest.param(b"GET /healthz HTTP/1.1 extra\r\n\r\n", (400,),
+                 id="four-words"),
+    pytest.param(b"GET /healthz HTTP/1.1\r\nno colon here\r\n\r\n", (400,),
+                 id="header-without-colon"),
+    pytest.param(b"GET /healthz HTTP/1.1\r\n: empty-name\r\n\r\n", (400,),
+                 id="empty-header-name"),
+    pytest.param(b"GET /healthz HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+                 (400,), id="negative-length"),
+    pytest.param(b"GET /healthz HTTP/1.1\r\nContent-Length: 1x\r\n\r\n",
+                 (400,), id="bad-length"),
+    pytest.param(b"GET /healthz HTTP/1.1\r\nContent-Length: 1\r\n"
+                 b"Content-Length: 2\r\n\r\n", (400,), id="two-lengths"),
+    pytest.param(b"GET /healthz HTTP/7.0\r\n\r\n", (400, 505),
+                 id="version-7"),
+    pytest.param(b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", (414, 431),
+                 id="target-20KiB"),
 ])
 def test_garbage_request(shared, data, statuses):
     out = shared.raw(data)

@@ -16,6 +16,14 @@ MiB = 1 << 20
 
 
 @pytest.fixture(scope="module")
+def shared(mode):
+    """This module's own hostgate (see sandboxlib.own_hostgate): it spawns
+    more than the shared instance's spawn rate limit allows."""
+    with sl.own_hostgate(mode, "terminal") as hg:
+        yield hg
+
+
+@pytest.fixture(scope="module")
 def bob(shared):
     return shared.login(*hglib.USER)
 
@@ -317,14 +325,8 @@ def hostile_text_bad_utf8(ws):
     ws.send_raw(ws.frame(OP_TEXT, b'{"type":"resize\xff\xfe"}'))
 
 
-# Known daemon bugs, for the lead: each reason names what frontd does wrong.
-HOSTILE_XFAIL = {
-    "hostile_huge_length": "frontd bug: a frame header announcing a 2^62-byte "
-    "payload (over the 1 MiB message limit) is not refused until payload "
-    "bytes arrive; wslay checks the limit only on data, so the connection "
-    "stays open (frontd should fail it with 1009 as soon as the header is "
-    "read, e.g. from on_frame_recv_start_callback)",
-}
+# Known daemon bugs: each reason names what frontd does wrong (none now).
+HOSTILE_XFAIL = {}
 
 HOSTILE = [pytest.param(f, id=n[8:], marks=[pytest.mark.xfail(
                strict=True, reason=HOSTILE_XFAIL[n])] if n in HOSTILE_XFAIL

@@ -453,6 +453,29 @@ test_wrong_prev(void **state)
 	expect_bad(f, 3, "prev is not the hash of record 2");
 }
 
+/* A signed tail whose seq could not be followed on is refused at start. */
+static void
+test_seq_too_large(void **state)
+{
+	struct fixture	*f = *state;
+	struct lines	 l;
+	char		 text[512];
+
+	append_n(2);
+	l = read_lines(f->log);
+	snprintf(text, sizeof text, "{\"seq\":9223372036854775807,"
+	    "\"prev\":\"%064d\"}", 0);
+	free(l.v[1]);
+	l.v[1] = sign_with_key(f, text);
+	write_lines(f->log, &l, 0);
+	free_lines(&l);
+	expect_bad(f, 2, "no valid seq");
+	audit_close();
+	assert_int_equal(audit_init(f->dir, BIG_ROTATE, 0, f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "no valid seq"));
+}
+
 /* A genuine record copied again further on is caught at that place. */
 static void
 test_duplicated(void **state)
@@ -658,6 +681,20 @@ test_rotation_no_reuse(void **state)
 	assert_int_equal(audit_last_seq(), 10);
 	free(p1);
 	free(p2);
+}
+
+/* A FIFO among the log's files is reported, not opened for good. */
+static void
+test_not_regular(void **state)
+{
+	struct fixture	*f = *state;
+	char		*p;
+
+	append_n(2);
+	p = path_join(f->dir, "audit.log.000009");
+	assert_int_equal(mkfifo(p, 0600), 0);
+	expect_bad(f, 1, "not a regular file");
+	free(p);
 }
 
 /* audit_init on an existing log resumes the seq and the prev hash. */
@@ -866,6 +903,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_inserted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_prev, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_seq_too_large, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_duplicated, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_swapped, setup, teardown),
@@ -880,6 +919,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_rotation, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_no_reuse, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_not_regular, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_resume, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_query, setup, teardown),

@@ -5,7 +5,7 @@
 import { ApiError, del, get, post, type AdminSession, type AuditRecord, type DebugInfo } from './api';
 import { confirmDialog } from './dialog';
 import { h, icon, replace } from './dom';
-import { countdown, dateTime, uptime } from './format';
+import { countdown, dateTime, permissionLabel, uptime } from './format';
 import { errorToast } from './popover';
 import { store } from './state';
 import { toast } from './toast';
@@ -17,6 +17,26 @@ const TABS: { id: Tab; label: string }[] = [
   { id: 'terminals', label: 'Terminals' },
   { id: 'audit', label: 'Audit log' },
   { id: 'debug', label: 'Debug' },
+];
+
+// The actions brokerd records (docs/audit.md), offered in the filter.
+const AUDIT_ACTIONS = [
+  'login',
+  'login_failed',
+  'logout',
+  'mode_requested',
+  'mode_granted',
+  'mode_refused',
+  'permission_changed',
+  'permission_refused',
+  'spawn_refused',
+  'terminal_closed',
+  'terminal_exited',
+  'token_minted',
+  'admin_revert',
+  'admin_kill',
+  'admin_refused',
+  'admin_debug',
 ];
 
 const shortId = (id: string): string => (id.length > 12 ? `${id.slice(0, 8)}…` : id);
@@ -142,6 +162,7 @@ export class AdminView {
     const list = await this.fetchSessions();
     this.countdowns = [];
     if (list.length === 0) return emptyRow('No sessions.');
+    const containers = list.some((s) => s.container);
     const rows = list.map((s) => {
       const direct = s.mode === 'direct';
       let mode: HTMLElement = modeText(s.mode);
@@ -165,14 +186,15 @@ export class AdminView {
         dateTime(s.created),
         dateTime(s.last_seen),
         mode,
+        s.permission ? permissionLabel(s.permission) : '—',
         `${running} running${s.terminals.length > running ? `, ${s.terminals.length - running} ended` : ''}`,
-        s.container ? h('code', { text: s.container }) : '—',
+        ...(containers ? [s.container ? h('code', { text: s.container }) : '—'] : []),
         revert,
       ];
     });
     return table(
       'Login sessions',
-      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Terminals', 'Container', ''],
+      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', 'Terminals', ...(containers ? ['Container'] : []), ''],
       rows,
       'table-sessions',
     );
@@ -249,7 +271,8 @@ export class AdminView {
       'form',
       { class: 'filters', attrs: { 'aria-label': 'Audit filters' } },
       field('user', 'User', 'text', { autocomplete: 'off', spellcheck: 'false' }),
-      field('action', 'Action', 'text', { autocomplete: 'off', spellcheck: 'false', placeholder: 'e.g. mode_set' }),
+      field('action', 'Action', 'text', { autocomplete: 'off', spellcheck: 'false', list: 'audit-actions' }),
+      h('datalist', { id: 'audit-actions' }, ...AUDIT_ACTIONS.map((a) => h('option', { value: a }))),
       field('since', 'Since', 'datetime-local', { step: '1' }),
       field('until', 'Until', 'datetime-local', { step: '1' }),
       field('limit', 'Limit', 'number', { min: '1', max: '1000' }),
@@ -284,27 +307,38 @@ export class AdminView {
       replace(into, emptyRow('No records match.'));
       return;
     }
-    const known = ['time', 'ts', 'user', 'action', 'result', 'outcome', 'ok'];
+    // Records: {seq, time, action, user, session, allowed, reason, detail,
+    // prev, hmac}; the chain's hashes are for verifiers, not for reading.
     const rows = records.map((r) => {
-      const time = r.time ?? r.ts;
-      const result = r.result ?? r.outcome ?? (r.ok === undefined ? undefined : r.ok ? 'ok' : 'refused');
-      const details = Object.entries(r)
-        .filter(([k]) => !known.includes(k))
-        .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
-        .join('  ');
-      const refused = typeof result === 'string' && /refus|denied|fail|error/i.test(result);
+      const allowed = r.allowed;
+      const detail = r.detail;
+      const detailText =
+        detail === null || detail === undefined
+          ? ''
+          : typeof detail === 'string'
+            ? detail
+            : Object.entries(detail as Record<string, unknown>)
+                .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
+                .join('  ');
       return [
-        h('span', { class: 'nowrap', text: dateTime(time) }),
+        h('span', { class: 'nowrap', text: dateTime(r.time) }),
         String(r.user ?? '—'),
         h('code', { text: String(r.action ?? '—') }),
-        h('span', { class: refused ? 'text-error' : '', text: result === undefined ? '—' : String(result) }),
-        h('span', { class: 'details', text: details }),
+        allowed === undefined || allowed === null
+          ? '—'
+          : h('span', {
+              class: allowed ? 'text-success' : 'text-error',
+              text: allowed ? 'Allowed' : 'Refused',
+            }),
+        String(r.reason ?? ''),
+        h('span', { class: 'details', text: detailText }),
+        r.session ? h('code', { text: shortId(String(r.session)), title: String(r.session) }) : '—',
       ];
     });
     replace(
       into,
       h('p', { class: 'count', text: `${records.length} record${records.length === 1 ? '' : 's'}` }),
-      table('Audit records', ['Time', 'User', 'Action', 'Result', 'Details'], rows, 'table-audit'),
+      table('Audit records', ['Time', 'User', 'Action', 'Decision', 'Reason', 'Detail', 'Session'], rows, 'table-audit'),
     );
   }
 

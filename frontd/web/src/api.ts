@@ -55,6 +55,7 @@ export interface AdminSession {
   mode: Mode;
   expires_at: string | null;
   remaining_seconds: number | null;
+  permission?: Permission;
   terminals: { id: string; running: boolean; mode: Mode }[];
   container?: string | null;
 }
@@ -106,10 +107,11 @@ export class ApiError extends Error {
 
   // The message with the retry time, as a toast shows it.
   describe(): string {
+    const m = this.message.charAt(0).toUpperCase() + this.message.slice(1);
     if (this.retryAfter !== null && this.retryAfter > 0) {
-      return `${this.message} (try again in ${formatWait(this.retryAfter)})`;
+      return `${m} (wait ${formatWait(this.retryAfter)})`;
     }
-    return this.message;
+    return m;
   }
 }
 

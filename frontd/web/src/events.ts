@@ -12,6 +12,10 @@ import { clock, duration } from './format';
 
 export interface EventHandlers {
   terminalExited(id: string): void;
+  // The session ended (a logout in another tab).
+  sessionEnded(): void;
+  // Events were missed: read the state afresh.
+  resync(): void;
 }
 
 let source: EventSource | null = null;
@@ -41,7 +45,7 @@ export function revertToast(reason: string): void {
     'Direct mode ended',
     'This session is sandboxed again.',
   ];
-  toast(reason === 'manual' ? 'success' : 'warning', title, detail, 'mode-reverted');
+  toast(reason === 'manual' ? 'success' : 'warning', title, detail, 'mode');
 }
 
 // Open the stream (again).
@@ -80,12 +84,16 @@ function connect(): void {
     const d = parse<{ expires_at: string | null; remaining_seconds: number }>(ev);
     if (!d) return;
     store.setRemaining(d.remaining_seconds, d.expires_at);
+    // A grant shorter than the notice gets it at once: the countdown on
+    // the button says as much.
+    const ttl = store.mode?.ttl_seconds ?? 0;
+    if (d.remaining_seconds >= ttl - 2) return;
     const end = store.endsAt();
     toast(
       'warning',
       `Direct mode ends in ${duration(d.remaining_seconds)}`,
       end ? `At ${clock(end, d.remaining_seconds < 120)} this session returns to sandboxed.` : undefined,
-      'mode-expiring',
+      'mode',
     );
   });
   es.addEventListener('mode_reverted', (ev) => {
@@ -102,6 +110,15 @@ function connect(): void {
   es.addEventListener('terminal_exited', (ev) => {
     const d = parse<{ id: string }>(ev);
     if (d) handlers?.terminalExited(d.id);
+  });
+  es.addEventListener('session_ended', () => {
+    es.close();
+    source = null;
+    handlers?.sessionEnded();
+  });
+  es.addEventListener('resync', () => {
+    store.refresh().catch(() => undefined);
+    handlers?.resync();
   });
 }
 

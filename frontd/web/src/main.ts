@@ -29,6 +29,7 @@ interface App {
   mode: ModeControl;
   unsub: () => void;
   onVisible: () => void;
+  onKey: (ev: KeyboardEvent) => void;
   renderTop: () => void;
 }
 
@@ -95,11 +96,25 @@ function buildApp(): App {
   };
   const unsub = store.subscribe(renderTop);
   renderTop();
+  // F6 moves the focus between the top bar and the page (the terminal
+  // keeps Tab for the shell).
+  const onKey = (ev: KeyboardEvent): void => {
+    if (ev.key !== 'F6' || ev.altKey || ev.ctrlKey || ev.metaKey || document.querySelector('[aria-modal="true"]')) {
+      return;
+    }
+    ev.preventDefault();
+    if (header.contains(document.activeElement)) {
+      if (terminals.el.hidden || !terminals.focusActive()) main.focus();
+    } else {
+      document.getElementById('mode-button')?.focus();
+    }
+  };
+  document.addEventListener('keydown', onKey);
   const onVisible = (): void => {
     if (document.visibilityState === 'visible') store.refresh().catch(() => undefined);
   };
   document.addEventListener('visibilitychange', onVisible);
-  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, renderTop };
+  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, onKey, renderTop };
 }
 
 // Draw the page of path.
@@ -131,7 +146,15 @@ function startApp(): void {
   app = buildApp();
   root.replaceChildren(app.shell);
   setSessionLostHandler((why) => showLogin(why));
-  startEvents({ terminalExited: (id) => app?.terminals.terminalExited(id) });
+  startEvents({
+    terminalExited: (id) => app?.terminals.terminalExited(id),
+    sessionEnded: () => {
+      setCsrfToken(null);
+      forgetTerminals();
+      showLogin('You were signed out: this session has ended.');
+    },
+    resync: () => void app?.terminals.refreshList().catch(() => undefined),
+  });
   const path = afterLogin !== '/' ? afterLogin : currentPath();
   afterLogin = '/';
   navigate(path, true);
@@ -147,6 +170,7 @@ function teardown(): void {
     app.terminals.destroy();
     app.admin.stop();
     document.removeEventListener('visibilitychange', app.onVisible);
+    document.removeEventListener('keydown', app.onKey);
     app = null;
   }
   store.clear();
@@ -162,6 +186,8 @@ function showLogin(notice: string | null): void {
 }
 
 async function logOut(): Promise<void> {
+  // This tab's own session_ended event is no news.
+  stopEvents();
   try {
     await post('/api/logout');
   } catch {

@@ -13,9 +13,9 @@ import { store } from './state';
 import { toast } from './toast';
 
 // A failed change, as a toast with the server's message.
-export function errorToast(title: string, e: unknown): void {
+export function errorToast(title: string, e: unknown, key?: string): void {
   const msg = e instanceof ApiError ? e.describe() : String(e);
-  toast('error', title, msg);
+  toast('error', title, msg, key);
 }
 
 // The button's text for the present state.
@@ -51,7 +51,7 @@ async function chooseSandbox(): Promise<void> {
     store.setMode(await post<ExecutionMode>('/api/execution-mode', { mode: 'sandbox' }));
     revertToast('manual');
   } catch (e) {
-    errorToast('Still in direct mode', e);
+    errorToast('Still in direct mode', e, 'mode');
   }
 }
 
@@ -83,10 +83,10 @@ async function chooseDirect(): Promise<void> {
       'warning',
       until ? `Direct mode on until ${clock(until, r.ttl_seconds < 120)}` : 'Direct mode on',
       'Commands and new terminals of this session run outside the sandbox.',
-      'mode-direct',
+      'mode',
     );
   } catch (e) {
-    errorToast('Direct mode not turned on', e);
+    errorToast('Direct mode not turned on', e, 'mode');
   }
 }
 
@@ -184,9 +184,13 @@ export class ModeControl {
     replace(
       this.button,
       icon(ic, 'icon mode-icon'),
-      h('span', { class: 'mode-name', text: l.name }),
-      l.detail ? h('span', { class: 'mode-sep', text: '·', attrs: { 'aria-hidden': 'true' } }) : null,
-      l.detail ? h('span', { class: 'mode-detail', text: l.detail }) : null,
+      h(
+        'span',
+        { class: 'mode-text' },
+        h('span', { class: 'mode-name', text: l.name }),
+        l.detail ? h('span', { class: 'mode-sep', text: ' · ' }) : null,
+        l.detail ? h('span', { class: 'mode-detail', text: l.detail }) : null,
+      ),
       icon('chevron', 'icon mode-chevron'),
     );
   }
@@ -308,7 +312,7 @@ export class ModeControl {
       h('div', { class: 'popover-cols' }, permCol, execCol),
       h('p', {
         class: 'popover-foot',
-        text: 'Changes apply to this login session, in all its tabs, from the next command or new terminal on.',
+        text: 'Applies to this login session in all its tabs, from the next command or new terminal on.',
       }),
     );
     pop.addEventListener('keydown', (ev) => {

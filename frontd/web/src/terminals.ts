@@ -87,6 +87,8 @@ class TermView {
   private retries = 0;
   private retryTimer: number | null = null;
   private opened = false;
+  // Whether this tab was attached to the terminal before (a reload counts).
+  attachedBefore = false;
   onChange: () => void = () => undefined;
 
   constructor(info: TerminalInfo) {
@@ -103,6 +105,8 @@ class TermView {
       theme: theme(),
     });
     this.term.loadAddon(this.fit);
+    // F6 belongs to the page: it moves the focus to the top bar.
+    this.term.attachCustomKeyEventHandler((ev) => ev.key !== 'F6');
     this.term.onData((d) => this.send(encoder.encode(d)));
     this.term.onBinary((d) => this.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
     this.term.onResize(({ cols, rows }) => this.sendResize(cols, rows));
@@ -159,8 +163,18 @@ class TermView {
       this.openedAt = performance.now();
       this.retries = 0;
       channel?.postMessage({ type: 'attached', id: this.id, tab: TAB_ID });
+      const again = this.attachedBefore;
+      this.attachedBefore = true;
       this.setConn('open');
-      this.sendResize(this.term.cols, this.term.rows);
+      const { cols, rows } = this.term;
+      if (again && rows > 2) {
+        // Reattached: nothing replays what the screen showed, so nudge the
+        // size; the shell (or a full-screen program) redraws on SIGWINCH.
+        this.sendResize(cols, rows - 1);
+        window.setTimeout(() => this.sendResize(this.term.cols, this.term.rows), 60);
+      } else {
+        this.sendResize(cols, rows);
+      }
     };
     ws.onmessage = (ev: MessageEvent<ArrayBuffer | string>) => {
       if (typeof ev.data === 'string') return; // control messages: none yet
@@ -263,6 +277,7 @@ export class TerminalsView {
   private active: string | null = null;
   private started = false;
   private creating = false;
+  private justCreated = new Set<string>();
   private resizeObs: ResizeObserver;
   private pendingFit = 0;
 
@@ -347,7 +362,7 @@ export class TerminalsView {
     }
     for (const id of saved.ids) {
       const t = this.known.find((x) => x.id === id && x.running);
-      if (t) this.attach(t, false);
+      if (t) this.attach(t, false, true);
     }
     const active = saved.active && this.views.has(saved.active) ? saved.active : [...this.views.keys()][0];
     if (active) this.activate(active);
@@ -365,10 +380,12 @@ export class TerminalsView {
     this.renderList();
   }
 
-  private attach(info: TerminalInfo, activate = true): TermView {
+  private attach(info: TerminalInfo, activate = true, reattach = false): TermView {
     let v = this.views.get(info.id);
     if (!v) {
       v = new TermView(info);
+      // A terminal this tab did not create has printed before.
+      v.attachedBefore = reattach || this.known.some((t) => t.id === info.id && !this.justCreated.has(t.id));
       v.onChange = () => {
         this.renderList();
         this.renderBanner();
@@ -419,6 +436,7 @@ export class TerminalsView {
         running: true,
       };
       this.known = [...this.known.filter((t) => t.id !== r.id), info];
+      this.justCreated.add(r.id);
       this.attach(info);
       if (r.mode === 'direct') {
         toast('warning', 'Direct terminal', 'This terminal runs on the host, outside the sandbox.', 'term-direct');
@@ -547,6 +565,7 @@ export class TerminalsView {
     for (const t of this.known) if (!ids.includes(t.id) && t.running) ids.push(t.id);
     // Stable names: by the order the server lists them (creation order).
     const order = [...this.known.map((t) => t.id), ...ids.filter((id) => !this.known.some((t) => t.id === id))];
+    ids.sort((a, b) => order.indexOf(a) - order.indexOf(b));
     for (const id of ids) {
       const n = order.indexOf(id) + 1;
       const v = this.views.get(id);
@@ -556,7 +575,7 @@ export class TerminalsView {
       const state = !running
         ? 'exited'
         : !v
-          ? 'not shown in this tab'
+          ? 'detached'
           : v.conn === 'open'
             ? 'running'
             : v.conn === 'elsewhere'
@@ -619,6 +638,14 @@ export class TerminalsView {
     }
     if (rows.length === 0) rows.push(h('li', { class: 'term-none', text: 'No terminals' }));
     replace(this.listEl, ...rows);
+  }
+
+  // Give the keyboard to the active terminal; false when there is none.
+  focusActive(): boolean {
+    const v = this.current();
+    if (!v) return false;
+    v.focus();
+    return true;
   }
 
   // Logout: drop every connection.
