@@ -42,7 +42,7 @@ FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
-	  backend_wsl spawn policy
+	  backend_wsl spawn policy cgroup
 HGCTL	= hgctl
 
 O	 = $(B)/obj

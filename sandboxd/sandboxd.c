@@ -133,6 +133,7 @@ main(int argc, char *argv[])
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 	sandboxd_workspace_root(&conf, uid, gid);
+	cgroup_init(uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, geteuid() == 0 ? 0660 : 0600);
 	free(path);
@@ -166,6 +167,7 @@ main(int argc, char *argv[])
 	priv_seccomp(&plan);
 	log_info("sandboxd %s ready", HG_VERSION);
 	event_base_dispatch(sandboxd_base);
+	cgroup_fini();
 	config_free(&conf);
 	return 0;
 }

@@ -129,6 +129,15 @@ struct json_object *spawn_list(void);
 int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 	    size_t outsz, char *err, size_t errsz);
 
+/* cgroup.c */
+void	 cgroup_init(uid_t, gid_t);
+int	 cgroup_enabled(void);
+const char *cgroup_reason(void);
+int	 cgroup_create(const char *id, int pids_max, char *procs, size_t);
+void	 cgroup_remove(const char *id);
+void	 cgroup_sweep(void);
+void	 cgroup_fini(void);
+
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,
 	    int fd);

@@ -29,7 +29,9 @@
 
 /* Limits set on every spawned process (setrlimit before exec). */
 #define SPAWN_NOFILE	1024
-#define SPAWN_NPROC	512
+#define SPAWN_NPROC	512	/* per uid: all sandboxes together */
+#define SPAWN_NPROC_CG	16384	/* the same with a pids cgroup per spawn */
+#define SPAWN_PIDS_MAX	512	/* processes of one spawn (pids.max) */
 #define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
 
 #define SPAWN_DRAIN_MS	200	/* output read after exit before replying */
@@ -51,6 +53,7 @@ struct proc {
 	int			 status;
 	/* terminals */
 	int			 master;
+	int			 cgroup;	/* has a pids cgroup of its own */
 	/* the network profile: slirp4netns and the fd whose close ends it */
 	pid_t			 slirp;
 	int			 slirp_exit;
@@ -138,6 +141,8 @@ spawn_proc_free(struct proc *p)
 	/* slirp4netns leaves when its exit fd closes. */
 	if (p->slirp_exit != -1)
 		close(p->slirp_exit);
+	if (p->cgroup)
+		cgroup_remove(p->id);
 	free(p->user);
 	free(p->backend);
 	free(p);
@@ -150,9 +155,9 @@ spawn_proc_free(struct proc *p)
 static void
 spawn_child(const struct spawn_spec *s, char *const argv[],
     char *const envp[], int in, int out, int err, int tty, const int *keep,
-    int nkeep)
+    int nkeep, const char *cg)
 {
-	int	high[SPAWN_MAX_KEEP], i;
+	int	high[SPAWN_MAX_KEEP], i, fd;
 	struct rlimit	rl;
 	sigset_t	none;
 	int		sig;
@@ -165,6 +170,13 @@ spawn_child(const struct spawn_spec *s, char *const argv[],
 	/* Die with sandboxd. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		_exit(126);
+	/* Into the spawn's own pids cgroup, before anything can fork. */
+	if (cg != NULL) {
+		if ((fd = open(cg, O_WRONLY | O_CLOEXEC)) == -1 ||
+		    write(fd, "0", 1) != 1)
+			_exit(126);
+		close(fd);
+	}
 	if (tty != -1) {
 		/* A session of its own with the pty as controlling tty. */
 		if (setsid() == -1 || ioctl(tty, TIOCSCTTY, 0) == -1)
@@ -193,7 +205,7 @@ spawn_child(const struct spawn_spec *s, char *const argv[],
 	setrlimit(RLIMIT_FSIZE, &rl);
 	rl.rlim_cur = rl.rlim_max = SPAWN_NOFILE;
 	setrlimit(RLIMIT_NOFILE, &rl);
-	rl.rlim_cur = rl.rlim_max = SPAWN_NPROC;
+	rl.rlim_cur = rl.rlim_max = cg != NULL ? SPAWN_NPROC_CG : SPAWN_NPROC;
 	setrlimit(RLIMIT_NPROC, &rl);
 	umask(077);
 	if (s->mode == MODE_DIRECT && chdir(s->cwd) == -1) {
@@ -603,6 +615,8 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	struct net	 net = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
 	int		 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
 	int		 devnull = -1, slave = -1, in, keep[SPAWN_MAX_KEEP], nkeep = 0;
+	int		 cg;
+	char		 cgprocs[1024];
 	pid_t		 pid;
 
 	p = spawn_proc_new(s, backend);
@@ -617,6 +631,10 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		goto fail_errno;
+	cgroup_sweep();
+	cg = cgroup_create(p->id, SPAWN_PIDS_MAX, cgprocs,
+	    sizeof(cgprocs)) == 0;
+	p->cgroup = cg;
 	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
 	if (s->seccomp_fd != -1)
 		keep[nkeep++] = s->seccomp_fd;
@@ -661,10 +679,10 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	case 0:
 		if (slave != -1)
 			spawn_child(s, argv->v, envp, slave, slave, slave, slave,
-			    keep, nkeep);
+			    keep, nkeep, cg ? cgprocs : NULL);
 		else
 			spawn_child(s, argv->v, envp, in, pout[1], perr[1], -1,
-			    keep, nkeep);
+			    keep, nkeep, cg ? cgprocs : NULL);
 		_exit(127);
 	}
 	if (net.info[1] != -1) {

@@ -320,3 +320,43 @@ export function screenshotPath(name) {
   fs.mkdirSync(SHOTS, { recursive: true });
   return path.join(SHOTS, `${name}.png`);
 }
+
+// A login session from Node (no browser): { get, post, del } with the
+// cookie and the CSRF token.
+export async function apiSession(base, user, password) {
+  const r = await fetch(`${base}/api/login`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ username: user, password }),
+  });
+  if (r.status !== 200) throw new Failure(`login ${user}: ${r.status} ${await r.text()}`);
+  const { csrf_token: csrf } = await r.json();
+  const cookie = r.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0])
+    .find((c) => c.startsWith('hg_session='));
+  const call = async (method, path, body) => {
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: {
+        Cookie: cookie,
+        ...(method === 'GET' ? {} : { 'X-CSRF-Token': csrf }),
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json = null;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, json, text };
+  };
+  return {
+    get: (p) => call('GET', p),
+    post: (p, b = {}) => call('POST', p, b),
+    del: (p) => call('DELETE', p),
+  };
+}

@@ -344,18 +344,24 @@ export class AdminView {
 
   private async debug(): Promise<HTMLElement> {
     const d = await get<DebugInfo>('/api/admin/debug');
-    const kv = (title: string, obj: Record<string, unknown> | undefined): HTMLElement | null => {
+    const kv = (title: string, obj: Record<string, unknown> | undefined, wide = false): HTMLElement | null => {
       if (!obj || Object.keys(obj).length === 0) return null;
       return h(
         'section',
-        { class: 'card' },
+        { class: wide ? 'card card-wide' : 'card' },
         h('h2', { class: 'card-title', text: title }),
         h(
           'dl',
           { class: 'kv' },
           ...Object.entries(obj).flatMap(([k, v]) => [
             h('dt', { text: k }),
-            h('dd', {}, h('code', { text: typeof v === 'string' ? v : JSON.stringify(v) })),
+            h(
+              'dd',
+              {},
+              v === null || v === '' || v === undefined
+                ? h('span', { class: 'text-muted', text: '—' })
+                : h('code', { text: typeof v === 'string' ? v : JSON.stringify(v) }),
+            ),
           ]),
         ),
       );
@@ -403,8 +409,8 @@ export class AdminView {
         probe,
         kv('Versions', d.versions),
         kv('Counters', d.counters),
-        kv('Effective configuration', d.config),
-        kv('Other', rest),
+        kv('Effective configuration', d.config, true),
+        kv('Other', rest, true),
       ),
     );
   }
