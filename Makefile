@@ -40,7 +40,7 @@ endif
 COMMON	= log config ipc priv util
 FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit
+	  mode events admin prompt audit ttl
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn policy cgroup
 HGCTL	= hgctl
@@ -56,7 +56,7 @@ BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
-	  test_policy
+	  test_policy test_ttl test_audit
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS)
@@ -93,6 +93,9 @@ $(B)/tests/test_wsl: $(O)/tests/unit/test_wsl.o $(O)/tests/unit/golden.o \
 	$(O)/sandboxd/backend_wsl.o $(O)/sandboxd/argv.o $(COMMON_O)
 $(B)/tests/test_policy: $(O)/tests/unit/test_policy.o $(O)/sandboxd/policy.o \
 	$(COMMON_O)
+$(B)/tests/test_audit: $(O)/tests/unit/test_audit.o $(O)/brokerd/audit.o \
+	$(COMMON_O)
+$(B)/tests/test_ttl: $(O)/tests/unit/test_ttl.o $(O)/brokerd/ttl.o $(COMMON_O)
 $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \
 	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o $(COMMON_O)
@@ -121,16 +124,18 @@ install: all
 
 # libFuzzer targets: each runs FUZZ_SECONDS (default 30) on a scratch
 # corpus seeded from tests/fuzz/corpus/TARGET, which stays as it is.
-FUZZ	= fuzz_http fuzz_config fuzz_policy
+FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit
 FUZZ_SRC_fuzz_http   = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config = 
 FUZZ_SRC_fuzz_policy = sandboxd/policy.c
+FUZZ_SRC_fuzz_audit  = brokerd/audit.c
 fuzz:
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ); do \
 	  case $$f in \
 	  fuzz_http) src="$(FUZZ_SRC_fuzz_http)";; \
 	  fuzz_policy) src="$(FUZZ_SRC_fuzz_policy)";; \
+	  fuzz_audit) src="$(FUZZ_SRC_fuzz_audit)";; \
 	  *) src="";; esac; \
 	  echo "  FUZZ    $$f"; \
 	  clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \

@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "brokerd.h"
 
@@ -85,36 +84,19 @@ admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	spawn_admin_kill(p, m, id);
 }
 
-/* Unix seconds of an ISO 8601 UTC time ("2026-11-29T17:20:13Z"), or -1. */
-static int64_t
-admin_time(const char *s)
-{
-	struct tm	tm;
-	const char	*end;
-
-	if (s == NULL || *s == '\0')
-		return 0;
-	memset(&tm, 0, sizeof(tm));
-	if ((end = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm)) == NULL)
-		return -1;
-	if (*end == '.')
-		while (*++end >= '0' && *end <= '9')
-			;
-	if (*end != 'Z' && *end != '\0')
-		return -1;
-	return timegm(&tm);
-}
-
 /* GET /api/admin/audit?user=&action=&since=&until=&limit= */
 void
 admin_audit(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	struct json_object	*res;
-	int64_t			 since, until, limit = 200;
+	struct json_object	*res, *recs;
+	const char		*s, *u;
+	int64_t			 since = 0, until = 0, limit = 200;
+	size_t			 dropped;
 
-	since = admin_time(json_str(m->obj, "since"));
-	until = admin_time(json_str(m->obj, "until"));
-	if (since < 0 || until < 0) {
+	s = json_str(m->obj, "since");
+	u = json_str(m->obj, "until");
+	if ((s != NULL && audit_time_parse(s, &since) == -1) ||
+	    (u != NULL && audit_time_parse(u, &until) == -1)) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"since\" and \"until\" "
 		    "are ISO 8601 UTC times, e.g. 2026-11-29T17:20:13Z");
 		return;
@@ -126,9 +108,14 @@ admin_audit(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    "\"limit\" must be from 1 to 10000");
 		return;
 	}
+	recs = audit_query(json_str(m->obj, "user"), json_str(m->obj,
+	    "action"), since, until, limit);
+	/* One reply is one IPC message: the newest records that fit. */
+	dropped = audit_trim(recs, IPC_MAX_MSG - 512);
 	res = json_object_new_object();
-	json_object_object_add(res, "records", audit_query(json_str(m->obj,
-	    "user"), json_str(m->obj, "action"), since, until, limit));
+	json_object_object_add(res, "records", recs);
+	json_object_object_add(res, "truncated",
+	    json_object_new_boolean(dropped > 0));
 	ipc_reply(p, m, res, NULL, 0);
 }
 

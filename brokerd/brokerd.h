@@ -145,6 +145,14 @@ void	 admin_debug(struct ipc_peer *, struct ipc_msg *, struct ident *);
 void	 prompt_init(struct config *);
 void	 prompt_get(struct ipc_peer *, struct ipc_msg *, struct ident *);
 
+/* ttl.c */
+void	 ttl_grant(int64_t now_wall, int64_t now_mono, int ttl, int64_t *wall,
+	    int64_t *mono);
+int	 ttl_resume(int64_t stored_wall, int64_t now_wall, int64_t now_mono,
+	    int64_t *mono);
+int64_t	 ttl_remaining(int64_t mono_deadline, int64_t now_mono);
+int64_t	 ttl_warn_in(int64_t mono_deadline, int64_t now_mono, int warn_secs);
+
 /* mode.c */
 void	 mode_init(struct event_base *, struct config *);
 int	 mode_is_direct(struct session *);

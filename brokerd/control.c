@@ -22,6 +22,7 @@ static void	control_token_list(struct ipc_peer *, struct ipc_msg *);
 static void	control_token_revoke(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_list(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
+static void	control_session_revert(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_verify(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_show(struct ipc_peer *, struct ipc_msg *);
 
@@ -35,6 +36,7 @@ static const struct ipc_handler control_handlers[] = {
 	{ "token_revoke",	ROLE_HGCTL, 0, control_token_revoke },
 	{ "session_list",	ROLE_HGCTL, 0, control_session_list },
 	{ "session_revoke",	ROLE_HGCTL, 0, control_session_revoke },
+	{ "session_revert",	ROLE_HGCTL, 0, control_session_revert },
 	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
 	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
 	{ NULL, 0, 0, NULL }
@@ -68,6 +70,8 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	log_info("hgctl: user %s added (%s)", name, admin ? "admin" : "user");
+	audit_append("user_added", name, NULL, 1, admin ? "admin" : "user",
+	    NULL, 0);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
@@ -86,6 +90,7 @@ control_user_del(struct ipc_peer *p, struct ipc_msg *m)
 	/* A deleted user's sessions and tokens die at once. */
 	session_drop_user(name);
 	log_info("hgctl: user %s deleted", name);
+	audit_append("user_deleted", name, NULL, 1, "hgctl", NULL, 0);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
@@ -106,6 +111,7 @@ control_user_passwd(struct ipc_peer *p, struct ipc_msg *m)
 	/* A new password ends the sessions the old one opened. */
 	session_drop_user(name);
 	log_info("hgctl: password of %s changed; sessions ended", name);
+	audit_append("password_changed", name, NULL, 1, "hgctl", NULL, 0);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
@@ -145,6 +151,13 @@ control_token_create(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	log_info("hgctl: standalone token %s created for %s", t->id, user);
+	{
+		struct json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "token",
+		    json_object_new_string(t->id));
+		audit_append("token_minted", user, NULL, 1, "hgctl", d, 0);
+	}
 	res = json_object_new_object();
 	json_object_object_add(res, "id", json_object_new_string(t->id));
 	json_object_object_add(res, "token", json_object_new_string(bearer));
@@ -170,13 +183,30 @@ control_token_revoke(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	log_info("hgctl: token %s revoked", id);
+	{
+		struct json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "token", json_object_new_string(id));
+		audit_append("token_revoked", NULL, NULL, 1, "hgctl", d, 0);
+	}
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
+/* Sessions with their execution mode and, in direct mode, its deadline. */
 static void
 control_session_list(struct ipc_peer *p, struct ipc_msg *m)
 {
-	ipc_reply(p, m, control_items(session_list()), NULL, 0);
+	struct json_object	*items, *it;
+	struct session		*s;
+	size_t			 i;
+
+	items = session_list();
+	for (i = 0; i < json_object_array_length(items); i++) {
+		it = json_object_array_get_idx(items, i);
+		if ((s = session_by_id(json_str(it, "id"))) != NULL)
+			mode_describe(s, it);
+	}
+	ipc_reply(p, m, control_items(items), NULL, 0);
 }
 
 static void
@@ -192,6 +222,9 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	log_info("hgctl: session %s of %s revoked", s->id, s->user);
+	audit_append("session_revoked", s->user, s->id, 1, "hgctl", NULL, 0);
+	mode_revert(s, "admin", "hgctl");
+	events_emit(s->id, s->user, "session_ended", NULL);
 	session_destroy(s);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
@@ -287,6 +320,24 @@ control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 	json_object_object_add(res, "items", items);
 	json_object_object_add(res, "more", json_object_new_boolean(more));
 	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* hgctl session revert ID: back to the sandbox, as an admin would. */
+static void
+control_session_revert(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct session	*s;
+	const char	*id;
+
+	if ((id = control_field(p, m, "session")) == NULL)
+		return;
+	if ((s = session_by_id(id)) == NULL) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session %s", id);
+		return;
+	}
+	audit_append("admin_revert", "hgctl", NULL, 1, s->id, NULL, 0);
+	mode_revert(s, "admin", "hgctl");
+	ipc_reply(p, m, NULL, NULL, 0);
 }
 
 /* Serve the control socket for the given uids. */

@@ -45,6 +45,7 @@ hgctl_usage(void)
 	    "       hgctl token revoke ID\n"
 	    "       hgctl session list [--json]\n"
 	    "       hgctl session revoke ID\n"
+	    "       hgctl session revert ID\n"
 	    "       hgctl audit verify [--json]\n"
 	    "       hgctl audit show [--user USER] [--action ACTION] "
 	    "[--since TIME]\n"
@@ -386,8 +387,8 @@ main(int argc, char *argv[])
 	    NULL };
 	static const char *const token_keys[] = { "id", "user", "session_id",
 	    "created", NULL };
-	static const char *const session_keys[] = { "id", "user", "created",
-	    "last_seen", "expires", NULL };
+	static const char *const session_keys[] = { "id", "user", "mode",
+	    "expires_at", "created", "last_seen", NULL };
 	struct json_object	*req, *res;
 	char			 pw[1100];
 	int			 admin = 0, pwstdin = 0, rv = 0;
@@ -472,6 +473,12 @@ main(int argc, char *argv[])
 			    json_object_new_string(argv[2]));
 			json_object_put(hgctl_call(req));
 			printf("session %s revoked\n", argv[2]);
+		} else if (strcmp(argv[1], "revert") == 0 && argc == 3) {
+			req = hgctl_req("session_revert");
+			json_object_object_add(req, "session",
+			    json_object_new_string(argv[2]));
+			json_object_put(hgctl_call(req));
+			printf("session %s is sandboxed\n", argv[2]);
 		} else
 			hgctl_usage();
 	} else if (strcmp(argv[0], "audit") == 0) {

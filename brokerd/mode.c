@@ -34,12 +34,9 @@ mode_is_direct(struct session *s)
 static int64_t
 mode_remaining(struct session *s)
 {
-	int64_t	left;
-
 	if (!mode_is_direct(s))
 		return 0;
-	left = s->direct_mono - now_mono_ms();
-	return (left + 999) / 1000;
+	return ttl_remaining(s->direct_mono, now_mono_ms());
 }
 
 /* Why direct mode is not available to this identity, or NULL. */
@@ -186,11 +183,10 @@ static void
 mode_arm(struct session *s)
 {
 	struct timeval	tv;
-	int64_t		left = s->direct_mono - now_mono_ms(), warn;
+	int64_t		now = now_mono_ms(), warn;
+	int64_t		left = s->direct_mono > now ? s->direct_mono - now : 0;
 
 	mode_disarm(s);
-	if (left < 0)
-		left = 0;
 	s->ev_expire = evtimer_new(mode_base, mode_expire, s);
 	s->ev_expiring = evtimer_new(mode_base, mode_expiring, s);
 	if (s->ev_expire == NULL || s->ev_expiring == NULL)
@@ -198,9 +194,7 @@ mode_arm(struct session *s)
 	tv.tv_sec = left / 1000;
 	tv.tv_usec = (left % 1000) * 1000;
 	evtimer_add(s->ev_expire, &tv);
-	warn = left - MODE_WARN_SECS * 1000;
-	if (warn < 0)
-		warn = 0;
+	warn = ttl_warn_in(s->direct_mono, now, MODE_WARN_SECS);
 	tv.tv_sec = warn / 1000;
 	tv.tv_usec = (warn % 1000) * 1000;
 	evtimer_add(s->ev_expiring, &tv);
@@ -216,11 +210,10 @@ mode_grant(struct session *s, const char *why, char *err, size_t errsz)
 	struct json_object	*d;
 	int64_t			 old_until = s->direct_until;
 	int64_t			 old_mono = s->direct_mono;
-	int64_t			 ttl_ms = (int64_t)mode_conf->direct_ttl * 1000;
 	int			 renew = mode_is_direct(s);
 
-	s->direct_mono = now_mono_ms() + ttl_ms;
-	s->direct_until = now_wall_ms() + ttl_ms;
+	ttl_grant(now_wall_ms(), now_mono_ms(), mode_conf->direct_ttl,
+	    &s->direct_until, &s->direct_mono);
 	d = json_object_new_object();
 	json_object_object_add(d, "ttl_seconds",
 	    json_object_new_int(mode_conf->direct_ttl));
@@ -336,7 +329,6 @@ void
 mode_init(struct event_base *base, struct config *conf)
 {
 	struct session	*s, *next;
-	int64_t		 left;
 
 	mode_base = base;
 	mode_conf = conf;
@@ -347,16 +339,14 @@ mode_init(struct event_base *base, struct config *conf)
 		next = session_next(s);
 		if (s->direct_until == 0)
 			continue;
-		left = s->direct_until - now_wall_ms();
-		if (left <= 0 || conf->runtime != RUNTIME_HOST) {
-			s->direct_mono = 1;	/* so that revert runs */
+		if (ttl_resume(s->direct_until, now_wall_ms(), now_mono_ms(),
+		    &s->direct_mono) == -1 || conf->runtime != RUNTIME_HOST) {
 			mode_revert(s, "restart", NULL);
 			continue;
 		}
-		s->direct_mono = now_mono_ms() + left;
 		mode_arm(s);
 		log_info("session %s of %s: direct mode resumed, %lld s left",
-		    s->id, s->user, (long long)(left + 999) / 1000);
+		    s->id, s->user, (long long)mode_remaining(s));
 	}
 }
 

@@ -41,9 +41,10 @@ import hglib  # noqa: E402
 
 BENCH_USER = ("bench", "bench-password-1")
 WRK_ARGS = ["-t2", "-c32", "-d10s", "--latency"]
+WRK_ROUNDS = 3
 RUNS, WARMUP = 50, 5
 BIG_BYTES = 64 * 1024 * 1024
-CAT_ROUNDS = 3
+CAT_ROUNDS = 5
 TERMINALS = 100
 STATIC_BYTES = 100
 DEADLINE_SECONDS = 600          # the whole run stops itself after this
@@ -114,6 +115,9 @@ class Api:
                 if attempt:
                     raise
                 continue
+            except BaseException:
+                self.close()
+                raise
             if r.getheader("Connection", "").lower() == "close":
                 self.close()
             try:
@@ -262,6 +266,8 @@ def start_hostgate(mode):
         "HOSTGATE_MAX_COMMANDS_PER_USER": "64",
         "HOSTGATE_LOGIN_RATE_PER_MINUTE": "10000",
         "HOSTGATE_LOGIN_BURST": "10000",
+        "HOSTGATE_SPAWN_RATE_PER_MINUTE": "100000",
+        "HOSTGATE_SPAWN_BURST": "100000",
     }
     hg = hglib.Hostgate(mode, env=env, name="bench")
     try:
@@ -450,28 +456,48 @@ def stop_process(p, timeout=5):
             p.wait()
 
 
+def median_round(rounds):
+    """The median of each figure over wrk rounds; non-2xx added up."""
+    out = {k: statistics.median(r[k] for r in rounds)
+           for k in ("rps", "p50_ms", "p99_ms")}
+    out["requests"] = sum(r["requests"] for r in rounds)
+    out["non2xx"] = sum(r["non2xx"] for r in rounds)
+    out["socket_errors"] = "; ".join(r["socket_errors"] for r in rounds
+                                     if r["socket_errors"])
+    out["rounds"] = rounds
+    return out
+
+
 def bench_http(hg, cookie, tmp, res):
-    log("1. GET /api/status with wrk %s" % " ".join(WRK_ARGS))
+    log("1. GET /api/status with wrk %s, %d rounds alternating with nginx"
+        % (" ".join(WRK_ARGS), WRK_ROUNDS))
     st, doc = Api(hg.port, cookie, "").request("GET", "/api/status")
     body = json.dumps(doc, separators=(",", ":"))
     if st != 200:
         raise BenchError("GET /api/status: %d %r" % (st, doc))
-    hgr, cmd_hg = wrk("http://127.0.0.1:%d/api/status" % hg.port,
-                      ["Cookie: hg_session=" + cookie])
     nginx, port = start_nginx(tmp)
+    hgr, ngr = [], []
     try:
-        ngr, cmd_ng = wrk("http://127.0.0.1:%d/static.txt" % port)
+        for _ in range(WRK_ROUNDS):
+            r, cmd_hg = wrk("http://127.0.0.1:%d/api/status" % hg.port,
+                            ["Cookie: hg_session=" + cookie])
+            hgr.append(r)
+            r, cmd_ng = wrk("http://127.0.0.1:%d/static.txt" % port)
+            ngr.append(r)
     finally:
         stop_process(nginx)
-    res["http"] = {"hostgate": hgr, "nginx": ngr, "status_bytes": len(body),
+    res["http"] = {"hostgate": median_round(hgr), "nginx": median_round(ngr),
+                   "status_bytes": len(body),
                    "cmd_hostgate": cmd_hg.replace(cookie, "$COOKIE"),
                    "cmd_nginx": cmd_ng}
-    for who, r in (("hostgate", hgr), ("nginx", ngr)):
-        log("   %-8s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%d requests, "
-            "%d non-2xx%s)" % (who, r["rps"], r["p50_ms"], r["p99_ms"],
-                               r["requests"], r["non2xx"],
-                               ", socket errors: " + r["socket_errors"]
-                               if r["socket_errors"] else ""))
+    for who in ("hostgate", "nginx"):
+        r = res["http"][who]
+        log("   %-8s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (medians; "
+            "req/s by round %s; %d non-2xx%s)"
+            % (who, r["rps"], r["p50_ms"], r["p99_ms"],
+               ", ".join("%.0f" % x["rps"] for x in r["rounds"]),
+               r["non2xx"], ", socket errors: " + r["socket_errors"]
+               if r["socket_errors"] else ""))
 
 
 # -- 2a. run_command vs bwrap ----------------------------------------------
@@ -689,7 +715,10 @@ def cat_websocket(hg, api, cookie):
         dt = time.perf_counter() - t0
     finally:
         ws.close()
-        close_terminal(api, tid)
+        try:
+            close_terminal(api, tid)
+        except (OSError, http.client.HTTPException, BenchError) as e:
+            log("warning: closing terminal %s: %s" % (tid, e))
     return n, dt
 
 
@@ -795,8 +824,11 @@ def bench_rss_terminals(hg, api, cookie, res):
     finally:
         for ws in socks:
             ws.close()
-        for tid in ids:
-            close_terminal(api, tid)
+        try:
+            for tid in ids:
+                close_terminal(api, tid)
+        except (OSError, http.client.HTTPException, BenchError) as e:
+            log("warning: closing the terminals: %s" % e)
     wait_no_terminals(api, 30)
     log("   %s (%d live terminals; create and attach: %.1f ms each)" % (
         fmt_rss(res["rss_terminals"]), res["terminals_live"],
@@ -808,6 +840,11 @@ def fmt_rss(r):
 
 
 # -- report ----------------------------------------------------------------
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
 
 def machine():
     cpu = "unknown CPU"
@@ -828,17 +865,23 @@ def machine():
                                             else "")
 
 
+def wrk_rounds(r):
+    return ", ".join("%.0f/%.2f" % (x["rps"], x["p99_ms"])
+                     for x in r["rounds"])
+
+
 def markdown(res):
     h, n = res["http"]["hostgate"], res["http"]["nginx"]
     rc, t = res["run_command"], res["terminal"]
     ri, rt = res["rss_idle"], res["rss_terminals"]
     rows = [
-        ("GET /api/status, requests/s (wrk %s)" % " ".join(WRK_ARGS),
+        ("GET /api/status, requests/s (wrk %s), median of %d"
+         % (" ".join(WRK_ARGS), WRK_ROUNDS),
          "%.0f" % h["rps"], "%.0f (nginx, %d-byte static file)"
          % (n["rps"], STATIC_BYTES), "%.3f" % (h["rps"] / n["rps"])),
-        ("GET /api/status, p99 latency", "%.2f ms" % h["p99_ms"],
+        ("GET /api/status, p99 latency (median of rounds)", "%.2f ms" % h["p99_ms"],
          "%.2f ms (nginx)" % n["p99_ms"], "%.2f" % (h["p99_ms"] / n["p99_ms"])),
-        ("GET /api/status, p50 latency", "%.2f ms" % h["p50_ms"],
+        ("GET /api/status, p50 latency (median of rounds)", "%.2f ms" % h["p50_ms"],
          "%.2f ms (nginx)" % n["p50_ms"], "%.2f" % (h["p50_ms"] / n["p50_ms"])),
         ("POST /api/run_command `true`, median of %d" % RUNS,
          "%.2f ms" % rc["hostgate_ms"],
@@ -863,6 +906,8 @@ def markdown(res):
     out = ["# hostgate benchmark results", "",
            "- date: %s" % res["date"],
            "- machine: %s" % res["machine"],
+           "- load average (1 min) at the start and at the end: %s and %s"
+           % (res["load_start"], res["load_end"]),
            "- daemons: %s mode (%s), build `%s`" % (
                res["mode"], res["run_as"], os.environ.get("HG_BUILD",
                                                           "build")),
@@ -871,9 +916,10 @@ def markdown(res):
     out += ["| %s | %s | %s | %s |" % r for r in rows]
     out += ["", "Notes:", "",
             "- /api/status body: %d bytes of JSON; nginx file: %d bytes; "
-            "non-2xx: hostgate %d, nginx %d."
+            "non-2xx: hostgate %d, nginx %d; wrk rounds (req/s, p99 ms): "
+            "hostgate %s; nginx %s."
             % (res["http"]["status_bytes"], STATIC_BYTES, h["non2xx"],
-               n["non2xx"]),
+               n["non2xx"], wrk_rounds(h), wrk_rounds(n)),
             "- terminal bytes received (file %d bytes, onlcr adds CRs): "
             "WebSocket %d, plain pty %d; rounds: WebSocket %s MiB/s, pty %s "
             "MiB/s." % (t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
@@ -916,7 +962,7 @@ def main():
     signal.alarm(DEADLINE_SECONDS)
 
     res = {"date": time.strftime("%Y-%m-%d %H:%M %Z"), "machine": machine(),
-           "mode": args.mode}
+           "mode": args.mode, "load_start": loadavg()}
     tmp = tempfile.mkdtemp(prefix="hg-bench-")
     os.chmod(tmp, 0o755)
     hg = None
@@ -945,6 +991,7 @@ def main():
             if problems:
                 log("warning: " + "; ".join(problems))
         shutil.rmtree(tmp, ignore_errors=True)
+    res["load_end"] = loadavg()
     md = markdown(res)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

@@ -58,6 +58,8 @@ export default async function ({ main, users, newPage, shot }) {
   await page.locator('#mode-popover [data-value="workspace-write"]').focus();
   await page.keyboard.press('ArrowUp');
   check((await active(page)).value === 'read-only', 'ArrowUp moves to read-only');
+  check((await active(page)).outline !== 'none', 'visible focus on the option');
+  await shot(page, 'keyboard-popover');
   await page.keyboard.press('Enter');
   await waitFor(async () => (await modeLabel(page)) === 'Sandboxed · Read-only', 'read-only chosen by keyboard');
   await page.keyboard.press('Space');

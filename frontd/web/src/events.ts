@@ -34,10 +34,15 @@ function parse<T>(ev: Event): T | null {
 }
 
 // The toast for the end of direct mode, by its reason.
-export function revertToast(reason: string): void {
+export function revertToast(reason: string, elsewhere = false): void {
   const texts: Record<string, [string, string]> = {
     expired: ['Direct mode ended', 'Its time ran out. This session is sandboxed again.'],
-    manual: ['Back to sandboxed', 'Commands and new terminals run in the sandbox.'],
+    manual: [
+      'Back to sandboxed',
+      elsewhere
+        ? 'Turned off from another tab or window.'
+        : 'Commands and new terminals run in the sandbox.',
+    ],
     admin: ['Direct mode ended by an admin', 'This session is sandboxed again.'],
     restart: ['Direct mode ended', 'hostgate restarted. This session is sandboxed again.'],
   };
@@ -78,7 +83,17 @@ function connect(): void {
 
   es.addEventListener('mode_changed', (ev) => {
     const m = parse<ExecutionMode>(ev);
-    if (m) store.setMode(m);
+    if (!m) return;
+    store.setMode(m);
+    if (m.mode === 'direct' && !store.ownChangeRecent()) {
+      const end = store.endsAt();
+      toast(
+        'warning',
+        end ? `Direct mode on until ${clock(end, m.ttl_seconds < 120)}` : 'Direct mode on',
+        'Turned on for this session from another tab or window.',
+        'mode',
+      );
+    }
   });
   es.addEventListener('mode_expiring', (ev) => {
     const d = parse<{ expires_at: string | null; remaining_seconds: number }>(ev);
@@ -87,7 +102,7 @@ function connect(): void {
     // A grant shorter than the notice gets it at once: the countdown on
     // the button says as much.
     const ttl = store.mode?.ttl_seconds ?? 0;
-    if (d.remaining_seconds >= ttl - 2) return;
+    if (d.remaining_seconds >= ttl - 2 && store.ownChangeRecent()) return;
     const end = store.endsAt();
     toast(
       'warning',
@@ -101,7 +116,7 @@ function connect(): void {
     if (!d) return;
     if (d.execution_mode) store.setMode(d.execution_mode);
     else store.refresh().catch(() => undefined);
-    revertToast(d.reason);
+    if (d.reason !== 'manual' || !store.ownChangeRecent()) revertToast(d.reason, !store.ownChangeRecent());
   });
   es.addEventListener('permission_changed', (ev) => {
     const d = parse<{ permission: Permission }>(ev);

@@ -48,6 +48,7 @@ async function choosePermission(p: Permission): Promise<void> {
 async function chooseSandbox(): Promise<void> {
   if (store.mode?.mode !== 'direct') return;
   try {
+    store.ownChangeAt = performance.now();
     store.setMode(await post<ExecutionMode>('/api/execution-mode', { mode: 'sandbox' }));
     revertToast('manual');
   } catch (e) {
@@ -76,6 +77,7 @@ async function chooseDirect(): Promise<void> {
   });
   if (!ok) return;
   try {
+    store.ownChangeAt = performance.now();
     const r = await post<ExecutionMode>('/api/execution-mode', { mode: 'direct' });
     store.setMode(r);
     const until = store.endsAt();

@@ -17,6 +17,13 @@ class Store {
   private recheck: number | null = null;
   // Whether the live event stream is connected.
   live = false;
+  // performance.now() of this tab's last mode change request: the events
+  // it causes are no news here.
+  ownChangeAt = -Infinity;
+
+  ownChangeRecent(): boolean {
+    return performance.now() - this.ownChangeAt < 5000;
+  }
 
   subscribe(fn: Listener): () => void {
     this.listeners.add(fn);
