@@ -147,7 +147,12 @@ fuzz:
 	    build-fuzz/corpus-$$f tests/fuzz/corpus/$$f || exit 1; \
 	done
 
-bench: all
+$(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
+	$(O)/brokerd/ratelimit.o $(O)/brokerd/ttl.o $(COMMON_O)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+bench: all $(B)/bench_policy
 	HG_BUILD=$(B) tests/bench/run.sh
 
 clean:

@@ -159,9 +159,10 @@ main(int argc, char *argv[])
 	evtimer_add(brokerd_sweep_ev, &tv);
 
 	front_init(brokerd_base, &conf, front_uid, front_fd);
-	mode_init(brokerd_base, &conf);
 	control_init(brokerd_base, &conf, ctl_uids, 2, ctl_fd);
 	sandbox_init(brokerd_base, &conf, sandbox_uid);
+	/* Last: resuming or ending stored grants uses the peers above. */
+	mode_init(brokerd_base, &conf);
 
 	priv_seccomp(&plan);
 	log_info("brokerd %s ready (state %s)", HG_VERSION, conf.state_dir);

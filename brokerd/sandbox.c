@@ -100,7 +100,7 @@ sandbox_closed(struct ipc_peer *p)
 struct ipc_peer *
 sandbox_peer(void)
 {
-	return ipc_link_peer(sandbox_link);
+	return sandbox_link != NULL ? ipc_link_peer(sandbox_link) : NULL;
 }
 
 /* The backend state, or a down state when sandboxd is unreachable. */

@@ -65,9 +65,12 @@ function copyTree(src, dst) {
 
 // One hostgate: three daemons in a private directory on a free port.
 export class Hostgate {
-  constructor(name, env = {}) {
+  // prepare(hg), when given, runs after the directory is set up and
+  // before the daemons start (it may change hg.env).
+  constructor(name, env = {}, prepare = null) {
     this.name = name;
     this.extraEnv = env;
+    this.prepare = prepare;
     this.procs = new Map();
     this.failed = false;
   }
@@ -113,6 +116,7 @@ export class Hostgate {
       ASAN_OPTIONS: 'detect_leaks=0',
       ...this.extraEnv,
     };
+    if (this.prepare) this.prepare(this);
     for (const d of DAEMONS) this.startDaemon(d);
     await this.waitHealthy();
     return this;
@@ -190,12 +194,17 @@ export class Hostgate {
     this.hgctl(['user', 'add', name, ...(admin ? ['--admin'] : []), '--password-stdin'], `${password}\n`);
   }
 
-  logs(maxBytes = 12000) {
+  logs(maxBytes = 6000) {
     const out = [];
     for (const b of BINARIES) {
       const p = this.logPath(b);
       if (!fs.existsSync(p)) continue;
-      let data = fs.readFileSync(p, 'utf8');
+      // Without the spawns' long command lines.
+      let data = fs
+        .readFileSync(p, 'utf8')
+        .split('\n')
+        .filter((l) => !/DEBUG: spawn [0-9a-f]+: /.test(l))
+        .join('\n');
       if (data.length > maxBytes) data = `[...]\n${data.slice(-maxBytes)}`;
       out.push(`==== ${b} (${p})\n${data}`);
     }

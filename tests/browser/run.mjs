@@ -54,6 +54,8 @@ async function main() {
     HOST_EXECUTION_DIRECT_TTL_SECONDS: String(SHORT_TTL),
     HOSTGATE_MODE_RATE_PER_MINUTE: '2',
   });
+  // Hostgates a test starts for itself (ctx.hostgate), stopped at the end.
+  const extra = [];
   let browser = null;
   let failures = 0;
   try {
@@ -76,6 +78,14 @@ async function main() {
         browser,
         users: USERS,
         shortTtl: SHORT_TTL,
+        // One more hostgate, with the usual users.
+        async hostgate(hgName, env, prepare) {
+          const hg = new Hostgate(hgName, env, prepare);
+          extra.push(hg);
+          await hg.start();
+          for (const [n, u] of Object.entries(USERS)) hg.addUser(n, u.password, u.admin);
+          return hg;
+        },
         // A new browser context (its own cookies, storage and session).
         async newContext(opts = {}) {
           const c = await browser.newContext({
@@ -137,6 +147,7 @@ async function main() {
             .catch(() => undefined);
         }
         main.failed = short.failed = true;
+        for (const hg of extra) hg.failed = true;
       } else {
         console.log(`ok   ${name} (${ms} ms)`);
       }
@@ -150,6 +161,10 @@ async function main() {
     if (failures) {
       console.log(main.dir ? main.logs() : '');
       console.log(short.dir ? short.logs() : '');
+    }
+    for (const hg of extra) {
+      if (failures && hg.dir) console.log(hg.logs());
+      await hg.stop();
     }
     await main.stop();
     await short.stop();

@@ -614,7 +614,7 @@ export class TerminalsView {
             { class: 'term-meta' },
             h('span', {
               class: info.mode === 'direct' ? 'term-mode text-warning' : 'term-mode',
-              text: info.mode === 'direct' ? 'direct' : 'sandboxed',
+              text: info.mode === 'direct' ? 'direct' : info.backend === 'docker' ? 'container' : 'sandboxed',
             }),
             ' · ',
             h('span', { class: running ? 'term-state' : 'term-state text-muted', text: state }),
