@@ -59,7 +59,11 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_policy test_ttl test_audit
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
-all: $(BINS)
+all: $(BINS) web
+
+# The web panel: frontd/web -> frontd/web/dist, rebuilt when its sources change.
+web:
+	@scripts/web.sh
 
 # V=1 shows the whole command lines.
 Q	 = $(if $(V),,@)
@@ -110,7 +114,10 @@ unit: $(UNIT_BINS)
 system: all
 	HG_BUILD=$(B) tests/system/run.sh
 
-check: all unit system
+browser: all
+	HG_BUILD=$(B) tests/browser/run.sh
+
+check: all unit system browser
 
 run: all
 	HG_BUILD=$(B) scripts/run.sh
@@ -121,6 +128,8 @@ install: all
 	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(PREFIX)/sbin/
 	install -m 0755 $(B)/hgctl $(DESTDIR)$(PREFIX)/bin/
 	cp -R profiles/. $(DESTDIR)$(PREFIX)/share/hostgate/profiles/
+	install -d $(DESTDIR)$(PREFIX)/share/hostgate/web
+	cp -R frontd/web/dist/. $(DESTDIR)$(PREFIX)/share/hostgate/web/
 
 # libFuzzer targets: each runs FUZZ_SECONDS (default 30) on a scratch
 # corpus seeded from tests/fuzz/corpus/TARGET, which stays as it is.
@@ -160,4 +169,4 @@ clean:
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
 
-.PHONY: all unit system check run install fuzz bench clean
+.PHONY: all web unit system browser check run install fuzz bench clean

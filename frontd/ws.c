@@ -43,6 +43,7 @@ struct ws {
 	char			 peer[64];
 	int			 paused;	/* pty reads stopped: backpressure */
 	int			 too_big;	/* a frame announced too much */
+	int			 evicted;	/* another viewer took over */
 	uint8_t			 hdr[14];	/* ws_track: a header so far */
 	size_t			 hlen;
 	uint64_t		 skip;		/* payload bytes still to come */
@@ -289,7 +290,8 @@ ws_pump(struct ws *w)
 	if (!w->paused && evbuffer_get_length(out) > WS_HIGH_WATER) {
 		w->paused = 1;
 		event_del(w->ev_pty);
-	} else if (w->paused && evbuffer_get_length(out) < WS_HIGH_WATER / 4) {
+	} else if (w->paused && !w->evicted &&
+	    evbuffer_get_length(out) < WS_HIGH_WATER / 4) {
 		w->paused = 0;
 		event_add(w->ev_pty, NULL);
 	}
@@ -370,7 +372,8 @@ static void
 ws_free(struct ws *w, const char *why)
 {
 	log_info("%s: terminal %s detached: %s", w->peer, w->id, why);
-	TAILQ_REMOVE(&ws_all, w, entry);
+	if (!w->evicted)
+		TAILQ_REMOVE(&ws_all, w, entry);
 	event_free(w->ev_pty);
 	event_free(w->ev_ptyw);
 	event_free(w->ev_ping);
@@ -379,6 +382,26 @@ ws_free(struct ws *w, const char *why)
 	bufferevent_free(w->bev);
 	close(w->pty);
 	free(w);
+}
+
+/*
+ * Another viewer attached to the same terminal: tell this one so (close
+ * 4001) rather than dropping it like a network failure; it is freed once
+ * the close frame is out.
+ */
+static void
+ws_evict(struct ws *w)
+{
+	static const char	why[] = "attached elsewhere";
+
+	log_info("%s: terminal %s attached elsewhere", w->peer, w->id);
+	TAILQ_REMOVE(&ws_all, w, entry);
+	w->evicted = 1;
+	event_del(w->ev_pty);
+	event_del(w->ev_ptyw);
+	wslay_event_queue_close(w->ctx, 4001, (const uint8_t *)why,
+	    sizeof(why) - 1);
+	ws_pump(w);
 }
 
 /* brokerd answered the attach: upgrade and bridge, or refuse. */
@@ -458,7 +481,7 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	/* One viewer per terminal: a reload takes the terminal over. */
 	TAILQ_FOREACH(old, &ws_all, entry)
 		if (strcmp(old->id, w->id) == 0) {
-			ws_free(old, "attached elsewhere");
+			ws_evict(old);
 			break;
 		}
 	TAILQ_INSERT_TAIL(&ws_all, w, entry);

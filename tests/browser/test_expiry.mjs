@@ -46,6 +46,7 @@ export default async function ({ short, users, newContext, shot, shortTtl }) {
   await watchRevert(tab1);
   await watchRevert(tab2);
 
+  const times = [];
   // Both tabs are sandboxed within a second of the deadline. (expires_at
   // has whole seconds: the deadline is within the second it names.)
   for (const [i, tab] of [tab1, tab2].entries()) {
@@ -59,7 +60,11 @@ export default async function ({ short, users, newContext, shot, shortTtl }) {
     const at = await tab.evaluate(() => window.__revertedAt);
     check(at !== null, `tab ${i + 1} saw the revert`);
     check(at - deadline < 2000, `tab ${i + 1} reverted ${at - deadline} ms after expires_at`);
+    times.push(at);
   }
+  // expires_at has whole seconds; the two tabs agree within a second.
+  check(Math.abs(times[0] - times[1]) < 1000, `the tabs reverted ${Math.abs(times[0] - times[1])} ms apart`);
+  console.log(`     expiry: tabs sandboxed ${times[0] - deadline} and ${times[1] - deadline} ms after expires_at`);
   const after = await tab2.evaluate(async () => (await fetch('/api/execution-mode')).json());
   check(after.mode === 'sandbox', `server after expiry: ${JSON.stringify(after)}`);
   await shot(tab1, 'expiry-tab1');

@@ -267,9 +267,14 @@ def test_renew_and_manual_revert(hg, alice):
         if len(changed) < 2:
             es.wait("mode_changed", 2, lambda e: e["data"]["expires_at"] ==
                     again["expires_at"])
+        before = direct_shells(hg)
         term = alice.post("/api/terminals", {})
         assert term.status == 201 and term.json()["mode"] == "direct", term
         tid = term.json()["id"]
+        # Once its shell runs: a revert sent before the child's setsid()
+        # misses it (a sandboxd race, reported; not what this test is for).
+        hglib.wait_for(lambda: direct_shells(hg) - before, 3,
+                       what="the direct terminal's shell")
 
         r = pl.set_mode(alice, "sandbox")
         assert r.status == 200, r
@@ -327,36 +332,42 @@ def test_keep_on_expiry(hostgate_factory):
 
 # -- a brokerd restart --------------------------------------------------------
 
-def restart_brokerd(hg):
-    assert hg.stop("brokerd") == 0, "brokerd did not exit 0 on SIGTERM"
+def start_brokerd(hg):
+    """Start brokerd again; wait until the chain is healthy (failing at
+    once if brokerd dies)."""
     hg.start("brokerd")
-    hg.wait_healthy()
+    hglib.wait_for(lambda: not hg.alive("brokerd") or hg.healthy(), 10,
+                   what="brokerd back")
+    assert hg.alive("brokerd"), "brokerd died at start-up:\n%s" % \
+        hg.log_text("brokerd")[-2000:]
 
 
 def test_restart_keeps_the_deadline(hostgate_factory):
-    ttl = 6
+    """brokerd stopped for 2 s mid-grant: the grant comes back with the
+    same deadline and ends then, not a TTL after the restart."""
+    ttl = 4
     hg = pl.own(hostgate_factory, "restart",
                 HOST_EXECUTION_DIRECT_TTL_SECONDS=ttl)
     alice = hg.login(*pl.ADMIN)
+    t0 = time.time()
     g = pl.grant(alice)
-    t_grant = time.time()
-    deadline = pl.iso_secs(g["expires_at"])
-    restart_brokerd(hg)
-    after = hglib.wait_for(lambda: alice.get("/api/execution-mode"), 5,
-                           what="the mode after the restart").json()
+    t1 = time.time()
+    assert hg.stop("brokerd") == 0, "brokerd did not exit 0 on SIGTERM"
+    time.sleep(2)
+    start_brokerd(hg)
+    after = pl.mode_of(alice)
     assert after["mode"] == "direct", after
-    assert abs(pl.iso_secs(after["expires_at"]) - deadline) <= 1, (g, after)
-    assert after["remaining_seconds"] <= ttl - int(time.time() - t_grant) + 1
+    assert abs(pl.iso_secs(after["expires_at"]) -
+               pl.iso_secs(g["expires_at"])) <= 1, (g, after)
+    assert after["remaining_seconds"] <= ttl - 1, after
     assert pl.run(alice, "true")["mode"] == "direct"
 
-    # It ends at the original deadline, not a TTL after the restart.
-    def reverted():
-        return pl.mode_of(alice)["mode"] == "sandbox"
-    hglib.wait_for(reverted, ttl + 3, interval=0.1, what="the grant's end")
+    hglib.wait_for(lambda: pl.mode_of(alice)["mode"] == "sandbox", ttl + 2,
+                   interval=0.05, what="the grant's end")
     ended = time.time()
-    assert ended <= deadline + 1.5, "ended %.1fs after its deadline" % (
-        ended - deadline)
-    assert ended >= deadline - 1.5, "ended %.1fs early" % (deadline - ended)
+    assert ended <= t1 + ttl + 0.8, "ended %.1fs after its deadline" % (
+        ended - (t1 + ttl))
+    assert ended >= t0 + ttl - 0.2, "ended %.1fs early" % (t0 + ttl - ended)
     assert pl.run(alice, "true")["mode"] == "sandbox"
     rec = pl.wait_audit(hg, action="mode_expired", user="alice")
     assert rec[-1]["reason"] == "expired", rec
@@ -386,9 +397,8 @@ def test_restart_after_the_deadline_reverts(hostgate_factory):
     last = es.events[-1]["id"]
     es.close()
     assert hg.stop("brokerd") == 0
-    time.sleep(2.5)
-    hg.start("brokerd")
-    hg.wait_healthy()
+    time.sleep(2.2)
+    start_brokerd(hg)
     m = pl.mode_of(alice)
     assert m["mode"] == "sandbox", m
     rec = pl.wait_audit(hg, action="mode_expired", user="alice")
