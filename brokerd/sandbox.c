@@ -22,6 +22,10 @@ static TAILQ_HEAD(, sandbox_wait) sandbox_waits =
     TAILQ_HEAD_INITIALIZER(sandbox_waits);
 
 static struct ipc_link		*sandbox_link;
+/* Sessions whose direct processes await a kill until sandboxd is back. */
+#define SANDBOX_PENDING	64
+static char			 sandbox_pending[SANDBOX_PENDING][33];
+static int			 sandbox_npending;
 static struct json_object	*sandbox_backend;	/* last report */
 
 static void	sandbox_ready(struct ipc_peer *);
@@ -75,11 +79,16 @@ sandbox_ready_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	sandbox_keep_backend(m);
 }
 
-/* sandboxd is connected: learn its backend state. */
+/* sandboxd is connected: learn its backend state, send pending kills. */
 static void
 sandbox_ready(struct ipc_peer *p)
 {
 	struct json_object	*req;
+	int			 i, n = sandbox_npending;
+
+	sandbox_npending = 0;
+	for (i = 0; i < n; i++)
+		sandbox_kill_session(sandbox_pending[i]);
 
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("health"));
@@ -206,16 +215,26 @@ sandbox_kill_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		    "direct-mode processes");
 }
 
-/* Kill the direct-mode processes of a session (its grant ended). */
+/*
+ * Kill the direct-mode processes of a session (its grant ended). When
+ * sandboxd is not connected (brokerd just started, or sandboxd restarts),
+ * the kill waits for it: a sandboxd that outlived brokerd still runs them.
+ */
 void
 sandbox_kill_session(const char *session_id)
 {
 	struct json_object	*req;
 	struct ipc_peer		*p;
 
-	/* No sandboxd: its processes died with it (--die-with-parent). */
-	if ((p = sandbox_peer()) == NULL)
+	if ((p = sandbox_peer()) == NULL) {
+		if (sandbox_npending < SANDBOX_PENDING)
+			snprintf(sandbox_pending[sandbox_npending++], 33, "%s",
+			    session_id);
+		else
+			log_warnx("too many pending kills; session %s's "
+			    "direct processes are left", session_id);
 		return;
+	}
 	req = json_object_new_object();
 	json_object_object_add(req, "type",
 	    json_object_new_string("kill_session"));

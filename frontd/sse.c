@@ -26,6 +26,7 @@ struct sse {
 	char			*user;
 	char			 session[33];	/* "" for a standalone token */
 	char			 peer[64];
+	int			 closing;	/* freed once the output is out */
 	TAILQ_ENTRY(sse)	 entry;
 };
 
@@ -50,6 +51,17 @@ static void
 sse_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	sse_free(arg, "client closed");
+}
+
+/* A closing stream has sent its last event: now close it. */
+static void
+sse_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct sse	*s = arg;
+
+	if (s->closing &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		sse_free(s, "session ended");
 }
 
 static void
@@ -101,11 +113,12 @@ sse_deliver(struct ipc_peer *p, struct ipc_msg *m)
 
 	for (s = TAILQ_FIRST(&sse_all); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
-		if (!sse_match(s, m->obj))
+		if (s->closing || !sse_match(s, m->obj))
 			continue;
 		if (name != NULL && strcmp(name, "session_ended") == 0) {
+			/* The event first; the close once it is written. */
 			sse_write(s, m->obj);
-			sse_free(s, "session ended");
+			s->closing = 1;
 			continue;
 		}
 		if (evbuffer_get_length(bufferevent_get_output(s->bev)) >
@@ -197,7 +210,7 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		evbuffer_add_printf(out, "event: resync\ndata: {}\n\n");
 	TAILQ_INSERT_TAIL(&sse_all, s, entry);
 	sse_count++;
-	bufferevent_setcb(bev, sse_read_cb, NULL, sse_event_cb, s);
+	bufferevent_setcb(bev, sse_read_cb, sse_write_cb, sse_event_cb, s);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	log_debug("%s: event stream of %s opened", peer, user);
 }

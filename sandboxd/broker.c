@@ -209,6 +209,8 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 		    s.mode == MODE_DIRECT ? "direct" : "sandbox"));
 		json_object_object_add(res, "backend",
 		    json_object_new_string(spawn_backend(pr)));
+		json_object_object_add(res, "sha256",
+		    json_object_new_string(spawn_sha256(pr)));
 		ipc_reply(p, m, res, NULL, 0);
 	}
 out:

@@ -820,6 +820,13 @@ spawn_user(struct proc *p)
 	return p->user;
 }
 
+/* The SHA-256 of the exact command line that ran. */
+const char *
+spawn_sha256(struct proc *p)
+{
+	return p->cmd_sha256;
+}
+
 const char *
 spawn_backend(struct proc *p)
 {

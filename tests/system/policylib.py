@@ -408,7 +408,7 @@ def front_talk(hg, requests, who=None, wait=3.0):
         s.connect(path)
         s.send(hglib.hello("frontd"))
         out = {"hello": None, "replies": {}, "outputs": {}, "open": True}
-        want = {m["id"] for m in msgs if isinstance(m.get("id"), int)}
+        want = {str(m["id"]) for m in msgs if isinstance(m.get("id"), int)}
         for m in msgs:
             s.send(json.dumps(m).encode())
         deadline = time.monotonic() + wait

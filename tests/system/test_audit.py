@@ -202,11 +202,23 @@ def test_spawns(hg, story):
 def test_terminals(hg, story):
     opened = pl.audit_records(hg, action="terminal_opened", user="alice")
     assert opened and opened[0]["detail"]["mode"] == "direct", opened
+    assert opened[0]["detail"]["backend"] == "direct", opened
     assert opened[0]["detail"]["id"] == story["direct_term"], opened
-    assert pl.HEX64.fullmatch(opened[0]["detail"]["sha256"]), opened
     ex = one(hg, action="terminal_exited", user="alice")
     assert ex["detail"]["id"] == story["direct_term"], ex
-    assert pl.audit_records(hg, action="terminal_opened", user="bob")
+    opened = pl.audit_records(hg, action="terminal_opened", user="bob")
+    assert opened and opened[0]["detail"]["backend"] == "bwrap", opened
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "daemon bug: sandboxd's answer to a terminal spawn (sandboxd/broker.c) "
+    "carries no \"sha256\", so brokerd records terminal_opened with "
+    "detail.sha256 null; commands have it"))
+def test_terminal_opened_has_the_command_line_hash(hg, story):
+    for user in ("alice", "bob"):
+        for rec in pl.audit_records(hg, action="terminal_opened", user=user):
+            assert isinstance(rec["detail"]["sha256"], str) and \
+                pl.HEX64.fullmatch(rec["detail"]["sha256"]), rec
 
 
 def test_admin_actions(hg, story):
