@@ -133,11 +133,12 @@ install: all
 
 # libFuzzer targets: each runs FUZZ_SECONDS (default 30) on a scratch
 # corpus seeded from tests/fuzz/corpus/TARGET, which stays as it is.
-FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit
+FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc
 FUZZ_SRC_fuzz_http   = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config = 
 FUZZ_SRC_fuzz_policy = sandboxd/policy.c
 FUZZ_SRC_fuzz_audit  = brokerd/audit.c
+FUZZ_SRC_fuzz_ipc    = common/ipc.c
 fuzz:
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ); do \
@@ -145,6 +146,7 @@ fuzz:
 	  fuzz_http) src="$(FUZZ_SRC_fuzz_http)";; \
 	  fuzz_policy) src="$(FUZZ_SRC_fuzz_policy)";; \
 	  fuzz_audit) src="$(FUZZ_SRC_fuzz_audit)";; \
+	  fuzz_ipc) src="$(FUZZ_SRC_fuzz_ipc)";; \
 	  *) src="";; esac; \
 	  echo "  FUZZ    $$f"; \
 	  clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \

@@ -278,21 +278,28 @@ def start_hostgate(mode):
         hg.wait_healthy(20)
         hg.add_user(*BENCH_USER, admin=True)
     except BaseException:
-        stop_hostgate(hg, keep=True)
+        stop_hostgate(hg, failed=True)
         raise
     return hg
 
 
-def stop_hostgate(hg, keep=False):
-    """Stop the daemons and remove the directory (kept with keep, to read
-    the logs after a failure)."""
+def stop_hostgate(hg, failed=False):
+    """Stop the daemons and remove the directory. After a failure, first
+    print the end of each daemon's log; BENCH_KEEP=1 keeps the directory."""
     problems = ["%s had exited with status %d before the end" %
                 (n, p.returncode) for n, p in hg.procs.items()
                 if p.poll() is not None]
     problems += hg.shutdown()
     hglib._LIVE.discard(hg)
-    if keep:
-        log("hostgate directory kept for its logs: %s" % hg.dir)
+    if failed:
+        for name in hglib.BINARIES:
+            lines = [ln for ln in hg.log_text(name).splitlines()
+                     if " DEBUG: " not in ln]
+            if lines:
+                print("---- %s log, last lines\n%s" % (
+                    name, "\n".join(lines[-15:])), file=sys.stderr)
+    if failed and os.environ.get("BENCH_KEEP") == "1":
+        log("hostgate directory kept (BENCH_KEEP=1): %s" % hg.dir)
     else:
         shutil.rmtree(hg.dir, ignore_errors=True)
     return problems
@@ -994,7 +1001,7 @@ def main():
     finally:
         signal.alarm(0)
         if hg is not None:
-            problems = stop_hostgate(hg, keep=failed)
+            problems = stop_hostgate(hg, failed=failed)
             if problems:
                 log("warning: " + "; ".join(problems))
         shutil.rmtree(tmp, ignore_errors=True)

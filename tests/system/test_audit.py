@@ -210,10 +210,6 @@ def test_terminals(hg, story):
     assert opened and opened[0]["detail"]["backend"] == "bwrap", opened
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "daemon bug: sandboxd's answer to a terminal spawn (sandboxd/broker.c) "
-    "carries no \"sha256\", so brokerd records terminal_opened with "
-    "detail.sha256 null; commands have it"))
 def test_terminal_opened_has_the_command_line_hash(hg, story):
     for user in ("alice", "bob"):
         for rec in pl.audit_records(hg, action="terminal_opened", user=user):

@@ -229,10 +229,6 @@ def test_logout_ends_the_stream(hg):
     assert again.status == 401, again.status
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "daemon bug: frontd/sse.c sse_deliver() writes session_ended and frees "
-    "the stream's bufferevent at once, so the unsent event is dropped and "
-    "the client only sees the connection close"))
 def test_logout_sends_session_ended_first(hg):
     bob = hg.login(*pl.USER)
     es = stream(hg, cookie=bob.cookie)

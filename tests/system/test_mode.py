@@ -373,12 +373,6 @@ def test_restart_keeps_the_deadline(hostgate_factory):
     assert rec[-1]["reason"] == "expired", rec
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "daemon bug: brokerd dies with SIGSEGV at start-up when a stored grant's "
-    "deadline passed while it was down: mode_init() -> mode_revert() -> "
-    "sandbox_kill_session() -> sandbox_peer() -> ipc_link_peer(NULL), "
-    "before sandbox_init(); and sandboxd, which outlives brokerd, is not yet "
-    "connected then, so the grant's direct processes would not be killed"))
 def test_restart_after_the_deadline_reverts(hostgate_factory):
     """A grant whose deadline passed while brokerd was down ends when
     brokerd starts: reason restart, in the audit log, in the event ring
