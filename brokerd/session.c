@@ -390,39 +390,13 @@ out:
 static int
 session_load(char *err, size_t errsz)
 {
-	struct stat	 st;
-	char		*text, why[256];
-	size_t		 len;
-	int		 rc;
+	char	*text, why[256];
+	int	 absent, rc;
 
-	if (stat(session_path, &st) == -1) {
-		if (errno == ENOENT)
-			return 0;
-		snprintf(err, errsz, "%s: %s", session_path, strerror(errno));
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errsz, "%s: not a regular file", session_path);
-		return -1;
-	}
-	if ((st.st_mode & 07777) != 0600) {
-		log_warnx("%s: mode %04o, setting it to 0600", session_path,
-		    (unsigned)(st.st_mode & 07777));
-		if (chmod(session_path, 0600) == -1) {
-			snprintf(err, errsz, "%s: cannot set mode 0600: %s",
-			    session_path, strerror(errno));
-			return -1;
-		}
-	}
-	if ((text = file_read(session_path, SESSION_FILE_MAX, &len)) == NULL) {
-		snprintf(err, errsz, "%s: %s", session_path, strerror(errno));
-		return -1;
-	}
-	if (strlen(text) != len) {
-		snprintf(why, sizeof why, "contains a NUL byte");
-		rc = -1;
-	} else
-		rc = session_parse(text, why, sizeof why);
+	if ((text = file_read_private(session_path, SESSION_FILE_MAX, &absent, err,
+	    errsz)) == NULL)
+		return absent ? 0 : -1;
+	rc = session_parse(text, why, sizeof why);
 	free(text);
 	if (rc == -1)
 		snprintf(err, errsz, "%s: %s", session_path, why);

@@ -218,6 +218,9 @@ int	 file_write_atomic(const char *path, const void *data, size_t len,
 	    mode_t mode);
 /* Read a whole small file; NUL-terminated; returns NULL and errno. */
 char	*file_read(const char *path, size_t max, size_t *lenp);
+/* A private state file: absent (NULL, *absent) or 0600, NUL-free text. */
+char	*file_read_private(const char *path, size_t max, int *absent,
+	    char *err, size_t errsz);
 /* Random bytes as base64url (no padding) into out (>= 4*n/3+2 bytes). */
 int	 rand_token(char *out, size_t outsz, size_t nbytes);
 /* Lowercase hex SHA-256 of data into out[65]. */

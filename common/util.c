@@ -424,3 +424,51 @@ path_join(const char *dir, const char *name)
 	memcpy(p + dlen + sep, name, nlen + 1);
 	return (p);
 }
+
+/*
+ * Read a private state file (users, sessions): absent is not an error
+ * (NULL, *absent set); not a regular file, or with a NUL inside, is. A
+ * mode other than 0600 is set back to 0600, with a warning. Returns the
+ * NUL-terminated text, or NULL with err "PATH: why".
+ */
+char *
+file_read_private(const char *path, size_t max, int *absent, char *err,
+    size_t errsz)
+{
+	struct stat	 st;
+	char		*text;
+	size_t		 len;
+
+	*absent = 0;
+	if (stat(path, &st) == -1) {
+		if (errno == ENOENT) {
+			*absent = 1;
+			return (NULL);
+		}
+		snprintf(err, errsz, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(err, errsz, "%s: not a regular file", path);
+		return (NULL);
+	}
+	if ((st.st_mode & 07777) != 0600) {
+		log_warnx("%s: mode %04o, setting it to 0600", path,
+		    (unsigned)(st.st_mode & 07777));
+		if (chmod(path, 0600) == -1) {
+			snprintf(err, errsz, "%s: cannot set mode 0600: %s",
+			    path, strerror(errno));
+			return (NULL);
+		}
+	}
+	if ((text = file_read(path, max, &len)) == NULL) {
+		snprintf(err, errsz, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	if (strlen(text) != len) {
+		snprintf(err, errsz, "%s: contains a NUL byte", path);
+		free(text);
+		return (NULL);
+	}
+	return (text);
+}
