@@ -25,20 +25,7 @@ static const char *const brokerd_syscalls[] = {
 static struct event_base	*brokerd_base;
 static struct event		*brokerd_sweep_ev;
 
-__dead static void
-brokerd_usage(void)
-{
-	fprintf(stderr, "usage: brokerd [-dn]\n");
-	exit(2);
-}
 
-/* SIGTERM or SIGINT: leave the loop; main flushes the store. */
-static void
-brokerd_sig(evutil_socket_t sig, short ev, void *arg)
-{
-	log_info("signal %d, exiting", (int)sig);
-	event_base_loopbreak(brokerd_base);
-}
 
 /* Every 30 s: drop expired sessions and write last-seen times. */
 static void
@@ -64,27 +51,13 @@ main(int argc, char *argv[])
 {
 	struct config	 conf;
 	struct priv_plan plan;
-	struct event	*ev_term, *ev_int;
 	struct timeval	 tv = { 30, 0 };
 	char		 err[512], *path;
 	uid_t		 uid, front_uid, sandbox_uid, ctl_uids[2];
 	gid_t		 gid, front_gid, sandbox_gid;
-	int		 ch, debug = 0, check = 0, front_fd, ctl_fd;
+	int		 debug, check, front_fd, ctl_fd;
 
-	while ((ch = getopt(argc, argv, "dn")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'n':
-			check = 1;
-			break;
-		default:
-			brokerd_usage();
-		}
-	}
-	if (optind != argc)
-		brokerd_usage();
+	proc_options(argc, argv, "brokerd", &debug, &check);
 
 	log_init("brokerd", debug || check);
 	config_load_or_die(&conf);
@@ -146,14 +119,7 @@ main(int argc, char *argv[])
 		fatalx("%s", err);
 	prompt_init(&conf);
 
-	if ((brokerd_base = event_base_new()) == NULL)
-		fatalx("event_base_new");
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	ev_term = evsignal_new(brokerd_base, SIGTERM, brokerd_sig, NULL);
-	ev_int = evsignal_new(brokerd_base, SIGINT, brokerd_sig, NULL);
-	evsignal_add(ev_term, NULL);
-	evsignal_add(ev_int, NULL);
+	brokerd_base = proc_base();
 	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,
 	    brokerd_sweep, NULL);
 	evtimer_add(brokerd_sweep_ev, &tv);

@@ -186,6 +186,11 @@ int	 ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 	    struct json_object *req, struct json_object **reply, int timeout_ms,
 	    char *err, size_t errsz);
 
+/* proc.c */
+void	 proc_options(int argc, char *argv[], const char *name, int *debug,
+	    int *check);
+struct event_base *proc_base(void);
+
 /* priv.c */
 struct priv_plan {
 	const char	*name;		/* daemon name, for messages */

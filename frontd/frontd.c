@@ -35,20 +35,7 @@ static const struct ipc_handler frontd_handlers[] = {
 	{ NULL, 0, 0, NULL }
 };
 
-__dead static void
-frontd_usage(void)
-{
-	fprintf(stderr, "usage: frontd [-dn]\n");
-	exit(2);
-}
 
-/* SIGTERM or SIGINT: leave the loop. */
-static void
-frontd_sig(evutil_socket_t sig, short ev, void *arg)
-{
-	log_info("signal %d, exiting", (int)sig);
-	event_base_loopbreak(frontd_base);
-}
 
 /* Bind the configured numeric address (already validated by config). */
 static int
@@ -92,27 +79,13 @@ main(int argc, char *argv[])
 	struct config	 conf;
 	struct priv_plan plan;
 	struct ipc_link	*broker;
-	struct event	*ev_term, *ev_int;
 	SSL_CTX		*ssl = NULL;
 	char		 err[512], *path;
 	uid_t		 broker_uid;
 	gid_t		 broker_gid;
-	int		 ch, debug = 0, check = 0, fd;
+	int		 debug, check, fd;
 
-	while ((ch = getopt(argc, argv, "dn")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'n':
-			check = 1;
-			break;
-		default:
-			frontd_usage();
-		}
-	}
-	if (optind != argc)
-		frontd_usage();
+	proc_options(argc, argv, "frontd", &debug, &check);
 
 	log_init("frontd", debug || check);
 	config_load_or_die(&conf);
@@ -155,14 +128,7 @@ main(int argc, char *argv[])
 	plan.debug = conf.seccomp_debug;
 	priv_drop(&plan);
 
-	if ((frontd_base = event_base_new()) == NULL)
-		fatalx("event_base_new");
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	ev_term = evsignal_new(frontd_base, SIGTERM, frontd_sig, NULL);
-	ev_int = evsignal_new(frontd_base, SIGINT, frontd_sig, NULL);
-	evsignal_add(ev_term, NULL);
-	evsignal_add(ev_int, NULL);
+	frontd_base = proc_base();
 
 	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
 	broker = ipc_link_new(frontd_base, path, ROLE_FRONTD, ROLE_BROKERD,

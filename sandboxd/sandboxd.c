@@ -65,12 +65,6 @@ sandboxd_workspace_root(struct config *conf, uid_t uid, gid_t gid)
 		fatal("chown %s", conf->workspace_root);
 }
 
-__dead static void
-sandboxd_usage(void)
-{
-	fprintf(stderr, "usage: sandboxd [-dn]\n");
-	exit(2);
-}
 
 /* SIGCHLD: reap. */
 static void
@@ -79,39 +73,19 @@ sandboxd_sigchld(evutil_socket_t sig, short ev, void *arg)
 	spawn_reap();
 }
 
-/* SIGTERM or SIGINT: leave the loop. */
-static void
-sandboxd_sig(evutil_socket_t sig, short ev, void *arg)
-{
-	log_info("signal %d, exiting", (int)sig);
-	event_base_loopbreak(sandboxd_base);
-}
 
 int
 main(int argc, char *argv[])
 {
 	struct config	 conf;
 	struct priv_plan plan;
-	struct event	*ev_term, *ev_int, *ev_chld;
+	struct event	*ev_chld;
 	char		*path;
 	uid_t		 uid, broker_uid;
 	gid_t		 gid, broker_gid;
-	int		 ch, debug = 0, check = 0, fd;
+	int		 debug, check, fd;
 
-	while ((ch = getopt(argc, argv, "dn")) != -1) {
-		switch (ch) {
-		case 'd':
-			debug = 1;
-			break;
-		case 'n':
-			check = 1;
-			break;
-		default:
-			sandboxd_usage();
-		}
-	}
-	if (optind != argc)
-		sandboxd_usage();
+	proc_options(argc, argv, "sandboxd", &debug, &check);
 
 	log_init("sandboxd", debug || check);
 	config_load_or_die(&conf);
@@ -149,14 +123,7 @@ main(int argc, char *argv[])
 	plan.debug = conf.seccomp_debug;
 	priv_drop(&plan);
 
-	if ((sandboxd_base = event_base_new()) == NULL)
-		fatalx("event_base_new");
-	signal(SIGPIPE, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	ev_term = evsignal_new(sandboxd_base, SIGTERM, sandboxd_sig, NULL);
-	ev_int = evsignal_new(sandboxd_base, SIGINT, sandboxd_sig, NULL);
-	evsignal_add(ev_term, NULL);
-	evsignal_add(ev_int, NULL);
+	sandboxd_base = proc_base();
 	ev_chld = evsignal_new(sandboxd_base, SIGCHLD, sandboxd_sigchld, NULL);
 	evsignal_add(ev_chld, NULL);
 
