@@ -2,7 +2,8 @@
 run, and their ratio. Figures only, never pass/fail. Started by run.sh
 (`make bench`), which checks the tools and builds bpfdump first.
 
-    /usr/bin/python3 tests/bench/bench.py --bpfdump PATH [--out FILE]
+    /usr/bin/python3 tests/bench/bench.py --bpfdump PATH
+        [--policy-bench PATH] [--mode user|root] [--out FILE]
 
 1. GET /api/status through frontd and brokerd with wrk, against nginx
    serving a static file on another loopback port;
@@ -11,7 +12,11 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
    directly with the same seccomp BPF on fd 3;
    (b) terminal throughput: cat of a 64 MiB file read over the WebSocket,
    against cat of the same file to a plain pty;
-   (c) VmRSS of each daemon idle and with 100 attached terminals.
+   (c) VmRSS of each daemon idle and with 100 attached terminals;
+3. bench_policy's figures (brokerd's decision beside an IPC round trip),
+   when given.
+
+docs/performance.md describes the method and the figures.
 
 Only loopback addresses are used; every loop is bounded in count and time.
 """
@@ -851,6 +856,28 @@ def fmt_rss(r):
     return ", ".join("%s %d KiB" % (n, r[n]) for n in hglib.DAEMONS)
 
 
+# -- 3. a policy decision in brokerd ---------------------------------------
+
+def bench_policy(path, res):
+    """Run bench_policy (tests/bench/bench_policy.c, built by make bench):
+    brokerd's decision for a spawn beside one IPC round trip."""
+    log("3. brokerd policy decision vs one IPC round trip (%s)" % path)
+    r = subprocess.run([path], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise BenchError("%s exited %d: %s" % (path, r.returncode,
+                                                r.stderr.strip()))
+    dec = re.search(r"^policy decision.*?: (\d+) /s \(([\d.]+) us each\)",
+                    r.stdout, re.M)
+    ipc = re.search(r"^IPC round trip.*?: (\d+) /s \(([\d.]+) us each\)",
+                    r.stdout, re.M)
+    if not dec or not ipc:
+        raise BenchError("cannot read %s's output:\n%s" % (path, r.stdout))
+    res["policy"] = {"decision_us": float(dec.group(2)),
+                     "ipc_us": float(ipc.group(2))}
+    for line in r.stdout.strip().splitlines():
+        log("   " + line)
+
+
 # -- report ----------------------------------------------------------------
 
 def loadavg():
@@ -908,6 +935,14 @@ def markdown(res):
          "%.1f MiB/s (plain pty)" % t["pty_mib_s"],
          "%.3f" % (t["ws_mib_s"] / t["pty_mib_s"])),
     ]
+    if "policy" in res:
+        pol = res["policy"]
+        rows.append(("brokerd policy decision (session, CSRF, spawn bucket, "
+                     "mode), in-process loop",
+                     "%.2f us" % pol["decision_us"],
+                     "%.2f us (one IPC round trip frontd-brokerd)"
+                     % pol["ipc_us"],
+                     "%.3f" % (pol["decision_us"] / pol["ipc_us"])))
     for d in hglib.DAEMONS:
         rows.append(("VmRSS %s: idle / %d terminals" % (d, TERMINALS),
                      "%d KiB / %d KiB" % (ri[d], rt[d]), "-",
@@ -961,6 +996,8 @@ def main():
     ap.add_argument("--bpfdump", required=True)
     ap.add_argument("--out", default=os.path.join(HERE, "results",
                                                   "latest.md"))
+    ap.add_argument("--policy-bench", default=None,
+                    help="the bench_policy binary, when built")
     ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
                     choices=hglib.MODES)
     args = ap.parse_args()
@@ -997,6 +1034,8 @@ def main():
         bench_terminal(hg, api, cookie, res)
         bench_rss_terminals(hg, api, cookie, res)
         api.close()
+        if args.policy_bench:
+            bench_policy(args.policy_bench, res)
         failed = False
     finally:
         signal.alarm(0)

@@ -4,7 +4,8 @@
 # here when missing and root, else the apt-get line is printed. As root,
 # creates the users first (scripts/users.sh). Builds bpfdump, which writes
 # the seccomp BPF sandboxd loads, into a temporary directory, then runs
-# bench.py with Debian's /usr/bin/python3. HG_BUILD names the build
+# bench.py with Debian's /usr/bin/python3, which also runs
+# $HG_BUILD/bench_policy when `make bench` built it. HG_BUILD names the build
 # directory (default: build); BENCH_MODE=root runs the daemons in root mode
 # (default: user, as hostgate-test when root).
 set -eu
@@ -69,7 +70,12 @@ ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -Icommon -Isandboxd $san \
     $(pkg-config --libs $pc) -lwslay
 chmod 0755 "$tmp"
 
-/usr/bin/python3 tests/bench/bench.py --bpfdump "$tmp/bpfdump" "$@" &
+# bench_policy (tests/bench/bench_policy.c) is built by `make bench`.
+set -- --bpfdump "$tmp/bpfdump" "$@"
+if [ -x "$HG_BUILD/bench_policy" ]; then
+	set -- --policy-bench "$HG_BUILD/bench_policy" "$@"
+fi
+/usr/bin/python3 tests/bench/bench.py "$@" &
 child=$!
 rc=0
 wait "$child" || rc=$?

@@ -294,6 +294,39 @@ def test_renew_and_manual_revert(hg, alice):
     assert rec and rec[-1]["reason"] == "manual", rec
 
 
+@pytest.mark.xfail(strict=False, reason=(
+    "daemon bug (a race, so not strict): sandboxd/spawn.c makes a "
+    "terminal's process group only in the child (setsid); a revert that "
+    "reaches sandboxd before the child has run kill(-pid) on no group "
+    "(ESRCH) and the direct-mode shell outlives the grant. Commands have "
+    "setpgid(pid, pid) in the parent too; terminals need the same "
+    "guarantee (e.g. wait for the child's setsid before answering)"))
+def test_revert_right_after_opening_a_direct_terminal(hg):
+    """However soon the revert comes, the direct terminal opened just
+    before it ends. Each try in a session of its own, so that no later
+    revert kills an earlier survivor."""
+    tries = []
+    for _ in range(6):
+        s = hg.login(*pl.ADMIN)
+        pl.grant(s)
+        r = s.post("/api/terminals", {})
+        assert r.status == 201 and r.json()["mode"] == "direct", r
+        assert pl.set_mode(s, "sandbox").status == 200
+        tries.append((s, r.json()["id"]))
+
+    def survivors():
+        return [tid for s, tid in tries
+                if sl.terminal_listed(s, tid)["running"]]
+    try:
+        hglib.wait_for(lambda: not survivors(), 3, what="no survivor")
+    except AssertionError:
+        left = survivors()
+        for s, tid in tries:
+            s.request("DELETE", "/api/terminals/" + tid)
+        raise AssertionError("%d of %d direct terminals outlived the revert"
+                             % (len(left), len(tries))) from None
+
+
 def test_sandbox_request_while_sandboxed(hg, alice, bob):
     """Asking for sandbox is harmless for anyone with a session."""
     for s in (alice, bob):
