@@ -5,6 +5,7 @@
  */
 #include <sys/types.h>
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,7 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_CONFLICT, "%s", err);
 		return;
 	}
+	malloc_trim(0);		/* argon2's work area */
 	log_info("hgctl: user %s added (%s)", name, admin ? "admin" : "user");
 	audit_append("user_added", name, NULL, 1, admin ? "admin" : "user",
 	    NULL, 0);

@@ -6,6 +6,7 @@
  */
 #include <sys/types.h>
 
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -244,7 +245,10 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 		    "too many login attempts; try again later");
 		return;
 	}
-	if ((u = auth_verify(name, password)) == NULL) {
+	u = auth_verify(name, password);
+	/* argon2's 19 MiB work area would otherwise stay in the heap. */
+	malloc_trim(0);
+	if (u == NULL) {
 		log_warnx("login failed: user \"%s\" from %s", esc, client);
 		counters.logins_failed++;
 		audit_append("login_failed", auth_name_valid(name) ? name : NULL,

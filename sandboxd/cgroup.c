@@ -1,13 +1,15 @@
 /*
- * A pids cgroup per spawn. Every sandbox runs as sandboxd's uid, so
+ * A pids cgroup per user. Every sandbox runs as sandboxd's uid, so
  * RLIMIT_NPROC alone is one budget shared by all users: one user's fork
  * bomb would starve everyone else's spawns until its time limit. With a
- * cgroup of its own per spawn (pids.max), a bomb fills only its own.
+ * cgroup of their own (pids.max), a user's bomb fills only their budget.
+ * One per user rather than per spawn: creating a cgroup for every spawn
+ * doubled the cost of a short command (docs/performance.md).
  *
  * Started as root, sandboxd makes itself a directory in the pids hierarchy
  * (cgroup v2, or v1's pids controller), gives it to its service user, and
- * from then on creates one child cgroup per spawn; the child joins it
- * before exec. Where that is impossible (no pids controller, or sandboxd
+ * from then on creates one child cgroup per user on first use; each spawn
+ * joins its user's before exec. Where that is impossible (no pids controller, or sandboxd
  * not started as root), spawns keep the per-uid RLIMIT_NPROC only, and the
  * start-up log and /api/admin/debug say so.
  */
@@ -17,8 +19,10 @@
 
 #include <linux/magic.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,12 +30,11 @@
 
 #include "sandboxd.h"
 
-#define CGROUP_PENDING	256
+#define CGROUP_PENDING	1024	/* users with a cgroup */
 
 static char	cgroup_base[512];	/* "" when disabled */
-/* Spawn cgroups still holding dying processes: removed later. */
-static char	cgroup_pending[CGROUP_PENDING][17];
-static int	cgroup_npending;
+static char	cgroup_users[CGROUP_PENDING][40];
+static int	cgroup_nusers;
 static int	cgroup_v2;
 static char	cgroup_why[256] = "not initialised";
 
@@ -94,6 +97,45 @@ cgroup_give(const char *dir, uid_t uid, gid_t gid)
 }
 
 /*
+ * Remove the directories of sandboxd processes that are gone (killed
+ * before they could clean up): hostgate-PID with no process PID.
+ */
+static void
+cgroup_sweep_stale(const char *parent)
+{
+	struct dirent	*de, *sub;
+	DIR		*d, *sd;
+	char		 path[1024], child[1400];
+	long		 pid;
+	char		*end;
+
+	if ((d = opendir(parent)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "hostgate-", 9) != 0)
+			continue;
+		pid = strtol(de->d_name + 9, &end, 10);
+		if (*end != '\0' || pid <= 0 ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", parent, de->d_name);
+		if ((sd = opendir(path)) != NULL) {
+			while ((sub = readdir(sd)) != NULL)
+				if (sub->d_type == DT_DIR &&
+				    sub->d_name[0] != '.') {
+					snprintf(child, sizeof(child), "%s/%s",
+					    path, sub->d_name);
+					rmdir(child);
+				}
+			closedir(sd);
+		}
+		if (rmdir(path) == 0)
+			log_debug("removed stale cgroup %s", path);
+	}
+	closedir(d);
+}
+
+/*
  * As root, before the privilege drop: make sandboxd's cgroup directory
  * and hand it to uid. Never fatal: without it spawns share RLIMIT_NPROC.
  */
@@ -125,6 +167,15 @@ cgroup_init(uid_t uid, gid_t gid)
 		snprintf(cgroup_why, sizeof(cgroup_why), "no pids cgroup "
 		    "controller mounted");
 		goto off;
+	}
+	{
+		char	parent[600], *slash;
+
+		snprintf(parent, sizeof(parent), "%s", dir);
+		if ((slash = strrchr(parent, '/')) != NULL) {
+			*slash = '\0';
+			cgroup_sweep_stale(parent);
+		}
 	}
 	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
 		snprintf(cgroup_why, sizeof(cgroup_why), "mkdir %s: %s", dir,
@@ -173,18 +224,22 @@ cgroup_reason(void)
 }
 
 /*
- * A cgroup for spawn id with pids.max; its cgroup.procs path goes into
- * procs, for the child to join before exec. -1 when disabled or failed.
+ * The cgroup of a user (u-NAME), made with pids.max on first use; its
+ * cgroup.procs path goes into procs, for the child to join before exec.
+ * -1 when disabled or failed.
  */
 int
-cgroup_create(const char *id, int pids_max, char *procs, size_t procssz)
+cgroup_user(const char *user, int pids_max, char *procs, size_t procssz)
 {
 	char	dir[700], path[800], val[16];
 
 	if (!cgroup_enabled())
 		return -1;
-	snprintf(dir, sizeof(dir), "%s/%s", cgroup_base, id);
-	if (mkdir(dir, 0755) == -1) {
+	snprintf(dir, sizeof(dir), "%s/u-%s", cgroup_base, user);
+	snprintf(procs, procssz, "%s/cgroup.procs", dir);
+	if (access(procs, W_OK) == 0)
+		return 0;
+	if (mkdir(dir, 0755) == -1 && errno != EEXIST) {
 		log_warn("mkdir %s", dir);
 		return -1;
 	}
@@ -195,44 +250,9 @@ cgroup_create(const char *id, int pids_max, char *procs, size_t procssz)
 		rmdir(dir);
 		return -1;
 	}
-	snprintf(procs, procssz, "%s/cgroup.procs", dir);
+	if (cgroup_nusers < CGROUP_PENDING)
+		snprintf(cgroup_users[cgroup_nusers++], 40, "u-%s", user);
 	return 0;
-}
-
-/* rmdir a spawn cgroup: 0, or -1 while processes are still in it. */
-static int
-cgroup_rmdir(const char *id)
-{
-	char	dir[700];
-
-	snprintf(dir, sizeof(dir), "%s/%s", cgroup_base, id);
-	if (rmdir(dir) == -1 && errno != ENOENT)
-		return -1;
-	return 0;
-}
-
-/* Remove a spawn's cgroup, now or, while it empties, at a later sweep. */
-void
-cgroup_remove(const char *id)
-{
-	if (!cgroup_enabled() || cgroup_rmdir(id) == 0)
-		return;
-	if (cgroup_npending < CGROUP_PENDING)
-		snprintf(cgroup_pending[cgroup_npending++], 17, "%s", id);
-	else
-		log_warnx("cgroup %s/%s left behind", cgroup_base, id);
-}
-
-/* Retry the removals that found their cgroup busy. */
-void
-cgroup_sweep(void)
-{
-	int	i, n = 0;
-
-	for (i = 0; i < cgroup_npending; i++)
-		if (cgroup_rmdir(cgroup_pending[i]) == -1)
-			memcpy(cgroup_pending[n++], cgroup_pending[i], 17);
-	cgroup_npending = n;
 }
 
 /* At exit: remove sandboxd's own directory (empty by then, or left). */
@@ -241,8 +261,15 @@ cgroup_fini(void)
 {
 	char	path[700];
 
+	int	i;
+
 	if (!cgroup_enabled())
 		return;
+	for (i = 0; i < cgroup_nusers; i++) {
+		snprintf(path, sizeof(path), "%s/%s", cgroup_base,
+		    cgroup_users[i]);
+		rmdir(path);	/* fails while processes remain: harmless */
+	}
 	if (cgroup_v2) {
 		snprintf(path, sizeof(path), "%s/daemon", cgroup_base);
 		rmdir(path);	/* fails while sandboxd is in it: harmless */

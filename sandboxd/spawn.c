@@ -31,7 +31,7 @@
 #define SPAWN_NOFILE	1024
 #define SPAWN_NPROC	512	/* per uid: all sandboxes together */
 #define SPAWN_NPROC_CG	16384	/* the same with a pids cgroup per spawn */
-#define SPAWN_PIDS_MAX	512	/* processes of one spawn (pids.max) */
+#define SPAWN_PIDS_MAX	1024	/* processes of one user (pids.max) */
 #define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
 
 #define SPAWN_DRAIN_MS	200	/* output read after exit before replying */
@@ -53,7 +53,6 @@ struct proc {
 	int			 status;
 	/* terminals */
 	int			 master;
-	int			 cgroup;	/* has a pids cgroup of its own */
 	/* the network profile: slirp4netns and the fd whose close ends it */
 	pid_t			 slirp;
 	int			 slirp_exit;
@@ -141,8 +140,6 @@ spawn_proc_free(struct proc *p)
 	/* slirp4netns leaves when its exit fd closes. */
 	if (p->slirp_exit != -1)
 		close(p->slirp_exit);
-	if (p->cgroup)
-		cgroup_remove(p->id);
 	free(p->user);
 	free(p->backend);
 	free(p);
@@ -631,10 +628,8 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		goto fail_errno;
-	cgroup_sweep();
-	cg = cgroup_create(p->id, SPAWN_PIDS_MAX, cgprocs,
+	cg = cgroup_user(s->user, SPAWN_PIDS_MAX, cgprocs,
 	    sizeof(cgprocs)) == 0;
-	p->cgroup = cg;
 	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
 	if (s->seccomp_fd != -1)
 		keep[nkeep++] = s->seccomp_fd;

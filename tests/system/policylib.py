@@ -49,13 +49,17 @@ def _unset_none(hg, env):
             hg.env.pop(k, None)
 
 
-def own(factory, name="policy", carol=False, **env):
+def own(factory, name="policy", carol=False, healthy=True, **env):
     """A running private hostgate (hostgate_factory) with alice (admin),
     bob, and carol (a second admin) when asked; env values may be ints,
-    None leaves a variable at its default."""
+    None leaves a variable at its default. With healthy false, /healthz
+    may answer 503 (e.g. docker without an engine)."""
     hg = factory(env=_env(env), name=name, start=False)
     _unset_none(hg, env)
-    hg.start_all()
+    hg.start_all(wait=healthy)
+    if not healthy:
+        hglib.wait_for(lambda: hg.health().status in (200, 503), 10,
+                       what="/healthz from brokerd")
     hg.add_user(*ADMIN, admin=True)
     hg.add_user(*USER)
     if carol:
