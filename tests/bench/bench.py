@@ -488,7 +488,7 @@ def bench_http(hg, cookie, tmp, res):
     if st != 200:
         raise BenchError("GET /api/status: %d %r" % (st, doc))
     nginx, port = start_nginx(tmp)
-    hgr, ngr = [], []
+    hgr, ngr, mdr = [], [], []
     try:
         for _ in range(WRK_ROUNDS):
             r, cmd_hg = wrk("http://127.0.0.1:%d/api/status" % hg.port,
@@ -496,8 +496,13 @@ def bench_http(hg, cookie, tmp, res):
             hgr.append(r)
             r, cmd_ng = wrk("http://127.0.0.1:%d/static.txt" % port)
             ngr.append(r)
+            # The execution-mode policy endpoint (issue 4), same run.
+            r, _ = wrk("http://127.0.0.1:%d/api/execution-mode" % hg.port,
+                       ["Cookie: hg_session=" + cookie])
+            mdr.append(r)
     finally:
         stop_process(nginx)
+    res["http_mode"] = median_round(mdr)
     res["http"] = {"hostgate": median_round(hgr), "nginx": median_round(ngr),
                    "status_bytes": len(body),
                    "cmd_hostgate": cmd_hg.replace(cookie, "$COOKIE"),
@@ -922,6 +927,12 @@ def markdown(res):
          "%.2f ms (nginx)" % n["p99_ms"], "%.2f" % (h["p99_ms"] / n["p99_ms"])),
         ("GET /api/status, p50 latency (median of rounds)", "%.2f ms" % h["p50_ms"],
          "%.2f ms (nginx)" % n["p50_ms"], "%.2f" % (h["p50_ms"] / n["p50_ms"])),
+        ("GET /api/execution-mode, requests/s, median of %d" % WRK_ROUNDS,
+         "%.0f" % res["http_mode"]["rps"], "%.0f (nginx)" % n["rps"],
+         "%.3f" % (res["http_mode"]["rps"] / n["rps"])),
+        ("GET /api/execution-mode, p99 latency",
+         "%.2f ms" % res["http_mode"]["p99_ms"], "%.2f ms (nginx)" % n["p99_ms"],
+         "%.2f" % (res["http_mode"]["p99_ms"] / n["p99_ms"])),
         ("POST /api/run_command `true`, median of %d" % RUNS,
          "%.2f ms" % rc["hostgate_ms"],
          "%.2f ms (same bwrap line, spawned directly)" % rc["direct_ms"],
