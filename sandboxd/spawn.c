@@ -214,6 +214,20 @@ spawn_child(const struct spawn_spec *s, char *const argv[],
 	_exit(127);
 }
 
+/*
+ * Signal a spawn's process group. A child that has not yet run setsid()
+ * or setpgid() has no group of its own: then signal the child itself,
+ * which has started nothing yet.
+ */
+static void
+spawn_signal(struct proc *p, int sig)
+{
+	if (p->exited)
+		return;		/* reaped: its pid may be another's now */
+	if (kill(-p->pid, sig) == -1 && errno == ESRCH)
+		kill(p->pid, sig);
+}
+
 /* Read what a command wrote into its memfd, up to the cap. */
 static void
 spawn_read(evutil_socket_t fd, short ev, void *arg)
@@ -322,7 +336,7 @@ spawn_timeout(evutil_socket_t fd, short ev, void *arg)
 	p->timed_out = 1;
 	log_info("command %s of %s timed out; killing its group", p->id,
 	    p->user);
-	kill(-p->pid, SIGKILL);
+	spawn_signal(p, SIGKILL);
 }
 
 /* SIGHUP was not enough: kill. */
@@ -332,7 +346,7 @@ spawn_kill_late(evutil_socket_t fd, short ev, void *arg)
 	struct proc	*p = arg;
 
 	if (!p->exited)
-		kill(-p->pid, SIGKILL);
+		spawn_signal(p, SIGKILL);
 }
 
 /* Reap children; finish what they leave. */
@@ -352,7 +366,10 @@ spawn_reap(void)
 			continue;
 		p->exited = 1;
 		p->status = status;
-		/* Whatever it left behind in its group goes too. */
+		/*
+		 * Whatever it left behind in its group goes too. Only the
+		 * group: the pid itself is reaped and may be reused.
+		 */
 		kill(-p->pid, SIGKILL);
 		if (p->kind == SPAWN_COMMAND) {
 			if (p->ev_timeout != NULL)
@@ -756,8 +773,8 @@ spawn_hangup(const char *id)
 
 	if ((p = spawn_find(id)) == NULL || p->exited)
 		return -1;
-	kill(-p->pid, SIGHUP);
-	kill(-p->pid, SIGCONT);
+	spawn_signal(p, SIGHUP);
+	spawn_signal(p, SIGCONT);
 	if (p->ev_kill == NULL)
 		p->ev_kill = evtimer_new(spawn_base, spawn_kill_late, p);
 	evtimer_add(p->ev_kill, &tv);
@@ -774,7 +791,7 @@ spawn_kill_user(const char *user, enum exec_mode mode)
 	TAILQ_FOREACH(p, &procs, entry)
 		if (strcmp(p->user, user) == 0 && p->mode == mode &&
 		    !p->exited) {
-			kill(-p->pid, SIGKILL);
+			spawn_signal(p, SIGKILL);
 			n++;
 		}
 	return n;
@@ -790,7 +807,7 @@ spawn_kill_session(const char *session, enum exec_mode mode)
 	TAILQ_FOREACH(p, &procs, entry)
 		if (p->session[0] != '\0' && strcmp(p->session, session) == 0 &&
 		    p->mode == mode && !p->exited) {
-			kill(-p->pid, SIGKILL);
+			spawn_signal(p, SIGKILL);
 			n++;
 		}
 	return n;
