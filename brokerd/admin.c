@@ -42,8 +42,14 @@ admin_sessions(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    json_object_new_string(session_permission(s)));
 		json_object_object_add(o, "terminals",
 		    spawn_terminals_json(s->id));
+		/* Under docker: the user's container as sandboxd last saw it. */
+		json_object_object_add(o, "container",
+		    admin_conf->runtime == RUNTIME_DOCKER ?
+		    spawn_container_json(s->user) : NULL);
 		json_object_array_add(arr, o);
 	}
+	audit_append("admin_sessions", id->user->name, id->session->id, 1,
+	    NULL, NULL, 0);
 	res = json_object_new_object();
 	json_object_object_add(res, "sessions", arr);
 	json_object_object_add(res, "runtime", json_object_new_string(
@@ -110,6 +116,9 @@ admin_audit(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 	recs = audit_query(json_str(m->obj, "user"), json_str(m->obj,
 	    "action"), since, until, limit);
+	/* Reading the log is an admin action too; recorded after the query. */
+	audit_append("admin_audit", id->user->name, id->session->id, 1, NULL,
+	    NULL, 0);
 	/* One reply is one IPC message: the newest records that fit. */
 	dropped = audit_trim(recs, IPC_MAX_MSG - 512);
 	res = json_object_new_object();

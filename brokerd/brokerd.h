@@ -122,6 +122,8 @@ void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
 void	 spawn_exited(const char *proc_id, int status);
 void	 spawn_sandbox_gone(void);
 void	 spawn_front_gone(struct ipc_peer *);
+/* The docker runtime: the container status last reported for a user. */
+struct json_object *spawn_container_json(const char *user);
 /* The terminals of a session (admin view). */
 struct json_object *spawn_terminals_json(const char *session_id);
 /* DELETE /api/admin/terminals/{id}: any user's terminal. */

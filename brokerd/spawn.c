@@ -51,6 +51,13 @@ static void	spawn_audit(struct spawn_wait *, struct ipc_msg *,
 		    const char *);
 
 static TAILQ_HEAD(, term)	 terms = TAILQ_HEAD_INITIALIZER(terms);
+
+/* The docker runtime: the last container status sandboxd reported per user. */
+#define SPAWN_CONTAINERS	256
+static struct {
+	char			 user[40];
+	struct json_object	*container;
+} spawn_containers[SPAWN_CONTAINERS];
 static TAILQ_HEAD(, spawn_wait)	 waits = TAILQ_HEAD_INITIALIZER(waits);
 static struct config		*spawn_conf;
 static struct rl_table		*spawn_rl;	/* spawns per user */
@@ -662,6 +669,40 @@ spawn_rate_ok(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	return 0;
 }
 
+/* Keep what sandboxd said of a user's container. */
+static void
+spawn_container_keep(const char *user, struct json_object *c)
+{
+	int	i, free_slot = -1;
+
+	if (c == NULL || !json_object_is_type(c, json_type_object))
+		return;
+	for (i = 0; i < SPAWN_CONTAINERS; i++) {
+		if (strcmp(spawn_containers[i].user, user) == 0)
+			break;
+		if (free_slot == -1 && spawn_containers[i].user[0] == '\0')
+			free_slot = i;
+	}
+	if (i == SPAWN_CONTAINERS && (i = free_slot) == -1)
+		i = 0;
+	snprintf(spawn_containers[i].user, sizeof(spawn_containers[i].user),
+	    "%s", user);
+	json_object_put(spawn_containers[i].container);
+	spawn_containers[i].container = json_object_get(c);
+}
+
+/* The container status last reported for a user, or NULL. */
+struct json_object *
+spawn_container_json(const char *user)
+{
+	int	i;
+
+	for (i = 0; i < SPAWN_CONTAINERS; i++)
+		if (strcmp(spawn_containers[i].user, user) == 0)
+			return json_object_get(spawn_containers[i].container);
+	return NULL;
+}
+
 /* Audit a spawn sandboxd started, with the hash of its command line. */
 static void
 spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
@@ -671,6 +712,8 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res))
 		return;
 	counters.spawns++;
+	spawn_container_keep(w->user, json_object_object_get(res,
+	    "container"));
 	d = json_object_new_object();
 	json_object_object_add(d, "kind", json_object_new_string(kind));
 	json_object_object_add(d, "id", json_object_get(

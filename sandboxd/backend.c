@@ -34,6 +34,64 @@ static struct {
 static struct config	*backend_conf;
 static struct policy	*backend_policy;
 
+/* What sandboxd last learnt of each container (docker runtime). */
+#define BACKEND_CONTAINERS	256
+static struct {
+	char	name[128];
+	char	status[64];	/* running, started, created, failed: ... */
+	int64_t	when;		/* wall seconds */
+} backend_containers[BACKEND_CONTAINERS];
+static int	backend_ncontainers;
+
+/* Remember a container's status. */
+static void
+backend_container_set(const char *name, const char *status)
+{
+	int	i;
+
+	for (i = 0; i < backend_ncontainers; i++)
+		if (strcmp(backend_containers[i].name, name) == 0)
+			break;
+	if (i == backend_ncontainers) {
+		if (backend_ncontainers == BACKEND_CONTAINERS)
+			i = 0;		/* forget the oldest slot */
+		else
+			backend_ncontainers++;
+	}
+	snprintf(backend_containers[i].name, sizeof(backend_containers[i].name),
+	    "%s", name);
+	snprintf(backend_containers[i].status,
+	    sizeof(backend_containers[i].status), "%s", status);
+	backend_containers[i].when = now_wall_ms() / 1000;
+}
+
+/* {"name", "status", "checked"} of a user's container for a profile. */
+struct json_object *
+backend_container_json(const char *user, enum permission perm)
+{
+	struct json_object	*o;
+	char			 name[128], when[32];
+	int			 i;
+
+	if (backend_conf == NULL || backend_conf->runtime != RUNTIME_DOCKER)
+		return NULL;
+	docker_name(user, perm, name, sizeof(name));
+	o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(name));
+	for (i = 0; i < backend_ncontainers; i++)
+		if (strcmp(backend_containers[i].name, name) == 0)
+			break;
+	json_object_object_add(o, "status", json_object_new_string(
+	    i < backend_ncontainers ? backend_containers[i].status :
+	    "unknown"));
+	if (i < backend_ncontainers) {
+		iso8601(backend_containers[i].when, when);
+		json_object_object_add(o, "checked",
+		    json_object_new_string(when));
+	}
+	return o;
+}
+
 /*
  * Find prog on sandboxd's PATH at start-up, else in the system
  * directories; NULL when missing. Resolved once: the path is fixed then.
@@ -385,8 +443,10 @@ backend_docker_ensure(const struct spawn_spec *s, char *err, size_t errsz)
 
 	docker_name(s->user, s->perm, name, sizeof(name));
 	rc = backend_run(inspect, -1, out, sizeof(out));
-	if (rc == 0 && strncmp(out, "running", 7) == 0)
+	if (rc == 0 && strncmp(out, "running", 7) == 0) {
+		backend_container_set(name, "running");
 		return 0;
+	}
 	if (rc == 0)
 		rc = backend_run(start, -1, out, sizeof(out));
 	else {
@@ -400,11 +460,14 @@ backend_docker_ensure(const struct spawn_spec *s, char *err, size_t errsz)
 		rc = backend_run(a.v, -1, out, sizeof(out));
 		strv_free(&a);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		backend_container_set(name, "running");
 		return 0;
+	}
 	if ((nl = strchr(out, '\n')) != NULL)
 		*nl = '\0';
 	snprintf(err, errsz, "docker: container %s: %s", name, out);
+	backend_container_set(name, "failed");
 	return -1;
 }
 

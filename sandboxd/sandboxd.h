@@ -91,6 +91,8 @@ int	 backend_ok(void);
  */
 int	 backend_build(struct spawn_spec *, struct strv *argv,
 	    struct strv *envp, char *err, size_t errsz);
+/* The docker runtime: what sandboxd knows of a user's container, or NULL. */
+struct json_object *backend_container_json(const char *user, enum permission);
 /* What a spec runs under: the backend's name, or "direct". */
 const char *backend_name_of(const struct spawn_spec *);
 /* {"name", "ok", "reason"} */

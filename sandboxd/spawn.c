@@ -47,6 +47,7 @@ struct proc {
 	char			 session[33];	/* "" when none */
 	char			*backend;
 	char			 cmd_sha256[65];
+	struct json_object	*container;	/* docker: its container */
 	pid_t			 pid;		/* process group leader */
 	int64_t			 started;	/* monotonic ms */
 	int			 exited;
@@ -107,6 +108,7 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 		snprintf(p->id + 2 * i, 3, "%02x", rnd[i]);
 	p->kind = s->kind;
 	p->mode = s->mode;
+	p->container = backend_container_json(s->user, s->perm);
 	snprintf(p->session, sizeof(p->session), "%s",
 	    s->session != NULL ? s->session : "");
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
@@ -140,6 +142,7 @@ spawn_proc_free(struct proc *p)
 	/* slirp4netns leaves when its exit fd closes. */
 	if (p->slirp_exit != -1)
 		close(p->slirp_exit);
+	json_object_put(p->container);
 	free(p->user);
 	free(p->backend);
 	free(p);
@@ -296,6 +299,9 @@ spawn_reply(struct proc *p)
 	    json_object_new_string(p->backend));
 	json_object_object_add(res, "sha256",
 	    json_object_new_string(p->cmd_sha256));
+	if (p->container != NULL)
+		json_object_object_add(res, "container",
+		    json_object_get(p->container));
 	memset(&m, 0, sizeof(m));
 	m.id = p->req_id;
 	fds[0] = p->mem[0];

@@ -294,13 +294,6 @@ def test_renew_and_manual_revert(hg, alice):
     assert rec and rec[-1]["reason"] == "manual", rec
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "daemon bug (a race, so not strict): sandboxd/spawn.c makes a "
-    "terminal's process group only in the child, with setsid() after its "
-    "write into the pids cgroup; a revert that reaches sandboxd first "
-    "sends kill(-pid) to no group (ESRCH) and the direct-mode shell "
-    "outlives the grant. Every time in root mode here (cgroups), never in "
-    "user mode. Commands get setpgid(pid, pid) in the parent too"))
 def test_revert_right_after_opening_a_direct_terminal(hg):
     """However soon the revert comes, the direct terminal opened just
     before it ends. Each try in a session of its own, so that no later
