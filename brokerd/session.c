@@ -393,8 +393,8 @@ session_load(char *err, size_t errsz)
 	char	*text, why[256];
 	int	 absent, rc;
 
-	if ((text = file_read_private(session_path, SESSION_FILE_MAX, &absent, err,
-	    errsz)) == NULL)
+	if ((text = file_read_private(session_path, SESSION_FILE_MAX, &absent,
+	    err, errsz)) == NULL)
 		return absent ? 0 : -1;
 	rc = session_parse(text, why, sizeof why);
 	free(text);

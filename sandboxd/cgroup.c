@@ -9,9 +9,9 @@
  * Started as root, sandboxd makes itself a directory in the pids hierarchy
  * (cgroup v2, or v1's pids controller), gives it to its service user, and
  * from then on creates one child cgroup per user on first use; each spawn
- * joins its user's before exec. Where that is impossible (no pids controller, or sandboxd
- * not started as root), spawns keep the per-uid RLIMIT_NPROC only, and the
- * start-up log and /api/admin/debug say so.
+ * joins its user's before exec. Where that is impossible (no pids
+ * controller, or sandboxd not started as root), spawns keep the per-uid
+ * RLIMIT_NPROC only, and the start-up log says so.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
