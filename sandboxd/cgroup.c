@@ -216,12 +216,6 @@ cgroup_enabled(void)
 	return cgroup_base[0] != '\0';
 }
 
-/* Why not, for /healthz and the debug view. */
-const char *
-cgroup_reason(void)
-{
-	return cgroup_enabled() ? NULL : cgroup_why;
-}
 
 /*
  * The cgroup of a user (u-NAME), made with pids.max on first use; its

@@ -135,7 +135,6 @@ int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 /* cgroup.c */
 void	 cgroup_init(uid_t, gid_t);
 int	 cgroup_enabled(void);
-const char *cgroup_reason(void);
 int	 cgroup_user(const char *user, int pids_max, char *procs, size_t);
 void	 cgroup_fini(void);
 
