@@ -69,6 +69,9 @@ struct policy {
 	char			*name;
 	struct policy_rules	 rules;
 	size_t			 nrules;
+	/* The compiled program, kept after the first export (a cache). */
+	unsigned char		*bpf;
+	size_t			 bpflen;
 };
 
 /* Where the parser is: one line at a time. */
@@ -637,6 +640,7 @@ policy_free(struct policy *pol)
 		TAILQ_REMOVE(&pol->rules, r, entry);
 		free(r);
 	}
+	free(pol->bpf);
 	free(pol->name);
 	free(pol);
 }
@@ -823,23 +827,32 @@ fail:
 int
 policy_bpf_fd(const struct policy *pol, char *err, size_t errsz)
 {
+	struct policy	*cache = (struct policy *)pol;	/* bpf: a cache */
 	scmp_filter_ctx	ctx;
 	struct stat	st;
 	int		fd, rc;
 
-	if ((ctx = policy_compile(pol, err, errsz)) == NULL)
-		return (-1);
 	if ((fd = memfd_create("hostgate-seccomp", MFD_CLOEXEC |
 	    MFD_ALLOW_SEALING)) == -1) {
 		snprintf(err, errsz, "memfd_create: %s", strerror(errno));
-		seccomp_release(ctx);
 		return (-1);
 	}
-	rc = seccomp_export_bpf(ctx, fd);
-	seccomp_release(ctx);
-	if (rc < 0) {
-		snprintf(err, errsz, "seccomp_export_bpf: %s", strerror(-rc));
-		goto fail;
+	if (pol->bpf != NULL) {
+		/* Compiled before: a spawn need not pay libseccomp again. */
+		if (write(fd, pol->bpf, pol->bpflen) != (ssize_t)pol->bpflen) {
+			snprintf(err, errsz, "write: %s", strerror(errno));
+			goto fail;
+		}
+	} else {
+		if ((ctx = policy_compile(pol, err, errsz)) == NULL)
+			goto fail;
+		rc = seccomp_export_bpf(ctx, fd);
+		seccomp_release(ctx);
+		if (rc < 0) {
+			snprintf(err, errsz, "seccomp_export_bpf: %s",
+			    strerror(-rc));
+			goto fail;
+		}
 	}
 	if (fstat(fd, &st) == -1) {
 		snprintf(err, errsz, "fstat: %s", strerror(errno));
@@ -862,6 +875,14 @@ policy_bpf_fd(const struct policy *pol, char *err, size_t errsz)
 	if (lseek(fd, 0, SEEK_SET) == -1) {
 		snprintf(err, errsz, "lseek: %s", strerror(errno));
 		goto fail;
+	}
+	if (cache->bpf == NULL && (cache->bpf = malloc(st.st_size)) != NULL) {
+		if (pread(fd, cache->bpf, st.st_size, 0) == st.st_size)
+			cache->bpflen = st.st_size;
+		else {
+			free(cache->bpf);
+			cache->bpf = NULL;
+		}
 	}
 	return (fd);
 

@@ -504,6 +504,24 @@ test_memfd_sealed(void **state)
 	fd2 = policy_bpf_fd(pol, err, sizeof(err));
 	assert_int_not_equal(fd2, -1);
 	assert_int_not_equal(fd2, fd);
+	/* The second comes from the cache: the same bytes, sealed alike. */
+	{
+		struct stat	 st2;
+		char		*a, *b;
+
+		assert_int_equal(fstat(fd2, &st2), 0);
+		assert_int_equal(st2.st_size, st.st_size);
+		assert_int_equal(fcntl(fd2, F_GET_SEALS), F_SEAL_SHRINK |
+		    F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+		assert_int_equal(lseek(fd2, 0, SEEK_CUR), 0);
+		a = malloc(st.st_size);
+		b = malloc(st.st_size);
+		assert_int_equal(pread(fd, a, st.st_size, 0), st.st_size);
+		assert_int_equal(pread(fd2, b, st.st_size, 0), st.st_size);
+		assert_memory_equal(a, b, st.st_size);
+		free(a);
+		free(b);
+	}
 	close(fd2);
 	close(fd);
 	policy_free(pol);
