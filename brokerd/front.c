@@ -216,7 +216,7 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	struct session		*s;
 	struct user		*u;
 	const char		*name, *password, *client;
-	char			 key[128], cookie[64], csrf[64];
+	char			 cookie[64], csrf[64];
 	char			 esc[LOG_ESCAPE_MAX];
 	int			 wait;
 	int64_t			 now = now_mono_ms();
@@ -234,8 +234,7 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	log_escape(name, (size_t)-1, esc, sizeof(esc));
 
 	/* Every attempt counts, right or wrong, from the address first. */
-	snprintf(key, sizeof(key), "%s", client);
-	if ((wait = rl_take(front_rl_addr, key, now)) > 0 ||
+	if ((wait = rl_take(front_rl_addr, client, now)) > 0 ||
 	    (wait = rl_take(front_rl_user, name, now)) > 0) {
 		log_warnx("login rate limited: user \"%s\" from %s", esc,
 		    client);

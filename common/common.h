@@ -138,16 +138,13 @@ struct ipc_peer_cbs {
 int	 ipc_listen(const char *path, uid_t uid, gid_t gid, mode_t mode);
 /*
  * Wrap a connected socket. self is this process's role, expect the role
- * (or mask of roles) the other side must claim in its hello.
+ * (or mask of roles) the other side must claim in its hello. NULL when
+ * the other side is already gone (the fd is closed then).
  */
 struct ipc_peer *ipc_peer_new(struct event_base *, int fd, enum ipc_role self,
 	    unsigned expect, const struct ipc_handler *table,
 	    const struct ipc_peer_cbs *, void *arg);
 void	 ipc_peer_free(struct ipc_peer *);
-void	*ipc_peer_arg(struct ipc_peer *);
-enum ipc_role ipc_peer_role(struct ipc_peer *);
-int	 ipc_peer_ready(struct ipc_peer *);
-uid_t	 ipc_peer_uid(struct ipc_peer *);
 const char *ipc_role_name(unsigned role);
 /* Queue a message (takes ownership of obj; fds are dup'ed). */
 int	 ipc_send(struct ipc_peer *, struct json_object *obj, const int *fds,
@@ -155,8 +152,6 @@ int	 ipc_send(struct ipc_peer *, struct json_object *obj, const int *fds,
 /* Send a request: sets "id" in obj, calls cb once with the reply or NULL. */
 int	 ipc_request(struct ipc_peer *, struct json_object *obj,
 	    const int *fds, int nfds, int timeout_ms, ipc_reply_cb cb, void *arg);
-/* Forget a pending request's callback (its reply will be dropped). */
-void	 ipc_request_cancel(struct ipc_peer *, void *arg);
 /* Reply to msg with a result (takes ownership of result; may be NULL). */
 int	 ipc_reply(struct ipc_peer *, struct ipc_msg *, struct json_object *result,
 	    const int *fds, int nfds);
@@ -179,6 +174,7 @@ struct ipc_link;
 struct ipc_link *ipc_link_new(struct event_base *, const char *path,
 	    enum ipc_role self, enum ipc_role expect, uid_t uid,
 	    const struct ipc_handler *, const struct ipc_peer_cbs *, void *arg);
+void	 ipc_link_free(struct ipc_link *);
 /* The connected, hello-exchanged peer, or NULL. */
 struct ipc_peer *ipc_link_peer(struct ipc_link *);
 /* Blocking one-shot client for hgctl: connect, hello, request, reply. */

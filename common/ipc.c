@@ -345,19 +345,6 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 	return 0;
 }
 
-/* Forget the callbacks of pending requests made with arg. */
-void
-ipc_request_cancel(struct ipc_peer *p, void *arg)
-{
-	struct ipc_pending	*pd;
-
-	if (p == NULL)
-		return;
-	TAILQ_FOREACH(pd, &p->pending, entry)
-		if (pd->arg == arg)
-			pd->cb = NULL;
-}
-
 /* Reply to a request with a result (takes result). */
 int
 ipc_reply(struct ipc_peer *p, struct ipc_msg *m, struct json_object *result,
@@ -659,9 +646,14 @@ ipc_peer_write(evutil_socket_t fd, short ev, void *arg)
 		ipc_peer_kill(p, "send: %s", strerror(errno));
 }
 
-/* Wrap a connected socket and send our hello. */
-struct ipc_peer *
-ipc_peer_new(struct event_base *base, int fd, enum ipc_role self,
+/*
+ * Wrap a connected socket and send our hello, holding the peer (busy) so
+ * that a send failing at once (the other end already gone) does not free
+ * it before the caller has linked it to its server or link: the caller
+ * ends with ipc_peer_release().
+ */
+static struct ipc_peer *
+ipc_peer_hold(struct event_base *base, int fd, enum ipc_role self,
     unsigned expect, const struct ipc_handler *table,
     const struct ipc_peer_cbs *cbs, void *arg)
 {
@@ -691,7 +683,34 @@ ipc_peer_new(struct event_base *base, int fd, enum ipc_role self,
 	if (p->ev_read == NULL || p->ev_write == NULL)
 		fatalx("%s: event_new", __func__);
 	event_add(p->ev_read, NULL);
+	p->busy++;
 	ipc_send_hello(p);
+	return p;
+}
+
+/* Let go of a held peer: freed now if it died meanwhile. */
+static void
+ipc_peer_release(struct ipc_peer *p)
+{
+	if (--p->busy == 0 && p->dead)
+		ipc_peer_destroy(p);
+}
+
+/* Wrap a connected socket and send our hello. */
+struct ipc_peer *
+ipc_peer_new(struct event_base *base, int fd, enum ipc_role self,
+    unsigned expect, const struct ipc_handler *table,
+    const struct ipc_peer_cbs *cbs, void *arg)
+{
+	struct ipc_peer	*p;
+
+	p = ipc_peer_hold(base, fd, self, expect, table, cbs, arg);
+	if (p->dead) {
+		/* Nobody holds it yet: free it, and say so. */
+		ipc_peer_release(p);
+		return NULL;
+	}
+	p->busy--;
 	return p;
 }
 
@@ -761,37 +780,17 @@ ipc_peer_kill(struct ipc_peer *p, const char *fmt, ...)
 		ipc_peer_destroy(p);
 }
 
-/* Close a peer on purpose (for owners shutting down). */
+/*
+ * Close a peer on purpose (owners shutting down); a link's peer is
+ * detached first, so that its link does not connect again.
+ */
 void
 ipc_peer_free(struct ipc_peer *p)
 {
 	if (p->link != NULL)
-		p->link = NULL;
+		p->link->peer = NULL;
+	p->link = NULL;
 	ipc_peer_kill(p, "closed locally");
-}
-
-void *
-ipc_peer_arg(struct ipc_peer *p)
-{
-	return p->arg;
-}
-
-enum ipc_role
-ipc_peer_role(struct ipc_peer *p)
-{
-	return p->role;
-}
-
-int
-ipc_peer_ready(struct ipc_peer *p)
-{
-	return p != NULL && p->ready && !p->dead;
-}
-
-uid_t
-ipc_peer_uid(struct ipc_peer *p)
-{
-	return p->uid;
 }
 
 /* Accepting was paused after EMFILE: listen again. */
@@ -840,10 +839,11 @@ ipc_server_accept(evutil_socket_t lfd, short ev, void *arg)
 		close(fd);
 		return;
 	}
-	p = ipc_peer_new(s->base, fd, s->self, s->expect, s->table, &s->cbs,
-	    s->arg);
+	p = ipc_peer_hold(s->base, fd, s->self, s->expect, s->table,
+	    &s->cbs, s->arg);
 	p->server = s;
 	TAILQ_INSERT_TAIL(&s->peers, p, entry);
+	ipc_peer_release(p);
 }
 
 /* Send a copy of obj to every ready peer of a server (takes obj). */
@@ -936,9 +936,11 @@ ipc_link_connect(evutil_socket_t unused, short ev, void *arg)
 	}
 	l->warned = 0;
 	l->backoff_ms = BACKOFF_MIN_MS;
-	l->peer = ipc_peer_new(l->base, fd, l->self, l->expect, l->table,
+	l->peer = ipc_peer_hold(l->base, fd, l->self, l->expect, l->table,
 	    &l->cbs, l->arg);
 	l->peer->link = l;
+	/* A peer that died at once reschedules the link as it is freed. */
+	ipc_peer_release(l->peer);
 }
 
 /* Try again after the backoff, which doubles up to a second. */
@@ -980,6 +982,17 @@ ipc_link_new(struct event_base *base, const char *path, enum ipc_role self,
 		fatalx("%s: evtimer_new", __func__);
 	ipc_link_connect(-1, 0, l);
 	return l;
+}
+
+/* Close a link and its peer for good; no reconnection follows. */
+void
+ipc_link_free(struct ipc_link *l)
+{
+	if (l->peer != NULL)
+		ipc_peer_free(l->peer);	/* detaches it from the link first */
+	event_free(l->ev_retry);
+	free(l->path);
+	free(l);
 }
 
 /* The link's peer once the hello is exchanged, else NULL. */

@@ -293,6 +293,37 @@ api_reply_logout(struct http_request *req, const struct api_route *r,
 	http_reply_json(req, r->status, o, hdr);
 }
 
+/*
+ * Answer req when brokerd did not answer (m NULL) or refused: its error
+ * code becomes the HTTP status, retry_after a Retry-After header. 1 when
+ * req was answered, 0 when m holds a result.
+ */
+int
+api_broker_failed(struct http_request *req, struct ipc_msg *m)
+{
+	struct json_object	*err;
+	const char		*code, *msg;
+	char			 hdr[64];
+	int64_t			 retry;
+
+	if (m == NULL) {
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd did not answer", NULL);
+		return 1;
+	}
+	if (!json_object_object_get_ex(m->obj, "error", &err))
+		return 0;
+	code = json_str(err, "code");
+	msg = json_str(err, "message");
+	hdr[0] = '\0';
+	if (json_int(err, "retry_after", &retry) == 0)
+		snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n",
+		    (long long)retry);
+	http_reply_error(req, api_status(code), code ? code : ERR_INTERNAL,
+	    msg ? msg : "error", hdr[0] ? hdr : NULL);
+	return 1;
+}
+
 /* brokerd answered (or did not, m NULL): turn it into the HTTP reply. */
 static void
 api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
@@ -300,34 +331,17 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	struct api_call		*c = arg;
 	struct http_request	*req = c->req;
 	const struct api_route	*r = c->route;
-	struct json_object	*res, *err;
-	const char		*code, *msg;
-	char			 hdr[64];
-	int64_t			 retry;
+	struct json_object	*res;
 	int			 i;
 
 	free(c);
 	req->pending = NULL;
-	if (m == NULL) {
-		if (strcmp(r->op, "health") == 0)
-			api_healthz_down(req, "brokerd did not answer");
-		else
-			http_reply_error(req, 503, ERR_UNAVAILABLE,
-			    "brokerd did not answer", NULL);
+	if (m == NULL && strcmp(r->op, "health") == 0) {
+		api_healthz_down(req, "brokerd did not answer");
 		return;
 	}
-	if (json_object_object_get_ex(m->obj, "error", &err)) {
-		code = json_str(err, "code");
-		msg = json_str(err, "message");
-		hdr[0] = '\0';
-		if (json_int(err, "retry_after", &retry) == 0)
-			snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n",
-			    (long long)retry);
-		http_reply_error(req, api_status(code),
-		    code ? code : ERR_INTERNAL, msg ? msg : "error",
-		    hdr[0] ? hdr : NULL);
+	if (api_broker_failed(req, m))
 		return;
-	}
 	if (!json_object_object_get_ex(m->obj, "result", &res) ||
 	    !json_object_is_type(res, json_type_object)) {
 		http_reply_error(req, 502, ERR_INTERNAL,

@@ -89,6 +89,8 @@ SSL_CTX	*tls_ctx_new(const char *cert, const char *key, char *err, size_t);
 /* api.c */
 void	 api_init(struct event_base *, struct config *, struct ipc_link *);
 void	 api_handle(struct http_request *, void *);
+/* Answer a request brokerd refused or left unanswered; 1 when done. */
+int	 api_broker_failed(struct http_request *, struct ipc_msg *);
 /* The connected brokerd, or NULL. */
 struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */

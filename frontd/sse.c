@@ -145,30 +145,18 @@ static void
 sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 {
 	struct http_request	*req = arg;
-	struct json_object	*res, *err, *missed;
+	struct json_object	*res, *missed;
 	struct bufferevent	*bev;
 	struct sse		*s;
 	struct evbuffer		*out;
-	const char		*user, *session, *code, *msg;
+	const char		*user, *session;
 	char			 peer[64];
-	int			 complete = 1, status;
+	int			 complete = 1;
 	size_t			 i;
 
 	req->pending = NULL;
-	if (m == NULL) {
-		http_reply_error(req, 503, ERR_UNAVAILABLE,
-		    "brokerd did not answer", NULL);
+	if (api_broker_failed(req, m))
 		return;
-	}
-	if (json_object_object_get_ex(m->obj, "error", &err)) {
-		code = json_str(err, "code");
-		msg = json_str(err, "message");
-		status = code && strcmp(code, ERR_UNAUTHORIZED) == 0 ? 401 :
-		    code && strcmp(code, ERR_FORBIDDEN) == 0 ? 403 : 503;
-		http_reply_error(req, status, code ? code : ERR_INTERNAL,
-		    msg ? msg : "refused", NULL);
-		return;
-	}
 	if (!json_object_object_get_ex(m->obj, "result", &res) ||
 	    (user = json_str(res, "user")) == NULL) {
 		http_reply_error(req, 502, ERR_INTERNAL,

@@ -413,28 +413,13 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	};
 	struct ws_wait		*wt = arg;
 	struct http_request	*req = wt->req;
-	struct json_object	*err;
 	struct ws		*w, *old;
 	struct timeval		 tv = { WS_PING_SECS, 0 };
-	const char		*code, *msg;
 	char			 peer[64];
 	int			 fd;
 
 	req->pending = NULL;
-	if (m == NULL) {
-		http_reply_error(req, 503, ERR_UNAVAILABLE,
-		    "brokerd did not answer", NULL);
-		free(wt);
-		return;
-	}
-	if (json_object_object_get_ex(m->obj, "error", &err)) {
-		code = json_str(err, "code");
-		msg = json_str(err, "message");
-		http_reply_error(req, strcmp(code ? code : "", ERR_NOT_FOUND) ==
-		    0 ? 404 : strcmp(code ? code : "", ERR_UNAUTHORIZED) == 0 ?
-		    401 : strcmp(code ? code : "", ERR_CONFLICT) == 0 ? 409 :
-		    strcmp(code ? code : "", ERR_FORBIDDEN) == 0 ? 403 : 503,
-		    code ? code : ERR_INTERNAL, msg ? msg : "refused", NULL);
+	if (api_broker_failed(req, m)) {
 		free(wt);
 		return;
 	}

@@ -391,18 +391,6 @@ backend_probe(int64_t max_age_ms)
 	backend.probed_once = 1;
 }
 
-const char *
-backend_name(void)
-{
-	return backend.name;
-}
-
-int
-backend_ok(void)
-{
-	return backend.ok;
-}
-
 /* What a spec runs under. */
 const char *
 backend_name_of(const struct spawn_spec *s)

@@ -36,6 +36,76 @@ static const char *const bwrap_etc_net[] = {
 	"/etc/resolv.conf", "/etc/hosts", NULL
 };
 
+/*
+ * The read-only system mounts of a root ("" on the host): which /usr
+ * links are links and which /etc files exist. Looked up once, not for
+ * every spawn (some 30 lstat and access calls on a hot path); a change of
+ * the host's layout shows after a restart of sandboxd.
+ */
+static struct {
+	char		root[256];
+	int		done;
+	struct strv	sys;	/* /usr links and /etc for every profile */
+	struct strv	net;	/* /etc for name resolution, with a network */
+} bwrap_plan;
+
+/* --ro-bind each of paths that exists under root. */
+static void
+bwrap_ro_existing(struct strv *v, const char *root, const char *const *paths)
+{
+	char	path[4096];
+
+	for (; *paths != NULL; paths++) {
+		snprintf(path, sizeof(path), "%s%s", root, *paths);
+		if (access(path, F_OK) == 0) {
+			strv_add(v, "--ro-bind");
+			strv_add(v, *paths);
+			strv_add(v, *paths);
+		}
+	}
+}
+
+/* Fill bwrap_plan for root, unless it holds that root's plan already. */
+static void
+bwrap_system(const char *root)
+{
+	const char *const	*p;
+	struct stat		 st;
+	char			 path[4096], target[256];
+	ssize_t			 n;
+
+	if (bwrap_plan.done && strcmp(bwrap_plan.root, root) == 0)
+		return;
+	if (bwrap_plan.done) {
+		strv_free(&bwrap_plan.sys);
+		strv_free(&bwrap_plan.net);
+	}
+	strv_init(&bwrap_plan.sys);
+	strv_init(&bwrap_plan.net);
+	snprintf(bwrap_plan.root, sizeof(bwrap_plan.root), "%s", root);
+	bwrap_plan.done = 1;
+	for (p = bwrap_usr_links; *p != NULL; p++) {
+		snprintf(path, sizeof(path), "%s%s", root, *p);
+		if (lstat(path, &st) == -1)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			strv_add(&bwrap_plan.sys, "--symlink");
+			strv_add(&bwrap_plan.sys, target);
+			strv_add(&bwrap_plan.sys, *p);
+		} else {
+			strv_add(&bwrap_plan.sys, "--ro-bind");
+			strv_add(&bwrap_plan.sys, *p);
+			strv_add(&bwrap_plan.sys, *p);
+		}
+	}
+	bwrap_ro_existing(&bwrap_plan.sys, root, bwrap_etc);
+	bwrap_ro_existing(&bwrap_plan.net, root, bwrap_etc_net);
+}
+
 #define BWRAP_TMP_SIZE	"268435456"	/* 256 MiB of tmpfs for /tmp */
 
 /* Append the environment: PATH, HOME, TERM, LANG, HOSTGATE_MODE, extras. */
@@ -90,9 +160,7 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
     struct strv *a, char *err, size_t errsz)
 {
 	const char *const	*p;
-	struct stat		 st;
-	char			 path[4096], target[256];
-	ssize_t			 n;
+	size_t			 i;
 
 	if (path_check("workspace", s->workspace, err, errsz) == -1 ||
 	    path_check("cwd", s->cwd, err, errsz) == -1)
@@ -150,42 +218,12 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	strv_add(a, "--ro-bind");
 	strv_add(a, "/usr");
 	strv_add(a, "/usr");
-	for (p = bwrap_usr_links; *p != NULL; p++) {
-		snprintf(path, sizeof(path), "%s%s", root, *p);
-		if (lstat(path, &st) == -1)
-			continue;
-		if (S_ISLNK(st.st_mode)) {
-			n = readlink(path, target, sizeof(target) - 1);
-			if (n <= 0)
-				continue;
-			target[n] = '\0';
-			strv_add(a, "--symlink");
-			strv_add(a, target);
-			strv_add(a, *p);
-		} else {
-			strv_add(a, "--ro-bind");
-			strv_add(a, *p);
-			strv_add(a, *p);
-		}
-	}
-	for (p = bwrap_etc; *p != NULL; p++) {
-		snprintf(path, sizeof(path), "%s%s", root, *p);
-		if (access(path, F_OK) == 0) {
-			strv_add(a, "--ro-bind");
-			strv_add(a, *p);
-			strv_add(a, *p);
-		}
-	}
-	if (s->perm == PERM_WORKSPACE_WRITE_NET) {
-		for (p = bwrap_etc_net; *p != NULL; p++) {
-			snprintf(path, sizeof(path), "%s%s", root, *p);
-			if (access(path, F_OK) == 0) {
-				strv_add(a, "--ro-bind");
-				strv_add(a, *p);
-				strv_add(a, *p);
-			}
-		}
-	}
+	bwrap_system(root);
+	for (i = 0; i < bwrap_plan.sys.n; i++)
+		strv_add(a, bwrap_plan.sys.v[i]);
+	if (s->perm == PERM_WORKSPACE_WRITE_NET)
+		for (i = 0; i < bwrap_plan.net.n; i++)
+			strv_add(a, bwrap_plan.net.v[i]);
 	/* Its own /proc (of its own pid namespace) and a minimal /dev. */
 	strv_add(a, "--proc");
 	strv_add(a, "/proc");

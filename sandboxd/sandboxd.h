@@ -82,9 +82,6 @@ void	 backend_init(struct config *);
 struct policy *backend_load(struct config *);
 /* Probe the backend now when the last probe is older than max_age_ms. */
 void	 backend_probe(int64_t max_age_ms);
-/* The backend's name, and whether sandboxed spawns may run. */
-const char *backend_name(void);
-int	 backend_ok(void);
 /*
  * Turn an approved spec into the argv and envp to exec, or refuse with
  * err: never a weaker backend than the configured one.
@@ -120,11 +117,9 @@ struct proc *spawn_start(const struct spawn_spec *, const char *backend,
 void	 spawn_reap(void);
 struct proc *spawn_find(const char *id);
 int	 spawn_hangup(const char *id);
-int	 spawn_kill_user(const char *user, enum exec_mode);
 int	 spawn_kill_session(const char *session, enum exec_mode);
 int	 spawn_master(struct proc *);
 const char *spawn_id(struct proc *);
-const char *spawn_user(struct proc *);
 const char *spawn_backend(struct proc *);
 const char *spawn_sha256(struct proc *);
 int	 spawn_status(struct proc *);

@@ -787,22 +787,6 @@ spawn_hangup(const char *id)
 	return 0;
 }
 
-/* Kill every process of a user in a mode (direct-mode expiry). */
-int
-spawn_kill_user(const char *user, enum exec_mode mode)
-{
-	struct proc	*p;
-	int		 n = 0;
-
-	TAILQ_FOREACH(p, &procs, entry)
-		if (strcmp(p->user, user) == 0 && p->mode == mode &&
-		    !p->exited) {
-			spawn_signal(p, SIGKILL);
-			n++;
-		}
-	return n;
-}
-
 /* Kill every live process group of a session in a mode. */
 int
 spawn_kill_session(const char *session, enum exec_mode mode)
@@ -830,12 +814,6 @@ const char *
 spawn_id(struct proc *p)
 {
 	return p->id;
-}
-
-const char *
-spawn_user(struct proc *p)
-{
-	return p->user;
 }
 
 /* The SHA-256 of the exact command line that ran. */

@@ -42,35 +42,11 @@ def mode(request):
     return request.param
 
 
-# Rate limits high enough that shared and private instances never throttle
-# the logins of the tests using them; test_ratelimit.py checks the defaults.
-SHARED_ENV = {
-    "HOSTGATE_LOGIN_RATE_PER_MINUTE": "600",
-    "HOSTGATE_LOGIN_BURST": "100",
-    "HOSTGATE_SPAWN_RATE_PER_MINUTE": "100000",
-    "HOSTGATE_SPAWN_BURST": "100000",
-    "HOSTGATE_MODE_RATE_PER_MINUTE": "1000",
-}
-
-
 @pytest.fixture(scope="session")
 def shared(mode):
     """A running hostgate with an admin (alice) and a user (bob)."""
-    hg = hglib.Hostgate(mode, env=SHARED_ENV, name="shared")
-    try:
-        hg.start_all()
-        hg.add_user(*hglib.ADMIN, admin=True)
-        hg.add_user(*hglib.USER)
-    except BaseException:
-        hg.failed = True
-        print(hg.logs())
-        try:
-            hg.cleanup()
-        except AssertionError:
-            pass
-        raise
-    yield hg
-    hg.cleanup()
+    with hglib.running(mode, "shared") as hg:
+        yield hg
 
 
 class Factory:
@@ -82,7 +58,7 @@ class Factory:
 
     def __call__(self, env=None, start=True, tls=False, name="own",
                  users=True):
-        full = dict(SHARED_ENV)
+        full = dict(hglib.LIFTED_ENV)
         full.update(env or {})
         hg = hglib.Hostgate(self.mode, env=full, name=name, tls=tls)
         self.instances.append(hg)

@@ -3,6 +3,7 @@ temporary directory, talk HTTP(S) to frontd, run hgctl, and probe the IPC
 sockets as a chosen uid. Standard library only."""
 
 import atexit
+import contextlib
 import errno
 import http.client
 import json
@@ -557,6 +558,49 @@ def parse_raw(data):
         k, _, v = line.partition(b":")
         headers[k.strip().lower().decode()] = v.strip().decode()
     return status, headers, body
+
+
+# Limits lifted for test instances: the tests spawn, log in and change
+# modes far more often than a person would. The limits themselves are
+# tested on their own instances (test_ratelimit.py, test_limits.py).
+LIFTED_ENV = {
+    "HOSTGATE_LOGIN_RATE_PER_MINUTE": "600",
+    "HOSTGATE_LOGIN_BURST": "100",
+    "HOSTGATE_SPAWN_RATE_PER_MINUTE": "100000",
+    "HOSTGATE_SPAWN_BURST": "10000",
+    "HOSTGATE_MODE_RATE_PER_MINUTE": "10000",
+}
+
+
+@contextlib.contextmanager
+def running(mode, name, env=None, more_users=()):
+    """A running hostgate with the limits lifted (LIFTED_ENV, then env; a
+    None value leaves that variable at the daemons' default) and users
+    alice (admin) and bob, plus more_users ((name, password, admin), ...);
+    stopped afterwards. For session- and module-scoped fixtures."""
+    full = dict(LIFTED_ENV)
+    full.update({k: str(v) for k, v in (env or {}).items()
+                 if v is not None})
+    hg = Hostgate(mode, env=full, name=name)
+    for k, v in (env or {}).items():
+        if v is None:
+            hg.env.pop(k, None)
+    try:
+        hg.start_all()
+        hg.add_user(*ADMIN, admin=True)
+        hg.add_user(*USER)
+        for user, password, admin in more_users:
+            hg.add_user(user, password, admin=admin)
+    except BaseException:
+        hg.failed = True
+        print(hg.logs())
+        try:
+            hg.cleanup()
+        except AssertionError:
+            pass
+        raise
+    yield hg
+    hg.cleanup()
 
 
 def insecure_client_context():

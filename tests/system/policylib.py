@@ -4,7 +4,6 @@ many requests at once, and a hand-made frontd on brokerd's front socket.
 Standard library only."""
 
 import calendar
-import contextlib
 import json
 import os
 import re
@@ -23,22 +22,10 @@ MODE_KEYS = {"mode", "default", "available", "reason", "expires_at",
 
 CAROL = ("carol", "carol-password-3")     # a second admin
 
-# The policy tests change modes and spawn far more often than a person
-# would: their hostgates lift the limits they do not test (test_limits.py
-# sets its own, and checks the defaults).
-POLICY_ENV = {
-    "HOSTGATE_LOGIN_RATE_PER_MINUTE": "600",
-    "HOSTGATE_LOGIN_BURST": "100",
-    "HOSTGATE_SPAWN_RATE_PER_MINUTE": "100000",
-    "HOSTGATE_SPAWN_BURST": "10000",
-    "HOSTGATE_MODE_RATE_PER_MINUTE": "10000",
-}
-
-
 def _env(env):
-    """POLICY_ENV updated with env; a None value leaves that variable at
-    the daemons' default."""
-    full = dict(POLICY_ENV)
+    """hglib.LIFTED_ENV updated with env; a None value leaves that
+    variable at the daemons' default."""
+    full = dict(hglib.LIFTED_ENV)
     full.update({k: str(v) for k, v in env.items()})
     return full
 
@@ -67,28 +54,10 @@ def own(factory, name="policy", carol=False, healthy=True, **env):
     return hg
 
 
-@contextlib.contextmanager
 def module_hostgate(mode, name, carol=False, **env):
-    """Like own(), for a module-scoped fixture: yields a running hostgate,
-    stops it afterwards."""
-    hg = hglib.Hostgate(mode, env=_env(env), name=name)
-    _unset_none(hg, env)
-    try:
-        hg.start_all()
-        hg.add_user(*ADMIN, admin=True)
-        hg.add_user(*USER)
-        if carol:
-            hg.add_user(*CAROL, admin=True)
-    except BaseException:
-        hg.failed = True
-        print(hg.logs())
-        try:
-            hg.cleanup()
-        except AssertionError:
-            pass
-        raise
-    yield hg
-    hg.cleanup()
+    """Like own(), for a module-scoped fixture (see hglib.running)."""
+    return hglib.running(mode, name, env,
+                         more_users=[CAROL + (True,)] if carol else ())
 
 
 def iso_secs(text):

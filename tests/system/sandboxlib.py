@@ -25,40 +25,6 @@ OP_CLOSE, OP_PING, OP_PONG = 0x8, 0x9, 0xA
 
 CHANNELS = ("command", "python", "terminal")
 
-# These tests spawn far more than a person would: a private hostgate per
-# module, with the login and spawn rate limits out of the way (the limits
-# themselves are tested elsewhere, on their defaults).
-OWN_ENV = {
-    "HOSTGATE_LOGIN_RATE_PER_MINUTE": "600",
-    "HOSTGATE_LOGIN_BURST": "100",
-    "HOSTGATE_SPAWN_RATE_PER_MINUTE": "100000",
-    "HOSTGATE_SPAWN_BURST": "10000",
-}
-
-
-@contextlib.contextmanager
-def own_hostgate(mode, name, env=None):
-    """A running hostgate of our own with alice and bob (hglib.ADMIN,
-    hglib.USER), stopped afterwards; for a module-scoped fixture."""
-    full = dict(OWN_ENV)
-    full.update(env or {})
-    hg = hglib.Hostgate(mode, env=full, name=name)
-    try:
-        hg.start_all()
-        hg.add_user(*hglib.ADMIN, admin=True)
-        hg.add_user(*hglib.USER)
-    except BaseException:
-        hg.failed = True
-        print(hg.logs())
-        try:
-            hg.cleanup()
-        except AssertionError:
-            pass
-        raise
-    yield hg
-    hg.cleanup()
-
-
 class WSClosed(Exception):
     """The server closed the WebSocket (close frame or EOF)."""
 

@@ -4,10 +4,13 @@
  */
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -423,6 +426,66 @@ test_request_timeout(void **state)
 	close(fd);
 }
 
+/* A test's child: a brokerd-role listener at path, run as uid. */
+static void
+squatter(const char *path, uid_t uid, uid_t client)
+{
+	struct event_base	*b;
+	int			 fd;
+
+	if (setresgid(uid, uid, uid) == -1 || setresuid(uid, uid, uid) == -1)
+		_exit(1);
+	b = event_base_new();
+	fd = ipc_listen(path, uid, uid, 0666);
+	ipc_server_new(b, fd, ROLE_BROKERD, ROLE_FRONTD, &client, 1, NULL,
+	    NULL, NULL);
+	event_base_dispatch(b);
+	_exit(0);
+}
+
+/*
+ * A client checks who listens: a socket path taken by another uid (a
+ * squatter) is refused, while the expected uid is served. Needs root to
+ * run the listener as another user.
+ */
+static void
+test_link_refuses_squatter(void **state)
+{
+	struct ipc_link	*bad, *good;
+	char		 dir[] = "/tmp/hg-test-ipc-XXXXXX", path[64];
+	uid_t		 nobody = 65534;
+	pid_t		 pid;
+	int		 i;
+
+	if (geteuid() != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/broker.sock", dir);
+	if ((pid = fork()) == 0)
+		squatter(path, nobody, geteuid());
+	for (i = 0; i < 100 && access(path, F_OK) == -1; i++)
+		usleep(10000);
+	usleep(50000);
+	bad = ipc_link_new(base, path, ROLE_FRONTD, ROLE_BROKERD, 12345, NULL,
+	    NULL, NULL);
+	good = ipc_link_new(base, path, ROLE_FRONTD, ROLE_BROKERD, nobody,
+	    NULL, NULL, NULL);
+	for (i = 0; i < 30 && ipc_link_peer(good) == NULL; i++) {
+		usleep(10000);
+		spin();
+	}
+	assert_non_null(ipc_link_peer(good));
+	assert_null(ipc_link_peer(bad));
+	ipc_link_free(good);
+	ipc_link_free(bad);
+	spin();
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -451,6 +514,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_timeout, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_link_refuses_squatter,
+		    setup, teardown),
 	};
 
 	log_init("test_ipc", 1);
