@@ -515,8 +515,9 @@ config_parse_listen(struct config *cfg, const char *value)
 	if (inet_pton(family, cfg->listen_host, addr) != 1)
 		return (family == AF_INET ? "not a numeric IPv4 address" :
 		    "not a numeric IPv6 address");
-	if (config_parse_number(port, 1, 65535, &n) != NULL)
-		return ("not a port from 1 to 65535");
+	/* Port 0: the kernel picks one; frontd reports the one it got. */
+	if (config_parse_number(port, 0, 65535, &n) != NULL)
+		return ("not a port from 0 to 65535");
 	cfg->listen_port = n;
 	if (family == AF_INET)
 		cfg->listen_loopback = addr[0] == 127;
