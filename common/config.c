@@ -257,7 +257,7 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 		break;
 	case KIND_LISTEN:
 		snprintf(buf, bufsz, "a numeric IPv4 address or a bracketed "
-		    "IPv6 address, ':' and a port from 1 to 65535, e.g. "
+		    "IPv6 address, ':' and a port from 0 to 65535, e.g. "
 		    "127.0.0.1:8080 or [::1]:8080");
 		break;
 	default:

@@ -271,7 +271,7 @@ test_invalid_messages(void **state)
 	expect_error("HOSTGATE_LISTEN", "localhost:8080",
 	    "HOSTGATE_LISTEN=localhost:8080: not a numeric IPv4 address "
 	    "(allowed: a numeric IPv4 address or a bracketed IPv6 address, "
-	    "':' and a port from 1 to 65535, e.g. 127.0.0.1:8080 or "
+	    "':' and a port from 0 to 65535, e.g. 127.0.0.1:8080 or "
 	    "[::1]:8080)");
 }
 
@@ -378,7 +378,7 @@ test_listen(void **state)
 	expect_error("HOSTGATE_LISTEN", "::1:8080",
 	    "HOSTGATE_LISTEN=::1:8080: an IPv6 address needs brackets, as in "
 	    "[::1]:8080 (allowed: a numeric IPv4 address or a bracketed IPv6 "
-	    "address, ':' and a port from 1 to 65535, e.g. 127.0.0.1:8080 or "
+	    "address, ':' and a port from 0 to 65535, e.g. 127.0.0.1:8080 or "
 	    "[::1]:8080)");
 }
 
