@@ -340,10 +340,10 @@ export async function apiSession(base, user, password) {
   });
   if (r.status !== 200) throw new Failure(`login ${user}: ${r.status} ${await r.text()}`);
   const { csrf_token: csrf } = await r.json();
-  const cookie = r.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0])
-    .find((c) => c.startsWith('hg_session='));
+  // Headers.getSetCookie() is missing from Node 18's fetch; the value of
+  // hg_session holds no ',' or ';', so it is found in the joined header.
+  const cookie = (r.headers.get('set-cookie') ?? '').match(/(?:^|,\s*)(hg_session=[^;,]*)/)?.[1];
+  if (!cookie) throw new Failure(`login ${user}: no hg_session cookie`);
   const call = async (method, path, body) => {
     const res = await fetch(`${base}${path}`, {
       method,
