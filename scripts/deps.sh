@@ -10,6 +10,17 @@ for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||
 		missing="$missing $p"
 done
+# The web panel needs Node.js 18 or later and npm (scripts/web.sh checks
+# the version): when there is no node at all, Debian's own nodejs and npm
+# (18 and 9 on Debian 12); Debian's nodejs without npm gets npm. A Node.js
+# installed otherwise (another packaging, a newer one) is left as it is.
+if ! command -v node >/dev/null 2>&1; then
+	missing="$missing nodejs npm"
+elif ! command -v npm >/dev/null 2>&1 &&
+    dpkg-query -W -f='${Status} ${Provides}\n' nodejs 2>/dev/null |
+    grep "ok installed" | grep -qvw npm; then
+	missing="$missing npm"
+fi
 if [ -n "$missing" ]; then
 	line="apt-get install -y --no-install-recommends$missing"
 	if [ "$(id -u)" != 0 ]; then

@@ -17,13 +17,13 @@ elif [ -n "$(find index.html package.json package-lock.json tsconfig.json \
 fi
 [ "$need" = 1 ] || exit 0
 
-# Vite 7 needs Node.js 20.19 or later (Debian 12's own nodejs is 18).
+# Node.js 18 or later with npm: Debian 12's own nodejs and npm will do
+# (scripts/deps.sh installs them when neither is present).
 why=""
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	why="node and npm are not installed"
-elif ! node -e 'const [a, b] = process.versions.node.split(".").map(Number);
-    process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)'; then
-	why="Node.js $(node --version) is too old (20.19 or later needed)"
+elif ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)'; then
+	why="Node.js $(node --version) is too old (18 or later needed)"
 fi
 if [ -n "$why" ]; then
 	if [ -f dist/index.html ]; then
@@ -31,8 +31,8 @@ if [ -n "$why" ]; then
 		exit 0
 	fi
 	echo "web: cannot build the panel: $why." >&2
-	echo "web: install Node.js 20.19+ with npm (e.g. nodejs from" \
-	    "NodeSource, or Debian 13's nodejs and npm), then run make again" >&2
+	echo "web: install Node.js 18 or later with npm (on Debian 12, as" \
+	    "root: apt-get install nodejs npm), then run make again" >&2
 	exit 1
 fi
 
