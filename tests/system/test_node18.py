@@ -12,6 +12,7 @@ extracted /usr/share/nodejs mounted there; nothing on the host changes.
 """
 
 import glob
+import hashlib
 import json
 import os
 import re
@@ -37,6 +38,7 @@ def run(argv, **kw):
 
 
 def tail(text, n=3):
+    """The last n lines of text, on one line."""
     return " | ".join(text.strip().splitlines()[-n:])
 
 
@@ -82,20 +84,21 @@ def apt_record(spec):
 
 
 def installed(name):
+    """Whether the Debian package name is installed here."""
     r = run(["dpkg-query", "-W", "-f=${Status}", name])
     return r.returncode == 0 and r.stdout.endswith("ok installed")
 
 
 def node_packages():
-    """[(name, version)]: nodejs 18, libnode108, the JavaScript packages
+    """[(name, version, sha256)]: nodejs 18, libnode108, the JavaScript packages
     libnode reads from /usr/share/nodejs (always: they are mounted as a
     whole), and each other dependency that is not installed here."""
     want = [("nodejs", debian_node_version())]
     seen = {"nodejs"}
-    i = 0
-    while i < len(want):
-        rec = apt_record("%s=%s" % want[i])
-        i += 1
+    out = []
+    while len(out) < len(want):
+        rec = apt_record("%s=%s" % want[len(out)])
+        out.append(want[len(out)] + (rec["SHA256"],))
         for group in filter(None, rec.get("Depends", "").split(",")):
             dep = group.split("|")[0].strip()
             m = re.match(r"([^\s:(]+)(?::\S+)?\s*(?:\(\s*=\s*([^)\s]+)\s*\))?",
@@ -107,20 +110,28 @@ def node_packages():
             if not name.startswith(("libnode", "node-")) and installed(name):
                 continue
             want.append((name, exact or apt_record(name)["Version"]))
-    return want
+    return out
 
 
-def deb_path(name, version):
-    """The cached .deb of name at version, or None."""
-    pat = "%s_%s_*.deb" % (name, version.replace(":", "%3a"))
-    found = glob.glob(os.path.join(glob.escape(os.path.join(CACHE, "debs")),
-                                   glob.escape(pat).replace("[*]", "*")))
-    return found[0] if found else None
+def deb_path(name, version, sha256):
+    """The cached .deb of name at version when whole (its SHA256 as apt's
+    lists give it), else None; a broken one is removed."""
+    debs = os.path.join(CACHE, "debs")
+    prefix = "%s_%s_" % (name, version.replace(":", "%3a"))
+    for f in os.listdir(debs):
+        if f.startswith(prefix) and f.endswith(".deb"):
+            path = os.path.join(debs, f)
+            with open(path, "rb") as fp:
+                if hashlib.sha256(fp.read()).hexdigest() == sha256:
+                    return path
+            os.unlink(path)
+    return None
 
 
 def download(pkgs):
+    """apt-get download of [(name, version, sha256)] into the cache."""
     return run(["apt-get", "download", "-q", "-o", "APT::Sandbox::User=root"]
-               + ["%s=%s" % p for p in pkgs],
+               + ["%s=%s" % p[:2] for p in pkgs],
                cwd=os.path.join(CACHE, "debs"))
 
 
@@ -147,9 +158,15 @@ def fetch_npm():
     """npm 9.2.0's own package (it bundles its dependencies), once."""
     tgz = os.path.join(CACHE, "npm-%s.tgz" % NPM_VERSION)
     if not os.path.exists(tgz):
-        r = run(["npm", "pack", "--silent", "npm@" + NPM_VERSION,
-                 "--pack-destination", CACHE])
-        assert r.returncode == 0 and os.path.exists(tgz), r.stderr
+        part = tempfile.mkdtemp(prefix="npm-", dir=CACHE)
+        try:
+            r = run(["npm", "pack", "--silent", "npm@" + NPM_VERSION,
+                     "--pack-destination", part])
+            got = os.path.join(part, os.path.basename(tgz))
+            assert r.returncode == 0 and os.path.exists(got), r.stderr
+            os.replace(got, tgz)
+        finally:
+            shutil.rmtree(part, ignore_errors=True)
     return tgz
 
 
@@ -270,8 +287,9 @@ def test_panel_builds_with_debian_node18(node18):
     assert len(js) == 1 and len(css) == 1, html
     for a in js + css + ["favicon.svg"]:
         assert os.path.getsize(os.path.join(dist, a)) > 0, a
-    assert sorted(os.listdir(os.path.join(dist, "assets"))) == \
-        sorted(os.path.basename(a) for a in js + css)
+    for a in os.listdir(os.path.join(dist, "assets")):
+        # frontd caches assets/NAME-HASH.ext as immutable.
+        assert re.fullmatch(r"[\w.]+-[0-9a-f]{8}\.\w+", a), a
     assert not re.search(r"<script>|<style|\sstyle=", html), html
     assert "/src/main.ts" not in html, html
 
