@@ -3,8 +3,9 @@
 # (installed here when missing, as root) against the real daemons, on the
 # node that builds the panel (18 or later: scripts/web.sh checks it). As
 # root, the daemons run as the unprivileged user hostgate-test
-# (scripts/users.sh creates it). HG_BUILD names the build directory (default: build); the
-# arguments select tests by name, e.g. tests/browser/run.sh expiry popover
+# (scripts/users.sh creates it). HG_BUILD names the build directory
+# (default: build); the arguments select tests by name, e.g.
+# tests/browser/run.sh expiry popover
 set -eu
 cd "$(dirname "$0")/../.."
 
