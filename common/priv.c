@@ -103,27 +103,29 @@ priv_peer(const char *self_user, const char *peer_user, uid_t *uid,
 	}
 }
 
-/* A uid's name for a message, or its number. */
+/* A uid's name for a message, or its number, copied into buf. */
 static const char *
 priv_uid_name(uid_t uid, char *buf, size_t sz)
 {
 	struct passwd	*pw;
 
 	if ((pw = getpwuid(uid)) != NULL)
-		return (pw->pw_name);
-	snprintf(buf, sz, "%u", (unsigned)uid);
+		snprintf(buf, sz, "%s", pw->pw_name);
+	else
+		snprintf(buf, sz, "%u", (unsigned)uid);
 	return (buf);
 }
 
-/* A gid's name for a message, or its number. */
+/* A gid's name for a message, or its number, copied into buf. */
 static const char *
 priv_gid_name(gid_t gid, char *buf, size_t sz)
 {
 	struct group	*gr;
 
 	if ((gr = getgrgid(gid)) != NULL)
-		return (gr->gr_name);
-	snprintf(buf, sz, "%u", (unsigned)gid);
+		snprintf(buf, sz, "%s", gr->gr_name);
+	else
+		snprintf(buf, sz, "%u", (unsigned)gid);
 	return (buf);
 }
 
@@ -140,7 +142,7 @@ priv_dir(const char *what, const char *dir, uid_t uid, gid_t gid,
     mode_t mode)
 {
 	struct stat	 st;
-	char		*tmp, ub[16], gb[16], wb[16];
+	char		*tmp, ub[64], gb[64], wb[64];
 	mode_t		 need = mode & 0711;
 	const char	*want;
 
