@@ -251,23 +251,83 @@ def test_tmpfiles(dest):
         ("hostgate-broker", "hostgate-front", 0o1770)
 
 
+def unit_wrap(settings):
+    """setpriv's arguments for a unit's User=, Group=,
+    SupplementaryGroups= and NoNewPrivileges=, as systemd applies them;
+    [] for a unit that starts as root."""
+    if "User" not in settings:
+        return []
+    pw = pwd.getpwnam(settings["User"][0])
+    gid = grp.getgrnam(settings.get("Group", settings["User"])[0]).gr_gid
+    groups = [str(grp.getgrnam(g).gr_gid)
+              for v in settings.get("SupplementaryGroups", [])
+              for g in v.split()]
+    wrap = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % gid]
+    wrap.append("--groups=" + ",".join(groups) if groups else "--clear-groups")
+    if settings.get("NoNewPrivileges") == ["yes"]:
+        wrap.append("--no-new-privs")
+    return wrap + ["--"]
+
+
 def unit_argv(d, unit):
-    """The command line a unit starts, as setpriv runs it: User=, Group=,
-    SupplementaryGroups= and NoNewPrivileges= as systemd applies them."""
+    """The command line an installed unit starts, as setpriv runs it."""
     s = unit_settings(installed(d, UNITDIR + "/" + unit))
     argv = shlex.split(s["ExecStart"][0])
     argv[0] = installed(d, argv[0])
-    if "User" not in s:
-        return argv
-    pw = pwd.getpwnam(s["User"][0])
-    gid = grp.getgrnam(s.get("Group", [s["User"][0]])[0]).gr_gid
-    groups = [str(grp.getgrnam(g).gr_gid)
-              for v in s.get("SupplementaryGroups", []) for g in v.split()]
-    wrap = ["setpriv", "--reuid=%d" % pw.pw_uid, "--regid=%d" % gid]
-    wrap.append("--groups=" + ",".join(groups) if groups else "--clear-groups")
-    if s.get("NoNewPrivileges") == ["yes"]:
-        wrap.append("--no-new-privs")
-    return wrap + ["--"] + argv
+    return unit_wrap(s) + argv
+
+
+def make_dirs_as_tmpfiles(state, run):
+    """The state, workspace and run directories with the owners and modes
+    systemd/hostgate.tmpfiles.in gives them."""
+    broker = pwd.getpwnam("hostgate-broker")
+    sandbox = pwd.getpwnam("hostgate-sandbox")
+    front = grp.getgrnam("hostgate-front")
+    for path, mode, uid, gid in (
+            (state, 0o711, broker.pw_uid, broker.pw_gid),
+            (os.path.join(state, "workspaces"), 0o700, sandbox.pw_uid,
+             sandbox.pw_gid),
+            (run, 0o1770, broker.pw_uid, front.gr_gid)):
+        if not os.path.isdir(path):
+            os.mkdir(path)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+
+
+def test_started_as_service_users(hostgate_factory, mode):
+    """frontd and brokerd started directly as their service users (the
+    units' User=) and sandboxd as root: each accepts the others over
+    SO_PEERCRED, and a login and a command go through."""
+    if mode != "root":
+        pytest.skip("root mode only: the service users")
+    hg = hostgate_factory(start=False)
+    make_dirs_as_tmpfiles(hg.state, hg.run)
+    wraps = {}
+    for name in hglib.DAEMONS:
+        wraps[name] = unit_wrap(unit_settings(os.path.join(
+            hglib.REPO, "systemd", "hostgate-%s.service.in" % name)))
+    assert wraps["sandboxd"] == [] and wraps["frontd"] and wraps["brokerd"]
+    plain = hg.wrap
+
+    def wrap(argv, as_user=None):
+        name = os.path.basename(argv[0])
+        if as_user is None and name in wraps:
+            return wraps[name] + list(argv)
+        return plain(argv, as_user)
+
+    hg.wrap = wrap
+    hg.start_all()
+    for name in hglib.DAEMONS:
+        uid = pwd.getpwnam(hglib.SERVICE_USERS[name]).pw_uid
+        st = hglib.proc_status(hg.pid(name))
+        assert st["Uid"].split() == [str(uid)] * 4, (name, st["Uid"])
+    assert owner_mode(os.path.join(hg.run, hglib.SOCK_FRONT)) == \
+        ("hostgate-broker", "hostgate-front", 0o660)
+    hg.add_user(*hglib.ADMIN, admin=True)
+    s = hg.login(*hglib.ADMIN)
+    r = s.post("/api/run_command", {"command": "echo ok"})
+    assert r.status == 200, r
+    assert r.json()["exit_code"] == 0 and r.json()["stdout"] == "ok\n", r
 
 
 def frontd_reports_port(d):
