@@ -41,10 +41,13 @@ EXPOSURE_MAX = {
 
 def make_install(destdir):
     """make install into destdir, without building anything."""
+    # Not the settings of a `make check` this may run under.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
     r = subprocess.run(["make", "-C", hglib.REPO, "-o", "all", "install",
                         "B=" + hglib.BUILD, "DESTDIR=" + destdir,
                         "PREFIX=" + PREFIX],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return r
 
