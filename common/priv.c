@@ -185,7 +185,8 @@ priv_dir(const char *what, const char *dir, uid_t uid, gid_t gid,
 	    "run chown %s: %s && chmod %04o %s, or remove it", what, dir,
 	    priv_uid_name(st.st_uid, ub, sizeof(ub)),
 	    priv_gid_name(st.st_gid, gb, sizeof(gb)),
-	    (unsigned)(st.st_mode & 07777), want, (unsigned)mode, want, dir, (unsigned)mode, dir);
+	    (unsigned)(st.st_mode & 07777), want, (unsigned)mode, want, dir,
+	    (unsigned)mode, dir);
 }
 
 /* Empty the capability bounding set; needs CAP_SETPCAP, so root only. */
