@@ -35,7 +35,7 @@ MANPAGES = ("man5/hostgate.env.5", "man7/hostgate.7", "man8/frontd.8",
 EXPOSURE_MAX = {
     "hostgate-frontd.service": 2.0,
     "hostgate-brokerd.service": 2.5,
-    "hostgate-sandboxd.service": 5.0,
+    "hostgate-sandboxd.service": 4.8,
 }
 
 
