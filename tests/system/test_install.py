@@ -297,19 +297,19 @@ def make_dirs_as_tmpfiles(state, run):
         os.chmod(path, mode)
 
 
-def test_started_as_service_users(hostgate_factory, mode):
-    """frontd and brokerd started directly as their service users (the
-    units' User=) and sandboxd as root: each accepts the others over
-    SO_PEERCRED, and a login and a command go through."""
-    if mode != "root":
-        pytest.skip("root mode only: the service users")
-    hg = hostgate_factory(start=False)
+def source_unit(name):
+    return unit_settings(os.path.join(hglib.REPO, "systemd",
+                                      "hostgate-%s.service.in" % name))
+
+
+def as_units(hg, extra=None):
+    """Make hg start each daemon the way its unit does (User=, Group=,
+    SupplementaryGroups=), with extra[name] in front of the command."""
     make_dirs_as_tmpfiles(hg.state, hg.run)
     wraps = {}
     for name in hglib.DAEMONS:
-        wraps[name] = unit_wrap(unit_settings(os.path.join(
-            hglib.REPO, "systemd", "hostgate-%s.service.in" % name)))
-    assert wraps["sandboxd"] == [] and wraps["frontd"] and wraps["brokerd"]
+        wraps[name] = (extra or {}).get(name, []) + unit_wrap(
+            source_unit(name))
     plain = hg.wrap
 
     def wrap(argv, as_user=None):
@@ -319,6 +319,17 @@ def test_started_as_service_users(hostgate_factory, mode):
         return plain(argv, as_user)
 
     hg.wrap = wrap
+
+
+def test_started_as_service_users(hostgate_factory, mode):
+    """frontd and brokerd started directly as their service users (the
+    units' User=) and sandboxd as root: each accepts the others over
+    SO_PEERCRED, and a login and a command go through."""
+    if mode != "root":
+        pytest.skip("root mode only: the service users")
+    assert unit_wrap(source_unit("sandboxd")) == []
+    hg = hostgate_factory(start=False)
+    as_units(hg)
     hg.start_all()
     for name in hglib.DAEMONS:
         uid = pwd.getpwnam(hglib.SERVICE_USERS[name]).pw_uid
@@ -331,6 +342,76 @@ def test_started_as_service_users(hostgate_factory, mode):
     r = s.post("/api/run_command", {"command": "echo ok"})
     assert r.status == 200, r
     assert r.json()["exit_code"] == 0 and r.json()["stdout"] == "ok\n", r
+
+
+def syscall_sets():
+    """systemd-analyze's syscall groups, each expanded to its calls."""
+    r = subprocess.run(["systemd-analyze", "syscall-filter"],
+                       capture_output=True, text=True, timeout=60)
+    groups, cur = {}, None
+    for line in r.stdout.splitlines():
+        s = line.strip()
+        if not s or s.startswith("#"):
+            continue
+        if line.startswith("@"):
+            cur = groups.setdefault(s, [])
+        elif cur is not None:
+            cur.append(s)
+
+    def expand(name):
+        if not name.startswith("@"):
+            return {name}
+        out = set()
+        for x in groups.get(name, []):
+            out |= expand(x)
+        return out
+    return expand
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+def test_syscalls_within_unit_filter(hostgate_factory, mode):
+    """Every system call frontd and brokerd make, from exec through a
+    login, a command, a terminal, a token and a logout, is one their
+    unit's SystemCallFilter= allows: under systemd anything else fails."""
+    if mode != "root":
+        pytest.skip("root mode only: the service users")
+    hg = hostgate_factory(start=False)
+    traces = {n: os.path.join(hg.dir, "strace." + n)
+              for n in ("frontd", "brokerd")}
+    as_units(hg, {n: ["strace", "-f", "-qq", "-o", t]
+                  for n, t in traces.items()})
+    hg.start_all()
+    hg.add_user(*hglib.ADMIN, admin=True)
+    s = hg.login(*hglib.ADMIN)
+    assert s.post("/api/run_command", {"command": "echo ok"}).status == 200
+    assert s.post("/api/terminals", {"cols": 80, "rows": 24}).status == 201
+    assert s.post("/api/session/tokens").status == 201
+    assert s.get("/api/status").status == 200
+    assert s.post("/api/logout").status == 200
+    # strace does not pass SIGTERM on: stop the daemons it traces.
+    for n in traces:
+        tracer = hg.procs[n].pid
+        with open("/proc/%d/task/%d/children" % (tracer, tracer)) as f:
+            for child in f.read().split():
+                os.kill(int(child), signal.SIGTERM)
+        hg.procs[n].wait(10)
+    expand = syscall_sets()
+    for n, path in traces.items():
+        allowed = set()
+        for v in source_unit(n)["SystemCallFilter"]:
+            for item in v.split():
+                allowed |= expand(item)
+        with open(path) as f:
+            lines = f.read().splitlines()
+        start = max(i for i, l in enumerate(lines)
+                    if re.search(r'execve\("[^"]*/%s"' % n, l))
+        calls = set()
+        for l in lines[start:]:
+            m = re.match(r"\d+\s+([a-z0-9_]+)\(", l)
+            if m:
+                calls.add(m.group(1))
+        assert len(calls) > 20, (n, calls)
+        assert calls <= allowed, (n, sorted(calls - allowed))
 
 
 def frontd_reports_port(d):
