@@ -412,6 +412,19 @@ def test_syscalls_within_unit_filter(hostgate_factory, mode):
                 calls.add(m.group(1))
         assert len(calls) > 20, (n, calls)
         assert calls <= allowed, (n, sorted(calls - allowed))
+        # ProtectSystem=strict: it writes under ReadWritePaths= only (here
+        # the state and run directories stand for the installed ones).
+        here = {"@STATEDIR@": hg.state + "/", "@RUNDIR@": hg.run + "/"}
+        rw = [here[p] for v in source_unit(n)["ReadWritePaths"]
+              for p in v.split()]
+        for l in lines[start:]:
+            paths = re.findall(
+                r'(?:openat\(AT_FDCWD, "([^"]+)", [^)]*O_(?:WRONLY|RDWR|CREAT)'
+                r'|(?:mkdir|unlink|rename)\("([^"]+)"(?:, "([^"]+)")?'
+                r'|bind\(\d+, \{sa_family=AF_UNIX, sun_path="([^"]+)")', l)
+            for p in (x for t in paths for x in t if x):
+                assert any(p.startswith(d) or p + "/" == d for d in rw), \
+                    (n, l)
 
 
 def frontd_reports_port(d):
