@@ -9,6 +9,21 @@
 
 PREFIX	?= /usr/local
 DESTDIR	?=
+# The installed layout (docs/operations.md). The state, run and
+# configuration paths below are compiled in as the daemons' defaults.
+SYSCONFDIR	?= /etc
+LOCALSTATEDIR	?= /var
+RUNSTATEDIR	?= /run
+BINDIR		?= $(PREFIX)/bin
+SBINDIR		?= $(PREFIX)/sbin
+PKGDATADIR	?= $(PREFIX)/share/hostgate
+MANDIR		?= $(PREFIX)/share/man
+UNITDIR		?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR	?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR	?= $(PREFIX)/lib/tmpfiles.d
+STATEDIR	 = $(LOCALSTATEDIR)/lib/hostgate
+RUNDIR		 = $(RUNSTATEDIR)/hostgate
+ENVFILE		 = $(SYSCONFDIR)/hostgate/hostgate.env
 CC	?= cc
 B	 = build
 PKGS	 = libevent libevent_openssl json-c libseccomp libcap openssl libargon2
@@ -27,8 +42,10 @@ CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
 	   -Wmissing-prototypes -Wno-unused-parameter -Wno-format-truncation \
 	   -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
 	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon \
-	   -DHG_PROFILES_DIR='"$(PREFIX)/share/hostgate/profiles"' \
-	   -DHG_WEB_DIR='"$(PREFIX)/share/hostgate/web"' $(PKG_CFLAGS)
+	   -DHG_PROFILES_DIR='"$(PKGDATADIR)/profiles"' \
+	   -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \
+	   -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
+	   -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
 
 ifneq ($(SANITIZE),)
@@ -122,14 +139,58 @@ check: all unit system browser
 run: all
 	HG_BUILD=$(B) scripts/run.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
-		$(DESTDIR)$(PREFIX)/share/hostgate/profiles
-	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(PREFIX)/sbin/
-	install -m 0755 $(B)/hgctl $(DESTDIR)$(PREFIX)/bin/
-	cp -R profiles/. $(DESTDIR)$(PREFIX)/share/hostgate/profiles/
-	install -d $(DESTDIR)$(PREFIX)/share/hostgate/web
-	cp -R frontd/web/dist/. $(DESTDIR)$(PREFIX)/share/hostgate/web/
+# The installed paths, written into the units, man pages and env file.
+SUBST	= sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+	  -e 's|@STATEDIR@|$(STATEDIR)|g' -e 's|@RUNDIR@|$(RUNDIR)|g' \
+	  -e 's|@ENVFILE@|$(ENVFILE)|g' -e 's|@PKGDATADIR@|$(PKGDATADIR)|g' \
+	  -e 's|@VERSION@|$(HG_VERSION_STR)|g'
+HG_VERSION_STR = $(shell sed -n 's/^\#define HG_VERSION[ \t]*"\(.*\)"/\1/p' common/common.h)
+UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.service
+MAN5	= hostgate.env.5
+MAN7	= hostgate.7
+MAN8	= frontd.8 brokerd.8 sandboxd.8 hgctl.8
+
+# The operator's configuration file, generated from .env.example: every
+# variable commented out with its default, the paths the installed ones.
+$(B)/hostgate.env: etc/hostgate.env.head .env.example Makefile
+	@mkdir -p $(dir $@)
+	{ $(SUBST) etc/hostgate.env.head; sed -n '/^## /,$$p' .env.example | \
+	  sed -e 's|^# HOSTGATE_STATE_DIR=.*|# HOSTGATE_STATE_DIR=$(STATEDIR)|' \
+	      -e 's|^# HOSTGATE_RUN_DIR=.*|# HOSTGATE_RUN_DIR=$(RUNDIR)|' \
+	      -e 's|^# HOSTGATE_PROFILES_DIR=.*|# HOSTGATE_PROFILES_DIR=$(PKGDATADIR)/profiles|' \
+	      -e 's|^# HOSTGATE_WEB_DIR=.*|# HOSTGATE_WEB_DIR=$(PKGDATADIR)/web|'; \
+	} > $@.tmp && mv $@.tmp $@
+
+# Everything goes under DESTDIR; hostgate.env only when there is none, so
+# that an operator's file is never overwritten (a reference copy of the
+# defaults goes to PKGDATADIR/hostgate.env each time).
+install: all $(B)/hostgate.env
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(PKGDATADIR)/profiles $(DESTDIR)$(PKGDATADIR)/web \
+		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/hostgate \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
+		$(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(B)/hgctl $(DESTDIR)$(BINDIR)/
+	cp -R profiles/. $(DESTDIR)$(PKGDATADIR)/profiles/
+	cp -R frontd/web/dist/. $(DESTDIR)$(PKGDATADIR)/web/
+	for u in $(UNITS); do \
+	  $(SUBST) systemd/$$u.in > $(DESTDIR)$(UNITDIR)/$$u && \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
+	install -m 0644 systemd/hostgate.target $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/hostgate.sysusers $(DESTDIR)$(SYSUSERSDIR)/hostgate.conf
+	$(SUBST) systemd/hostgate.tmpfiles.in > $(DESTDIR)$(TMPFILESDIR)/hostgate.conf
+	chmod 0644 $(DESTDIR)$(TMPFILESDIR)/hostgate.conf
+	for m in $(MAN5) $(MAN7) $(MAN8); do \
+	  $(SUBST) man/$$m > $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m && \
+	  chmod 0644 $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m || exit 1; done
+	install -m 0644 $(B)/hostgate.env $(DESTDIR)$(PKGDATADIR)/hostgate.env
+	@if [ -e $(DESTDIR)$(ENVFILE) ]; then \
+	  echo "install: keeping $(DESTDIR)$(ENVFILE); the defaults are in $(DESTDIR)$(PKGDATADIR)/hostgate.env"; \
+	else \
+	  echo "install -m 0644 $(B)/hostgate.env $(DESTDIR)$(ENVFILE)"; \
+	  install -m 0644 $(B)/hostgate.env $(DESTDIR)$(ENVFILE); fi
 
 # libFuzzer targets: each runs FUZZ_SECONDS (default 30) on a scratch
 # corpus seeded from tests/fuzz/corpus/TARGET, which stays as it is.

@@ -34,18 +34,6 @@ brokerd_sweep(evutil_socket_t fd, short ev, void *arg)
 	session_sweep();
 }
 
-/* Create dir with mode when missing; give it to uid when root. */
-static void
-brokerd_mkdir(const char *dir, mode_t mode, uid_t uid, gid_t gid)
-{
-	if (mkdir(dir, mode) == -1 && errno != EEXIST)
-		fatal("mkdir %s", dir);
-	if (geteuid() == 0 && chown(dir, uid, gid) == -1)
-		fatal("chown %s", dir);
-	if (chmod(dir, mode) == -1)
-		fatal("chmod %s", dir);
-}
-
 int
 main(int argc, char *argv[])
 {
@@ -55,7 +43,7 @@ main(int argc, char *argv[])
 	char		 err[512], *path;
 	uid_t		 uid, front_uid, sandbox_uid, ctl_uids[2];
 	gid_t		 gid, front_gid, sandbox_gid;
-	int		 debug, check, front_fd, ctl_fd;
+	int		 debug, check, front_fd, ctl_fd, separate;
 
 	proc_options(argc, argv, "brokerd", &debug, &check);
 
@@ -68,27 +56,27 @@ main(int argc, char *argv[])
 		return 0;
 	}
 
-	/* Privileged set-up: users, directories, sockets. */
-	if (geteuid() == 0) {
-		priv_lookup(conf.broker_user, &uid, &gid);
-		priv_lookup(conf.front_user, &front_uid, &front_gid);
-		priv_lookup(conf.sandbox_user, &sandbox_uid, &sandbox_gid);
-	} else {
-		uid = front_uid = sandbox_uid = getuid();
-		gid = front_gid = getgid();
-	}
+	/*
+	 * Set-up: users, directories, sockets. Separate users: started as
+	 * root, or directly as the broker user (systemd's User=).
+	 */
+	separate = priv_separate(conf.broker_user);
+	priv_peer(conf.broker_user, conf.broker_user, &uid, &gid);
+	priv_peer(conf.broker_user, conf.front_user, &front_uid, &front_gid);
+	priv_peer(conf.broker_user, conf.sandbox_user, &sandbox_uid,
+	    &sandbox_gid);
 	/*
 	 * 0711 under separate users: sandboxd passes through to its
 	 * workspaces; the files here are 0600 and their names unlisted.
 	 */
-	brokerd_mkdir(conf.state_dir, geteuid() == 0 ? 0711 : 0700, uid, gid);
+	priv_dir("state directory", conf.state_dir, uid, gid,
+	    separate ? 0711 : 0700);
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 
 	/* frontd's socket: its group may connect, SO_PEERCRED checks the uid. */
 	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
-	front_fd = ipc_listen(path, uid, front_gid, geteuid() == 0 ?
-	    0660 : 0600);
+	front_fd = ipc_listen(path, uid, front_gid, separate ? 0660 : 0600);
 	free(path);
 	/* hgctl's: root (who ignores modes) and the service user only. */
 	path = path_join(conf.run_dir, SOCK_BROKER_CONTROL);

@@ -199,6 +199,13 @@ struct priv_plan {
 };
 /* Look up a service user; fatalx when missing. */
 void	 priv_lookup(const char *user, uid_t *, gid_t *);
+/* Separate users: root, or started as self_user itself. */
+int	 priv_separate(const char *self_user);
+/* A peer's uid: its service user's when separate, else our own. */
+void	 priv_peer(const char *self_user, const char *peer_user, uid_t *,
+	    gid_t *);
+/* Create a directory with owner and mode, or check the one there. */
+int	 priv_dir(const char *what, const char *dir, uid_t, gid_t, mode_t);
 /* Steps 2-6 of the privilege drop (STYLE.md): caps, ids, rlimits, NNP. */
 void	 priv_drop(const struct priv_plan *);
 /* Step 7: the steady-state seccomp filter, loaded last. */

@@ -6,8 +6,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -66,6 +68,125 @@ priv_lookup(const char *user, uid_t *uid, gid_t *gid)
 		    "service users)", user);
 	*uid = pw->pw_uid;
 	*gid = pw->pw_gid;
+}
+
+/*
+ * Whether this daemon runs with separate users: started as root (it drops
+ * to self_user), or started directly as self_user (systemd's User=).
+ */
+int
+priv_separate(const char *self_user)
+{
+	struct passwd	*pw;
+
+	if (geteuid() == 0)
+		return (1);
+	errno = 0;
+	if ((pw = getpwnam(self_user)) == NULL)
+		return (0);
+	return (pw->pw_uid == geteuid());
+}
+
+/*
+ * The uid and gid a peer runs as: its service user's under separate
+ * users, else this daemon's own (everything under the invoking user).
+ */
+void
+priv_peer(const char *self_user, const char *peer_user, uid_t *uid,
+    gid_t *gid)
+{
+	if (priv_separate(self_user))
+		priv_lookup(peer_user, uid, gid);
+	else {
+		*uid = getuid();
+		*gid = getgid();
+	}
+}
+
+/* A uid's name for a message, or its number, copied into buf. */
+static const char *
+priv_uid_name(uid_t uid, char *buf, size_t sz)
+{
+	struct passwd	*pw;
+
+	if ((pw = getpwuid(uid)) != NULL)
+		snprintf(buf, sz, "%s", pw->pw_name);
+	else
+		snprintf(buf, sz, "%u", (unsigned)uid);
+	return (buf);
+}
+
+/* A gid's name for a message, or its number, copied into buf. */
+static const char *
+priv_gid_name(gid_t gid, char *buf, size_t sz)
+{
+	struct group	*gr;
+
+	if ((gr = getgrgid(gid)) != NULL)
+		snprintf(buf, sz, "%s", gr->gr_name);
+	else
+		snprintf(buf, sz, "%u", (unsigned)gid);
+	return (buf);
+}
+
+/*
+ * Create dir, or check the one that is there. A directory the daemon
+ * creates gets owner uid:gid and mode; it appears whole, so a peer that
+ * checks it at the same moment never sees it half set up. One that exists
+ * is never changed: its owner must be uid, no group or other may write to
+ * it, and it must grant the bits of mode & 0711 that the daemons need.
+ * Anything else stops the daemon with what it found and the fix.
+ */
+int
+priv_dir(const char *what, const char *dir, uid_t uid, gid_t gid,
+    mode_t mode)
+{
+	struct stat	 st;
+	char		*tmp, ub[64], gb[64], wb[64];
+	mode_t		 need = mode & 0711;
+	const char	*want;
+
+	if (stat(dir, &st) == -1) {
+		if (errno != ENOENT)
+			fatal("%s %s", what, dir);
+		if (asprintf(&tmp, "%s.new-%d", dir, (int)getpid()) == -1)
+			fatal("asprintf");
+		(void)rmdir(tmp);
+		if (mkdir(tmp, 0700) == -1)
+			fatal("%s %s: mkdir %s", what, dir, tmp);
+		if ((geteuid() == 0 && chown(tmp, uid, gid) == -1) ||
+		    chmod(tmp, mode) == -1) {
+			(void)rmdir(tmp);
+			fatal("%s %s: set up %s", what, dir, tmp);
+		}
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, dir,
+		    RENAME_NOREPLACE) == 0) {
+			free(tmp);
+			log_info("created %s %s (mode %04o)", what, dir,
+			    (unsigned)mode);
+			return (1);
+		}
+		if (errno != EEXIST)
+			fatal("%s %s: rename %s", what, dir, tmp);
+		/* Another daemon made it meanwhile: check theirs. */
+		(void)rmdir(tmp);
+		free(tmp);
+		if (stat(dir, &st) == -1)
+			fatal("%s %s", what, dir);
+	}
+	if (!S_ISDIR(st.st_mode))
+		fatalx("%s %s is not a directory; remove it or point the "
+		    "configuration elsewhere", what, dir);
+	if (st.st_uid == uid && (st.st_mode & 022) == 0 &&
+	    (st.st_mode & need) == need)
+		return (0);
+	want = priv_uid_name(uid, wb, sizeof(wb));
+	fatalx("%s %s is owned by %s:%s mode %04o; want %s, mode %04o: "
+	    "run chown %s: %s && chmod %04o %s, or remove it", what, dir,
+	    priv_uid_name(st.st_uid, ub, sizeof(ub)),
+	    priv_gid_name(st.st_gid, gb, sizeof(gb)),
+	    (unsigned)(st.st_mode & 07777), want, (unsigned)mode, want, dir,
+	    (unsigned)mode, dir);
 }
 
 /* Empty the capability bounding set; needs CAP_SETPCAP, so root only. */

@@ -107,10 +107,8 @@ main(int argc, char *argv[])
 		    "passwords and cookies cross the network in clear",
 		    conf.listen);
 
-	if (geteuid() == 0)
-		priv_lookup(conf.broker_user, &broker_uid, &broker_gid);
-	else
-		broker_uid = getuid();
+	/* Root, or started as the front user itself: brokerd has its own. */
+	priv_peer(conf.front_user, conf.broker_user, &broker_uid, &broker_gid);
 	fd = frontd_bind(&conf);
 	/* The panel is read now: frontd opens no file after the drop. */
 	if (static_load(conf.web_dir, err, sizeof(err)) == -1)

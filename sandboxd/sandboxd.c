@@ -44,10 +44,13 @@ static struct event_base	*sandboxd_base;
 
 /*
  * The workspace root belongs to sandboxd (0700). Its parent, the state
- * directory by default, must let sandboxd through: brokerd keeps it 0711.
+ * directory by default, must let sandboxd through: when sandboxd starts
+ * first it creates the state directory as brokerd would (the broker
+ * user's, 0711 under separate users), so that brokerd finds it right.
  */
 static void
-sandboxd_workspace_root(struct config *conf, uid_t uid, gid_t gid)
+sandboxd_workspace_root(struct config *conf, uid_t uid, gid_t gid,
+    uid_t broker_uid, gid_t broker_gid, int separate)
 {
 	char	*parent, *slash;
 
@@ -55,16 +58,15 @@ sandboxd_workspace_root(struct config *conf, uid_t uid, gid_t gid)
 		fatal("strdup");
 	if ((slash = strrchr(parent, '/')) != NULL && slash != parent) {
 		*slash = '\0';
-		if (mkdir(parent, 0711) == -1 && errno != EEXIST)
+		if (strcmp(parent, conf->state_dir) == 0)
+			priv_dir("state directory", parent, broker_uid,
+			    broker_gid, separate ? 0711 : 0700);
+		else if (mkdir(parent, 0711) == -1 && errno != EEXIST)
 			fatal("mkdir %s", parent);
 	}
 	free(parent);
-	if (mkdir(conf->workspace_root, 0700) == -1 && errno != EEXIST)
-		fatal("mkdir %s", conf->workspace_root);
-	if (geteuid() == 0 && chown(conf->workspace_root, uid, gid) == -1)
-		fatal("chown %s", conf->workspace_root);
+	priv_dir("workspace root", conf->workspace_root, uid, gid, 0700);
 }
-
 
 /* SIGCHLD: reap. */
 static void
@@ -83,7 +85,7 @@ main(int argc, char *argv[])
 	char		*path;
 	uid_t		 uid, broker_uid;
 	gid_t		 gid, broker_gid;
-	int		 debug, check, fd;
+	int		 debug, check, fd, separate;
 
 	proc_options(argc, argv, "sandboxd", &debug, &check);
 
@@ -97,19 +99,17 @@ main(int argc, char *argv[])
 		return 0;
 	}
 
-	if (geteuid() == 0) {
-		priv_lookup(conf.sandbox_user, &uid, &gid);
-		priv_lookup(conf.broker_user, &broker_uid, &broker_gid);
-	} else {
-		uid = broker_uid = getuid();
-		gid = broker_gid = getgid();
-	}
+	separate = priv_separate(conf.sandbox_user);
+	priv_peer(conf.sandbox_user, conf.sandbox_user, &uid, &gid);
+	priv_peer(conf.sandbox_user, conf.broker_user, &broker_uid,
+	    &broker_gid);
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
-	sandboxd_workspace_root(&conf, uid, gid);
+	sandboxd_workspace_root(&conf, uid, gid, broker_uid, broker_gid,
+	    separate);
 	cgroup_init(uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
-	fd = ipc_listen(path, uid, broker_gid, geteuid() == 0 ? 0660 : 0600);
+	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);
 	free(path);
 
 	if (!debug && daemon(0, 0) == -1)

@@ -27,8 +27,14 @@ if [ "$(id -u)" = 0 ]; then
 		fi
 	done
 fi
-mkdir -p "$HOSTGATE_STATE_DIR" "$HOSTGATE_RUN_DIR"
-chmod 0755 "$HOSTGATE_RUN_DIR"
+# The daemons create the state directory with its owner and mode (and
+# refuse one whose owner or mode is wrong); the run directory is shared
+# by all three, made here when missing.
+mkdir -p "$(dirname "$HOSTGATE_STATE_DIR")"
+[ -d "$HOSTGATE_RUN_DIR" ] || mkdir -p -m 0755 "$HOSTGATE_RUN_DIR"
+if [ -z "${HOSTGATE_ENV_FILE:-}" ] && [ -f .env ]; then
+	export HOSTGATE_ENV_FILE=$PWD/.env
+fi
 
 # Check the configuration once, with a clear message, before starting.
 "$B/sandboxd" -n

@@ -182,7 +182,9 @@ class Hostgate:
         self.state = os.path.join(self.dir, "state")
         self.run = os.path.join(self.dir, "run")
         self.logdir = os.path.join(self.dir, "logs")
-        for d in (self.bindir, self.state, self.run, self.logdir):
+        # The state directory is left to the daemons, which create it with
+        # its owner and mode (and refuse one that has the wrong ones).
+        for d in (self.bindir, self.run, self.logdir):
             os.mkdir(d)
             os.chmod(d, 0o755)
         for b in BINARIES:
@@ -206,8 +208,11 @@ class Hostgate:
         self.run_as = None
         if mode == "user" and IS_ROOT:
             self.run_as = account(TEST_USER)
-            for d in (self.state, self.run):
-                os.chown(d, *self.run_as)
+            # The test user cannot create it in our directory: made here,
+            # the way the daemons would (its owner, 0700).
+            os.mkdir(self.state, 0o700)
+            os.chown(self.state, *self.run_as)
+            os.chown(self.run, *self.run_as)
         self.daemon_uid = self.run_as[0] if self.run_as else os.geteuid()
 
         self.scheme = "https" if tls else "http"
