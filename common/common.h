@@ -40,9 +40,9 @@ const char *log_escape(const char *s, size_t len, char *buf, size_t bufsz);
 const char *log_destination(void);
 /*
  * The request a line is about: its id (frontd makes one per HTTP request),
- * user and session, shown on each line (request_id=) and as journal
- * fields. Sessions are logged by the first LOG_SESSION_SHORT hex digits of
- * their public id ("%.8s"), never by anything secret.
+ * user and session, shown at the start of each line ("[id] ") and as
+ * journal fields. Sessions are logged by the first LOG_SESSION_SHORT hex
+ * digits of their public id ("%.8s"), never by anything secret.
  */
 #define LOG_REQUEST_ID_LEN	16	/* lowercase hex */
 #define LOG_SESSION_SHORT	8

@@ -7,8 +7,9 @@
  *     "2026-12-01T10:00:00.123Z INFO frontd: message";
  *   - else syslog, when /dev/log accepts a connection;
  *   - else stderr, saying once that there is no syslog.
- * The request a line is about (log_ctx_set) is appended as
- * " request_id=..." on stderr and syslog, and becomes journal fields.
+ * The request a line is about (log_ctx_set) starts its message as
+ * "[0123456789abcdef] " on stderr and syslog, and becomes journal fields
+ * (a prefix: what follows may be anything a user sent, escaped).
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -276,15 +277,15 @@ log_vemit(int priority, const char *label, const char *errstr,
 		return;
 	rid[0] = '\0';
 	if (log_ctx_rid[0] != '\0')
-		snprintf(rid, sizeof rid, " request_id=%s", log_ctx_rid);
+		snprintf(rid, sizeof rid, "[%s] ", log_ctx_rid);
 	if (log_dest == LOG_TO_SYSLOG) {
-		syslog(priority, "%s%s", line, rid);
+		syslog(priority, "%s%s", rid, line);
 		return;
 	}
 	/* One write(2) per line keeps lines whole when processes share stderr. */
 	log_timestamp(when);
 	n = snprintf(out, sizeof out, "%s %s %s: %s%s\n", when, label,
-	    log_name, line, rid);
+	    log_name, rid, line);
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof out) {

@@ -230,13 +230,13 @@ emit_ctx(void)
 	log_ctx_clear();
 }
 
-/* The request of a context ends the lines logged inside it. */
+/* The request of a context starts the lines logged inside it. */
 static void
 test_context(void **state)
 {
 	log_init("testd", 1);
 	assert_lines(capture_stderr(emit_ctx),
-	    "INFO testd: spawn request_id=0123456789abcdef\n"
+	    "INFO testd: [0123456789abcdef] spawn\n"
 	    "INFO testd: idle\n"
 	    "INFO testd: bad\n");
 }
