@@ -759,6 +759,11 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 		json_object_object_add(d, "timed_out", json_object_get(
 		    json_object_object_get(res, "timed_out")));
 	}
+	if (strcmp(kind, "command") == 0)
+		log_info("command %s of %s ran (%s, %s)",
+		    json_str(res, "id") ? json_str(res, "id") : "?", w->user,
+		    json_str(res, "mode") ? json_str(res, "mode") : "?",
+		    json_str(res, "backend") ? json_str(res, "backend") : "?");
 	audit_append(strcmp(kind, "terminal") == 0 ? "terminal_opened" :
 	    "spawn", w->user, w->session_id[0] ? w->session_id : NULL, 1,
 	    NULL, d, 0);

@@ -6,7 +6,8 @@
  *   - else stderr in the foreground (-d), as
  *     "2026-12-01T10:00:00.123Z INFO frontd: message";
  *   - else syslog, when /dev/log accepts a connection;
- *   - else stderr, saying once that there is no syslog.
+ *   - else the stderr we were started with (kept open across daemon(3),
+ *     which points fd 2 at /dev/null), saying once that there is no syslog.
  * The request a line is about (log_ctx_set) starts its message as
  * "[0123456789abcdef] " on stderr and syslog, and becomes journal fields
  * (a prefix: what follows may be anything a user sent, escaped).
@@ -18,6 +19,7 @@
 #include <sys/random.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,7 @@ static const char	*log_name = "hostgate";
 static enum log_dest	 log_dest = LOG_TO_STDERR;
 static enum log_level	 log_level = LOG_LVL_INFO;
 static const char	*log_syslog_path = "/dev/log";
+static int		 log_fd = STDERR_FILENO;	/* where stderr lines go */
 
 /* The request, user and session the current lines are about. */
 static char		 log_ctx_rid[LOG_REQUEST_ID_LEN + 1];
@@ -93,15 +96,25 @@ void
 log_init(const char *name, int foreground)
 {
 	log_name = name;
-	if (log_journal_stream())
+	if (log_fd != STDERR_FILENO) {
+		close(log_fd);
+		log_fd = STDERR_FILENO;
+	}
+	if (log_journal_stream()) {
 		log_dest = LOG_TO_JOURNAL;
-	else if (foreground)
+		/* Opens the journal socket now, before any seccomp filter. */
+		log_info("logging to the systemd journal");
+	} else if (foreground)
 		log_dest = LOG_TO_STDERR;
 	else if (log_syslog_listens()) {
 		log_dest = LOG_TO_SYSLOG;
 		openlog(name, LOG_PID | LOG_NDELAY, LOG_DAEMON);
 	} else {
 		log_dest = LOG_TO_STDERR;
+		/* A copy, so that daemon(3) cannot turn it into /dev/null. */
+		log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (log_fd == -1)
+			log_fd = STDERR_FILENO;
 		log_warnx("no syslog daemon listens on %s: logging to stderr",
 		    log_syslog_path);
 	}
@@ -219,7 +232,7 @@ log_write_stderr(const char *buf, size_t len)
 	ssize_t	n;
 
 	while (len > 0) {
-		if ((n = write(STDERR_FILENO, buf, len)) == -1) {
+		if ((n = write(log_fd, buf, len)) == -1) {
 			if (errno == EINTR)
 				continue;
 			return;
