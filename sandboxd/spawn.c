@@ -319,14 +319,15 @@ spawn_reply(struct proc *p)
 	fds[1] = p->mem[1];
 	lseek(fds[0], 0, SEEK_SET);
 	lseek(fds[1], 0, SEEK_SET);
-	if (p->peer != NULL)
-		ipc_reply(p->peer, &m, res, fds, 2);
-	else
-		json_object_put(res);
+	/* Logged first: whoever reads the answer finds the line written. */
 	log_info("command %s of %s: %s %d, %zu+%zu bytes%s%s", p->id, p->user,
 	    sig ? "signal" : "exit", sig ? sig : code, p->len[0], p->len[1],
 	    p->timed_out ? ", timed out" : "",
 	    p->truncated ? ", truncated" : "");
+	if (p->peer != NULL)
+		ipc_reply(p->peer, &m, res, fds, 2);
+	else
+		json_object_put(res);
 }
 
 /* After exit, output still in the pipes has had its chance: answer. */
