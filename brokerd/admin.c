@@ -75,7 +75,7 @@ admin_revert(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
 	}
-	log_info("admin %s reverts session %s of %s", id->user->name, s->id,
+	log_info("admin %s reverts session %.8s of %s", id->user->name, s->id,
 	    s->user);
 	audit_append("admin_revert", id->user->name, id->session->id, 1,
 	    s->id, NULL, 0);

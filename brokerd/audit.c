@@ -891,6 +891,12 @@ audit_append(const char *action, const char *user, const char *session,
 
 	if (detail == NULL)
 		detail = json_object_new_object();
+	/* What an HTTP request caused carries its id (log.c's context). */
+	if (log_ctx_request_id() != NULL &&
+	    json_object_is_type(detail, json_type_object) &&
+	    !json_object_object_get_ex(detail, "request_id", NULL))
+		json_object_object_add(detail, "request_id",
+		    json_object_new_string(log_ctx_request_id()));
 	if (audit_fd == -1 || action == NULL) {
 		log_warnx("audit: log not open; a %s record is lost",
 		    action != NULL ? action : "(null)");

@@ -223,7 +223,7 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session %s", id);
 		return;
 	}
-	log_info("hgctl: session %s of %s revoked", s->id, s->user);
+	log_info("hgctl: session %.8s of %s revoked", s->id, s->user);
 	audit_append("session_revoked", s->user, s->id, 1, "hgctl", NULL, 0);
 	mode_revert(s, "admin", "hgctl");
 	events_emit(s->id, s->user, "session_ended", NULL);

@@ -65,7 +65,7 @@ events_emit(const char *session, const char *user, const char *name,
 	json_object_object_add(obj, "data",
 	    data ? data : json_object_new_object());
 	r->obj = obj;
-	log_debug("event %lld %s for %s%s%s", (long long)r->seq, name, user,
+	log_debug("event %lld %s for %s%s%.8s", (long long)r->seq, name, user,
 	    session ? " session " : "", session ? session : "");
 	if (events_front != NULL)
 		ipc_server_broadcast(events_front, json_object_get(obj));

@@ -105,6 +105,7 @@ static const struct ipc_peer_cbs front_cbs = { NULL, front_closed };
 static struct config	*front_conf;
 static struct rl_table	*front_rl_user;
 static struct rl_table	*front_rl_addr;
+static char		 front_rid[LOG_REQUEST_ID_LEN + 1]; /* of this request */
 
 /* {"client": addr} for an audit record. */
 static struct json_object *
@@ -115,6 +116,38 @@ front_client(const char *client)
 	d = json_object_new_object();
 	json_object_object_add(d, "client", json_object_new_string(client));
 	return d;
+}
+
+/*
+ * The request id of a request from frontd, which brokerd does not trust:
+ * one of the right shape is kept; none, or a malformed one, is replaced by
+ * a fresh id (and the malformed one logged, escaped).
+ */
+static void
+front_request_id(struct ipc_msg *m)
+{
+	const char	*rid;
+	char		 esc[64];
+
+	rid = json_str(m->obj, "request_id");
+	if (rid != NULL && log_reqid_valid(rid)) {
+		memcpy(front_rid, rid, sizeof(front_rid));
+		return;
+	}
+	log_reqid_new(front_rid);
+	if (json_object_object_get_ex(m->obj, "request_id", NULL))
+		log_warnx("frontd sent a malformed request_id \"%s\" with a "
+		    "%s request; it is %s here", rid != NULL ? log_escape(rid,
+		    (size_t)-1, esc, sizeof(esc)) : "(not a string)", m->type,
+		    front_rid);
+}
+
+/* Lines and audit records from here on are about id's request. */
+static void
+front_ctx(struct ident *id)
+{
+	log_ctx_set(front_rid, id->user != NULL ? id->user->name : NULL,
+	    id->session != NULL ? id->session->id : NULL);
 }
 
 /*
@@ -162,6 +195,7 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 		ipc_reply_error(p, m, ERR_UNAUTHORIZED, "user no longer exists");
 		return -1;
 	}
+	front_ctx(id);
 	if ((need & NEED_SESSION) && id->token != NULL) {
 		ipc_reply_error(p, m, ERR_FORBIDDEN,
 		    "agent tokens cannot do this; it needs a login session");
@@ -197,8 +231,11 @@ front_dispatch(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown request");
 		return;
 	}
+	front_request_id(m);
+	log_ctx_set(front_rid, NULL, NULL);
 	if (front_ident(p, m, op->need, &id) == 0)
 		op->fn(p, m, &id);
+	log_ctx_clear();
 }
 
 /* Health of brokerd and, through it, of sandboxd and its backend. */
@@ -262,7 +299,9 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
 		return;
 	}
-	log_info("login: user %s from %s, session %s", u->name, client, s->id);
+	log_ctx_set(front_rid, u->name, s->id);
+	log_info("login: user %s from %s, session %.8s", u->name, client,
+	    s->id);
 	counters.logins++;
 	audit_append("login", u->name, s->id, 1, NULL, front_client(client), 0);
 	mode_login(s, u);
@@ -281,7 +320,7 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 static void
 front_logout(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	log_info("logout: user %s, session %s", id->user->name,
+	log_info("logout: user %s, session %.8s", id->user->name,
 	    id->session->id);
 	audit_append("logout", id->user->name, id->session->id, 1, NULL, NULL,
 	    0);
@@ -351,7 +390,7 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
 		return;
 	}
-	log_info("session %s of %s: permission %s", id->session->id,
+	log_info("session %.8s of %s: permission %s", id->session->id,
 	    id->user->name, want);
 	audit_append("permission_changed", id->user->name, id->session->id, 1,
 	    want, NULL, 0);
@@ -405,7 +444,7 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the token");
 		return;
 	}
-	log_info("token %s minted for %s (session %s)", t->id, t->user,
+	log_info("token %s minted for %s (session %.8s)", t->id, t->user,
 	    id->session->id);
 	d = json_object_new_object();
 	json_object_object_add(d, "token", json_object_new_string(t->id));

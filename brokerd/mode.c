@@ -145,7 +145,7 @@ mode_revert(struct session *s, const char *reason, const char *by)
 	audit_append(strcmp(reason, "expired") == 0 ||
 	    strcmp(reason, "restart") == 0 ? "mode_expired" : "mode_reverted",
 	    s->user, s->id, 1, reason, d, 1);
-	log_info("session %s of %s: direct mode ended (%s)", s->id, s->user,
+	log_info("session %.8s of %s: direct mode ended (%s)", s->id, s->user,
 	    reason);
 	d = json_object_new_object();
 	json_object_object_add(d, "reason", json_object_new_string(reason));
@@ -228,7 +228,7 @@ mode_grant(struct session *s, const char *why, char *err, size_t errsz)
 	}
 	mode_arm(s);
 	counters.grants++;
-	log_info("session %s of %s: direct mode for %d s (%s)", s->id,
+	log_info("session %.8s of %s: direct mode for %d s (%s)", s->id,
 	    s->user, mode_conf->direct_ttl, why);
 	events_emit(s->id, s->user, "mode_changed", mode_session_json(s));
 	return 0;
@@ -345,7 +345,7 @@ mode_init(struct event_base *base, struct config *conf)
 			continue;
 		}
 		mode_arm(s);
-		log_info("session %s of %s: direct mode resumed, %lld s left",
+		log_info("session %.8s of %s: direct mode resumed, %lld s left",
 		    s->id, s->user, (long long)mode_remaining(s));
 	}
 }

@@ -231,7 +231,7 @@ sandbox_kill_session(const char *session_id)
 			snprintf(sandbox_pending[sandbox_npending++], 33, "%s",
 			    session_id);
 		else
-			log_warnx("too many pending kills; session %s's "
+			log_warnx("too many pending kills; session %.8s's "
 			    "direct processes are left", session_id);
 		return;
 	}

@@ -37,6 +37,7 @@ struct spawn_wait {
 	char			*user;
 	int			 kind;		/* SPAWN_WAIT_* */
 	char			 session_id[33];
+	char			 request_id[LOG_REQUEST_ID_LEN + 1];
 	TAILQ_ENTRY(spawn_wait)	 entry;
 };
 #define SPAWN_WAIT_COMMAND	1
@@ -153,6 +154,15 @@ spawn_env(struct ipc_peer *p, struct ipc_msg *m, struct json_object *out)
 	return 0;
 }
 
+/* The id of the HTTP request being served, for sandboxd's log lines. */
+static void
+spawn_add_request_id(struct json_object *req)
+{
+	if (log_ctx_request_id() != NULL)
+		json_object_object_add(req, "request_id",
+		    json_object_new_string(log_ctx_request_id()));
+}
+
 /* The spawn request common to commands and terminals. */
 static struct json_object *
 spawn_request(struct ident *id, const char *kind)
@@ -171,6 +181,7 @@ spawn_request(struct ident *id, const char *kind)
 	    mode_is_direct(id->session) ? "direct" : "sandbox"));
 	json_object_object_add(req, "permission",
 	    json_object_new_string(session_permission(id->session)));
+	spawn_add_request_id(req);
 	return req;
 }
 
@@ -188,8 +199,17 @@ spawn_wait_new(struct ipc_peer *front, struct ipc_msg *m, const char *user,
 	w->kind = kind;
 	snprintf(w->session_id, sizeof(w->session_id), "%s",
 	    session_id ? session_id : "");
+	snprintf(w->request_id, sizeof(w->request_id), "%s",
+	    log_ctx_request_id() ? log_ctx_request_id() : "");
 	TAILQ_INSERT_TAIL(&waits, w, entry);
 	return w;
+}
+
+/* sandboxd's answer is about the request w waits for: log it as such. */
+static void
+spawn_wait_ctx(struct spawn_wait *w)
+{
+	log_ctx_set(w->request_id, w->user, w->session_id);
 }
 
 static void
@@ -238,9 +258,11 @@ spawn_command_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 {
 	struct spawn_wait	*w = arg;
 
+	spawn_wait_ctx(w);
 	spawn_audit(w, m, "command");
 	spawn_relay(w, m);
 	spawn_wait_free(w);
+	log_ctx_clear();
 }
 
 /* POST /api/run_command and /api/run_python. */
@@ -345,6 +367,7 @@ spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 	struct term		*t;
 	const char		*tid, *mode, *backend;
 
+	spawn_wait_ctx(w);
 	spawn_audit(w, m, "terminal");
 	if (m != NULL && json_object_object_get_ex(m->obj, "result", &res) &&
 	    (tid = json_str(res, "id")) != NULL && strlen(tid) == 16) {
@@ -366,6 +389,7 @@ spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 	}
 	spawn_relay(w, m);
 	spawn_wait_free(w);
+	log_ctx_clear();
 }
 
 /* POST /api/terminals {cols, rows} */
@@ -478,8 +502,10 @@ spawn_relay_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 {
 	struct spawn_wait	*w = arg;
 
+	spawn_wait_ctx(w);
 	spawn_relay(w, m);
 	spawn_wait_free(w);
+	log_ctx_clear();
 }
 
 /* Ask sandboxd something about a terminal and relay its answer. */
@@ -499,6 +525,7 @@ spawn_terminal_ask(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string(type));
 	json_object_object_add(req, "proc", json_object_new_string(t->id));
+	spawn_add_request_id(req);
 	w = spawn_wait_new(p, m, id->user->name, SPAWN_WAIT_RELAY, NULL);
 	if (ipc_request(sp, req, NULL, 0, SPAWN_QUICK_MS, spawn_relay_done,
 	    w) == -1) {
@@ -732,6 +759,11 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 		json_object_object_add(d, "timed_out", json_object_get(
 		    json_object_object_get(res, "timed_out")));
 	}
+	if (strcmp(kind, "command") == 0)
+		log_info("command %s of %s ran (%s, %s)",
+		    json_str(res, "id") ? json_str(res, "id") : "?", w->user,
+		    json_str(res, "mode") ? json_str(res, "mode") : "?",
+		    json_str(res, "backend") ? json_str(res, "backend") : "?");
 	audit_append(strcmp(kind, "terminal") == 0 ? "terminal_opened" :
 	    "spawn", w->user, w->session_id[0] ? w->session_id : NULL, 1,
 	    NULL, d, 0);

@@ -36,6 +36,25 @@ __dead void fatalx(const char *, ...) HG_PRINTF(1, 2);
 /* Escape untrusted text for a log line into buf; returns buf. */
 const char *log_escape(const char *s, size_t len, char *buf, size_t bufsz);
 #define LOG_ESCAPE_MAX 256
+/* "journal", "syslog" or "stderr": where log_init sent the lines. */
+const char *log_destination(void);
+/*
+ * The request a line is about: its id (frontd makes one per HTTP request),
+ * user and session, shown at the start of each line ("[id] ") and as
+ * journal fields. Sessions are logged by the first LOG_SESSION_SHORT hex
+ * digits of their public id ("%.8s"), never by anything secret.
+ */
+#define LOG_REQUEST_ID_LEN	16	/* lowercase hex */
+#define LOG_SESSION_SHORT	8
+void	 log_ctx_set(const char *request_id, const char *user,
+	    const char *session);
+void	 log_ctx_clear(void);
+const char *log_ctx_request_id(void);	/* NULL when none */
+const char *log_ctx_user(void);		/* NULL when none */
+int	 log_reqid_valid(const char *);
+void	 log_reqid_new(char out[LOG_REQUEST_ID_LEN + 1]);
+/* RFC 3339 UTC with milliseconds, "2026-12-01T10:00:00.123Z". */
+void	 log_timestamp(char out[32]);
 
 /* config.c */
 enum exec_mode { MODE_SANDBOX, MODE_DIRECT };

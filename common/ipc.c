@@ -96,6 +96,7 @@ static void	ipc_peer_kill(struct ipc_peer *, const char *, ...)
 		    HG_PRINTF(2, 3);
 static void	ipc_peer_destroy(struct ipc_peer *);
 static void	ipc_link_schedule(struct ipc_link *);
+static void	ipc_reply_user(struct json_object *);
 
 static const struct {
 	enum ipc_role	 role;
@@ -357,7 +358,17 @@ ipc_reply(struct ipc_peer *p, struct ipc_msg *m, struct json_object *result,
 	    json_object_new_int64(m->id) : NULL);
 	json_object_object_add(obj, "result", result != NULL ? result :
 	    json_object_new_object());
+	ipc_reply_user(obj);
 	return ipc_send(p, obj, fds, nfds);
+}
+
+/* A reply says who the request was from when the log context knows it. */
+static void
+ipc_reply_user(struct json_object *obj)
+{
+	if (log_ctx_user() != NULL)
+		json_object_object_add(obj, "user",
+		    json_object_new_string(log_ctx_user()));
 }
 
 /* Build {"id", "error": {"code", "message"}} with optional retry_after. */
@@ -378,6 +389,7 @@ ipc_reply_error_obj(struct ipc_peer *p, struct ipc_msg *m, const char *code,
 	json_object_object_add(obj, "id", m != NULL && m->id >= 0 ?
 	    json_object_new_int64(m->id) : NULL);
 	json_object_object_add(obj, "error", err);
+	ipc_reply_user(obj);
 	return ipc_send(p, obj, NULL, 0);
 }
 

@@ -1,27 +1,137 @@
 /*
- * Logging for the daemons and hgctl: to stderr in the foreground, else to
- * syslog, in the style of OpenBSD's log.c.
+ * Logging for the daemons and hgctl, in the style of OpenBSD's log.c. A
+ * line goes to one place, chosen once by log_init():
+ *   - the systemd journal, natively (sd_journal_sendv), when JOURNAL_STREAM
+ *     names the stderr we were given: systemd started us;
+ *   - else stderr in the foreground (-d), as
+ *     "2026-12-01T10:00:00.123Z INFO frontd: message";
+ *   - else syslog, when /dev/log accepts a connection;
+ *   - else the stderr we were started with (kept open across daemon(3),
+ *     which points fd 2 at /dev/null), saying once that there is no syslog.
+ * The request a line is about (log_ctx_set) starts its message as
+ * "[0123456789abcdef] " on stderr and syslog, and becomes journal fields
+ * (a prefix: what follows may be anything a user sent, escaped).
  */
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/random.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+/* CODE_FILE=common/log.c on every entry would say nothing. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
+#include <systemd/sd-journal.h>
 
 #include "common.h"
 
+enum log_dest { LOG_TO_STDERR, LOG_TO_SYSLOG, LOG_TO_JOURNAL };
+
 static const char	*log_name = "hostgate";
-static int		 log_foreground = 1;
+static enum log_dest	 log_dest = LOG_TO_STDERR;
 static enum log_level	 log_level = LOG_LVL_INFO;
+static const char	*log_syslog_path = "/dev/log";
+static int		 log_fd = STDERR_FILENO;	/* where stderr lines go */
+
+/* The request, user and session the current lines are about. */
+static char		 log_ctx_rid[LOG_REQUEST_ID_LEN + 1];
+static char		 log_ctx_usr[64];
+static char		 log_ctx_ses[LOG_SESSION_SHORT + 1];
+
+/*
+ * Whether JOURNAL_STREAM ("device:inode") names our stderr: then systemd
+ * connected it to the journal and native entries are the better form.
+ */
+static int
+log_journal_stream(void)
+{
+	const char		*v;
+	unsigned long long	 dev, ino;
+	struct stat		 st;
+	char			 end;
+
+	if ((v = getenv("JOURNAL_STREAM")) == NULL ||
+	    sscanf(v, "%llu:%llu%c", &dev, &ino, &end) != 2)
+		return 0;
+	if (fstat(STDERR_FILENO, &st) == -1)
+		return 0;
+	return (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+}
+
+/* Whether a syslog daemon listens on /dev/log (glibc would drop silently). */
+static int
+log_syslog_listens(void)
+{
+	struct sockaddr_un	 sun;
+	int			 fd, ok;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	snprintf(sun.sun_path, sizeof sun.sun_path, "%s", log_syslog_path);
+	if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) == -1)
+		return 0;
+	ok = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+	if (!ok && errno == EPROTOTYPE) {
+		/* Some syslog daemons listen on a stream socket. */
+		close(fd);
+		if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			return 0;
+		ok = connect(fd, (struct sockaddr *)&sun, sizeof sun) == 0;
+	}
+	close(fd);
+	return ok;
+}
 
 /* Set the program name and where lines go; also opens syslog when needed. */
 void
 log_init(const char *name, int foreground)
 {
 	log_name = name;
-	log_foreground = foreground;
-	if (!foreground)
+	if (log_fd != STDERR_FILENO) {
+		close(log_fd);
+		log_fd = STDERR_FILENO;
+	}
+	if (log_journal_stream()) {
+		log_dest = LOG_TO_JOURNAL;
+		/* Opens the journal socket now, before any seccomp filter. */
+		log_info("logging to the systemd journal");
+	} else if (foreground)
+		log_dest = LOG_TO_STDERR;
+	else if (log_syslog_listens()) {
+		log_dest = LOG_TO_SYSLOG;
 		openlog(name, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	} else {
+		log_dest = LOG_TO_STDERR;
+		/* A copy, so that daemon(3) cannot turn it into /dev/null. */
+		log_fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+		if (log_fd == -1)
+			log_fd = STDERR_FILENO;
+		log_warnx("no syslog daemon listens on %s: logging to stderr",
+		    log_syslog_path);
+	}
+}
+
+/* Where lines go now: "journal", "syslog" or "stderr". */
+const char *
+log_destination(void)
+{
+	switch (log_dest) {
+	case LOG_TO_JOURNAL:
+		return ("journal");
+	case LOG_TO_SYSLOG:
+		return ("syslog");
+	default:
+		return ("stderr");
+	}
 }
 
 /* Set the most verbose level that is still logged. */
@@ -32,27 +142,170 @@ log_setlevel(enum log_level level)
 }
 
 /*
- * Format and emit one line. The line is built in a fixed buffer, not with
+ * Say which request, user and session the following lines are about (any
+ * may be NULL); the session id is kept in its short form. Lasts until
+ * log_ctx_clear() or the next log_ctx_set().
+ */
+void
+log_ctx_set(const char *request_id, const char *user, const char *session)
+{
+	snprintf(log_ctx_rid, sizeof log_ctx_rid, "%s",
+	    request_id != NULL && log_reqid_valid(request_id) ? request_id :
+	    "");
+	snprintf(log_ctx_usr, sizeof log_ctx_usr, "%s",
+	    user != NULL ? user : "");
+	snprintf(log_ctx_ses, sizeof log_ctx_ses, "%s",
+	    session != NULL ? session : "");
+}
+
+/* The lines that follow are about no request in particular. */
+void
+log_ctx_clear(void)
+{
+	log_ctx_rid[0] = log_ctx_usr[0] = log_ctx_ses[0] = '\0';
+}
+
+/* The request id of the current context, or NULL. */
+const char *
+log_ctx_request_id(void)
+{
+	return (log_ctx_rid[0] != '\0' ? log_ctx_rid : NULL);
+}
+
+/* The user of the current context, or NULL. */
+const char *
+log_ctx_user(void)
+{
+	return (log_ctx_usr[0] != '\0' ? log_ctx_usr : NULL);
+}
+
+/* Whether s has the shape of a request id: LOG_REQUEST_ID_LEN hex digits. */
+int
+log_reqid_valid(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL || strlen(s) != LOG_REQUEST_ID_LEN)
+		return (0);
+	for (i = 0; i < LOG_REQUEST_ID_LEN; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return (0);
+	return (1);
+}
+
+/* A fresh random request id (unique, not a secret) into out. */
+void
+log_reqid_new(char out[LOG_REQUEST_ID_LEN + 1])
+{
+	static const char	hex[] = "0123456789abcdef";
+	unsigned char		rnd[LOG_REQUEST_ID_LEN / 2];
+	size_t			i;
+
+	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
+		fatal("getrandom");
+	for (i = 0; i < sizeof rnd; i++) {
+		out[2 * i] = hex[rnd[i] >> 4];
+		out[2 * i + 1] = hex[rnd[i] & 0xf];
+	}
+	out[LOG_REQUEST_ID_LEN] = '\0';
+}
+
+/* The wall clock as RFC 3339 UTC with milliseconds, into out[32]. */
+void
+log_timestamp(char out[32])
+{
+	struct timespec	ts;
+	struct tm	tm;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
+}
+
+/* Write all of buf to stderr in one write(2) (retried only when cut). */
+static void
+log_write_stderr(const char *buf, size_t len)
+{
+	ssize_t	n;
+
+	while (len > 0) {
+		if ((n = write(log_fd, buf, len)) == -1) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
+		buf += n;
+		len -= n;
+	}
+}
+
+/* Send one native journal entry; -1 when the journal did not take it. */
+static int
+log_journal_send(int priority, const char *msg)
+{
+	struct iovec	iov[6];
+	char		f_msg[4200], f_pri[16], f_id[64];
+	char		f_rid[48], f_usr[96], f_ses[48];
+	int		n = 0;
+
+#define LOG_IOV(buf, ...) do {						\
+	snprintf(buf, sizeof buf, __VA_ARGS__);				\
+	iov[n].iov_base = buf;						\
+	iov[n++].iov_len = strlen(buf);					\
+} while (0)
+	LOG_IOV(f_msg, "MESSAGE=%s", msg);
+	LOG_IOV(f_pri, "PRIORITY=%d", priority);
+	LOG_IOV(f_id, "SYSLOG_IDENTIFIER=%s", log_name);
+	if (log_ctx_rid[0] != '\0')
+		LOG_IOV(f_rid, "HOSTGATE_REQUEST_ID=%s", log_ctx_rid);
+	if (log_ctx_usr[0] != '\0')
+		LOG_IOV(f_usr, "HOSTGATE_USER=%s", log_ctx_usr);
+	if (log_ctx_ses[0] != '\0')
+		LOG_IOV(f_ses, "HOSTGATE_SESSION=%s", log_ctx_ses);
+#undef LOG_IOV
+	return (sd_journal_sendv(iov, n) < 0 ? -1 : 0);
+}
+
+/*
+ * Format and emit one line. The line is built in fixed buffers, not with
  * malloc, so that fatal() still works when memory ran out.
  */
 static void
 log_vemit(int priority, const char *label, const char *errstr,
     const char *fmt, va_list ap)
 {
-	char	line[4096];
+	char	line[4096], out[4096 + 128], when[32], rid[32];
 	size_t	len;
+	int	n;
 
 	vsnprintf(line, sizeof line, fmt, ap);
 	if (errstr != NULL) {
 		len = strlen(line);
 		snprintf(line + len, sizeof line - len, ": %s", errstr);
 	}
-	if (log_foreground) {
-		/* One fprintf per line keeps lines whole when processes share stderr. */
-		fprintf(stderr, "%s: %s: %s\n", log_name, label, line);
-		fflush(stderr);
-	} else
-		syslog(priority, "%s", line);
+	if (log_dest == LOG_TO_JOURNAL && log_journal_send(priority, line) == 0)
+		return;
+	rid[0] = '\0';
+	if (log_ctx_rid[0] != '\0')
+		snprintf(rid, sizeof rid, "[%s] ", log_ctx_rid);
+	if (log_dest == LOG_TO_SYSLOG) {
+		syslog(priority, "%s%s", rid, line);
+		return;
+	}
+	/* One write(2) per line keeps lines whole when processes share stderr. */
+	log_timestamp(when);
+	n = snprintf(out, sizeof out, "%s %s %s: %s%s\n", when, label,
+	    log_name, rid, line);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof out) {
+		n = sizeof out - 1;
+		out[n - 1] = '\n';
+	}
+	log_write_stderr(out, n);
 }
 
 /* Log a warning followed by the current errno's message. */

@@ -306,6 +306,10 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	char			 hdr[64];
 	int64_t			 retry;
 
+	/* Who brokerd found the request was from, for the access line. */
+	if (m != NULL && json_str(m->obj, "user") != NULL)
+		snprintf(req->user, sizeof(req->user), "%s",
+		    json_str(m->obj, "user"));
 	if (m == NULL) {
 		http_reply_error(req, 503, ERR_UNAVAILABLE,
 		    "brokerd did not answer", NULL);
@@ -356,7 +360,7 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		http_reply_json(req, r->status, json_object_get(res), NULL);
 }
 
-/* Add the raw credentials of req to a brokerd request. */
+/* Add the raw credentials of req, and its request id, to a brokerd request. */
 void
 api_add_auth(struct http_request *req, struct json_object *obj)
 {
@@ -364,6 +368,8 @@ api_add_auth(struct http_request *req, struct json_object *obj)
 	const char		*h;
 	char			 cookie[512];
 
+	json_object_object_add(obj, "request_id",
+	    json_object_new_string(req->request_id));
 	auth = json_object_new_object();
 	if (http_cookie(req, API_COOKIE, cookie, sizeof(cookie)) == 0 &&
 	    cookie[0] != '\0')
@@ -864,6 +870,9 @@ api_handle(struct http_request *req, void *arg)
 		return;
 	}
 	json_object_put(body);
+	if (strcmp(r->op, "login") == 0 || strcmp(r->op, "health") == 0)
+		json_object_object_add(obj, "request_id",
+		    json_object_new_string(req->request_id));
 	if (strcmp(r->op, "login") == 0)
 		json_object_object_add(obj, "client",
 		    json_object_new_string(req->peer));

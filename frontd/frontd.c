@@ -19,7 +19,8 @@
 
 /*
  * Beyond the common event-loop set: accepting TCP clients, and the memfds
- * that carry a command's stdin and output.
+ * that carry a command's stdin and output (and, for an entry too large
+ * for one datagram, sd_journal_sendv's).
  */
 static const char *const frontd_syscalls[] = {
 	"accept4", "accept",

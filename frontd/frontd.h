@@ -42,6 +42,10 @@ struct http_request {
 	int			 tls;
 	char			 peer[64];	/* client address, numeric */
 	void			*pending;	/* brokerd request in flight */
+	/* for the X-Request-Id header and the access line */
+	char			 request_id[LOG_REQUEST_ID_LEN + 1];
+	int64_t			 started;	/* monotonic ms */
+	char			 user[64];	/* as brokerd said, or "" */
 };
 
 typedef void (*http_handler)(struct http_request *, void *);
@@ -77,10 +81,13 @@ void	 http_reply_error(struct http_request *, int status, const char *code,
 	    const char *message, const char *extra);
 const char *http_status_text(int status);
 /*
- * Take a request's connection over (WebSocket, SSE): frees the request and
- * returns its bufferevent, or NULL when the client has gone.
+ * Take a request's connection over (WebSocket, SSE) to answer it with
+ * status: logs its access line, frees the request and returns its
+ * bufferevent, or NULL when the client has gone.
  */
-struct bufferevent *http_takeover(struct http_request *);
+struct bufferevent *http_takeover(struct http_request *, int status);
+/* Log the access line of a request: one per request, at info. */
+void	 http_access_log(struct http_request *, int status, size_t bytes);
 
 /* tls.c */
 /* A server SSL_CTX (TLS 1.2+) with cert and key loaded; NULL + err. */

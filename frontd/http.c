@@ -583,6 +583,8 @@ http_request_new(struct http_conn *conn)
 	req->conn = conn;
 	req->tls = conn->tls;
 	memcpy(req->peer, conn->peer, sizeof req->peer);
+	log_reqid_new(req->request_id);
+	req->started = now_mono_ms();
 	return (req);
 }
 
@@ -650,6 +652,31 @@ http_conn_next(struct http_conn *conn, int keep)
 	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 }
 
+/*
+ * The access line of a request, as a web server writes one: client, user,
+ * method and path (escaped; never the query string, which may carry a
+ * secret), status, body bytes sent and milliseconds since its first byte,
+ * with the request id (and user) as the line's context.
+ */
+void
+http_access_log(struct http_request *req, int status, size_t bytes)
+{
+	char	path[LOG_ESCAPE_MAX], user[80], method[40];
+
+	log_escape(req->path != NULL ? req->path : "-", (size_t)-1, path,
+	    sizeof path);
+	log_escape(req->user[0] != '\0' ? req->user : "-", (size_t)-1, user,
+	    sizeof user);
+	log_escape(req->method[0] != '\0' ? req->method : "-", (size_t)-1,
+	    method, sizeof method);
+	log_ctx_set(req->request_id, req->user[0] != '\0' ? req->user : NULL,
+	    NULL);
+	log_info("access %s %s \"%s %s\" %d %zu %lldms", req->peer, user,
+	    method, path, status, bytes,
+	    (long long)(now_mono_ms() - req->started));
+	log_ctx_clear();
+}
+
 /* Answer a request; see frontd.h. */
 void
 http_reply(struct http_request *req, int status, const char *ctype,
@@ -657,12 +684,14 @@ http_reply(struct http_request *req, int status, const char *ctype,
 {
 	struct http_conn	*conn = req->conn;
 	struct evbuffer		*buf;
-	char			 esc[LOG_ESCAPE_MAX];
+	size_t			 sent = 0;
 	int			 keep;
 
 	if (conn == NULL) {
 		log_debug("%s: client gone, reply %d dropped", req->peer,
 		    status);
+		/* 499, as nginx logs a client that closed first. */
+		http_access_log(req, 499, 0);
 		http_request_free(req);
 		return;
 	}
@@ -684,19 +713,19 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	    "X-Frame-Options: DENY\r\n");
 	if (extra == NULL || !http_extra_has(extra, "Cache-Control"))
 		evbuffer_add_printf(buf, "Cache-Control: no-store\r\n");
+	evbuffer_add_printf(buf, "X-Request-Id: %s\r\n", req->request_id);
 	if (extra != NULL)
 		evbuffer_add(buf, extra, strlen(extra));
 	evbuffer_add(buf, "\r\n", 2);
 	if (body != NULL && status != 204 && status != 304 &&
-	    strcmp(req->method, "HEAD") != 0)
+	    strcmp(req->method, "HEAD") != 0) {
 		evbuffer_add(buf, body, len);
+		sent = len;
+	}
 	bufferevent_write_buffer(conn->bev, buf);
 	evbuffer_free(buf);
 
-	log_debug("%s: %s %s -> %d", conn->peer,
-	    req->method[0] != '\0' ? req->method : "-",
-	    log_escape(req->path != NULL ? req->path : "-", (size_t)-1, esc,
-	    sizeof esc), status);
+	http_access_log(req, status, sent);
 	conn->req = NULL;
 	http_request_free(req);
 	http_conn_next(conn, keep);
@@ -1113,20 +1142,23 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 
 /*
  * Hand a request's connection over to another protocol (WebSocket, server-
- * sent events): the request is freed, the HTTP machinery lets go, and the
- * caller owns the bufferevent with whatever input is still buffered. NULL
- * when the client has already gone.
+ * sent events) that the caller answers with status: the request is logged
+ * and freed, the HTTP machinery lets go, and the caller owns the
+ * bufferevent with whatever input is still buffered. NULL when the client
+ * has already gone.
  */
 struct bufferevent *
-http_takeover(struct http_request *req)
+http_takeover(struct http_request *req, int status)
 {
 	struct http_conn	*conn = req->conn;
 	struct bufferevent	*bev;
 
 	if (conn == NULL) {
+		http_access_log(req, 499, 0);
 		http_request_free(req);
 		return NULL;
 	}
+	http_access_log(req, status, 0);
 	bev = conn->bev;
 	bufferevent_setcb(bev, NULL, NULL, NULL, NULL);
 	bufferevent_set_timeouts(bev, NULL, NULL);

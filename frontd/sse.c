@@ -150,7 +150,7 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	struct sse		*s;
 	struct evbuffer		*out;
 	const char		*user, *session;
-	char			 peer[64];
+	char			 peer[64], rid[LOG_REQUEST_ID_LEN + 1];
 	int			 complete = 1;
 	size_t			 i;
 
@@ -171,7 +171,8 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		return;
 	}
 	snprintf(peer, sizeof(peer), "%s", req->peer);
-	if ((bev = http_takeover(req)) == NULL)
+	memcpy(rid, req->request_id, sizeof(rid));
+	if ((bev = http_takeover(req, 200)) == NULL)
 		return;
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
 	    (s->user = strdup(user)) == NULL)
@@ -187,8 +188,9 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	    "X-Accel-Buffering: no\r\n"
 	    "X-Content-Type-Options: nosniff\r\n"
 	    "Referrer-Policy: no-referrer\r\n"
-	    "X-Frame-Options: DENY\r\n\r\n"
-	    "retry: 2000\n\n");
+	    "X-Frame-Options: DENY\r\n"
+	    "X-Request-Id: %s\r\n\r\n"
+	    "retry: 2000\n\n", rid);
 	/* What the client missed since its Last-Event-ID. */
 	if (json_object_object_get_ex(res, "missed", &missed))
 		for (i = 0; i < json_object_array_length(missed); i++)

@@ -415,7 +415,7 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	struct http_request	*req = wt->req;
 	struct ws		*w, *old;
 	struct timeval		 tv = { WS_PING_SECS, 0 };
-	char			 peer[64];
+	char			 peer[64], rid[LOG_REQUEST_ID_LEN + 1];
 	int			 fd;
 
 	req->pending = NULL;
@@ -431,9 +431,10 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	fd = m->fds[0];
 	m->fds[0] = -1;
 	snprintf(peer, sizeof(peer), "%s", req->peer);
+	memcpy(rid, req->request_id, sizeof(rid));
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		fatal("%s", __func__);
-	if ((w->bev = http_takeover(req)) == NULL) {
+	if ((w->bev = http_takeover(req, 101)) == NULL) {
 		close(fd);
 		free(w);
 		free(wt);
@@ -443,11 +444,11 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	memcpy(w->id, wt->id, sizeof(w->id));
 	memcpy(w->peer, peer, sizeof(w->peer));
-	bufferevent_write(w->bev, "HTTP/1.1 101 Switching Protocols\r\n"
+	evbuffer_add_printf(bufferevent_get_output(w->bev),
+	    "HTTP/1.1 101 Switching Protocols\r\n"
 	    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-	    "Sec-WebSocket-Accept: ", 97);
-	bufferevent_write(w->bev, wt->accept, strlen(wt->accept));
-	bufferevent_write(w->bev, "\r\n\r\n", 4);
+	    "Sec-WebSocket-Accept: %s\r\n"
+	    "X-Request-Id: %s\r\n\r\n", wt->accept, rid);
 	free(wt);
 
 	if (wslay_event_context_server_init(&w->ctx, &cbs, w) != 0)

@@ -56,6 +56,17 @@ broker_health(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, res, NULL, 0);
 }
 
+/*
+ * The request, user and session a message from brokerd is about become
+ * the log context (a malformed request id is not shown).
+ */
+static void
+broker_ctx(struct ipc_msg *m)
+{
+	log_ctx_set(json_str(m->obj, "request_id"), json_str(m->obj, "user"),
+	    json_str(m->obj, "session"));
+}
+
 /* A hostgate user name, as brokerd's auth.c allows them. */
 static int
 broker_user_ok(const char *name)
@@ -138,6 +149,7 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	strv_init(&env);
 	strv_init(&cmd);
 	strv_init(&envp);
+	broker_ctx(m);
 	kind = json_str(m->obj, "kind");
 	mode = json_str(m->obj, "mode");
 	perm = json_str(m->obj, "permission");
@@ -156,7 +168,8 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	    perm == NULL || !broker_user_ok(s.user) ||
 	    broker_strings(o, &argv, BROKER_MAX_ARGV) == -1 || argv.n == 0 ||
 	    timeout < 1 || cap < 0 || cols < 1 || rows < 1 || cols > 1000 ||
-	    rows > 1000) {
+	    rows > 1000 || (json_object_object_get_ex(m->obj, "request_id",
+	    NULL) && !log_reqid_valid(json_str(m->obj, "request_id")))) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed spawn request");
 		goto out;
 	}
@@ -220,6 +233,7 @@ out:
 	strv_free(&env);
 	strv_free(&cmd);
 	strv_free(&envp);
+	log_ctx_clear();
 }
 
 /* A dup of a terminal's pty master, for frontd (through brokerd). */
@@ -230,12 +244,13 @@ broker_attach(struct ipc_peer *p, struct ipc_msg *m)
 	const char	*id;
 	int		 fd;
 
+	broker_ctx(m);
 	if ((id = json_str(m->obj, "proc")) == NULL ||
-	    (pr = spawn_find(id)) == NULL || (fd = spawn_master(pr)) == -1) {
+	    (pr = spawn_find(id)) == NULL || (fd = spawn_master(pr)) == -1)
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such live terminal");
-		return;
-	}
-	ipc_reply(p, m, NULL, &fd, 1);
+	else
+		ipc_reply(p, m, NULL, &fd, 1);
+	log_ctx_clear();
 }
 
 /* Hang up a terminal (or command). */
@@ -244,12 +259,13 @@ broker_hangup(struct ipc_peer *p, struct ipc_msg *m)
 {
 	const char	*id;
 
+	broker_ctx(m);
 	if ((id = json_str(m->obj, "proc")) == NULL ||
-	    spawn_hangup(id) == -1) {
+	    spawn_hangup(id) == -1)
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such live process");
-		return;
-	}
-	ipc_reply(p, m, NULL, NULL, 0);
+	else
+		ipc_reply(p, m, NULL, NULL, 0);
+	log_ctx_clear();
 }
 
 /* Kill every process of a session in a mode (a direct grant ended). */
@@ -270,7 +286,7 @@ broker_kill_session(struct ipc_peer *p, struct ipc_msg *m)
 	n = spawn_kill_session(session, strcmp(mode, "direct") == 0 ?
 	    MODE_DIRECT : MODE_SANDBOX);
 	if (n > 0)
-		log_info("killed %d %s-mode process groups of session %s", n,
+		log_info("killed %d %s-mode process groups of session %.8s", n,
 		    mode, session);
 	res = json_object_new_object();
 	json_object_object_add(res, "killed", json_object_new_int(n));

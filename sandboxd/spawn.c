@@ -45,6 +45,7 @@ struct proc {
 	enum exec_mode		 mode;
 	char			*user;
 	char			 session[33];	/* "" when none */
+	char			 request_id[LOG_REQUEST_ID_LEN + 1]; /* "": none */
 	char			*backend;
 	char			 cmd_sha256[65];
 	struct json_object	*container;	/* docker: its container */
@@ -111,10 +112,20 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 	p->container = backend_container_json(s->user, s->perm);
 	snprintf(p->session, sizeof(p->session), "%s",
 	    s->session != NULL ? s->session : "");
+	/* The request brokerd is serving (broker.c set the log context). */
+	snprintf(p->request_id, sizeof(p->request_id), "%s",
+	    log_ctx_request_id() != NULL ? log_ctx_request_id() : "");
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
 	p->pid = p->slirp = -1;
 	p->slirp_exit = -1;
 	return p;
+}
+
+/* What is logged next is about the request that started p. */
+static void
+spawn_proc_ctx(struct proc *p)
+{
+	log_ctx_set(p->request_id, p->user, p->session);
 }
 
 /* Free an entry and everything it holds. */
@@ -308,14 +319,15 @@ spawn_reply(struct proc *p)
 	fds[1] = p->mem[1];
 	lseek(fds[0], 0, SEEK_SET);
 	lseek(fds[1], 0, SEEK_SET);
-	if (p->peer != NULL)
-		ipc_reply(p->peer, &m, res, fds, 2);
-	else
-		json_object_put(res);
+	/* Logged first: whoever reads the answer finds the line written. */
 	log_info("command %s of %s: %s %d, %zu+%zu bytes%s%s", p->id, p->user,
 	    sig ? "signal" : "exit", sig ? sig : code, p->len[0], p->len[1],
 	    p->timed_out ? ", timed out" : "",
 	    p->truncated ? ", truncated" : "");
+	if (p->peer != NULL)
+		ipc_reply(p->peer, &m, res, fds, 2);
+	else
+		json_object_put(res);
 }
 
 /* After exit, output still in the pipes has had its chance: answer. */
@@ -328,7 +340,9 @@ spawn_drained(evutil_socket_t fd, short ev, void *arg)
 	for (i = 0; i < 2; i++)
 		while (p->out[i] != -1)
 			spawn_read(p->out[i], 0, p);
+	spawn_proc_ctx(p);
 	spawn_reply(p);
+	log_ctx_clear();
 	TAILQ_REMOVE(&procs, p, entry);
 	spawn_proc_free(p);
 }
@@ -340,8 +354,10 @@ spawn_timeout(evutil_socket_t fd, short ev, void *arg)
 	struct proc	*p = arg;
 
 	p->timed_out = 1;
+	spawn_proc_ctx(p);
 	log_info("command %s of %s timed out; killing its group", p->id,
 	    p->user);
+	log_ctx_clear();
 	spawn_signal(p, SIGKILL);
 }
 
@@ -386,7 +402,9 @@ spawn_reap(void)
 			else
 				evtimer_add(p->ev_drain, &tv);
 		} else {
+			spawn_proc_ctx(p);
 			log_info("terminal %s of %s exited", p->id, p->user);
+			log_ctx_clear();
 			if (spawn_exit_cb != NULL)
 				spawn_exit_cb(p);
 			TAILQ_REMOVE(&procs, p, entry);

@@ -3,7 +3,7 @@
 # Not root: print the exact apt-get line and fail.
 set -e
 PKGS="build-essential pkg-config libevent-dev libjson-c-dev libseccomp-dev
-libcap-dev libssl-dev libargon2-dev libcmocka-dev libwslay-dev bubblewrap
+libcap-dev libssl-dev libargon2-dev libcmocka-dev libwslay-dev libsystemd-dev bubblewrap
 slirp4netns python3 python3-pytest python3-websocket openssl curl"
 missing=""
 for p in $PKGS; do

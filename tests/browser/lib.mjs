@@ -203,7 +203,7 @@ export class Hostgate {
       let data = fs
         .readFileSync(p, 'utf8')
         .split('\n')
-        .filter((l) => !/DEBUG: spawn [0-9a-f]+: /.test(l))
+        .filter((l) => !/ DEBUG sandboxd: (\[[0-9a-f]+\] )?spawn [0-9a-f]+: /.test(l))
         .join('\n');
       if (data.length > maxBytes) data = `[...]\n${data.slice(-maxBytes)}`;
       out.push(`==== ${b} (${p})\n${data}`);

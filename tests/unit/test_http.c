@@ -393,7 +393,7 @@ handler(struct http_request *req, void *arg)
 		return;
 	}
 	if (strcmp(req->path, "/takeover") == 0) {
-		taken = http_takeover(req);
+		taken = http_takeover(req, 101);
 		bufferevent_write(taken, "RAW", 3);
 		return;
 	}
@@ -573,7 +573,7 @@ client_eof(int fd)
 static void
 test_server_get(void **state)
 {
-	char	buf[8192];
+	char	buf[8192], *p;
 	int	fd;
 
 	fd = client_connect(plain_port);
@@ -587,6 +587,9 @@ test_server_get(void **state)
 	assert_non_null(strstr(buf, "\r\nReferrer-Policy: no-referrer\r\n"));
 	assert_non_null(strstr(buf, "\r\nX-Frame-Options: DENY\r\n"));
 	assert_non_null(strstr(buf, "\r\nCache-Control: no-store\r\n"));
+	assert_non_null(p = strstr(buf, "\r\nX-Request-Id: "));
+	assert_int_equal(strspn(p + 16, "0123456789abcdef"), 16);
+	assert_memory_equal(p + 32, "\r\n", 2);
 	assert_non_null(strstr(buf, "\r\n\r\n{\"method\":\"GET\",\"path\":\"\\/a\","
 	    "\"query\":\"b=c\",\"cookie\":\"s3cret\",\"peer\":\"127.0.0.1\","
 	    "\"tls\":0}"));

@@ -1,7 +1,9 @@
 /*
- * Unit tests for common/log.c: escaping of untrusted text and the format and
- * filtering of foreground log lines.
+ * Unit tests for common/log.c: escaping of untrusted text, the format and
+ * filtering of foreground log lines, request contexts and where lines go.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -143,15 +145,55 @@ emit_all(void)
 	log_warn("open %s", "x");
 }
 
-/* Foreground lines are "name: LEVEL: message"; debug is off by default. */
+/*
+ * Check that out is lines of "TIMESTAMP rest\n" with rest as in want (lines
+ * joined by "\n"); the timestamps must be RFC 3339 UTC with milliseconds.
+ */
+static void
+assert_lines(const char *out, const char *want)
+{
+	char		 rest[4096];
+	const char	*p = out, *nl;
+	size_t		 r = 0;
+	int		 i;
+
+	while (*p != '\0') {
+		assert_non_null(nl = strchr(p, '\n'));
+		assert_true(nl - p > 25);
+		/* 2026-12-01T10:00:00.123Z */
+		for (i = 0; i < 24; i++) {
+			if (i == 4 || i == 7)
+				assert_int_equal(p[i], '-');
+			else if (i == 10)
+				assert_int_equal(p[i], 'T');
+			else if (i == 13 || i == 16)
+				assert_int_equal(p[i], ':');
+			else if (i == 19)
+				assert_int_equal(p[i], '.');
+			else if (i == 23)
+				assert_int_equal(p[i], 'Z');
+			else
+				assert_true(p[i] >= '0' && p[i] <= '9');
+		}
+		assert_int_equal(p[24], ' ');
+		memcpy(rest + r, p + 25, nl + 1 - (p + 25));
+		r += nl + 1 - (p + 25);
+		p = nl + 1;
+	}
+	rest[r] = '\0';
+	assert_string_equal(rest, want);
+}
+
+/* Foreground lines are "TIME LEVEL name: message"; debug is off by default. */
 static void
 test_foreground_format(void **state)
 {
 	log_init("testd", 1);
-	assert_string_equal(capture_stderr(emit_all),
-	    "testd: WARN: w 1\n"
-	    "testd: INFO: i two\n"
-	    "testd: WARN: open x: No such file or directory\n");
+	assert_string_equal(log_destination(), "stderr");
+	assert_lines(capture_stderr(emit_all),
+	    "WARN testd: w 1\n"
+	    "INFO testd: i two\n"
+	    "WARN testd: open x: No such file or directory\n");
 }
 
 /* log_setlevel filters by level. */
@@ -160,14 +202,104 @@ test_levels(void **state)
 {
 	log_init("testd", 1);
 	log_setlevel(LOG_LVL_DEBUG);
-	assert_string_equal(capture_stderr(emit_all),
-	    "testd: WARN: w 1\n"
-	    "testd: INFO: i two\n"
-	    "testd: DEBUG: d\n"
-	    "testd: WARN: open x: No such file or directory\n");
+	assert_lines(capture_stderr(emit_all),
+	    "WARN testd: w 1\n"
+	    "INFO testd: i two\n"
+	    "DEBUG testd: d\n"
+	    "WARN testd: open x: No such file or directory\n");
 	log_setlevel(LOG_LVL_ERROR);
 	assert_string_equal(capture_stderr(emit_all), "");
 	log_setlevel(LOG_LVL_INFO);
+}
+
+static void
+emit_ctx(void)
+{
+	log_ctx_set("0123456789abcdef", "alice", "9f2c4be0");
+	log_info("spawn");
+	assert_string_equal(log_ctx_request_id(), "0123456789abcdef");
+	assert_string_equal(log_ctx_user(), "alice");
+	log_ctx_clear();
+	log_info("idle");
+	assert_null(log_ctx_request_id());
+	assert_null(log_ctx_user());
+	/* A malformed id is never shown. */
+	log_ctx_set("evil\nline", NULL, NULL);
+	log_info("bad");
+	assert_null(log_ctx_request_id());
+	log_ctx_clear();
+}
+
+/* The request of a context starts the lines logged inside it. */
+static void
+test_context(void **state)
+{
+	log_init("testd", 1);
+	assert_lines(capture_stderr(emit_ctx),
+	    "INFO testd: [0123456789abcdef] spawn\n"
+	    "INFO testd: idle\n"
+	    "INFO testd: bad\n");
+}
+
+/* Request ids are 16 lowercase hex digits, fresh each time. */
+static void
+test_reqid(void **state)
+{
+	char	a[LOG_REQUEST_ID_LEN + 1], b[LOG_REQUEST_ID_LEN + 1];
+
+	log_reqid_new(a);
+	log_reqid_new(b);
+	assert_true(log_reqid_valid(a));
+	assert_true(log_reqid_valid(b));
+	assert_string_not_equal(a, b);
+	assert_true(log_reqid_valid("0123456789abcdef"));
+	assert_false(log_reqid_valid("0123456789ABCDEF"));
+	assert_false(log_reqid_valid("0123456789abcde"));
+	assert_false(log_reqid_valid("0123456789abcdef0"));
+	assert_false(log_reqid_valid("0123456789abcde\n"));
+	assert_false(log_reqid_valid(""));
+	assert_false(log_reqid_valid(NULL));
+}
+
+/* A JOURNAL_STREAM that is not our stderr is someone else's: ignored. */
+static void
+test_journal_stream_mismatch(void **state)
+{
+	setenv("JOURNAL_STREAM", "1:1", 1);
+	log_init("testd", 1);
+	assert_string_equal(log_destination(), "stderr");
+	setenv("JOURNAL_STREAM", "garbage", 1);
+	log_init("testd", 1);
+	assert_string_equal(log_destination(), "stderr");
+	unsetenv("JOURNAL_STREAM");
+}
+
+static void
+init_background(void)
+{
+	log_init("testd", 0);
+	log_info("after");
+}
+
+/*
+ * In the background with nothing listening on /dev/log, lines go to stderr
+ * and the first one says so (glibc's syslog would drop them silently).
+ */
+static void
+test_no_syslog(void **state)
+{
+	struct stat	st;
+
+	if (stat("/dev/log", &st) == 0) {
+		skip();	/* tests/system/test_logs.py hides it in a namespace */
+		return;
+	}
+	assert_lines(capture_stderr(init_background),
+	    "WARN testd: no syslog daemon listens on /dev/log: logging to "
+	    "stderr\n"
+	    "INFO testd: after\n");
+	assert_string_equal(log_destination(), "stderr");
+	log_init("testd", 1);
 }
 
 /* log_warn leaves errno as it found it. */
@@ -193,6 +325,10 @@ main(void)
 		cmocka_unit_test(test_escape_bound),
 		cmocka_unit_test(test_foreground_format),
 		cmocka_unit_test(test_levels),
+		cmocka_unit_test(test_context),
+		cmocka_unit_test(test_reqid),
+		cmocka_unit_test(test_journal_stream_mismatch),
+		cmocka_unit_test(test_no_syslog),
 		cmocka_unit_test(test_warn_keeps_errno),
 	};
 
