@@ -1189,7 +1189,9 @@ config_to_json(const struct config *cfg)
 				v = json_object_new_int64(*(const int *)field);
 			break;
 		case KIND_SECRET:
-			if ((s = getenv(var->name)) == NULL || *s == '\0')
+			/* Set in the environment or the file: masked. */
+			if (cfg->origins == NULL ? (s = getenv(var->name)) ==
+			    NULL || *s == '\0' : cfg->origins[i] == 0)
 				continue;
 			v = json_object_new_string("***");
 			break;

@@ -971,6 +971,15 @@ test_to_json(void **state)
 	    NULL));
 	json_object_put(obj);
 	config_free(&cfg);
+
+	/* A secret from the file is masked too. */
+	write_file(".env", "HOSTGATE_ADMIN_PASSWORD='from the file'\n");
+	load_ok(&cfg);
+	obj = config_to_json(&cfg);
+	assert_string_equal(json_str(obj, "HOSTGATE_ADMIN_PASSWORD"), "***");
+	assert_null(strstr(json_object_to_json_string(obj), "from the file"));
+	json_object_put(obj);
+	config_free(&cfg);
 }
 
 /* Read a file of the source tree, or skip the test when not there. */
