@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "config_env.h"
 
 #define HGCTL_TIMEOUT_MS	10000
 #define HGCTL_AUDIT_TIMEOUT_MS	300000	/* verify reads the whole log */
@@ -101,8 +102,8 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "audit", "verify", "[--json]", "check the audit log's hash chain",
 	    "Exits 0 when the chain is whole, 1 at the first bad record.\n",
 	    0, OPT_JSON, hgctl_audit_verify },
-	{ "audit", "show", "[--user USER] [--action ACTION] [--since TIME] "
-	    "[--until TIME]\n        [--limit N] [--json]",
+	{ "audit", "show", "[--user USER] [--action ACTION] [--since TIME]\n"
+	    "        [--until TIME] [--limit N] [--json]",
 	    "show audit records, oldest first",
 	    "The newest --limit matching records (default 100, 0: all). TIME "
 	    "is ISO 8601,\ne.g. 2026-11-29T17:20:13Z or 2026-11-29. Columns: "
@@ -159,6 +160,18 @@ hgctl_synopsis(FILE *f, const char *lead, const struct hgctl_cmd *c)
 	    c->group ? " " : "", c->name, *c->args ? " " : "", c->args);
 }
 
+/* The compiled-in default of a variable ("" when none). */
+static const char *
+hgctl_default(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < config_var_count(); i++)
+		if (strcmp(config_var_name(i), name) == 0)
+			return config_var_default(i);
+	return "";
+}
+
 /* hgctl --help: every command, the options, exit codes, environment. */
 static void
 hgctl_help_all(FILE *f)
@@ -170,7 +183,7 @@ hgctl_help_all(FILE *f)
 	    "       hgctl --version\n\n"
 	    "The ops CLI of hostgate. It talks to brokerd over its control "
 	    "socket,\nHOSTGATE_RUN_DIR/" SOCK_BROKER_CONTROL ", which only "
-	    "root and the broker's user may open.\n\nCommands:\n");
+	    "root and the broker's user\nmay open.\n\nCommands:\n");
 	for (c = hgctl_cmds; c->name != NULL; c++) {
 		hgctl_synopsis(f, "  ", c);
 		fprintf(f, "      %s\n", c->about);
@@ -185,9 +198,10 @@ hgctl_help_all(FILE *f)
 	    "error);\n2 a usage error; status: 1 degraded, 3 brokerd "
 	    "unreachable; audit verify:\n1 when the chain is broken.\n\n"
 	    "Environment: the variables of docs/configuration.md, from the "
-	    "environment\nor the file HOSTGATE_ENV_FILE (default "
-	    "/etc/hostgate/hostgate.env);\nhgctl uses HOSTGATE_RUN_DIR to "
-	    "find brokerd's socket.\n");
+	    "environment or\nthe file HOSTGATE_ENV_FILE (when unset: %s,\nif "
+	    "it exists).\nbrokerd's socket is in HOSTGATE_RUN_DIR (default "
+	    "%s).\n", hgctl_default("HOSTGATE_ENV_FILE"),
+	    hgctl_default("HOSTGATE_RUN_DIR"));
 }
 
 /* hgctl help user: the subcommands of a group, with what each does. */
