@@ -637,19 +637,23 @@ hgctl_cell(struct json_object *row, const struct hgctl_col *col, char *buf,
 /*
  * Print an array of objects as a table: a header row, then one row per
  * item, tab-separated (cells are escaped, so none holds a tab), "-" for a
- * missing value.
+ * missing value. No items, no table: an empty list prints nothing, so
+ * that scripts can still test for "no users" with an empty output.
  */
-static void
+static size_t
 hgctl_table(struct json_object *items, const struct hgctl_col *cols)
 {
 	struct json_object	*row;
 	size_t			 n, i, k;
 	char			 cell[HGCTL_CELL_MAX];
 
+	n = items != NULL && json_object_is_type(items, json_type_array) ?
+	    json_object_array_length(items) : 0;
+	if (n == 0)
+		return 0;
 	for (k = 0; cols[k].header != NULL; k++)
 		printf("%s%s", k ? "\t" : "", cols[k].header);
 	printf("\n");
-	n = items != NULL ? json_object_array_length(items) : 0;
 	for (i = 0; i < n; i++) {
 		row = json_object_array_get_idx(items, i);
 		for (k = 0; cols[k].header != NULL; k++) {
@@ -658,6 +662,7 @@ hgctl_table(struct json_object *items, const struct hgctl_col *cols)
 		}
 		printf("\n");
 	}
+	return n;
 }
 
 /* Ask for a list and print its "items": JSON, or a table. */
@@ -1067,7 +1072,8 @@ hgctl_status(char **argv)
 	printf("\n");
 	v = NULL;
 	json_object_object_get_ex(res, "direct_sessions", &v);
-	hgctl_table(v, direct_cols);
+	if (hgctl_table(v, direct_cols) == 0)
+		printf("no session in direct mode\n");
 	printf("\n");
 	rows = json_object_new_array();
 	if (json_object_object_get_ex(res, "audit", &one) && one != NULL)
