@@ -711,6 +711,13 @@ audit_last_seq(void)
 	return audit_seq;
 }
 
+/* The chain hash of the last record written (zeros before the first). */
+const char *
+audit_last_hash(void)
+{
+	return audit_prev;
+}
+
 /* A JSON string of s cut to AUDIT_FIELD_MAX bytes, or JSON null for NULL. */
 static struct json_object *
 audit_string(const char *s)

@@ -177,6 +177,8 @@ int64_t	 events_last(void);
 /* front.c */
 void	 front_init(struct event_base *, struct config *, uid_t front_uid,
 	    int fd);
+/* frontd as hgctl status shows it: {up, version, started, reason}. */
+struct json_object *front_info_json(void);
 /* control.c */
 void	 control_init(struct event_base *, struct config *, const uid_t *,
 	    int, int fd);
@@ -188,6 +190,9 @@ void	 sandbox_health(struct ipc_peer *front, struct ipc_msg *);
 /* The backend as last reported by sandboxd: {"name", "ok", "reason"}. */
 struct json_object *sandbox_backend_json(void);
 void	 sandbox_front_gone(struct ipc_peer *front);
+/* Ask sandboxd's health for hgctl status: the result or NULL and why. */
+typedef void (*sandbox_health_cb)(struct json_object *, const char *, void *);
+void	 sandbox_health_ask(int timeout_ms, sandbox_health_cb, void *);
 /* Kill the direct-mode processes of a session (grant ended). */
 void	 sandbox_kill_session(const char *session_id);
 
@@ -227,6 +232,7 @@ size_t	 audit_trim(struct json_object *items, size_t maxbytes);
 /* An ISO 8601 time ("2026-11-29", "2026-11-29T17:20:13Z", ...) in seconds. */
 int	 audit_time_parse(const char *, int64_t *secs);
 int64_t	 audit_last_seq(void);
+const char *audit_last_hash(void);
 void	 audit_close(void);
 
 #endif

@@ -1,7 +1,8 @@
 /*
- * brokerd's control socket, for hgctl: users, tokens, sessions and the
- * audit log. Only
- * root and the service user may connect (SO_PEERCRED, checked at accept).
+ * brokerd's control socket, for hgctl: users, tokens, sessions, the audit
+ * log, the status of the three daemons and the effective configuration.
+ * Only root and the service user may connect (SO_PEERCRED, checked at
+ * accept).
  */
 #include <sys/types.h>
 
@@ -9,10 +10,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "brokerd.h"
 
 #define CONTROL_AUDIT_PAGE	500	/* records per audit_show reply */
+#define CONTROL_HEALTH_MS	5000	/* a fresh probe may take a while */
+
+/* A status request of hgctl waiting for sandboxd's health. */
+struct control_wait {
+	struct ipc_peer		*peer;		/* NULL once hgctl has gone */
+	int64_t			 id;
+	struct json_object	*res;
+	struct json_object	*front;		/* frontd's entry */
+	TAILQ_ENTRY(control_wait) entry;
+};
+static TAILQ_HEAD(, control_wait) control_waits =
+    TAILQ_HEAD_INITIALIZER(control_waits);
+
+static struct config	*control_conf;
+static int64_t		 control_started;	/* wall seconds */
+static int64_t		 control_started_mono;	/* ms */
 
 static void	control_user_add(struct ipc_peer *, struct ipc_msg *);
 static void	control_user_del(struct ipc_peer *, struct ipc_msg *);
@@ -26,6 +44,11 @@ static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revert(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_verify(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_show(struct ipc_peer *, struct ipc_msg *);
+static void	control_status(struct ipc_peer *, struct ipc_msg *);
+static void	control_config(struct ipc_peer *, struct ipc_msg *);
+static void	control_closed(struct ipc_peer *);
+
+static const struct ipc_peer_cbs control_cbs = { NULL, control_closed };
 
 static const struct ipc_handler control_handlers[] = {
 	{ "user_add",		ROLE_HGCTL, 0, control_user_add },
@@ -40,6 +63,8 @@ static const struct ipc_handler control_handlers[] = {
 	{ "session_revert",	ROLE_HGCTL, 0, control_session_revert },
 	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
 	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
+	{ "status",		ROLE_HGCTL, 0, control_status },
+	{ "config",		ROLE_HGCTL, 0, control_config },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -342,11 +367,216 @@ control_session_revert(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
+/* A daemon's entry of the status: up, version, start and uptime. */
+static struct json_object *
+control_daemon(int up, const char *version, int64_t started, int64_t uptime,
+    const char *reason)
+{
+	struct json_object	*o;
+	char			 when[32];
+
+	o = json_object_new_object();
+	json_object_object_add(o, "up", json_object_new_boolean(up));
+	json_object_object_add(o, "version",
+	    up && version != NULL ? json_object_new_string(version) : NULL);
+	if (up && started > 0) {
+		iso8601(started, when);
+		json_object_object_add(o, "started",
+		    json_object_new_string(when));
+		json_object_object_add(o, "uptime_seconds",
+		    json_object_new_int64(uptime < 0 ? 0 : uptime));
+	} else {
+		json_object_object_add(o, "started", NULL);
+		json_object_object_add(o, "uptime_seconds", NULL);
+	}
+	json_object_object_add(o, "reason",
+	    reason != NULL ? json_object_new_string(reason) : NULL);
+	return o;
+}
+
+/* The sessions in direct mode, with their deadline and time left. */
+static struct json_object *
+control_direct_sessions(void)
+{
+	struct json_object	*arr, *o;
+	struct session		*s;
+
+	arr = json_object_new_array();
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		if (!mode_is_direct(s))
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "session",
+		    json_object_new_string(s->id));
+		json_object_object_add(o, "user",
+		    json_object_new_string(s->user));
+		mode_describe(s, o);
+		json_object_object_del(o, "mode");
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+/* Add a problem of the status: what is down or does not work. */
+static void
+control_problem(struct json_object *problems, const char *who,
+    const char *why)
+{
+	char	buf[512];
+
+	snprintf(buf, sizeof(buf), "%s: %s", who, why != NULL ? why :
+	    "down");
+	json_object_array_add(problems, json_object_new_string(buf));
+}
+
+/* sandboxd's health arrived (or not): complete and send the status. */
+static void
+control_status_done(struct json_object *health, const char *reason,
+    void *arg)
+{
+	struct control_wait	*w = arg;
+	struct json_object	*res = w->res, *daemons, *problems, *b;
+	struct ipc_msg		 m;
+	const char		*why;
+	int64_t			 started = 0;
+	int			 ok = 0, up;
+
+	TAILQ_REMOVE(&control_waits, w, entry);
+	if (w->peer == NULL) {
+		json_object_put(res);
+		json_object_put(w->front);
+		free(w);
+		return;
+	}
+	json_object_object_get_ex(res, "daemons", &daemons);
+	json_object_object_get_ex(res, "problems", &problems);
+	if (health != NULL) {
+		json_int(health, "started", &started);
+		json_object_object_add(daemons, "sandboxd", control_daemon(1,
+		    json_str(health, "version"), started,
+		    now_wall_ms() / 1000 - started, NULL));
+	} else {
+		json_object_object_add(daemons, "sandboxd",
+		    control_daemon(0, NULL, 0, 0, reason));
+		control_problem(problems, "sandboxd", reason);
+	}
+	up = 0;
+	json_flag(w->front, "up", &up);
+	if (!up)
+		control_problem(problems, "frontd", json_str(w->front,
+		    "reason"));
+	json_object_object_add(daemons, "frontd", w->front);
+	b = sandbox_backend_json();
+	json_flag(b, "ok", &ok);
+	if (!ok && health != NULL) {
+		why = json_str(b, "reason");
+		control_problem(problems, "backend", why != NULL ? why :
+		    "does not work");
+	}
+	json_object_object_add(res, "backend", b);
+	json_object_object_add(res, "state", json_object_new_string(
+	    json_object_array_length(problems) == 0 ? "running" :
+	    "degraded"));
+	memset(&m, 0, sizeof(m));
+	m.id = w->id;
+	ipc_reply(w->peer, &m, res, NULL, 0);
+	free(w);
+}
+
+/*
+ * hgctl status: {"state": "running" | "degraded", "problems": [...],
+ * "daemons": {"brokerd", "sandboxd", "frontd": {up, version, started,
+ * uptime_seconds, reason}}, "runtime", "backend": {name, ok, reason},
+ * "direct_sessions": [{session, user, expires_at, remaining_seconds}],
+ * "audit": {seq, hash}}. sandboxd is asked afresh (its backend probed
+ * again when the last probe is stale).
+ */
+static void
+control_status(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct control_wait	*w;
+	struct json_object	*res, *daemons, *d, *a, *front;
+	int64_t			 started = 0;
+	int			 up;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "state", NULL);
+	json_object_object_add(res, "problems", json_object_new_array());
+	daemons = json_object_new_object();
+	d = control_daemon(1, HG_VERSION, control_started,
+	    (now_mono_ms() - control_started_mono) / 1000, NULL);
+	json_object_object_add(d, "pid", json_object_new_int64(getpid()));
+	json_object_object_add(daemons, "brokerd", d);
+	json_object_object_add(res, "daemons", daemons);
+	/* frontd's entry goes after sandboxd's, once that is known. */
+	d = front_info_json();
+	up = 0;
+	json_flag(d, "up", &up);
+	json_int(d, "started", &started);
+	front = control_daemon(up, json_str(d, "version"), started,
+	    now_wall_ms() / 1000 - started, json_str(d, "reason"));
+	json_object_put(d);
+
+	json_object_object_add(res, "runtime", json_object_new_string(
+	    control_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
+	json_object_object_add(res, "backend", NULL);
+	json_object_object_add(res, "direct_sessions",
+	    control_direct_sessions());
+	a = json_object_new_object();
+	json_object_object_add(a, "seq",
+	    json_object_new_int64(audit_last_seq()));
+	json_object_object_add(a, "hash",
+	    json_object_new_string(audit_last_hash()));
+	json_object_object_add(res, "audit", a);
+
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("%s", __func__);
+	w->peer = p;
+	w->id = m->id;
+	w->res = res;
+	w->front = front;
+	TAILQ_INSERT_TAIL(&control_waits, w, entry);
+	sandbox_health_ask(CONTROL_HEALTH_MS, control_status_done, w);
+}
+
+/*
+ * hgctl config: brokerd's effective configuration, secrets masked:
+ * {"source": "brokerd", "pid", "env_file", "config": {NAME: value}}.
+ */
+static void
+control_config(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "source",
+	    json_object_new_string("brokerd"));
+	json_object_object_add(res, "pid", json_object_new_int64(getpid()));
+	json_object_object_add(res, "env_file", control_conf->env_file ?
+	    json_object_new_string(control_conf->env_file) : NULL);
+	json_object_object_add(res, "config", config_to_json(control_conf));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* An hgctl connection closed: its waiting status has nobody to go to. */
+static void
+control_closed(struct ipc_peer *p)
+{
+	struct control_wait	*w;
+
+	TAILQ_FOREACH(w, &control_waits, entry)
+		if (w->peer == p)
+			w->peer = NULL;
+}
+
 /* Serve the control socket for the given uids. */
 void
 control_init(struct event_base *base, struct config *conf, const uid_t *uids,
     int nuids, int fd)
 {
+	control_conf = conf;
+	control_started = now_wall_ms() / 1000;
+	control_started_mono = now_mono_ms();
 	ipc_server_new(base, fd, ROLE_BROKERD, ROLE_HGCTL, uids, nuids,
-	    control_handlers, NULL, NULL);
+	    control_handlers, &control_cbs, NULL);
 }

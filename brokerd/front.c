@@ -29,6 +29,7 @@ struct front_op {
 };
 
 static void	front_dispatch(struct ipc_peer *, struct ipc_msg *);
+static void	front_info(struct ipc_peer *, struct ipc_msg *);
 static void	front_health(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 static void	front_login(struct ipc_peer *, struct ipc_msg *,
@@ -96,6 +97,8 @@ static const struct ipc_handler front_handlers[] = {
 	{ "terminal_list", ROLE_FRONTD, 0, front_dispatch },
 	{ "terminal_attach", ROLE_FRONTD, 0, front_dispatch },
 	{ "terminal_delete", ROLE_FRONTD, 0, front_dispatch },
+	/* one-way, after the hello: frontd's version, for hgctl status */
+	{ "front_info",	ROLE_FRONTD, IPC_F_EVENT, front_info },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -103,6 +106,12 @@ static void	front_closed(struct ipc_peer *);
 static const struct ipc_peer_cbs front_cbs = { NULL, front_closed };
 
 static struct config	*front_conf;
+/* What the last frontd told of itself (front_info). */
+static struct {
+	struct ipc_peer	*peer;		/* NULL: no frontd connected */
+	char		 version[32];
+	int64_t		 started;	/* wall seconds, 0 when not told */
+} front_seen;
 static struct rl_table	*front_rl_user;
 static struct rl_table	*front_rl_addr;
 static char		 front_rid[LOG_REQUEST_ID_LEN + 1]; /* of this request */
@@ -459,8 +468,47 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 static void
 front_closed(struct ipc_peer *p)
 {
+	if (front_seen.peer == p)
+		front_seen.peer = NULL;
 	sandbox_front_gone(p);
 	spawn_front_gone(p);
+}
+
+/* frontd's version and start time; shown, never trusted for anything. */
+static void
+front_info(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*v;
+	int64_t		 started = 0;
+
+	v = json_str(m->obj, "version");
+	if (json_int(m->obj, "started", &started) == -1 || started < 0)
+		started = 0;
+	front_seen.peer = p;
+	log_escape(v != NULL ? v : "?", (size_t)-1, front_seen.version,
+	    sizeof(front_seen.version));
+	front_seen.started = started;
+}
+
+/* frontd as hgctl status shows it. */
+struct json_object *
+front_info_json(void)
+{
+	struct json_object	*o;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "up",
+	    json_object_new_boolean(front_seen.peer != NULL));
+	if (front_seen.peer == NULL) {
+		json_object_object_add(o, "reason",
+		    json_object_new_string("frontd is not connected"));
+		return o;
+	}
+	json_object_object_add(o, "version",
+	    json_object_new_string(front_seen.version));
+	json_object_object_add(o, "started", front_seen.started > 0 ?
+	    json_object_new_int64(front_seen.started) : NULL);
+	return o;
 }
 
 /* Serve frontd's socket. */

@@ -1,10 +1,14 @@
 /*
  * hgctl: the ops CLI. It speaks to brokerd's control socket, which only
- * root and the broker's service user may open.
+ * root and the broker's service user may open. Every command is one row of
+ * hgctl_cmds below: its synopsis, its help, the options it takes and its
+ * function, so that usage, help and parsing cannot disagree.
  */
 #include <sys/types.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,14 +16,131 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "config_env.h"
 
 #define HGCTL_TIMEOUT_MS	10000
 #define HGCTL_AUDIT_TIMEOUT_MS	300000	/* verify reads the whole log */
 #define HGCTL_AUDIT_PAGE	500	/* records asked for per request */
 #define HGCTL_AUDIT_LIMIT	100	/* audit show's default --limit */
 
+/* Exit codes (also in the help text). */
+#define HGCTL_EXIT_OK		0
+#define HGCTL_EXIT_FAIL		1	/* an error; status: degraded */
+#define HGCTL_EXIT_USAGE	2
+#define HGCTL_EXIT_DOWN		3	/* status: brokerd unreachable */
+
+/* The options a command may take. */
+#define OPT_JSON	0x01
+#define OPT_ADMIN	0x02
+#define OPT_PWSTDIN	0x04
+#define OPT_FILTERS	0x08	/* audit show's --user ... --limit */
+
+struct hgctl_cmd {
+	const char	*group;		/* "user"; NULL: a command on its own */
+	const char	*name;		/* "add" */
+	const char	*args;		/* the synopsis after the name */
+	const char	*about;		/* one line */
+	const char	*details;	/* more, for CMD --help; or NULL */
+	int		 nargs;		/* positional arguments */
+	unsigned	 opts;		/* OPT_* */
+	int		(*fn)(char **);
+};
+
+static int	hgctl_user_add(char **);
+static int	hgctl_user_del(char **);
+static int	hgctl_user_passwd(char **);
+static int	hgctl_user_list(char **);
+static int	hgctl_token_create(char **);
+static int	hgctl_token_list(char **);
+static int	hgctl_token_revoke(char **);
+static int	hgctl_session_list(char **);
+static int	hgctl_session_revoke(char **);
+static int	hgctl_session_revert(char **);
+static int	hgctl_audit_verify(char **);
+static int	hgctl_audit_show(char **);
+static int	hgctl_status(char **);
+static int	hgctl_config(char **);
+
+static const struct hgctl_cmd hgctl_cmds[] = {
+	{ "user", "add", "NAME [--admin] [--password-stdin]",
+	    "add a user (a plain user, or an admin with --admin)",
+	    "Asks for the password twice on the terminal, or reads one line "
+	    "of standard\ninput with --password-stdin.\n",
+	    1, OPT_ADMIN | OPT_PWSTDIN, hgctl_user_add },
+	{ "user", "del", "NAME", "delete a user; their sessions and tokens end",
+	    NULL, 1, 0, hgctl_user_del },
+	{ "user", "passwd", "NAME [--password-stdin]",
+	    "change a user's password; their sessions and tokens end",
+	    "Asks for the password twice on the terminal, or reads one line "
+	    "of standard\ninput with --password-stdin.\n",
+	    1, OPT_PWSTDIN, hgctl_user_passwd },
+	{ "user", "list", "[--json]", "list the users",
+	    "Columns: NAME, ROLE (admin or user), CREATED.\n",
+	    0, OPT_JSON, hgctl_user_list },
+	{ "token", "create", "USER [--json]",
+	    "mint a standalone agent token for USER",
+	    "Prints the bearer token (hgt_...) once; brokerd keeps only its "
+	    "hash. --json\nprints {\"id\", \"token\", \"user\"}.\n",
+	    1, OPT_JSON, hgctl_token_create },
+	{ "token", "list", "[--json]", "list the agent tokens",
+	    "Columns: ID, USER, SESSION (the login session it is bound to, "
+	    "- when\nstandalone), CREATED.\n",
+	    0, OPT_JSON, hgctl_token_list },
+	{ "token", "revoke", "ID", "revoke an agent token by its id", NULL,
+	    1, 0, hgctl_token_revoke },
+	{ "session", "list", "[--json]", "list the login sessions",
+	    "Columns: ID, USER, MODE (sandbox or direct), DIRECT_UNTIL and "
+	    "DIRECT_LEFT\n(the end of a direct-mode grant and the time left), "
+	    "CREATED, LAST_SEEN,\nEXPIRES (the end of the session).\n",
+	    0, OPT_JSON, hgctl_session_list },
+	{ "session", "revoke", "ID",
+	    "end a login session (its direct-mode grant too)", NULL,
+	    1, 0, hgctl_session_revoke },
+	{ "session", "revert", "ID",
+	    "end a session's direct-mode grant now; the session stays", NULL,
+	    1, 0, hgctl_session_revert },
+	{ "audit", "verify", "[--json]", "check the audit log's hash chain",
+	    "Exits 0 when the chain is whole, 1 at the first bad record.\n",
+	    0, OPT_JSON, hgctl_audit_verify },
+	{ "audit", "show", "[--user USER] [--action ACTION] [--since TIME]\n"
+	    "        [--until TIME] [--limit N] [--json]",
+	    "show audit records, oldest first",
+	    "The newest --limit matching records (default 100, 0: all). TIME "
+	    "is ISO 8601,\ne.g. 2026-11-29T17:20:13Z or 2026-11-29. Columns: "
+	    "TIME, SEQ, ACTION, USER,\nRESULT (allowed or denied), REASON.\n",
+	    0, OPT_JSON | OPT_FILTERS, hgctl_audit_show },
+	{ NULL, "status", "[--json]",
+	    "show whether hostgate runs: daemons, backend, direct sessions",
+	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
+	    "start and\nuptime; the sandbox backend as sandboxd probes it now "
+	    "(name, ok, reason);\nthe sessions in direct mode with the time "
+	    "they have left; the head of the\naudit chain (sequence number "
+	    "and hash).\n"
+	    "Exits 0 when everything runs and the backend works (running), 1 "
+	    "when\nsomething is down or the backend fails (degraded, with the "
+	    "reasons), 3 when\nbrokerd cannot be reached.\n",
+	    0, OPT_JSON, hgctl_status },
+	{ NULL, "config", "[--json]",
+	    "show the effective configuration, secrets masked",
+	    "One NAME=value line per variable, as the running brokerd uses "
+	    "it; when\nbrokerd cannot be reached, hgctl's own, and it says "
+	    "so. The output is a\nvalid .env file: the first line, a comment, "
+	    "says whose configuration it is.\n--json prints {\"source\": "
+	    "\"brokerd\" | \"hgctl\", \"error\", \"pid\", \"env_file\",\n"
+	    "\"config\": {NAME: value}}.\n",
+	    0, OPT_JSON, hgctl_config },
+	{ NULL, NULL, NULL, NULL, NULL, 0, 0, NULL }
+};
+
+static const char *const hgctl_groups[] = {
+	"user", "token", "session", "audit", NULL
+};
+
 static struct config	 conf;
+static int		 conf_loaded;
 static int		 json_out;
+static int		 admin_flag;
+static int		 pwstdin_flag;
 static int		 hgctl_timeout = HGCTL_TIMEOUT_MS;
 
 /* The value options of audit show. */
@@ -29,28 +150,240 @@ static struct {
 	const char	*since;
 	const char	*until;
 	const char	*limit;
-	int		 used;
 } show;
 
-__dead static void
-hgctl_usage(void)
+/* Print the synopsis of one command. */
+static void
+hgctl_synopsis(FILE *f, const char *lead, const struct hgctl_cmd *c)
 {
-	fprintf(stderr,
-	    "usage: hgctl user add NAME [--admin] [--password-stdin]\n"
-	    "       hgctl user del NAME\n"
-	    "       hgctl user passwd NAME [--password-stdin]\n"
-	    "       hgctl user list [--json]\n"
-	    "       hgctl token create USER [--json]\n"
-	    "       hgctl token list [--json]\n"
-	    "       hgctl token revoke ID\n"
-	    "       hgctl session list [--json]\n"
-	    "       hgctl session revoke ID\n"
-	    "       hgctl session revert ID\n"
-	    "       hgctl audit verify [--json]\n"
-	    "       hgctl audit show [--user USER] [--action ACTION] "
-	    "[--since TIME]\n"
-	    "                        [--until TIME] [--limit N] [--json]\n");
-	exit(2);
+	fprintf(f, "%shgctl %s%s%s%s%s\n", lead, c->group ? c->group : "",
+	    c->group ? " " : "", c->name, *c->args ? " " : "", c->args);
+}
+
+/* The compiled-in default of a variable ("" when none). */
+static const char *
+hgctl_default(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < config_var_count(); i++)
+		if (strcmp(config_var_name(i), name) == 0)
+			return config_var_default(i);
+	return "";
+}
+
+/* hgctl --help: every command, the options, exit codes, environment. */
+static void
+hgctl_help_all(FILE *f)
+{
+	const struct hgctl_cmd	*c;
+
+	fprintf(f, "usage: hgctl COMMAND [ARGUMENTS] [OPTIONS]\n"
+	    "       hgctl help [COMMAND [SUBCOMMAND]]\n"
+	    "       hgctl --version\n\n"
+	    "The ops CLI of hostgate. It talks to brokerd over its control "
+	    "socket,\nHOSTGATE_RUN_DIR/" SOCK_BROKER_CONTROL ", which only "
+	    "root and the broker's user\nmay open.\n\nCommands:\n");
+	for (c = hgctl_cmds; c->name != NULL; c++) {
+		hgctl_synopsis(f, "  ", c);
+		fprintf(f, "      %s\n", c->about);
+	}
+	fprintf(f, "\nOptions:\n"
+	    "  --json       machine-readable output (every list, show, status "
+	    "and config)\n"
+	    "  --help, -h   help on the command it follows, on standard "
+	    "output\n"
+	    "  --version    print hgctl's version\n\n"
+	    "Exit status: 0 done; 1 an error (the message is on standard "
+	    "error);\n2 a usage error; status: 1 degraded, 3 brokerd "
+	    "unreachable; audit verify:\n1 when the chain is broken.\n\n"
+	    "Environment: the variables of docs/configuration.md, from the "
+	    "environment or\nthe file HOSTGATE_ENV_FILE (when unset: %s,\nif "
+	    "it exists).\nbrokerd's socket is in HOSTGATE_RUN_DIR (default "
+	    "%s).\n", hgctl_default("HOSTGATE_ENV_FILE"),
+	    hgctl_default("HOSTGATE_RUN_DIR"));
+}
+
+/* hgctl help user: the subcommands of a group, with what each does. */
+static void
+hgctl_help_group(FILE *f, const char *group, int verbose)
+{
+	const struct hgctl_cmd	*c;
+
+	fprintf(f, "usage:\n");
+	for (c = hgctl_cmds; c->name != NULL; c++) {
+		if (c->group == NULL || strcmp(c->group, group) != 0)
+			continue;
+		hgctl_synopsis(f, "  ", c);
+		if (verbose)
+			fprintf(f, "      %s\n", c->about);
+	}
+}
+
+/* hgctl user add --help: one command. */
+static void
+hgctl_help_cmd(FILE *f, const struct hgctl_cmd *c)
+{
+	hgctl_synopsis(f, "usage: ", c);
+	fprintf(f, "\n%s.\n", c->about);
+	if (c->details != NULL)
+		fprintf(f, "\n%s", c->details);
+}
+
+/* The hint after a usage error: the most precise help there is. */
+static void
+hgctl_hint(const char *group, const struct hgctl_cmd *c)
+{
+	if (c != NULL)
+		fprintf(stderr, "see hgctl help %s%s%s\n", c->group ?
+		    c->group : "", c->group ? " " : "", c->name);
+	else if (group != NULL)
+		fprintf(stderr, "see hgctl help %s\n", group);
+	else
+		fprintf(stderr, "see hgctl help\n");
+}
+
+/* A usage error: the reason, the synopsis, a hint; exit 2. */
+__dead static void
+hgctl_usage(const char *group, const struct hgctl_cmd *c, const char *fmt,
+    ...)
+{
+	va_list	ap;
+
+	fprintf(stderr, "hgctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	if (c != NULL)
+		hgctl_synopsis(stderr, "usage: ", c);
+	else if (group != NULL)
+		hgctl_help_group(stderr, group, 0);
+	else
+		fprintf(stderr, "usage: hgctl COMMAND [ARGUMENTS] [OPTIONS]\n");
+	hgctl_hint(group, c);
+	exit(HGCTL_EXIT_USAGE);
+}
+
+/* Whether name is a group of subcommands. */
+static int
+hgctl_is_group(const char *name)
+{
+	const char *const	*g;
+
+	for (g = hgctl_groups; *g != NULL; g++)
+		if (strcmp(*g, name) == 0)
+			return 1;
+	return 0;
+}
+
+/* The command group/name (group NULL for one on its own), or NULL. */
+static const struct hgctl_cmd *
+hgctl_find(const char *group, const char *name)
+{
+	const struct hgctl_cmd	*c;
+
+	for (c = hgctl_cmds; c->name != NULL; c++)
+		if (((group == NULL && c->group == NULL) ||
+		    (group != NULL && c->group != NULL &&
+		    strcmp(c->group, group) == 0)) && strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+/* Whether arg asks for help. */
+static int
+hgctl_is_help(const char *arg)
+{
+	return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+/* hgctl help [COMMAND [SUBCOMMAND]]: on stdout, exit 0. */
+__dead static void
+hgctl_help(int argc, char **argv)
+{
+	const struct hgctl_cmd	*c;
+
+	if (argc == 0)
+		hgctl_help_all(stdout);
+	else if (hgctl_is_group(argv[0]) && argc == 1)
+		hgctl_help_group(stdout, argv[0], 1);
+	else if (hgctl_is_group(argv[0]) && argc == 2 &&
+	    (c = hgctl_find(argv[0], argv[1])) != NULL)
+		hgctl_help_cmd(stdout, c);
+	else if (!hgctl_is_group(argv[0]) && argc == 1 &&
+	    (c = hgctl_find(NULL, argv[0])) != NULL)
+		hgctl_help_cmd(stdout, c);
+	else if (strcmp(argv[0], "help") == 0 && argc == 1) {
+		printf("usage: hgctl help [COMMAND [SUBCOMMAND]]\n\n"
+		    "Help on every command, a group or one command, on "
+		    "standard output.\n");
+	} else
+		hgctl_usage(NULL, NULL, "no help for \"%s%s%s\"", argv[0],
+		    argc > 1 ? " " : "", argc > 1 ? argv[1] : "");
+	exit(HGCTL_EXIT_OK);
+}
+
+/* Where a value option of audit show goes, or NULL. */
+static const char **
+hgctl_show_option(const char *arg)
+{
+	if (strcmp(arg, "--user") == 0)
+		return &show.user;
+	if (strcmp(arg, "--action") == 0)
+		return &show.action;
+	if (strcmp(arg, "--since") == 0)
+		return &show.since;
+	if (strcmp(arg, "--until") == 0)
+		return &show.until;
+	if (strcmp(arg, "--limit") == 0)
+		return &show.limit;
+	return NULL;
+}
+
+/*
+ * Parse the arguments after a command's name against what it takes; the
+ * positional ones stay in argv, in order. Returns their number.
+ */
+static int
+hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
+{
+	const char	**vp;
+	int		  i, n = 0;
+
+	for (i = 0; i < argc; i++)
+		if (hgctl_is_help(argv[i])) {
+			hgctl_help_cmd(stdout, c);
+			exit(HGCTL_EXIT_OK);
+		}
+	for (i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0 && (c->opts & OPT_JSON))
+			json_out = 1;
+		else if (strcmp(argv[i], "--admin") == 0 &&
+		    (c->opts & OPT_ADMIN))
+			admin_flag = 1;
+		else if (strcmp(argv[i], "--password-stdin") == 0 &&
+		    (c->opts & OPT_PWSTDIN))
+			pwstdin_flag = 1;
+		else if ((vp = hgctl_show_option(argv[i])) != NULL &&
+		    (c->opts & OPT_FILTERS)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c, "%s needs a value",
+				    argv[i]);
+			*vp = argv[++i];
+		} else if (argv[i][0] == '-' && argv[i][1] != '\0')
+			hgctl_usage(c->group, c, "%s%s%s takes no option %s",
+			    c->group ? c->group : "", c->group ? " " : "",
+			    c->name, argv[i]);
+		else
+			argv[n++] = argv[i];
+	}
+	if (n < c->nargs)
+		hgctl_usage(c->group, c, "missing argument");
+	if (n > c->nargs)
+		hgctl_usage(c->group, c, "unexpected argument \"%s\"",
+		    argv[c->nargs]);
+	return n;
 }
 
 /* Read one line of at most size-1 bytes; strips the newline. */
@@ -123,31 +456,87 @@ hgctl_password(int from_stdin, char *buf, size_t size)
 	explicit_bzero(again, sizeof(again));
 }
 
-/* Send req to brokerd; exit 1 with its message on error. */
-static struct json_object *
-hgctl_call(struct json_object *req)
+/* Load hgctl's configuration once, or exit 1 with the reason. */
+static void
+hgctl_conf(void)
 {
-	struct json_object	*reply, *res, *e;
-	char			 err[512], *path;
+	char	err[1024];
 
-	path = path_join(conf.run_dir, SOCK_BROKER_CONTROL);
-	if (ipc_call(path, ROLE_HGCTL, ROLE_BROKERD, req, &reply,
-	    hgctl_timeout, err, sizeof(err)) == -1) {
+	if (conf_loaded)
+		return;
+	if (config_load(&conf, err, sizeof(err)) == -1) {
 		fprintf(stderr, "hgctl: %s\n", err);
-		exit(1);
+		exit(HGCTL_EXIT_FAIL);
+	}
+	conf_loaded = 1;
+}
+
+/*
+ * Send req to brokerd: 0 and its result in *res, or -1 with the reason in
+ * err. A socket that cannot be reached is named with where its directory
+ * came from.
+ */
+static int
+hgctl_try(struct json_object *req, struct json_object **res, char *err,
+    size_t errsz)
+{
+	struct json_object	*reply, *e;
+	const char		*from;
+	char			 why[512], *path, buf[PATH_MAX + 64];
+	char			 origin[PATH_MAX + 128];
+	int			 saved;
+
+	hgctl_conf();
+	*res = NULL;
+	path = path_join(conf.run_dir, SOCK_BROKER_CONTROL);
+	errno = 0;
+	if (ipc_call(path, ROLE_HGCTL, ROLE_BROKERD, req, &reply,
+	    hgctl_timeout, why, sizeof(why)) == -1) {
+		saved = errno;
+		from = config_origin(&conf, "HOSTGATE_RUN_DIR", buf,
+		    sizeof(buf));
+		if (strcmp(from, "the default") == 0)
+			snprintf(origin, sizeof(origin), "the default "
+			    "HOSTGATE_RUN_DIR; set HOSTGATE_RUN_DIR or "
+			    "HOSTGATE_ENV_FILE to change it");
+		else
+			snprintf(origin, sizeof(origin), "HOSTGATE_RUN_DIR "
+			    "from %s", from);
+		snprintf(err, errsz, "%s (%s)%s", why, origin,
+		    saved == ENOENT || saved == ECONNREFUSED ?
+		    "; is brokerd running?" : saved == EACCES ?
+		    "; only root and the broker's user may use it" : "");
+		free(path);
+		return -1;
 	}
 	free(path);
 	if (json_object_object_get_ex(reply, "error", &e)) {
-		fprintf(stderr, "hgctl: %s\n", json_str(e, "message") ?
+		snprintf(err, errsz, "%s", json_str(e, "message") ?
 		    json_str(e, "message") : "error");
-		exit(1);
+		json_object_put(reply);
+		return -1;
 	}
-	if (!json_object_object_get_ex(reply, "result", &res)) {
-		fprintf(stderr, "hgctl: malformed reply\n");
-		exit(1);
+	if (!json_object_object_get_ex(reply, "result", res)) {
+		snprintf(err, errsz, "malformed reply from brokerd");
+		json_object_put(reply);
+		return -1;
 	}
-	json_object_get(res);
+	json_object_get(*res);
 	json_object_put(reply);
+	return 0;
+}
+
+/* Send req to brokerd; exit 1 with the reason on error. */
+static struct json_object *
+hgctl_call(struct json_object *req)
+{
+	struct json_object	*res;
+	char			 err[PATH_MAX + 1024];
+
+	if (hgctl_try(req, &res, err, sizeof(err)) == -1) {
+		fprintf(stderr, "hgctl: %s\n", err);
+		exit(HGCTL_EXIT_FAIL);
+	}
 	return res;
 }
 
@@ -162,82 +551,291 @@ hgctl_req(const char *type)
 	return o;
 }
 
-/* Print a list reply: JSON, or one line per item with the given keys. */
+/* Print JSON for --json. */
 static void
-hgctl_print_items(struct json_object *res, const char *const *keys)
+hgctl_print_json(struct json_object *o)
 {
-	struct json_object	*items, *it;
-	const char		*v;
-	size_t			 i, k;
+	printf("%s\n", json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+}
 
-	if (!json_object_object_get_ex(res, "items", &items))
-		return;
-	if (json_out) {
-		printf("%s\n", json_object_to_json_string_ext(items,
-		    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+/* A duration as 3d04h05m, 1h02m03s, 5m03s or 42s. */
+static void
+hgctl_duration(int64_t secs, char *buf, size_t bufsz)
+{
+	if (secs < 0)
+		secs = 0;
+	if (secs >= 86400)
+		snprintf(buf, bufsz, "%lldd%02lldh%02lldm",
+		    (long long)(secs / 86400), (long long)(secs % 86400 / 3600),
+		    (long long)(secs % 3600 / 60));
+	else if (secs >= 3600)
+		snprintf(buf, bufsz, "%lldh%02lldm%02llds",
+		    (long long)(secs / 3600), (long long)(secs % 3600 / 60),
+		    (long long)(secs % 60));
+	else if (secs >= 60)
+		snprintf(buf, bufsz, "%lldm%02llds", (long long)(secs / 60),
+		    (long long)(secs % 60));
+	else
+		snprintf(buf, bufsz, "%llds", (long long)secs);
+}
+
+/* How a table column shows its member. */
+enum col_kind { COL_STR, COL_INT, COL_BOOL, COL_DURATION, COL_ALLOWED };
+
+struct hgctl_col {
+	const char	*header;
+	const char	*key;
+	enum col_kind	 kind;
+};
+
+/* One cell's text: escaped, "-" when missing or null. */
+static void
+hgctl_cell(struct json_object *row, const struct hgctl_col *col, char *buf,
+    size_t bufsz)
+{
+	struct json_object	*v;
+	int64_t			 n;
+	int			 b;
+
+	if (!json_object_object_get_ex(row, col->key, &v) || v == NULL) {
+		snprintf(buf, bufsz, "-");
 		return;
 	}
-	for (i = 0; i < json_object_array_length(items); i++) {
-		it = json_object_array_get_idx(items, i);
-		for (k = 0; keys[k] != NULL; k++) {
-			v = json_str(it, keys[k]);
-			printf("%s%s", k ? "\t" : "", v ? v : "-");
-		}
-		printf("\n");
+	switch (col->kind) {
+	case COL_INT:
+		if (json_int(row, col->key, &n) == 0)
+			snprintf(buf, bufsz, "%lld", (long long)n);
+		else
+			snprintf(buf, bufsz, "-");
+		break;
+	case COL_DURATION:
+		if (json_int(row, col->key, &n) == 0)
+			hgctl_duration(n, buf, bufsz);
+		else
+			snprintf(buf, bufsz, "-");
+		break;
+	case COL_BOOL:
+	case COL_ALLOWED:
+		if (json_flag(row, col->key, &b) == -1)
+			snprintf(buf, bufsz, "-");
+		else if (col->kind == COL_BOOL)
+			snprintf(buf, bufsz, "%s", b ? "yes" : "no");
+		else
+			snprintf(buf, bufsz, "%s", b ? "allowed" : "denied");
+		break;
+	default:
+		log_escape(json_object_get_string(v), (size_t)-1, buf, bufsz);
+		if (*buf == '\0')
+			snprintf(buf, bufsz, "-");
+		break;
 	}
 }
 
-/* Where a value option of audit show goes, or NULL. */
-static const char **
-hgctl_show_option(const char *arg)
-{
-	if (strcmp(arg, "--user") == 0)
-		return &show.user;
-	if (strcmp(arg, "--action") == 0)
-		return &show.action;
-	if (strcmp(arg, "--since") == 0)
-		return &show.since;
-	if (strcmp(arg, "--until") == 0)
-		return &show.until;
-	if (strcmp(arg, "--limit") == 0)
-		return &show.limit;
-	return NULL;
-}
+#define HGCTL_CELL_MAX	LOG_ESCAPE_MAX
 
 /*
- * Strip --json, --admin, --password-stdin and audit show's options with
- * their values; the rest stays in order.
+ * Print an array of objects as a table: a header row, then one row per
+ * item, tab-separated (cells are escaped, so none holds a tab), "-" for a
+ * missing value. No items, no table: an empty list prints nothing, so
+ * that scripts can still test for "no users" with an empty output.
  */
-static int
-hgctl_flags(int argc, char *argv[], int *admin, int *pwstdin)
+static size_t
+hgctl_table(struct json_object *items, const struct hgctl_col *cols)
 {
-	const char	**vp;
-	int		  i, n = 0;
+	struct json_object	*row;
+	size_t			 n, i, k;
+	char			 cell[HGCTL_CELL_MAX];
 
-	for (i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json_out = 1;
-		else if ((vp = hgctl_show_option(argv[i])) != NULL) {
-			if (i + 1 == argc)
-				hgctl_usage();
-			*vp = argv[++i];
-			show.used = 1;
+	n = items != NULL && json_object_is_type(items, json_type_array) ?
+	    json_object_array_length(items) : 0;
+	if (n == 0)
+		return 0;
+	for (k = 0; cols[k].header != NULL; k++)
+		printf("%s%s", k ? "\t" : "", cols[k].header);
+	printf("\n");
+	for (i = 0; i < n; i++) {
+		row = json_object_array_get_idx(items, i);
+		for (k = 0; cols[k].header != NULL; k++) {
+			hgctl_cell(row, &cols[k], cell, sizeof(cell));
+			printf("%s%s", k ? "\t" : "", cell);
 		}
-		else if (strcmp(argv[i], "--admin") == 0)
-			*admin = 1;
-		else if (strcmp(argv[i], "--password-stdin") == 0)
-			*pwstdin = 1;
-		else if (argv[i][0] == '-' && argv[i][1] == '-')
-			hgctl_usage();
-		else
-			argv[n++] = argv[i];
+		printf("\n");
 	}
 	return n;
 }
 
+/* Ask for a list and print its "items": JSON, or a table. */
+static int
+hgctl_list(const char *type, const struct hgctl_col *cols)
+{
+	struct json_object	*res, *items = NULL;
+
+	res = hgctl_call(hgctl_req(type));
+	json_object_object_get_ex(res, "items", &items);
+	if (json_out && items == NULL)
+		printf("[]\n");
+	else if (json_out)
+		hgctl_print_json(items);
+	else
+		hgctl_table(items, cols);
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
+}
+
+/* A request naming one object: {"type": type, key: value}. */
+static struct json_object *
+hgctl_req_one(const char *type, const char *key, const char *value)
+{
+	struct json_object	*req;
+
+	req = hgctl_req(type);
+	json_object_object_add(req, key, json_object_new_string(value));
+	return req;
+}
+
+/* hgctl user add NAME [--admin] [--password-stdin] */
+static int
+hgctl_user_add(char **argv)
+{
+	struct json_object	*req;
+	char			 pw[1100];
+
+	hgctl_conf();
+	hgctl_password(pwstdin_flag, pw, sizeof(pw));
+	req = hgctl_req_one("user_add", "name", argv[0]);
+	json_object_object_add(req, "admin",
+	    json_object_new_boolean(admin_flag));
+	json_object_object_add(req, "password", json_object_new_string(pw));
+	explicit_bzero(pw, sizeof(pw));
+	json_object_put(hgctl_call(req));
+	printf("user %s added\n", argv[0]);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl user del NAME */
+static int
+hgctl_user_del(char **argv)
+{
+	json_object_put(hgctl_call(hgctl_req_one("user_del", "name",
+	    argv[0])));
+	printf("user %s deleted\n", argv[0]);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl user passwd NAME [--password-stdin] */
+static int
+hgctl_user_passwd(char **argv)
+{
+	struct json_object	*req;
+	char			 pw[1100];
+
+	hgctl_conf();
+	hgctl_password(pwstdin_flag, pw, sizeof(pw));
+	req = hgctl_req_one("user_passwd", "name", argv[0]);
+	json_object_object_add(req, "password", json_object_new_string(pw));
+	explicit_bzero(pw, sizeof(pw));
+	json_object_put(hgctl_call(req));
+	printf("password of %s changed\n", argv[0]);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl user list */
+static int
+hgctl_user_list(char **argv)
+{
+	static const struct hgctl_col cols[] = {
+		{ "NAME", "name", COL_STR },
+		{ "ROLE", "role", COL_STR },
+		{ "CREATED", "created", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+
+	return hgctl_list("user_list", cols);
+}
+
+/* hgctl token create USER: the bearer token alone, for scripts. */
+static int
+hgctl_token_create(char **argv)
+{
+	struct json_object	*res;
+
+	res = hgctl_call(hgctl_req_one("token_create", "user", argv[0]));
+	if (json_out)
+		hgctl_print_json(res);
+	else
+		printf("%s\n", json_str(res, "token"));
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl token list */
+static int
+hgctl_token_list(char **argv)
+{
+	static const struct hgctl_col cols[] = {
+		{ "ID", "id", COL_STR },
+		{ "USER", "user", COL_STR },
+		{ "SESSION", "session_id", COL_STR },
+		{ "CREATED", "created", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+
+	return hgctl_list("token_list", cols);
+}
+
+/* hgctl token revoke ID */
+static int
+hgctl_token_revoke(char **argv)
+{
+	json_object_put(hgctl_call(hgctl_req_one("token_revoke", "token",
+	    argv[0])));
+	printf("token %s revoked\n", argv[0]);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl session list */
+static int
+hgctl_session_list(char **argv)
+{
+	static const struct hgctl_col cols[] = {
+		{ "ID", "id", COL_STR },
+		{ "USER", "user", COL_STR },
+		{ "MODE", "mode", COL_STR },
+		{ "DIRECT_UNTIL", "expires_at", COL_STR },
+		{ "DIRECT_LEFT", "remaining_seconds", COL_DURATION },
+		{ "CREATED", "created", COL_STR },
+		{ "LAST_SEEN", "last_seen", COL_STR },
+		{ "EXPIRES", "expires", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+
+	return hgctl_list("session_list", cols);
+}
+
+/* hgctl session revoke ID */
+static int
+hgctl_session_revoke(char **argv)
+{
+	json_object_put(hgctl_call(hgctl_req_one("session_revoke", "session",
+	    argv[0])));
+	printf("session %s revoked\n", argv[0]);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl session revert ID */
+static int
+hgctl_session_revert(char **argv)
+{
+	json_object_put(hgctl_call(hgctl_req_one("session_revert", "session",
+	    argv[0])));
+	printf("session %s is sandboxed\n", argv[0]);
+	return HGCTL_EXIT_OK;
+}
+
 /* hgctl audit verify: exit 0 when the chain is whole, else 1. */
 static int
-hgctl_audit_verify(void)
+hgctl_audit_verify(char **argv)
 {
 	struct json_object	*res;
 	const char		*err;
@@ -251,8 +849,7 @@ hgctl_audit_verify(void)
 	json_int(res, "bad_seq", &bad);
 	err = json_str(res, "error");
 	if (json_out)
-		printf("%s\n", json_object_to_json_string_ext(res,
-		    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		hgctl_print_json(res);
 	else if (ok)
 		printf("audit log OK: %lld records, last seq %lld\n",
 		    (long long)n, (long long)n);
@@ -261,28 +858,6 @@ hgctl_audit_verify(void)
 		    (long long)bad, err != NULL ? err : "unknown error");
 	json_object_put(res);
 	return ok ? 0 : 1;
-}
-
-/* Print a record on one line: time, seq, action, user, verdict, reason. */
-static void
-hgctl_audit_print(struct json_object *rec)
-{
-	char	 when[64], action[128], user[256], reason[1024];
-	int64_t	 seq = 0;
-	int	 allowed;
-
-	json_int(rec, "seq", &seq);
-	log_escape(json_str(rec, "time") ? json_str(rec, "time") : "-",
-	    (size_t)-1, when, sizeof when);
-	log_escape(json_str(rec, "action") ? json_str(rec, "action") : "-",
-	    (size_t)-1, action, sizeof action);
-	log_escape(json_str(rec, "user") ? json_str(rec, "user") : "-",
-	    (size_t)-1, user, sizeof user);
-	log_escape(json_str(rec, "reason") ? json_str(rec, "reason") : "-",
-	    (size_t)-1, reason, sizeof reason);
-	printf("%s\t%lld\t%s\t%s\t%s\t%s\n", when, (long long)seq, action,
-	    user, json_flag(rec, "allowed", &allowed) == -1 ? "-" :
-	    allowed ? "allowed" : "denied", reason);
 }
 
 /* One audit_show request for at most want records below seq before. */
@@ -317,8 +892,17 @@ hgctl_audit_page(int64_t want, int64_t before)
  * oldest seq seen so far.
  */
 static int
-hgctl_audit_show(void)
+hgctl_audit_show(char **argv)
 {
+	static const struct hgctl_col cols[] = {
+		{ "TIME", "time", COL_STR },
+		{ "SEQ", "seq", COL_INT },
+		{ "ACTION", "action", COL_STR },
+		{ "USER", "user", COL_STR },
+		{ "RESULT", "allowed", COL_ALLOWED },
+		{ "REASON", "reason", COL_STR },
+		{ NULL, NULL, 0 }
+	};
 	struct json_object	*pages, *res, *items, *page, *all;
 	int64_t			 limit = HGCTL_AUDIT_LIMIT, got = 0, before = 0;
 	int64_t			 want, seq;
@@ -331,9 +915,8 @@ hgctl_audit_show(void)
 		limit = strtoll(show.limit, &end, 10);
 		if (errno != 0 || end == show.limit || *end != '\0' ||
 		    limit < 0) {
-			fprintf(stderr, "hgctl: --limit wants a number >= 0 "
-			    "(0: all)\n");
-			return 1;
+			hgctl_usage("audit", hgctl_find("audit", "show"),
+			    "--limit wants a number >= 0 (0: all)");
 		}
 	}
 	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
@@ -371,125 +954,266 @@ hgctl_audit_show(void)
 	}
 	json_object_put(pages);
 	if (json_out)
-		printf("%s\n", json_object_to_json_string_ext(all,
-		    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		hgctl_print_json(all);
 	else
-		for (i = 0; i < json_object_array_length(all); i++)
-			hgctl_audit_print(json_object_array_get_idx(all, i));
+		hgctl_table(all, cols);
 	json_object_put(all);
-	return 0;
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl status with brokerd unreachable: what is known, exit 3. */
+static int
+hgctl_status_down(const char *err)
+{
+	struct json_object	*res, *d, *problems;
+	char			 buf[PATH_MAX + 1100];
+
+	snprintf(buf, sizeof(buf), "brokerd: %s", err);
+	if (json_out) {
+		res = json_object_new_object();
+		json_object_object_add(res, "state",
+		    json_object_new_string("down"));
+		problems = json_object_new_array();
+		json_object_array_add(problems, json_object_new_string(buf));
+		json_object_object_add(res, "problems", problems);
+		d = json_object_new_object();
+		json_object_object_add(d, "up", json_object_new_boolean(0));
+		json_object_object_add(d, "reason",
+		    json_object_new_string(err));
+		json_object_object_add(res, "daemons", json_object_new_object());
+		json_object_object_add(json_object_object_get(res, "daemons"),
+		    "brokerd", d);
+		hgctl_print_json(res);
+		json_object_put(res);
+	} else
+		printf("state: down\nproblem: %s\n", buf);
+	fprintf(stderr, "hgctl: %s\n", err);
+	return HGCTL_EXIT_DOWN;
+}
+
+/* hgctl status: exit 0 running, 1 degraded, 3 brokerd unreachable. */
+static int
+hgctl_status(char **argv)
+{
+	static const struct hgctl_col daemon_cols[] = {
+		{ "DAEMON", "name", COL_STR },
+		{ "UP", "up", COL_BOOL },
+		{ "VERSION", "version", COL_STR },
+		{ "STARTED", "started", COL_STR },
+		{ "UPTIME", "uptime_seconds", COL_DURATION },
+		{ "REASON", "reason", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+	static const struct hgctl_col backend_cols[] = {
+		{ "BACKEND", "name", COL_STR },
+		{ "OK", "ok", COL_BOOL },
+		{ "REASON", "reason", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+	static const struct hgctl_col direct_cols[] = {
+		{ "SESSION", "session", COL_STR },
+		{ "USER", "user", COL_STR },
+		{ "DIRECT_UNTIL", "expires_at", COL_STR },
+		{ "DIRECT_LEFT", "remaining_seconds", COL_DURATION },
+		{ NULL, NULL, 0 }
+	};
+	static const struct hgctl_col audit_cols[] = {
+		{ "AUDIT_SEQ", "seq", COL_INT },
+		{ "AUDIT_HASH", "hash", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+	struct json_object	*res, *daemons = NULL, *rows, *v = NULL, *one;
+	const char		*state;
+	char			 err[PATH_MAX + 1024], cell[HGCTL_CELL_MAX];
+	size_t			 i;
+
+	if (hgctl_try(hgctl_req("status"), &res, err, sizeof(err)) == -1) {
+		if (strncmp(err, "cannot connect to ", 18) == 0)
+			return hgctl_status_down(err);
+		fprintf(stderr, "hgctl: %s\n", err);
+		return HGCTL_EXIT_FAIL;
+	}
+	state = json_str(res, "state");
+	if (json_out) {
+		hgctl_print_json(res);
+		goto out;
+	}
+	log_escape(state != NULL ? state : "unknown", (size_t)-1, cell,
+	    sizeof(cell));
+	printf("state: %s\n", cell);
+	if (json_object_object_get_ex(res, "problems", &v) &&
+	    json_object_is_type(v, json_type_array))
+		for (i = 0; i < json_object_array_length(v); i++) {
+			log_escape(json_object_get_string(
+			    json_object_array_get_idx(v, i)), (size_t)-1, cell,
+			    sizeof(cell));
+			printf("problem: %s\n", cell);
+		}
+	printf("\n");
+	rows = json_object_new_array();
+	if (json_object_object_get_ex(res, "daemons", &daemons) &&
+	    json_object_is_type(daemons, json_type_object)) {
+		json_object_object_foreach(daemons, name, d) {
+			if (!json_object_is_type(d, json_type_object))
+				continue;
+			json_object_object_add(d, "name",
+			    json_object_new_string(name));
+			json_object_array_add(rows, json_object_get(d));
+		}
+	}
+	hgctl_table(rows, daemon_cols);
+	json_object_put(rows);
+	printf("\n");
+	rows = json_object_new_array();
+	if (json_object_object_get_ex(res, "backend", &v) && v != NULL)
+		json_object_array_add(rows, json_object_get(v));
+	hgctl_table(rows, backend_cols);
+	json_object_put(rows);
+	printf("\n");
+	v = NULL;
+	json_object_object_get_ex(res, "direct_sessions", &v);
+	if (hgctl_table(v, direct_cols) == 0)
+		printf("no session in direct mode\n");
+	printf("\n");
+	rows = json_object_new_array();
+	if (json_object_object_get_ex(res, "audit", &one) && one != NULL)
+		json_object_array_add(rows, json_object_get(one));
+	hgctl_table(rows, audit_cols);
+	json_object_put(rows);
+out:
+	state = json_str(res, "state");
+	i = state != NULL && strcmp(state, "running") == 0;
+	json_object_put(res);
+	return i ? HGCTL_EXIT_OK : HGCTL_EXIT_FAIL;
+}
+
+/* Print a value as .env syntax reads it back: bare, 'single' or "double". */
+static void
+hgctl_env_value(const char *s)
+{
+	const char	*p;
+
+	if (strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	    "0123456789_-./:@+,%[]") == strlen(s)) {
+		printf("%s", s);
+		return;
+	}
+	if (strchr(s, '\'') == NULL && strchr(s, '\n') == NULL) {
+		printf("'%s'", s);
+		return;
+	}
+	putchar('"');
+	for (p = s; *p != '\0'; p++) {
+		if (*p == '\n')
+			printf("\\n");
+		else if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+/*
+ * hgctl config: brokerd's effective configuration (the running service's
+ * truth), or hgctl's own when brokerd cannot be reached, saying which.
+ */
+static int
+hgctl_config(char **argv)
+{
+	struct json_object	*res, *cfg = NULL;
+	const char		*source, *file;
+	char			 err[PATH_MAX + 1024], efile[LOG_ESCAPE_MAX];
+	int64_t			 pid = 0;
+
+	if (hgctl_try(hgctl_req("config"), &res, err, sizeof(err)) == -1) {
+		fprintf(stderr, "hgctl: cannot ask brokerd (%s); showing "
+		    "hgctl's own configuration\n", err);
+		res = json_object_new_object();
+		json_object_object_add(res, "source",
+		    json_object_new_string("hgctl"));
+		json_object_object_add(res, "error",
+		    json_object_new_string(err));
+		json_object_object_add(res, "pid",
+		    json_object_new_int64(getpid()));
+		json_object_object_add(res, "env_file", conf.env_file ?
+		    json_object_new_string(conf.env_file) : NULL);
+		json_object_object_add(res, "config", config_to_json(&conf));
+	} else if (!json_object_object_get_ex(res, "error", NULL))
+		json_object_object_add(res, "error", NULL);
+	if (json_out) {
+		hgctl_print_json(res);
+		json_object_put(res);
+		return HGCTL_EXIT_OK;
+	}
+	source = json_str(res, "source");
+	json_int(res, "pid", &pid);
+	file = json_str(res, "env_file");
+	log_escape(file != NULL ? file : "", (size_t)-1, efile, sizeof(efile));
+	if (source != NULL && strcmp(source, "brokerd") == 0)
+		printf("# the configuration of the running brokerd (pid %lld)",
+		    (long long)pid);
+	else
+		printf("# hgctl's own configuration: brokerd cannot be "
+		    "reached");
+	if (file != NULL)
+		printf(", read from %s\n", efile);
+	else
+		printf(", no configuration file\n");
+	if (json_object_object_get_ex(res, "config", &cfg) &&
+	    json_object_is_type(cfg, json_type_object)) {
+		json_object_object_foreach(cfg, name, v) {
+			printf("%s=", name);
+			if (v != NULL)
+				hgctl_env_value(json_object_get_string(v));
+			printf("\n");
+		}
+	}
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
 }
 
 int
 main(int argc, char *argv[])
 {
-	static const char *const user_keys[] = { "name", "role", "created",
-	    NULL };
-	static const char *const token_keys[] = { "id", "user", "session_id",
-	    "created", NULL };
-	static const char *const session_keys[] = { "id", "user", "mode",
-	    "expires_at", "created", "last_seen", NULL };
-	struct json_object	*req, *res;
-	char			 pw[1100];
-	int			 admin = 0, pwstdin = 0, rv = 0;
+	const struct hgctl_cmd	*c;
+	char			**rest;
+	int			  n, rv;
 
 	log_init("hgctl", 1);
-	argc = hgctl_flags(argc - 1, argv + 1, &admin, &pwstdin);
-	argv++;
 	if (argc < 2)
-		hgctl_usage();
-	if (show.used && (strcmp(argv[0], "audit") != 0 ||
-	    strcmp(argv[1], "show") != 0))
-		hgctl_usage();
-	config_load_or_die(&conf);
-
-	if (strcmp(argv[0], "user") == 0) {
-		if (strcmp(argv[1], "add") == 0 && argc == 3) {
-			hgctl_password(pwstdin, pw, sizeof(pw));
-			req = hgctl_req("user_add");
-			json_object_object_add(req, "name",
-			    json_object_new_string(argv[2]));
-			json_object_object_add(req, "admin",
-			    json_object_new_boolean(admin));
-			json_object_object_add(req, "password",
-			    json_object_new_string(pw));
-			explicit_bzero(pw, sizeof(pw));
-			json_object_put(hgctl_call(req));
-			printf("user %s added\n", argv[2]);
-		} else if (strcmp(argv[1], "del") == 0 && argc == 3) {
-			req = hgctl_req("user_del");
-			json_object_object_add(req, "name",
-			    json_object_new_string(argv[2]));
-			json_object_put(hgctl_call(req));
-			printf("user %s deleted\n", argv[2]);
-		} else if (strcmp(argv[1], "passwd") == 0 && argc == 3) {
-			hgctl_password(pwstdin, pw, sizeof(pw));
-			req = hgctl_req("user_passwd");
-			json_object_object_add(req, "name",
-			    json_object_new_string(argv[2]));
-			json_object_object_add(req, "password",
-			    json_object_new_string(pw));
-			explicit_bzero(pw, sizeof(pw));
-			json_object_put(hgctl_call(req));
-			printf("password of %s changed\n", argv[2]);
-		} else if (strcmp(argv[1], "list") == 0 && argc == 2) {
-			res = hgctl_call(hgctl_req("user_list"));
-			hgctl_print_items(res, user_keys);
-			json_object_put(res);
-		} else
-			hgctl_usage();
-	} else if (strcmp(argv[0], "token") == 0) {
-		if (strcmp(argv[1], "create") == 0 && argc == 3) {
-			req = hgctl_req("token_create");
-			json_object_object_add(req, "user",
-			    json_object_new_string(argv[2]));
-			res = hgctl_call(req);
-			if (json_out)
-				printf("%s\n", json_object_to_json_string_ext(
-				    res, JSON_C_TO_STRING_PLAIN));
-			else
-				printf("%s\n", json_str(res, "token"));
-			json_object_put(res);
-		} else if (strcmp(argv[1], "list") == 0 && argc == 2) {
-			res = hgctl_call(hgctl_req("token_list"));
-			hgctl_print_items(res, token_keys);
-			json_object_put(res);
-		} else if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
-			req = hgctl_req("token_revoke");
-			json_object_object_add(req, "token",
-			    json_object_new_string(argv[2]));
-			json_object_put(hgctl_call(req));
-			printf("token %s revoked\n", argv[2]);
-		} else
-			hgctl_usage();
-	} else if (strcmp(argv[0], "session") == 0) {
-		if (strcmp(argv[1], "list") == 0 && argc == 2) {
-			res = hgctl_call(hgctl_req("session_list"));
-			hgctl_print_items(res, session_keys);
-			json_object_put(res);
-		} else if (strcmp(argv[1], "revoke") == 0 && argc == 3) {
-			req = hgctl_req("session_revoke");
-			json_object_object_add(req, "session",
-			    json_object_new_string(argv[2]));
-			json_object_put(hgctl_call(req));
-			printf("session %s revoked\n", argv[2]);
-		} else if (strcmp(argv[1], "revert") == 0 && argc == 3) {
-			req = hgctl_req("session_revert");
-			json_object_object_add(req, "session",
-			    json_object_new_string(argv[2]));
-			json_object_put(hgctl_call(req));
-			printf("session %s is sandboxed\n", argv[2]);
-		} else
-			hgctl_usage();
-	} else if (strcmp(argv[0], "audit") == 0) {
-		if (strcmp(argv[1], "verify") == 0 && argc == 2)
-			rv = hgctl_audit_verify();
-		else if (strcmp(argv[1], "show") == 0 && argc == 2)
-			rv = hgctl_audit_show();
-		else
-			hgctl_usage();
+		hgctl_usage(NULL, NULL, "no command given");
+	if (hgctl_is_help(argv[1])) {
+		hgctl_help_all(stdout);
+		return HGCTL_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("hgctl (hostgate) %s\n", HG_VERSION);
+		return HGCTL_EXIT_OK;
+	}
+	if (strcmp(argv[1], "help") == 0)
+		hgctl_help(argc - 2, argv + 2);
+	if (hgctl_is_group(argv[1])) {
+		if (argc < 3)
+			hgctl_usage(argv[1], NULL, "\"%s\" needs a command",
+			    argv[1]);
+		if (hgctl_is_help(argv[2])) {
+			hgctl_help_group(stdout, argv[1], 1);
+			return HGCTL_EXIT_OK;
+		}
+		if ((c = hgctl_find(argv[1], argv[2])) == NULL)
+			hgctl_usage(argv[1], NULL, "unknown command \"%s %s\"",
+			    argv[1], argv[2]);
+		rest = argv + 3;
+		n = argc - 3;
+	} else if ((c = hgctl_find(NULL, argv[1])) != NULL) {
+		rest = argv + 2;
+		n = argc - 2;
 	} else
-		hgctl_usage();
-	config_free(&conf);
+		hgctl_usage(NULL, NULL, "unknown command \"%s\"", argv[1]);
+	hgctl_parse(c, n, rest);
+	rv = c->fn(rest);
+	if (conf_loaded)
+		config_free(&conf);
 	return rv;
 }

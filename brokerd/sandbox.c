@@ -255,6 +255,62 @@ sandbox_front_gone(struct ipc_peer *front)
 			w->front = NULL;
 }
 
+/* A health request of hgctl status waiting for sandboxd. */
+struct sandbox_ask {
+	sandbox_health_cb	 cb;
+	void			*arg;
+};
+
+/* sandboxd answered (or not) a sandbox_health_ask. */
+static void
+sandbox_ask_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	struct sandbox_ask	*a = arg;
+	struct json_object	*res, *e;
+	const char		*why;
+
+	if (m == NULL)
+		a->cb(NULL, "sandboxd did not answer", a->arg);
+	else if (json_object_object_get_ex(m->obj, "error", &e)) {
+		why = json_str(e, "message");
+		a->cb(NULL, why != NULL ? why : "sandboxd refused", a->arg);
+	} else if (!json_object_object_get_ex(m->obj, "result", &res))
+		a->cb(NULL, "malformed health reply", a->arg);
+	else {
+		sandbox_keep_backend(m);
+		a->cb(res, NULL, a->arg);
+	}
+	free(a);
+}
+
+/*
+ * Ask sandboxd for its health (version, start, a fresh backend probe); cb
+ * gets the result, or NULL and why, maybe before this returns.
+ */
+void
+sandbox_health_ask(int timeout_ms, sandbox_health_cb cb, void *arg)
+{
+	struct json_object	*req;
+	struct sandbox_ask	*a;
+	struct ipc_peer		*p;
+
+	if ((p = sandbox_peer()) == NULL) {
+		cb(NULL, "sandboxd is unreachable", arg);
+		return;
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("%s", __func__);
+	a->cb = cb;
+	a->arg = arg;
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("health"));
+	if (ipc_request(p, req, NULL, 0, timeout_ms, sandbox_ask_reply,
+	    a) == -1) {
+		free(a);
+		cb(NULL, "sandboxd is unreachable", arg);
+	}
+}
+
 /* Connect to sandboxd, whose socket must belong to sandbox_uid. */
 void
 sandbox_init(struct event_base *base, struct config *conf, uid_t sandbox_uid)

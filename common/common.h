@@ -109,11 +109,13 @@ struct config {
 	char		*web_dir;		/* HOSTGATE_WEB_DIR */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */
 	char		*env_file;		/* the .env file read, or NULL */
+	int		*origins;		/* per variable, see config.c */
 };
 
 /*
  * Load the configuration from the environment and the optional .env file
- * (HOSTGATE_ENV_FILE, else ./.env when present; the environment wins).
+ * (HOSTGATE_ENV_FILE, else HG_ENV_FILE when present; the
+ * environment wins).
  * On an invalid value, writes "VARIABLE=value: reason (allowed: ...)" into
  * err and returns -1.
  */
@@ -121,6 +123,9 @@ int	 config_load(struct config *, char *err, size_t errsz);
 void	 config_free(struct config *);
 /* The effective configuration as JSON, secrets masked. */
 struct json_object *config_to_json(const struct config *);
+/* Where a variable's value came from: "the environment", "FILE line N"... */
+const char *config_origin(const struct config *, const char *name,
+	    char *buf, size_t bufsz);
 /* Load or fatalx() with the message. */
 void	 config_load_or_die(struct config *);
 

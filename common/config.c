@@ -23,12 +23,23 @@
 #include "config_env.h"
 
 #define ENV_FILE_MAX	(1024 * 1024)
+#define CONFIG_NAME_MAX	63	/* longest name compared for suggestions */
 
 #ifndef HG_WEB_DIR
 #define HG_WEB_DIR	"/usr/local/share/hostgate/web"
 #endif
 #ifndef HG_PROFILES_DIR
 #define HG_PROFILES_DIR	"/usr/local/share/hostgate/profiles"
+#endif
+/* Where an installed hostgate keeps its state, sockets and configuration. */
+#ifndef HG_STATE_DIR
+#define HG_STATE_DIR	"/var/lib/hostgate"
+#endif
+#ifndef HG_RUN_DIR
+#define HG_RUN_DIR	"/run/hostgate"
+#endif
+#ifndef HG_ENV_FILE
+#define HG_ENV_FILE	"/etc/hostgate/hostgate.env"
 #endif
 
 /* Longest "run_dir/socket" that fits in sockaddr_un.sun_path. */
@@ -52,7 +63,7 @@ enum config_kind {
 	KIND_LISTEN,	/* host:port */
 	KIND_SECRET,	/* not used by the daemons; masked in the JSON */
 	KIND_ENV_FILE,	/* names the .env file; environment only */
-	KIND_IGNORED,	/* known, used by scripts only */
+	KIND_IGNORED,	/* known, configures nothing (scripts, spawns) */
 };
 
 struct config_var {
@@ -97,8 +108,9 @@ static const struct config_var config_vars[] = {
 	{ "HOSTGATE_TLS_KEY", NULL, KIND_FILE, F(tls_key), 0, 0, NULL },
 	{ "HOSTGATE_INSECURE_HTTP", "0", KIND_FLAG,
 	    F(insecure_http), 0, 1, NULL },
-	{ "HOSTGATE_STATE_DIR", "./var", KIND_DIR, F(state_dir), 0, 0, NULL },
-	{ "HOSTGATE_RUN_DIR", "./run", KIND_DIR,
+	{ "HOSTGATE_STATE_DIR", HG_STATE_DIR, KIND_DIR,
+	    F(state_dir), 0, 0, NULL },
+	{ "HOSTGATE_RUN_DIR", HG_RUN_DIR, KIND_DIR,
 	    F(run_dir), 0, RUN_DIR_MAX, NULL },
 	/* After HOSTGATE_STATE_DIR: its default is computed from it. */
 	{ "HOSTGATE_WORKSPACE_ROOT", NULL, KIND_WORKSPACE,
@@ -157,8 +169,15 @@ static const struct config_var config_vars[] = {
 	    F(audit_syslog), 0, 1, NULL },
 	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
-	{ "HOSTGATE_ENV_FILE", NULL, KIND_ENV_FILE, F(env_file), 0, 0, NULL },
+	/* Its default is read only when it exists. */
+	{ "HOSTGATE_ENV_FILE", HG_ENV_FILE, KIND_ENV_FILE,
+	    F(env_file), 0, 0, NULL },
 	{ "HOSTGATE_BUILD", NULL, KIND_IGNORED, NOF, 0, 0, NULL },
+	/*
+	 * Set by sandboxd in the environment of every spawn, so a daemon or
+	 * hgctl started inside a hostgate terminal sees it.
+	 */
+	{ "HOSTGATE_MODE", NULL, KIND_IGNORED, NOF, 0, 0, NULL },
 };
 #define NVARS	(sizeof config_vars / sizeof config_vars[0])
 
@@ -832,11 +851,12 @@ config_env_free(struct config_env *env)
 
 /*
  * Read the .env file: HOSTGATE_ENV_FILE, which must exist when set, else
- * ./.env when there is one. *path is set to the file read, or NULL.
+ * deffile (HG_ENV_FILE) when there is one. *path is set to the file read,
+ * or NULL.
  */
 static int
-config_read_env(struct config *cfg, struct config_env *env,
-    const char **path, char *err, size_t errsz)
+config_read_env(struct config *cfg, const char *deffile,
+    struct config_env *env, const char **path, char *err, size_t errsz)
 {
 	const struct config_var	*var;
 	const char		*given, *why;
@@ -856,12 +876,16 @@ config_read_env(struct config *cfg, struct config_env *env,
 			    "the path of a readable .env file"));
 		}
 	} else {
-		given = "./.env";
+		if (deffile == NULL || *deffile == '\0')
+			return (0);
+		given = deffile;
 		if ((text = file_read(given, ENV_FILE_MAX, &len)) == NULL) {
 			if (errno == ENOENT)
 				return (0);
-			snprintf(err, errsz, "%s: cannot read it: %s", given,
-			    strerror(errno));
+			snprintf(err, errsz, "%s: cannot read it: %s (the "
+			    "default configuration file; HOSTGATE_ENV_FILE "
+			    "names another)", log_escape(given, (size_t)-1,
+			    epath, sizeof epath), strerror(errno));
 			return (-1);
 		}
 	}
@@ -877,8 +901,66 @@ config_read_env(struct config *cfg, struct config_env *env,
 }
 
 /*
- * Refuse unknown variables with hostgate's prefixes, in the environment and
- * in the .env file, so that a typo does not silently leave a default.
+ * The edit distance of a and b (optimal string alignment: insertions,
+ * deletions, substitutions and swaps of neighbours each cost one).
+ */
+static size_t
+config_distance(const char *a, const char *b)
+{
+	size_t	d[CONFIG_NAME_MAX + 1][CONFIG_NAME_MAX + 1];
+	size_t	la = strlen(a), lb = strlen(b), i, j, c, v;
+
+	if (la > CONFIG_NAME_MAX)
+		la = CONFIG_NAME_MAX;
+	if (lb > CONFIG_NAME_MAX)
+		lb = CONFIG_NAME_MAX;
+	for (i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		for (j = 1; j <= lb; j++) {
+			c = a[i - 1] != b[j - 1];
+			v = d[i - 1][j - 1] + c;
+			if (d[i - 1][j] + 1 < v)
+				v = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < v)
+				v = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+				v = d[i - 2][j - 2] + 1;
+			d[i][j] = v;
+		}
+	}
+	return (d[la][lb]);
+}
+
+/* The known variable closest to name (one that configures something). */
+static const char *
+config_closest(const char *name)
+{
+	const char	*best = NULL;
+	size_t		 i, dist, bestdist = (size_t)-1;
+
+	for (i = 0; i < NVARS; i++) {
+		if (config_vars[i].kind == KIND_IGNORED)
+			continue;
+		dist = config_distance(name, config_vars[i].name);
+		if (dist < bestdist) {
+			bestdist = dist;
+			best = config_vars[i].name;
+		}
+	}
+	return (best);
+}
+
+/*
+ * Check the names with hostgate's prefixes. An unknown one in the
+ * environment is a warning: the environment is shared with other programs,
+ * and a daemon or hgctl must not refuse to start over what it inherited. In
+ * the .env file, which is hostgate's alone, it is an error, so that a typo
+ * does not silently leave a default in place. Both name the closest known
+ * variable.
  */
 static int
 config_check_names(const struct config_env *env, const char *envpath,
@@ -894,19 +976,21 @@ config_check_names(const struct config_env *env, const char *envpath,
 			continue;
 		len = eq - *ep;
 		if (config_is_ours(*ep, len) && config_var_find(*ep, len) == NULL) {
-			snprintf(err, errsz, "unknown variable %s in the "
-			    "environment", log_escape(*ep, len, ename,
-			    sizeof ename));
-			return (-1);
+			log_escape(*ep, len, ename, sizeof ename);
+			log_warnx("unknown variable %s in the environment, "
+			    "ignored (did you mean %s?)", ename,
+			    config_closest(ename));
 		}
 	}
 	for (i = 0; i < env->nvars; i++) {
 		len = strlen(env->vars[i].name);
 		if (config_is_ours(env->vars[i].name, len) &&
 		    config_var_find(env->vars[i].name, len) == NULL) {
-			snprintf(err, errsz, "%sunknown variable %s",
-			    config_where(envpath, env->vars[i].line, where,
-			    sizeof where), env->vars[i].name);
+			snprintf(err, errsz, "%sunknown variable %s (did you "
+			    "mean %s?)", config_where(envpath,
+			    env->vars[i].line, where, sizeof where),
+			    env->vars[i].name,
+			    config_closest(env->vars[i].name));
 			return (-1);
 		}
 	}
@@ -994,6 +1078,14 @@ config_check(const struct config *cfg, const struct config_value *vals,
 int
 config_load(struct config *cfg, char *err, size_t errsz)
 {
+	return (config_load_from(cfg, HG_ENV_FILE, err, errsz));
+}
+
+/* config_load with another default .env file; see config_env.h. */
+int
+config_load_from(struct config *cfg, const char *deffile, char *err,
+    size_t errsz)
+{
 	struct config_env	 env = { NULL, 0 };
 	struct config_value	 vals[NVARS];
 	const char		*envpath;
@@ -1002,12 +1094,16 @@ config_load(struct config *cfg, char *err, size_t errsz)
 	int			 rv = -1;
 
 	memset(cfg, 0, sizeof *cfg);
-	if (config_read_env(cfg, &env, &envpath, err, errsz) == -1)
+	if ((cfg->origins = calloc(NVARS, sizeof *cfg->origins)) == NULL)
+		fatal("%s", __func__);
+	if (config_read_env(cfg, deffile, &env, &envpath, err, errsz) == -1)
 		goto out;
 	if (config_check_names(&env, envpath, err, errsz) == -1)
 		goto out;
 	config_gather(&env, vals);
 	for (i = 0; i < NVARS; i++) {
+		if (vals[i].value != NULL)
+			cfg->origins[i] = vals[i].line > 0 ? vals[i].line : -1;
 		if (config_set(cfg, &config_vars[i], vals[i].value,
 		    config_where(envpath, vals[i].line, where, sizeof where),
 		    err, errsz) == -1)
@@ -1019,6 +1115,32 @@ out:
 	if (rv == -1)
 		config_free(cfg);
 	return (rv);
+}
+
+/*
+ * Where the value of a variable came from, for messages: "the environment",
+ * "FILE line N" or "the default".
+ */
+const char *
+config_origin(const struct config *cfg, const char *name, char *buf,
+    size_t bufsz)
+{
+	const struct config_var	*var;
+	char			 epath[LOG_ESCAPE_MAX];
+	int			 o;
+
+	if ((var = config_var_find(name, strlen(name))) == NULL ||
+	    cfg->origins == NULL)
+		return ("unknown");
+	o = cfg->origins[var - config_vars];
+	if (o == -1)
+		return ("the environment");
+	if (o > 0 && cfg->env_file != NULL) {
+		snprintf(buf, bufsz, "%s line %d", log_escape(cfg->env_file,
+		    (size_t)-1, epath, sizeof epath), o);
+		return (buf);
+	}
+	return ("the default");
 }
 
 /* Free the strings of a configuration. */
@@ -1035,6 +1157,8 @@ config_free(struct config *cfg)
 		free(*field);
 		*field = NULL;
 	}
+	free(cfg->origins);
+	cfg->origins = NULL;
 }
 
 /* The effective configuration, one member per variable, secrets masked. */
@@ -1065,7 +1189,9 @@ config_to_json(const struct config *cfg)
 				v = json_object_new_int64(*(const int *)field);
 			break;
 		case KIND_SECRET:
-			if ((s = getenv(var->name)) == NULL || *s == '\0')
+			/* Set in the environment or the file: masked. */
+			if (cfg->origins == NULL ? (s = getenv(var->name)) ==
+			    NULL || *s == '\0' : cfg->origins[i] == 0)
 				continue;
 			v = json_object_new_string("***");
 			break;

@@ -29,6 +29,11 @@ int	 config_env_parse(const char *file, const char *text, size_t len,
 	    struct config_env *env, char *err, size_t errsz);
 void	 config_env_free(struct config_env *env);
 
+struct config;
+/* config_load with deffile read instead of HG_ENV_FILE (for tests). */
+int	 config_load_from(struct config *cfg, const char *deffile, char *err,
+	    size_t errsz);
+
 /* The known variables: count, then name and default of the i-th. */
 size_t	 config_var_count(void);
 const char *config_var_name(size_t i);

@@ -29,14 +29,33 @@ static const char *const frontd_syscalls[] = {
 };
 
 static struct event_base	*frontd_base;
+static int64_t			 frontd_started;	/* wall seconds */
 
 /* What brokerd sends frontd unasked: the events for the SSE streams. */
 static const struct ipc_handler frontd_handlers[] = {
 	{ "event",	ROLE_BROKERD, IPC_F_EVENT, sse_deliver },
 	{ NULL, 0, 0, NULL }
 };
+static void	frontd_broker_ready(struct ipc_peer *);
+static const struct ipc_peer_cbs frontd_broker_cbs = {
+	frontd_broker_ready, NULL
+};
 
+/* brokerd is connected: tell it our version and start (hgctl status). */
+static void
+frontd_broker_ready(struct ipc_peer *p)
+{
+	struct json_object	*obj;
 
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type", json_object_new_string(
+	    "front_info"));
+	json_object_object_add(obj, "version",
+	    json_object_new_string(HG_VERSION));
+	json_object_object_add(obj, "started",
+	    json_object_new_int64(frontd_started));
+	ipc_send(p, obj, NULL, 0);
+}
 
 /* Bind the configured numeric address (already validated by config). */
 static int
@@ -87,6 +106,7 @@ main(int argc, char *argv[])
 	int		 debug, check, fd;
 
 	proc_options(argc, argv, "frontd", &debug, &check);
+	frontd_started = now_wall_ms() / 1000;
 
 	log_init("frontd", debug || check);
 	config_load_or_die(&conf);
@@ -131,7 +151,7 @@ main(int argc, char *argv[])
 
 	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
 	broker = ipc_link_new(frontd_base, path, ROLE_FRONTD, ROLE_BROKERD,
-	    broker_uid, frontd_handlers, NULL, NULL);
+	    broker_uid, frontd_handlers, &frontd_broker_cbs, NULL);
 	free(path);
 	api_init(frontd_base, &conf, broker);
 	ws_init();

@@ -43,6 +43,7 @@ static const struct ipc_peer_cbs broker_cbs = { broker_ready, broker_closed };
 
 static struct config	*broker_conf;
 static struct ipc_peer	*broker_peer;	/* for exit events */
+static int64_t		 broker_started;	/* wall seconds, for hgctl status */
 
 /* The backend's state, probed again when the last probe is stale. */
 static void
@@ -53,6 +54,10 @@ broker_health(struct ipc_peer *p, struct ipc_msg *m)
 	backend_probe(BROKER_PROBE_MAX_AGE_MS);
 	res = json_object_new_object();
 	json_object_object_add(res, "backend", backend_json());
+	json_object_object_add(res, "version",
+	    json_object_new_string(HG_VERSION));
+	json_object_object_add(res, "started",
+	    json_object_new_int64(broker_started));
 	ipc_reply(p, m, res, NULL, 0);
 }
 
@@ -347,6 +352,7 @@ broker_init(struct event_base *base, struct config *conf, uid_t broker_uid,
     int fd)
 {
 	broker_conf = conf;
+	broker_started = now_wall_ms() / 1000;
 	ipc_server_new(base, fd, ROLE_SANDBOXD, ROLE_BROKERD, &broker_uid, 1,
 	    broker_handlers, &broker_cbs, NULL);
 }

@@ -431,10 +431,12 @@ def test_hgctl_audit_show_filters(hg, story):
     assert got == [], got
     got = hg.hgctl_json("audit", "show", "--since", "2999-01-01")
     assert got == [], got
-    # Text: one tab-separated line per record.
+    # Text: a header, then one tab-separated line per record.
     r = hg.hgctl_ok("audit", "show", "--user", "bob", "--action",
                     "mode_refused")
-    rows = [l.split("\t") for l in r.stdout.splitlines()]
+    lines = r.stdout.splitlines()
+    assert lines[0] == "TIME\tSEQ\tACTION\tUSER\tRESULT\tREASON", lines
+    rows = [l.split("\t") for l in lines[1:]]
     assert [int(x[1]) for x in rows] == [w["seq"] for w in want], rows
     assert all(x[2] == "mode_refused" and x[3] == "bob" and
                x[4] == "denied" for x in rows), rows

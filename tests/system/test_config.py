@@ -1,6 +1,8 @@
 """Configuration: `-n` checks, invalid variables stop a daemon at start-up,
-the .env file and the environment's precedence over it."""
+the .env file and the environment's precedence over it, the variables
+hostgate sets itself, unknown names and the compiled-in defaults."""
 
+import json
 import os
 import subprocess
 
@@ -110,3 +112,99 @@ def test_unknown_option_is_usage_error(cfg):
         r = run(cfg, daemon, flag="-Z")
         assert r.returncode != 0, (daemon, r)
         assert r.stderr.strip(), daemon
+
+
+# -- variables hostgate sets, unknown names, the default file -----------------
+
+@pytest.mark.parametrize("daemon", hglib.DAEMONS)
+@pytest.mark.parametrize("value", ["sandbox", "direct"])
+def test_hostgate_mode_is_accepted(cfg, daemon, value):
+    # sandboxd sets it in every spawn: a daemon started in a hostgate
+    # terminal inherits it.
+    r = run(cfg, daemon, {"HOSTGATE_MODE": value})
+    assert r.returncode == 0, r
+    assert "HOSTGATE_MODE" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("daemon", hglib.DAEMONS)
+def test_unknown_in_environment_warns(cfg, daemon):
+    r = run(cfg, daemon, {"HOSTGATE_LOG_LEVLE": "debug"})
+    assert r.returncode == 0, r
+    assert "WARN: unknown variable HOSTGATE_LOG_LEVLE in the environment, " \
+        "ignored (did you mean HOSTGATE_LOG_LEVEL?)" in r.stderr, r.stderr
+
+
+def test_daemons_start_with_hostgate_mode_and_unknown_names(hostgate_factory):
+    hg = hostgate_factory(name="foreign", users=False,
+                          env={"HOSTGATE_MODE": "direct",
+                               "HOSTGATE_FOO": "1",
+                               "HOSTGATE_SPAWN_BRUST": "3"})
+    assert hg.health().status == 200
+    for daemon in hglib.DAEMONS:
+        log = hg.log_text(daemon)
+        assert "unknown variable HOSTGATE_FOO in the environment, ignored " \
+            "(did you mean HOSTGATE_" in log, (daemon, log)
+        assert "unknown variable HOSTGATE_SPAWN_BRUST in the environment, " \
+            "ignored (did you mean HOSTGATE_SPAWN_BURST?)" in log, log
+        assert "HOSTGATE_MODE" not in log.replace(
+            "HOSTGATE_MODE_RATE", ""), (daemon, log)
+    # The mode given to the daemons configures nothing.
+    hg.add_user(*hglib.ADMIN, admin=True)
+    assert hg.login(*hglib.ADMIN).get(
+        "/api/execution-mode").json()["mode"] == "sandbox"
+
+
+@pytest.mark.parametrize("daemon", list(hglib.DAEMONS) + ["hgctl"])
+def test_unknown_in_env_file_is_an_error(cfg, daemon):
+    path = write_env(cfg, "# x\nHOSTGATE_LOG_LEVEL=info\nHOSTGATE_LSTEN=x\n")
+    if daemon == "hgctl":
+        e = dict(cfg.env, HOSTGATE_ENV_FILE=path)
+        r = subprocess.run(cfg.wrap([cfg.binary("hgctl"), "user", "list"]),
+                           env=e, capture_output=True, text=True,
+                           timeout=20, cwd=cfg.dir)
+    else:
+        r = run(cfg, daemon, {"HOSTGATE_ENV_FILE": path})
+    assert r.returncode == 1, r
+    assert "%s:3: unknown variable HOSTGATE_LSTEN (did you mean " \
+        "HOSTGATE_LISTEN?)" % path in r.stderr, r.stderr
+
+
+DEFAULT_ENV_FILE = "/etc/hostgate/hostgate.env"
+
+
+@pytest.mark.parametrize("daemon", hglib.DAEMONS)
+def test_dot_env_is_not_read_by_itself(cfg, daemon):
+    if os.path.exists(DEFAULT_ENV_FILE):
+        pytest.skip("%s exists on this machine" % DEFAULT_ENV_FILE)
+    with open(os.path.join(cfg.dir, ".env"), "w") as f:
+        f.write("HOSTGATE_LOG_LEVEL=shouty\n")
+    try:
+        r = run(cfg, daemon, unset=["HOSTGATE_ENV_FILE"])
+    finally:
+        os.unlink(os.path.join(cfg.dir, ".env"))
+    assert r.returncode == 0, r
+
+
+def test_compiled_in_defaults(cfg):
+    if os.path.exists(DEFAULT_ENV_FILE):
+        pytest.skip("%s exists on this machine" % DEFAULT_ENV_FILE)
+    nowhere = os.path.join(cfg.dir, "no-run")
+    r = subprocess.run([cfg.binary("hgctl"), "config", "--json"],
+                       env={"PATH": cfg.env["PATH"],
+                            "HOSTGATE_RUN_DIR": nowhere},
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["source"] == "hgctl", doc
+    c = doc["config"]
+    assert c["HOSTGATE_STATE_DIR"] == "/var/lib/hostgate", c
+    assert c["HOSTGATE_WORKSPACE_ROOT"] == "/var/lib/hostgate/workspaces", c
+    assert c["HOSTGATE_RUN_DIR"] == nowhere, c
+    assert c["HOSTGATE_ENV_FILE"] is None, c
+    # Without HOSTGATE_RUN_DIR, hgctl looks in /run/hostgate and says why.
+    r = subprocess.run([cfg.binary("hgctl"), "user", "list"],
+                       env={"PATH": cfg.env["PATH"]},
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 1, r
+    assert "/run/hostgate/broker-control.sock" in r.stderr, r.stderr
+    assert "the default HOSTGATE_RUN_DIR" in r.stderr, r.stderr

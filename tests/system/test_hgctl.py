@@ -1,13 +1,18 @@
-"""hgctl: users, exit codes, who may use the control socket."""
+"""hgctl: users, exit codes, who may use the control socket, help, tables
+and JSON, status, config and the environment it runs in."""
 
+import hashlib
 import json
 import os
+import re
 import stat
+import subprocess
 import time
 
 import pytest
 
 import hglib
+import policylib as pl
 
 
 def test_user_list_json(shared):
@@ -171,3 +176,370 @@ def test_session_revoke(shared):
     assert new[0] not in [x["id"] for x in shared.hgctl_json("session", "list")]
     r = shared.hgctl("session", "revoke", new[0])
     assert r.returncode == 1 and r.stderr.strip(), r
+
+
+# -- help, version, usage -----------------------------------------------------
+
+# Every command, as (group, name); group None for a command on its own.
+COMMANDS = [("user", "add"), ("user", "del"), ("user", "passwd"),
+            ("user", "list"), ("token", "create"), ("token", "list"),
+            ("token", "revoke"), ("session", "list"), ("session", "revoke"),
+            ("session", "revert"), ("audit", "verify"), ("audit", "show"),
+            (None, "status"), (None, "config")]
+GROUPS = ["user", "token", "session", "audit"]
+# Every list and show, with --json.
+JSON_COMMANDS = [["user", "list"], ["token", "list"], ["session", "list"],
+                 ["audit", "show"], ["audit", "verify"], ["status"],
+                 ["config"]]
+
+
+def words(group, name):
+    return [group, name] if group else [name]
+
+
+def bare_hgctl(hg, *args, env=None):
+    """hgctl with nothing but env: no HOSTGATE_RUN_DIR, no brokerd needed."""
+    e = {"PATH": hg.env["PATH"], "LANG": "C.UTF-8"}
+    e.update(env or {})
+    return subprocess.run([hg.binary("hgctl")] + list(args), env=e,
+                          capture_output=True, text=True, timeout=30,
+                          cwd=hg.dir)
+
+
+def help_invocations():
+    out = [["--help"], ["-h"], ["help"], ["help", "help"]]
+    for g in GROUPS:
+        out += [["help", g], [g, "--help"], [g, "-h"]]
+    for g, n in COMMANDS:
+        out += [["help"] + words(g, n), words(g, n) + ["--help"],
+                words(g, n) + ["-h"]]
+    # Help wins over what else is on the line, and needs no argument.
+    out += [["user", "add", "--help", "--admin"],
+            ["audit", "show", "--limit", "x", "--help"]]
+    return out
+
+
+@pytest.mark.parametrize("args", help_invocations(), ids=" ".join)
+def test_help_on_stdout_exit_0(shared, args):
+    # No socket to talk to: help never needs brokerd, nor a password.
+    r = bare_hgctl(shared, *args, env={"HOSTGATE_RUN_DIR": "/nonexistent"})
+    assert r.returncode == 0, (args, r)
+    assert r.stdout.startswith("usage:"), r.stdout
+    assert r.stderr == "", r.stderr
+
+
+def test_help_names_every_command(shared):
+    text = bare_hgctl(shared, "--help").stdout
+    for g, n in COMMANDS:
+        assert "hgctl %s" % " ".join(words(g, n)) in text, (g, n)
+    assert "--version" in text and "--json" in text
+    # One command's help has its synopsis and what it does.
+    text = bare_hgctl(shared, "user", "add", "--help").stdout
+    assert text.splitlines()[0] == \
+        "usage: hgctl user add NAME [--admin] [--password-stdin]", text
+    assert "--password-stdin" in text
+    text = bare_hgctl(shared, "help", "status").stdout
+    assert "degraded" in text and "3" in text, text
+
+
+@pytest.mark.parametrize("args,hint", [
+    ([], "see hgctl help\n"),
+    (["frobnicate"], "see hgctl help\n"),
+    (["user"], "see hgctl help user\n"),
+    (["user", "frob"], "see hgctl help user\n"),
+    (["user", "add"], "see hgctl help user add\n"),
+    (["user", "list", "--bogus"], "see hgctl help user list\n"),
+    (["token", "revoke", "--admin", "x"], "see hgctl help token revoke\n"),
+    (["status", "extra"], "see hgctl help status\n"),
+    (["audit", "show", "--limit"], "see hgctl help audit show\n"),
+    (["audit", "show", "--limit", "-1"], "see hgctl help audit show\n"),
+    (["help", "frob"], "see hgctl help\n"),
+    (["--json", "user", "list"], "see hgctl help\n"),
+])
+def test_usage_error_hint(shared, args, hint):
+    r = shared.hgctl(*args)
+    assert r.returncode == 2, (args, r)
+    assert r.stdout == "", r.stdout
+    assert r.stderr.startswith("hgctl: "), r.stderr
+    assert r.stderr.endswith(hint), r.stderr
+    assert "usage: " in r.stderr or "usage:\n" in r.stderr, r.stderr
+
+
+def project_version():
+    with open(os.path.join(hglib.REPO, "common", "common.h")) as f:
+        m = re.search(r'#define HG_VERSION "([^"]+)"', f.read())
+    assert m, "no HG_VERSION in common/common.h"
+    return m.group(1)
+
+
+def test_version(shared):
+    r = bare_hgctl(shared, "--version")
+    assert r.returncode == 0, r
+    assert r.stdout == "hgctl (hostgate) %s\n" % project_version(), r.stdout
+    assert r.stderr == ""
+
+
+# -- tables and JSON ----------------------------------------------------------
+
+@pytest.mark.parametrize("args,header", [
+    (["user", "list"], "NAME\tROLE\tCREATED"),
+    (["token", "list"], "ID\tUSER\tSESSION\tCREATED"),
+    (["session", "list"], "ID\tUSER\tMODE\tDIRECT_UNTIL\tDIRECT_LEFT\t"
+                          "CREATED\tLAST_SEEN\tEXPIRES"),
+    (["audit", "show"], "TIME\tSEQ\tACTION\tUSER\tRESULT\tREASON"),
+])
+def test_tables_have_headers(shared, args, header):
+    shared.login(*hglib.USER)
+    shared.hgctl_ok("token", "create", hglib.USER[0])
+    lines = shared.hgctl_ok(*args).stdout.splitlines()
+    assert lines[0] == header, lines
+    assert len(lines) > 1, "no rows under the header: %r" % lines
+    n = header.count("\t")
+    assert all(l.count("\t") == n for l in lines), lines
+
+
+def test_empty_list_prints_nothing(hostgate_factory):
+    # scripts/run.sh creates the first admin when `hgctl user list` prints
+    # nothing; --json says [].
+    hg = hostgate_factory(name="empty", users=False)
+    for args in (["user", "list"], ["token", "list"], ["session", "list"]):
+        r = hg.hgctl_ok(*args)
+        assert r.stdout == "", (args, r.stdout)
+        assert hg.hgctl_json(*args) == [], args
+
+
+@pytest.mark.parametrize("args", JSON_COMMANDS, ids=" ".join)
+def test_json_parses(shared, args):
+    doc = shared.hgctl_json(*args)
+    assert isinstance(doc, (list, dict)) and doc is not None, doc
+
+
+def test_json_lists_are_arrays(shared):
+    tok = shared.hgctl_json("token", "create", hglib.USER[0])
+    assert set(tok) == {"id", "token", "user"}, tok
+    tokens = shared.hgctl_json("token", "list")
+    assert tok["id"] in [t["id"] for t in tokens], tokens
+    shared.login(*hglib.USER)
+    for s in shared.hgctl_json("session", "list"):
+        assert set(s) >= {"id", "user", "mode", "expires_at",
+                          "remaining_seconds", "created", "last_seen"}, s
+    assert shared.hgctl_json("audit", "show", "--limit", "2")[-1]["seq"] > 0
+
+
+# -- status -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def own(mode):
+    """A hostgate of this module's own: direct mode and stopped daemons
+    would disturb the shared one."""
+    with hglib.running(mode, "hgctl-status") as hg:
+        yield hg
+
+
+def test_status_running(own):
+    r = own.hgctl("status", "--json")
+    assert r.returncode == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["state"] == "running" and doc["problems"] == [], doc
+    version = project_version()
+    for name in ("brokerd", "sandboxd", "frontd"):
+        d = doc["daemons"][name]
+        assert d["up"] is True and d["version"] == version, (name, d)
+        assert isinstance(d["uptime_seconds"], int) and \
+            d["uptime_seconds"] >= 0, d
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
+                            d["started"]), d
+    assert doc["daemons"]["brokerd"]["pid"] == own.pid("brokerd")
+    assert doc["backend"]["name"] == "bwrap" and doc["backend"]["ok"], doc
+    assert doc["runtime"] == "host"
+    last = own.hgctl_json("audit", "show", "--limit", "1")[-1]
+    assert doc["audit"]["seq"] >= last["seq"] > 0, (doc, last)
+    assert re.fullmatch(r"[0-9a-f]{64}", doc["audit"]["hash"]), doc
+    text = own.hgctl_ok("status").stdout
+    assert text.startswith("state: running\n"), text
+    for header in ("DAEMON\tUP\tVERSION\tSTARTED\tUPTIME\tREASON",
+                   "BACKEND\tOK\tREASON",
+                   "SESSION\tUSER\tDIRECT_UNTIL\tDIRECT_LEFT",
+                   "AUDIT_SEQ\tAUDIT_HASH"):
+        if header.startswith("SESSION"):
+            assert "\nno session in direct mode\n" in text, text
+        else:
+            assert "\n" + header + "\n" in text, text
+    assert "\nsandboxd\tyes\t%s\t" % version in text, text
+
+
+def test_status_audit_head_is_the_last_record(own):
+    # Nothing is audited between these two calls of this test's own.
+    doc = own.hgctl_json("status")
+    with open(pl.audit_path(own), "rb") as f:
+        line = f.read().splitlines()[-1]
+    rec = json.loads(line)
+    assert doc["audit"]["seq"] == rec["seq"], (doc["audit"], rec)
+    # The chain hash: the SHA-256 of the last line, the next one's "prev".
+    assert doc["audit"]["hash"] == hashlib.sha256(line).hexdigest(), doc
+
+
+def test_status_direct_session(own):
+    alice = own.login(*hglib.ADMIN)
+    granted = pl.grant(alice)
+    try:
+        doc = own.hgctl_json("status")
+        direct = [d for d in doc["direct_sessions"]
+                  if d["user"] == hglib.ADMIN[0]]
+        assert len(direct) == 1, doc["direct_sessions"]
+        d = direct[0]
+        assert 0 < d["remaining_seconds"] <= granted["ttl_seconds"], d
+        assert pl.iso_secs(d["expires_at"]) > 0, d
+        mine = [s for s in own.hgctl_json("session", "list")
+                if s["id"] == d["session"]]
+        assert mine and mine[0]["mode"] == "direct", mine
+        text = own.hgctl_ok("status").stdout
+        assert "\n%s\t%s\t%s\t" % (d["session"], hglib.ADMIN[0],
+                                   d["expires_at"]) in text, text
+        rows = own.hgctl_ok("session", "list").stdout
+        assert "\t%s\tdirect\t" % hglib.ADMIN[0] in rows, rows
+    finally:
+        own.hgctl_ok("session", "revert",
+                     [s["id"] for s in own.hgctl_json("session", "list")
+                      if s["mode"] == "direct"][0])
+    assert own.hgctl_json("status")["direct_sessions"] == []
+
+
+def test_status_degraded_and_down(hostgate_factory):
+    hg = hostgate_factory(name="degraded")
+    def status():
+        return json.loads(hg.hgctl("status", "--json").stdout)
+
+    hg.stop("frontd")
+    hglib.wait_for(lambda: not status()["daemons"]["frontd"]["up"], 10,
+                   what="brokerd to see frontd gone")
+    r = hg.hgctl("status", "--json")
+    assert r.returncode == 1, r
+    doc = json.loads(r.stdout)
+    assert doc["state"] == "degraded", doc
+    assert any(p.startswith("frontd: ") for p in doc["problems"]), doc
+    assert doc["daemons"]["sandboxd"]["up"] is True, doc
+    r = hg.hgctl("status")
+    assert r.returncode == 1 and "state: degraded\nproblem: frontd: " \
+        in r.stdout, r
+
+    hg.stop("sandboxd")
+    hglib.wait_for(lambda: not status()["daemons"]["sandboxd"]["up"], 10,
+                   what="brokerd to see sandboxd gone")
+    r = hg.hgctl("status", "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1, r
+    assert doc["daemons"]["sandboxd"]["up"] is False, doc
+    assert doc["daemons"]["sandboxd"]["reason"], doc
+    assert any(p.startswith("sandboxd: ") for p in doc["problems"]), doc
+
+    hg.stop("brokerd")
+    sock = os.path.join(hg.run, "broker-control.sock")
+    r = hg.hgctl("status")
+    assert r.returncode == 3, r
+    assert r.stdout.startswith("state: down\n"), r.stdout
+    assert "cannot connect to %s" % sock in r.stderr, r.stderr
+    assert "(HOSTGATE_RUN_DIR from the environment)" in r.stderr, r.stderr
+    assert "is brokerd running?" in r.stderr, r.stderr
+    r = hg.hgctl("status", "--json")
+    assert r.returncode == 3 and json.loads(r.stdout)["state"] == "down", r
+
+    # config falls back to hgctl's own, and says so.
+    r = hg.hgctl("config", "--json")
+    assert r.returncode == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["source"] == "hgctl" and "cannot connect" in doc["error"], doc
+    assert doc["config"]["HOSTGATE_RUN_DIR"] == hg.run, doc
+    r = hg.hgctl("config")
+    assert r.stdout.startswith("# hgctl's own configuration"), r.stdout
+    assert "showing hgctl's own configuration" in r.stderr, r.stderr
+
+
+# -- config -------------------------------------------------------------------
+
+def parse_env_listing(text):
+    lines = text.splitlines()
+    assert lines[0].startswith("# "), lines[0]
+    out = {}
+    for line in lines[1:]:
+        name, _, value = line.partition("=")
+        out[name] = value
+    return out
+
+
+def test_config_is_brokerds_with_secrets_masked(hostgate_factory):
+    hg = hostgate_factory(name="config", tls=True, users=False,
+                          env={"HOSTGATE_ADMIN_PASSWORD": "S3cret-pw-42",
+                               "HOSTGATE_COMMAND_TIMEOUT_SECONDS": "77"})
+    r = hg.hgctl("config", "--json")
+    assert r.returncode == 0, r
+    assert "S3cret-pw-42" not in r.stdout + r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["source"] == "brokerd" and doc["error"] is None, doc
+    assert doc["pid"] == hg.pid("brokerd"), doc
+    c = doc["config"]
+    assert c["HOSTGATE_ADMIN_PASSWORD"] == "***", c
+    # Paths are not secrets.
+    assert c["HOSTGATE_TLS_KEY"] == hg.keyfile, c
+    assert c["HOSTGATE_TLS_CERT"] == hg.certfile, c
+    # brokerd's value, which hgctl's own environment does not hold.
+    assert c["HOSTGATE_COMMAND_TIMEOUT_SECONDS"] == 77, c
+    assert c["HOSTGATE_LISTEN"] == hg.env["HOSTGATE_LISTEN"], c
+
+    r = hg.hgctl("config")
+    assert r.returncode == 0, r
+    assert "S3cret-pw-42" not in r.stdout
+    assert r.stdout.startswith("# the configuration of the running brokerd "
+                               "(pid %d)" % hg.pid("brokerd")), r.stdout
+    listing = parse_env_listing(r.stdout)
+    assert listing["HOSTGATE_ADMIN_PASSWORD"] == "'***'", listing
+    assert listing["HOSTGATE_TLS_KEY"] == hg.keyfile, listing
+    assert listing["HOSTGATE_COMMAND_TIMEOUT_SECONDS"] == "77", listing
+    assert set(listing) == set(c), set(listing) ^ set(c)
+
+
+# -- the environment ----------------------------------------------------------
+
+def test_hostgate_mode_in_environment_is_accepted(shared):
+    env = {"HOSTGATE_RUN_DIR": shared.run, "HOSTGATE_ENV_FILE": shared.envfile,
+           "HOSTGATE_MODE": "sandbox"}
+    r = subprocess.run(shared.wrap([shared.binary("hgctl"), "user", "list"],
+                                   (0, 0) if shared.mode == "root" else None),
+                       env=dict(env, PATH=shared.env["PATH"]),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r
+    assert r.stderr == "", r.stderr
+    assert hglib.ADMIN[0] in r.stdout
+
+
+def test_unknown_variable_warns_with_suggestion(shared):
+    env = {"HOSTGATE_RUN_DIR": shared.run, "HOSTGATE_ENV_FILE": shared.envfile,
+           "HOSTGATE_RUN_DRI": "/elsewhere", "PATH": shared.env["PATH"]}
+    r = subprocess.run(shared.wrap([shared.binary("hgctl"), "user", "list"],
+                                   (0, 0) if shared.mode == "root" else None),
+                       env=env, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r
+    assert "hgctl: WARN: unknown variable HOSTGATE_RUN_DRI in the " \
+        "environment, ignored (did you mean HOSTGATE_RUN_DIR?)" in r.stderr, \
+        r.stderr
+    assert hglib.ADMIN[0] in r.stdout
+
+
+def test_connection_error_names_the_file_and_line(hostgate_factory):
+    hg = hostgate_factory(name="connerr", start=False)
+    path = os.path.join(hg.dir, "ops.env")
+    nowhere = os.path.join(hg.dir, "no-run")
+    with open(path, "w") as f:
+        f.write("# ops\n\nHOSTGATE_RUN_DIR=%s\n" % nowhere)
+    r = bare_hgctl(hg, "user", "list", env={"HOSTGATE_ENV_FILE": path})
+    assert r.returncode == 1, r
+    assert r.stderr == "hgctl: cannot connect to %s/broker-control.sock: No " \
+        "such file or directory (HOSTGATE_RUN_DIR from %s line 3); is " \
+        "brokerd running?\n" % (nowhere, path), r.stderr
+    # An unknown name in the file is an error with the file and line.
+    with open(path, "w") as f:
+        f.write("HOSTGATE_RUN_DIR=%s\nHOSTGATE_RUNDIR=/x\n" % nowhere)
+    r = bare_hgctl(hg, "user", "list", env={"HOSTGATE_ENV_FILE": path})
+    assert r.returncode == 1, r
+    assert r.stderr == "hgctl: %s:2: unknown variable HOSTGATE_RUNDIR (did " \
+        "you mean HOSTGATE_RUN_DIR?)\n" % path, r.stderr

@@ -96,12 +96,59 @@ write_file(const char *name, const char *text)
 	assert_int_equal(fclose(f), 0);
 }
 
+/*
+ * Load with ./.env as the default .env file, so that no file of this
+ * machine (HG_ENV_FILE) is read.
+ */
+static int
+load(struct config *cfg)
+{
+	return (config_load_from(cfg, "./.env", err, sizeof err));
+}
+
+/* The compiled-in default of a variable. */
+static const char *
+var_default(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < config_var_count(); i++)
+		if (strcmp(config_var_name(i), name) == 0)
+			return (config_var_default(i));
+	fail_msg("no variable %s", name);
+	return (NULL);
+}
+
+/* Run fn with stderr going to a file; returns what it wrote (static). */
+static const char *
+capture_stderr(void (*fn)(void *), void *arg)
+{
+	static char	 out[8192];
+	FILE		*f;
+	size_t		 n;
+	int		 saved;
+
+	fflush(stderr);
+	assert_non_null(f = tmpfile());
+	assert_int_not_equal(saved = dup(2), -1);
+	assert_int_not_equal(dup2(fileno(f), 2), -1);
+	fn(arg);
+	fflush(stderr);
+	assert_int_not_equal(dup2(saved, 2), -1);
+	close(saved);
+	rewind(f);
+	n = fread(out, 1, sizeof out - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	return (out);
+}
+
 /* Load, expecting success. */
 static void
 load_ok(struct config *cfg)
 {
 	err[0] = '\0';
-	if (config_load(cfg, err, sizeof err) != 0)
+	if (load(cfg) != 0)
 		fail_msg("config_load failed: %s", err);
 }
 
@@ -112,7 +159,7 @@ load_fail(void)
 	struct config	cfg;
 
 	err[0] = '\0';
-	if (config_load(&cfg, err, sizeof err) != -1) {
+	if (load(&cfg) != -1) {
 		config_free(&cfg);
 		fail_msg("config_load succeeded");
 	}
@@ -151,7 +198,7 @@ expect_accepted(const char *name, const char *value)
 	struct config	cfg;
 
 	assert_int_equal(setenv(name, value, 1), 0);
-	if (config_load(&cfg, err, sizeof err) != 0)
+	if (load(&cfg) != 0)
 		fail_msg("%s=%s refused: %s", name, value, err);
 	config_free(&cfg);
 	unsetenv(name);
@@ -175,11 +222,12 @@ test_defaults(void **state)
 	assert_null(cfg.tls_cert);
 	assert_null(cfg.tls_key);
 	assert_int_equal(cfg.insecure_http, 0);
-	snprintf(want, sizeof want, "%s/var", tmpdir);
-	assert_string_equal(cfg.state_dir, want);
-	snprintf(want, sizeof want, "%s/run", tmpdir);
-	assert_string_equal(cfg.run_dir, want);
-	snprintf(want, sizeof want, "%s/var/workspaces", tmpdir);
+	/* The compiled-in places of an installed hostgate, not ./var. */
+	assert_string_equal(cfg.state_dir, var_default("HOSTGATE_STATE_DIR"));
+	assert_string_equal(cfg.run_dir, var_default("HOSTGATE_RUN_DIR"));
+	assert_int_equal(cfg.state_dir[0], '/');
+	assert_int_equal(cfg.run_dir[0], '/');
+	snprintf(want, sizeof want, "%s/workspaces", cfg.state_dir);
 	assert_string_equal(cfg.workspace_root, want);
 	assert_int_equal(cfg.runtime, RUNTIME_HOST);
 	assert_string_equal(cfg.sandbox_backend, "auto");
@@ -619,7 +667,7 @@ test_env_wins(void **state)
 	config_free(&cfg);
 }
 
-/* HOSTGATE_ENV_FILE names the file, which must exist; ./.env is skipped. */
+/* HOSTGATE_ENV_FILE names the file, which must exist; the default is skipped. */
 static void
 test_env_file_variable(void **state)
 {
@@ -641,7 +689,7 @@ test_env_file_variable(void **state)
 	    "file)", path);
 	expect_error("HOSTGATE_ENV_FILE", path, msg);
 
-	/* ./.env is used when HOSTGATE_ENV_FILE is not set. */
+	/* The default file is used when HOSTGATE_ENV_FILE is not set. */
 	assert_string_equal(load_fail(), "./.env:1: HOSTGATE_RUNTIME=bogus: "
 	    "unknown value (allowed: host, docker)");
 }
@@ -675,30 +723,165 @@ test_env_malformed(void **state)
 	}
 }
 
-/* Unknown names with hostgate's prefixes are typos, wherever they are. */
+/* config_load, for capture_stderr. */
 static void
-test_unknown_variable(void **state)
+load_quietly(void *arg)
 {
-	struct config	cfg;
+	struct config	*cfg = arg;
+
+	if (load(cfg) != 0)
+		fail_msg("config_load failed: %s", err);
+}
+
+/*
+ * An unknown name with hostgate's prefixes in the environment is a warning
+ * naming the closest known variable; the load goes on.
+ */
+static void
+test_unknown_in_environment(void **state)
+{
+	struct config	 cfg;
+	const char	*out;
 
 	setenv("HOSTGATE_LISTN", "127.0.0.1:9", 1);
-	assert_string_equal(load_fail(),
-	    "unknown variable HOSTGATE_LISTN in the environment");
-	unsetenv("HOSTGATE_LISTN");
-	setenv("HOST_EXECUTION_TTL", "5", 1);
-	assert_string_equal(load_fail(),
-	    "unknown variable HOST_EXECUTION_TTL in the environment");
-	unsetenv("HOST_EXECUTION_TTL");
-
-	write_file(".env", "HOSTGATE_RUNTIME=host\nHOST_SANDBOX_PATHS=/x\n");
-	assert_string_equal(load_fail(),
-	    "./.env:2: unknown variable HOST_SANDBOX_PATHS");
-
-	/* Known names that the daemons themselves ignore. */
-	write_file(".env", "HOSTGATE_ADMIN_PASSWORD=secret\n");
-	setenv("HOSTGATE_BUILD", "build", 1);
-	load_ok(&cfg);
+	setenv("HOST_EXECUTION_DIRECT_TTL", "5", 1);
+	setenv("HOSTGATE_LOG_LEVLE", "debug", 1);
+	out = capture_stderr(load_quietly, &cfg);
+	assert_string_equal(cfg.listen, "127.0.0.1:8080");
+	assert_int_equal(cfg.direct_ttl, 600);
 	config_free(&cfg);
+	assert_non_null(strstr(out, "unknown variable HOSTGATE_LISTN in the "
+	    "environment, ignored (did you mean HOSTGATE_LISTEN?)\n"));
+	assert_non_null(strstr(out, "unknown variable "
+	    "HOST_EXECUTION_DIRECT_TTL in the environment, ignored (did you "
+	    "mean HOST_EXECUTION_DIRECT_TTL_SECONDS?)\n"));
+	/* A swap of neighbours counts as one edit. */
+	assert_non_null(strstr(out, "(did you mean HOSTGATE_LOG_LEVEL?)\n"));
+	assert_non_null(strstr(out, "WARN"));
+
+	/* Other prefixes are other programs' business. */
+	unsetenv("HOSTGATE_LISTN");
+	unsetenv("HOST_EXECUTION_DIRECT_TTL");
+	unsetenv("HOSTGATE_LOG_LEVLE");
+	setenv("HOSTNAME_X", "1", 1);
+	setenv("HOST_OTHER", "1", 1);
+	out = capture_stderr(load_quietly, &cfg);
+	config_free(&cfg);
+	unsetenv("HOSTNAME_X");
+	unsetenv("HOST_OTHER");
+	assert_string_equal(out, "");
+}
+
+/* In the .env file an unknown name is an error with file, line and hint. */
+static void
+test_unknown_in_file(void **state)
+{
+	write_file(".env", "HOSTGATE_RUNTIME=host\nHOST_SANDBOX_MACOS_PATHS=/x\n");
+	assert_string_equal(load_fail(), "./.env:2: unknown variable "
+	    "HOST_SANDBOX_MACOS_PATHS (did you mean "
+	    "HOST_SANDBOX_MACOS_WRITABLE_PATHS?)");
+	write_file(".env", "\n# x\nHOSTGATE_LISTN=127.0.0.1:9\n");
+	assert_string_equal(load_fail(), "./.env:3: unknown variable "
+	    "HOSTGATE_LISTN (did you mean HOSTGATE_LISTEN?)");
+}
+
+/*
+ * Known names that configure nothing: what hostgate sets in the
+ * environment of its spawns (so hgctl works in a hostgate terminal), the
+ * first admin's password of make run, and the build scripts' variable.
+ */
+static void
+test_ignored_variables(void **state)
+{
+	struct config		 cfg;
+	struct json_object	*obj;
+	const char		*out;
+
+	setenv("HOSTGATE_MODE", "sandbox", 1);
+	setenv("HOSTGATE_BUILD", "build", 1);
+	write_file(".env", "HOSTGATE_ADMIN_PASSWORD=secret\n");
+	out = capture_stderr(load_quietly, &cfg);
+	assert_string_equal(out, "");
+	obj = config_to_json(&cfg);
+	assert_false(json_object_object_get_ex(obj, "HOSTGATE_MODE", NULL));
+	assert_false(json_object_object_get_ex(obj, "HOSTGATE_BUILD", NULL));
+	json_object_put(obj);
+	config_free(&cfg);
+
+	setenv("HOSTGATE_MODE", "direct", 1);
+	load_ok(&cfg);
+	assert_int_equal(cfg.mode_default, MODE_SANDBOX);
+	config_free(&cfg);
+}
+
+/*
+ * The default .env file (HG_ENV_FILE, here a file of the test directory)
+ * is read when it exists and skipped when it does not; one that exists but
+ * cannot be read is an error naming it.
+ */
+static void
+test_default_env_file(void **state)
+{
+	struct config	cfg;
+	char		path[PATH_MAX + 32];
+
+	snprintf(path, sizeof path, "%s/hostgate.env", tmpdir);
+	assert_int_equal(config_load_from(&cfg, path, err, sizeof err), 0);
+	assert_null(cfg.env_file);
+	config_free(&cfg);
+
+	write_file("hostgate.env", "HOSTGATE_LOGIN_BURST=9\n");
+	assert_int_equal(config_load_from(&cfg, path, err, sizeof err), 0);
+	assert_string_equal(cfg.env_file, path);
+	assert_int_equal(cfg.login_burst, 9);
+	config_free(&cfg);
+
+	/* ./.env is no longer read by itself. */
+	write_file(".env", "HOSTGATE_LOGIN_BURST=8\n");
+	assert_int_equal(config_load_from(&cfg, path, err, sizeof err), 0);
+	assert_int_equal(cfg.login_burst, 9);
+	config_free(&cfg);
+
+	assert_int_equal(mkdir("dir.env", 0700), 0);
+	snprintf(path, sizeof path, "%s/dir.env", tmpdir);
+	assert_int_equal(config_load_from(&cfg, path, err, sizeof err), -1);
+	assert_non_null(strstr(err, "/dir.env: cannot read it: "));
+	assert_non_null(strstr(err, "(the default configuration file; "
+	    "HOSTGATE_ENV_FILE names another)"));
+	rmdir("dir.env");
+
+	/* The compiled-in names. */
+	assert_string_equal(var_default("HOSTGATE_ENV_FILE"),
+	    "/etc/hostgate/hostgate.env");
+	assert_string_equal(var_default("HOSTGATE_STATE_DIR"),
+	    "/var/lib/hostgate");
+	assert_string_equal(var_default("HOSTGATE_RUN_DIR"), "/run/hostgate");
+}
+
+/* Where each value came from, for hgctl's messages. */
+static void
+test_origin(void **state)
+{
+	struct config	cfg;
+	char		buf[PATH_MAX + 64], want[PATH_MAX + 64];
+
+	write_file(".env", "# x\nHOSTGATE_RUN_DIR=/run/x\n"
+	    "HOSTGATE_LOGIN_BURST=\n");
+	setenv("HOSTGATE_STATE_DIR", "/var/x", 1);
+	load_ok(&cfg);
+	snprintf(want, sizeof want, "%s/.env line 2", tmpdir);
+	assert_string_equal(config_origin(&cfg, "HOSTGATE_RUN_DIR", buf,
+	    sizeof buf), want);
+	assert_string_equal(config_origin(&cfg, "HOSTGATE_STATE_DIR", buf,
+	    sizeof buf), "the environment");
+	assert_string_equal(config_origin(&cfg, "HOSTGATE_LOGIN_BURST", buf,
+	    sizeof buf), "the default");
+	assert_string_equal(config_origin(&cfg, "HOSTGATE_LISTEN", buf,
+	    sizeof buf), "the default");
+	assert_string_equal(config_origin(&cfg, "HOSTGATE_NOPE", buf,
+	    sizeof buf), "unknown");
+	config_free(&cfg);
+	assert_null(cfg.origins);
 }
 
 /* Errors in values from .env name the file and line. */
@@ -774,7 +957,8 @@ test_to_json(void **state)
 	assert_null(v);
 	assert_null(strstr(json_object_to_json_string(obj), "hunter2"));
 	for (i = 0; i < config_var_count(); i++)
-		if (strcmp(config_var_name(i), "HOSTGATE_BUILD") != 0)
+		if (strcmp(config_var_name(i), "HOSTGATE_BUILD") != 0 &&
+		    strcmp(config_var_name(i), "HOSTGATE_MODE") != 0)
 			assert_true(json_object_object_get_ex(obj,
 			    config_var_name(i), NULL));
 	json_object_put(obj);
@@ -785,6 +969,15 @@ test_to_json(void **state)
 	obj = config_to_json(&cfg);
 	assert_false(json_object_object_get_ex(obj, "HOSTGATE_ADMIN_PASSWORD",
 	    NULL));
+	json_object_put(obj);
+	config_free(&cfg);
+
+	/* A secret from the file is masked too. */
+	write_file(".env", "HOSTGATE_ADMIN_PASSWORD='from the file'\n");
+	load_ok(&cfg);
+	obj = config_to_json(&cfg);
+	assert_string_equal(json_str(obj, "HOSTGATE_ADMIN_PASSWORD"), "***");
+	assert_null(strstr(json_object_to_json_string(obj), "from the file"));
 	json_object_put(obj);
 	config_free(&cfg);
 }
@@ -871,8 +1064,15 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_env_malformed, setup,
 		    teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_variable, setup,
+		cmocka_unit_test_setup_teardown(test_unknown_in_environment,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_in_file, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_ignored_variables, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_default_env_file, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_origin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_value_error, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_env_parse, setup, teardown),
