@@ -535,6 +535,28 @@ class Hostgate:
             raise AssertionError("hostgate not healthy within %ds (exited: %s)"
                                  % (timeout, ", ".join(dead) or "none"))
 
+    def wait_chain(self, timeout=15):
+        """Wait until /healthz shows the chain frontd -> brokerd -> sandboxd
+        linked and the backend's state reported, whether the backend works
+        or not (docker without an engine answers 503 by design). Returns
+        the Response."""
+        def linked():
+            r = self.health()
+            doc = r.json()
+            parts = [doc.get(k) or {} for k in ("brokerd", "sandboxd")]
+            backend = doc.get("backend") or {}
+            if all(p.get("ok") is True for p in parts) and \
+                    backend.get("name") is not None:
+                return r
+            return None
+        try:
+            return wait_for(linked, timeout, what="/healthz with the chain "
+                            "linked and the backend reported")
+        except AssertionError as e:
+            dead = [n for n in DAEMONS if n in self.procs and not self.alive(n)]
+            raise AssertionError("%s (exited: %s)" % (e, ", ".join(dead)
+                                                       or "none"))
+
     def wait_status(self, status, timeout=5):
         """Poll /healthz until it answers status; returns the Response."""
         def check():
