@@ -47,7 +47,7 @@ esac
 daemons=(sandboxd brokerd frontd)
 listen_file=$HOSTGATE_RUN_DIR/frontd.listen
 declare -A pid=()
-created=0 up=0 tailpid=""
+created=0 up=0 tailpid="" tick=""
 
 # log NAME: the daemon's log file.
 log() { printf '%s/%s.log' "$HOSTGATE_RUN_DIR" "$1"; }
@@ -75,6 +75,9 @@ stop() {
 	fi
 	# frontd cannot remove it once it has dropped its privileges.
 	rm -f "$listen_file"
+	if [ -n "$tick" ]; then
+		kill "$tick" 2>/dev/null || true
+	fi
 	if [ -n "$tailpid" ]; then
 		kill "$tailpid" 2>/dev/null || true
 		wait "$tailpid" 2>/dev/null || true
@@ -112,14 +115,12 @@ if [ -n "${HOSTGATE_TLS_CERT:-}" ]; then
 	curl_tls=(--insecure)	# the certificate may well be self-signed
 fi
 admin_done=0 addr="" code="" body=""
-health=$(mktemp)
 deadline=$((SECONDS + timeout))
 while :; do
 	for d in "${daemons[@]}"; do
 		if ! kill -0 "${pid[$d]}" 2>/dev/null; then
 			rc=0
 			wait "${pid[$d]}" || rc=$?
-			rm -f "$health"
 			fail "$d" "exited at start-up (status $rc)"
 		fi
 	done
@@ -137,7 +138,6 @@ while :; do
 				fi
 				if ! printf '%s\n' "$pw" | "$B/hgctl" user add \
 				    admin --admin --password-stdin >/dev/null; then
-					rm -f "$health"
 					fail brokerd "refused to create the admin"
 				fi
 				created=1
@@ -150,16 +150,18 @@ while :; do
 			continue
 		fi
 	else
-		code=$(curl --silent --globoff --max-time 2 --connect-timeout 1 \
-		    "${curl_tls[@]}" --output "$health" --write-out '%{http_code}' \
-		    "$scheme://$addr/healthz" 2>/dev/null) || code=""
+		# The body, then the status on a line of its own.
+		body=$(curl --silent --globoff --max-time 2 --connect-timeout 1 \
+		    "${curl_tls[@]}" --write-out '\n%{http_code}' \
+		    "$scheme://$addr/healthz" 2>/dev/null) || true
+		code=${body##*$'\n'}
+		body=${body%$'\n'*}
 		[ "$code" = 200 ] && break
 	fi
 	if [ $SECONDS -ge $deadline ]; then
-		body=$(tr -d ' \n' <"$health" 2>/dev/null || true)
-		msg=$(sed -n 's/.*"message": *"\([^"]*\)".*/\1/p' "$health" \
-		    2>/dev/null || true)
-		rm -f "$health"
+		# frontd's JSON is plain: no spaces between the tokens.
+		msg=$(printf '%s' "$body" | sed -n \
+		    's/.*"message":"\([^"]*\)".*/\1/p' | sed 's,\\/,/,g')
 		if [ $admin_done = 0 ]; then
 			fail brokerd "does not answer on its control socket" \
 			    "after ${timeout}s"
@@ -169,7 +171,7 @@ while :; do
 			fail frontd "does not answer on $addr after ${timeout}s"
 		fi
 		case $body in
-		*'"brokerd":{"ok":false'*) who=brokerd ;;
+		*'"brokerd":{"ok":false'*) who=brokerd ;;	# frontd cannot reach it
 		*) who=sandboxd ;;
 		esac
 		fail "$who" "is not healthy after ${timeout}s (/healthz $code:" \
@@ -177,7 +179,6 @@ while :; do
 	fi
 	sleep 0.1
 done
-rm -f "$health"
 
 up=1
 echo "run: hostgate is up on $scheme://$addr/ (Ctrl-C stops it)" >&2
@@ -188,12 +189,22 @@ if [ $created = 1 ]; then
 fi
 
 # A daemon that dies takes the others down: no half-running hostgate.
+# wait -n misses a child that ended before it was called, so the daemons
+# are looked at again at least every second.
 set +e
-wait -n "${pid[@]}"
-rc=$?
-for d in "${daemons[@]}"; do
-	kill -0 "${pid[$d]}" 2>/dev/null && continue
-	echo "run: $d exited (status $rc); its last log line:" \
-	    "$(last_line "$d")" >&2
+gone=""
+while [ -z "$gone" ]; do
+	sleep 1 &
+	tick=$!
+	for d in "${daemons[@]}"; do
+		kill -0 "${pid[$d]}" 2>/dev/null || { gone=$d; break; }
+	done
+	[ -n "$gone" ] || wait -n "$tick" "${pid[@]}" 2>/dev/null
+	kill "$tick" 2>/dev/null
+	wait "$tick" 2>/dev/null
+	tick=""
 done
+wait "${pid[$gone]}"
+echo "run: $gone exited (status $?); its last log line:" \
+    "$(last_line "$gone")" >&2
 stop 1

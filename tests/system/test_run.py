@@ -22,7 +22,7 @@ import pytest
 
 import hglib
 
-UP = re.compile(r"^run: hostgate is up on (http://127\.0\.0\.1:(\d+)/)")
+UP = re.compile(r"^run: hostgate is up on (https?)://127\.0\.0\.1:(\d+)/ ")
 PASSWORD = re.compile(r"^run: created user admin, password: (\S+)$")
 
 
@@ -100,8 +100,8 @@ class Run:
     def output(self):
         return "\n".join(self.lines)
 
-    def left(self):
-        """Processes still in run.sh's session (daemons, tail)."""
+    def members(self):
+        """(pid, argv) of the processes in run.sh's session."""
         out = []
         for pid in os.listdir("/proc"):
             if not pid.isdigit():
@@ -109,10 +109,15 @@ class Run:
             try:
                 if os.getsid(int(pid)) == self.p.pid:
                     with open("/proc/%s/cmdline" % pid, "rb") as f:
-                        out.append(f.read().replace(b"\0", b" ").decode())
+                        argv = f.read().decode("utf-8", "replace")
+                    out.append((int(pid), argv.split("\0")[:-1]))
             except (ProcessLookupError, FileNotFoundError, PermissionError):
                 pass
         return out
+
+    def left(self):
+        """Command lines still in run.sh's session (daemons, tail)."""
+        return [" ".join(argv) for _, argv in self.members()]
 
     def kill(self):
         """Whatever is left of the session, killed (teardown only)."""
@@ -243,3 +248,29 @@ def test_run_refuses_a_bad_timeout(run):
     assert r.finish() == 2, r.output()
     assert "HG_RUN_TIMEOUT=soon" in r.output()
     assert r.left() == [], r.left()
+
+
+def test_a_daemon_that_dies_takes_the_others_down(run):
+    r = run()
+    assert r.until(UP), r.output()
+    sandboxd = [pid for pid, argv in r.members()
+                if argv and argv[0].endswith("/sandboxd")]
+    assert len(sandboxd) == 1, r.members()
+    os.kill(sandboxd[0], signal.SIGKILL)
+    assert r.finish() == 1, r.output()
+    named = [line for line in r.output().splitlines()
+             if line.startswith("run: sandboxd exited (status 137)")]
+    assert named, r.output()
+    assert r.left() == [], r.left()
+
+
+def test_run_over_tls(run, hostgate_factory):
+    """With a certificate, the health check and the URL are https."""
+    hg = hostgate_factory(start=False, name="run", tls=True)
+    r = run(hg=hg)
+    up = r.until(UP)
+    assert up and up.group(1) == "https", r.output()
+    hg.port = int(up.group(2))
+    assert hg.health().status == 200
+    r.p.send_signal(signal.SIGTERM)
+    assert r.finish() == 0, r.output()
