@@ -5,6 +5,7 @@
  */
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -30,6 +31,8 @@ static const char *const frontd_syscalls[] = {
 
 static struct event_base	*frontd_base;
 static int64_t			 frontd_started;	/* wall seconds */
+
+#define FRONTD_LISTEN_FILE	"frontd.listen"
 
 /* What brokerd sends frontd unasked: the events for the SSE streams. */
 static const struct ipc_handler frontd_handlers[] = {
@@ -57,9 +60,32 @@ frontd_broker_ready(struct ipc_peer *p)
 	ipc_send(p, obj, NULL, 0);
 }
 
+/* The address bound, port 0 resolved: "a.b.c.d:port" or "[a::b]:port". */
+static void
+frontd_bound(int fd, char *out, size_t outsz)
+{
+	struct sockaddr_storage	ss;
+	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6	*sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t		len = sizeof(ss);
+	char			host[INET6_ADDRSTRLEN];
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) == -1)
+		fatal("getsockname");
+	if (ss.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &sin6->sin6_addr, host, sizeof(host));
+		snprintf(out, outsz, "[%s]:%u", host,
+		    (unsigned)ntohs(sin6->sin6_port));
+	} else {
+		inet_ntop(AF_INET, &sin->sin_addr, host, sizeof(host));
+		snprintf(out, outsz, "%s:%u", host,
+		    (unsigned)ntohs(sin->sin_port));
+	}
+}
+
 /* Bind the configured numeric address (already validated by config). */
 static int
-frontd_bind(struct config *conf)
+frontd_bind(struct config *conf, char *bound, size_t boundsz)
 {
 	struct sockaddr_storage	ss;
 	struct sockaddr_in	*sin = (struct sockaddr_in *)&ss;
@@ -90,7 +116,35 @@ frontd_bind(struct config *conf)
 		fatal("bind %s", conf->listen);
 	if (listen(fd, 128) == -1)
 		fatal("listen %s", conf->listen);
+	frontd_bound(fd, bound, boundsz);
 	return fd;
+}
+
+/*
+ * Drop the address file of an earlier frontd, so that it never names a
+ * port that this one failed to get.
+ */
+static void
+frontd_listen_forget(const char *path)
+{
+	if (unlink(path) == -1 && errno != ENOENT)
+		log_warn("unlink %s", path);
+}
+
+/*
+ * Tell launchers the address actually bound (HOSTGATE_LISTEN may ask for
+ * port 0): RUN_DIR/frontd.listen, written atomically while frontd may
+ * still write the run directory.
+ */
+static void
+frontd_listen_publish(const char *path, const char *bound)
+{
+	char	line[INET6_ADDRSTRLEN + 16];
+	int	n;
+
+	n = snprintf(line, sizeof(line), "%s\n", bound);
+	if (file_write_atomic(path, line, (size_t)n, 0644) == -1)
+		fatal("write %s", path);
 }
 
 int
@@ -100,7 +154,7 @@ main(int argc, char *argv[])
 	struct priv_plan plan;
 	struct ipc_link	*broker;
 	SSL_CTX		*ssl = NULL;
-	char		 err[512], *path;
+	char		 err[512], bound[INET6_ADDRSTRLEN + 16], *path, *lpath;
 	uid_t		 broker_uid;
 	gid_t		 broker_gid;
 	int		 debug, check, fd;
@@ -130,10 +184,15 @@ main(int argc, char *argv[])
 
 	/* Root, or started as the front user itself: brokerd has its own. */
 	priv_peer(conf.front_user, conf.broker_user, &broker_uid, &broker_gid);
-	fd = frontd_bind(&conf);
+	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
+		fatal("mkdir %s", conf.run_dir);
+	lpath = path_join(conf.run_dir, FRONTD_LISTEN_FILE);
+	frontd_listen_forget(lpath);
+	fd = frontd_bind(&conf, bound, sizeof(bound));
 	/* The panel is read now: frontd opens no file after the drop. */
 	if (static_load(conf.web_dir, err, sizeof(err)) == -1)
 		fatalx("%s", err);
+	frontd_listen_publish(lpath, bound);
 
 	if (!debug && daemon(0, 0) == -1)
 		fatal("daemon");
@@ -161,9 +220,10 @@ main(int argc, char *argv[])
 		fatalx("http_server_new");
 
 	priv_seccomp(&plan);
-	log_info("frontd %s listening on %s://%s", HG_VERSION,
-	    ssl ? "https" : "http", conf.listen);
+	log_info("frontd %s listening on %s (%s)", HG_VERSION, bound,
+	    ssl ? "https" : "http");
 	event_base_dispatch(frontd_base);
+	free(lpath);
 	config_free(&conf);
 	return 0;
 }

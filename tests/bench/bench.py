@@ -412,7 +412,13 @@ def start_nginx(tmp):
     with open(os.path.join(www, "static.txt"), "wb") as f:
         f.write(b"x" * (STATIC_BYTES - 1) + b"\n")
     os.chmod(os.path.join(www, "static.txt"), 0o644)
-    port = hglib.free_port()
+    # Bound here on port 0 and handed to nginx through its inherited-sockets
+    # variable (what a binary upgrade uses): no port is picked here and
+    # bound later, when another socket may hold it.
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(511)
+    port = lsock.getsockname()[1]
     user = "user nobody nogroup;\n" if os.geteuid() == 0 else ""
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
@@ -434,10 +440,17 @@ http {
     }
 }
 """ % ((user,) + (d,) * 7 + (port, www)))
-    p = subprocess.Popen(["nginx", "-p", d, "-c", conf, "-e",
-                          os.path.join(d, "error.log"), "-g", "daemon off;"],
-                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(d, "stderr.log"), "wb"))
+    env = dict(os.environ, NGINX="%d;" % lsock.fileno())
+    try:
+        p = subprocess.Popen(["nginx", "-p", d, "-c", conf, "-e",
+                              os.path.join(d, "error.log"), "-g",
+                              "daemon off;"], env=env,
+                             pass_fds=(lsock.fileno(),),
+                             stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL,
+                             stderr=open(os.path.join(d, "stderr.log"), "wb"))
+    finally:
+        lsock.close()
 
     def up():
         if p.poll() is not None:

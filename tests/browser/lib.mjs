@@ -6,7 +6,6 @@
 
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -30,17 +29,18 @@ const BINARIES = [...DAEMONS, 'hgctl'];
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// A TCP port on 127.0.0.1 that nothing listens on right now.
-export function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.unref();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
+// frontd's port from RUN_DIR/frontd.listen ("ADDR:PORT\n"), or null.
+function readListen(runDir) {
+  let text;
+  try {
+    text = fs.readFileSync(path.join(runDir, 'frontd.listen'), 'utf8');
+  } catch (e) {
+    if (e.code === 'ENOENT') return null;
+    throw e;
+  }
+  const m = /^(.+):([0-9]+)\n$/.exec(text);
+  if (!m) throw new Error(`frontd.listen: not ADDR:PORT: ${JSON.stringify(text)}`);
+  return parseInt(m[2], 10);
 }
 
 function idOf(flag, user) {
@@ -63,7 +63,8 @@ function copyTree(src, dst) {
   walk(dst);
 }
 
-// One hostgate: three daemons in a private directory on a free port.
+// One hostgate: three daemons in a private directory; frontd listens on
+// port 0 and this.port is the port it reports in RUN_DIR/frontd.listen.
 export class Hostgate {
   // prepare(hg), when given, runs after the directory is set up and
   // before the daemons start (it may change hg.env).
@@ -76,7 +77,7 @@ export class Hostgate {
   }
 
   async start() {
-    this.port = await freePort();
+    this.port = null;
     this.dir = fs.mkdtempSync(path.join(os.tmpdir(), `hg-browser-${this.name}-`));
     fs.chmodSync(this.dir, 0o755);
     for (const d of ['bin', 'state', 'run', 'logs']) {
@@ -107,7 +108,7 @@ export class Hostgate {
       HOSTGATE_ENV_FILE: this.envFile,
       HOSTGATE_STATE_DIR: path.join(this.dir, 'state'),
       HOSTGATE_RUN_DIR: path.join(this.dir, 'run'),
-      HOSTGATE_LISTEN: `127.0.0.1:${this.port}`,
+      HOSTGATE_LISTEN: '127.0.0.1:0',
       HOSTGATE_PROFILES_DIR: path.join(this.dir, 'profiles'),
       HOSTGATE_WEB_DIR: path.join(this.dir, 'web'),
       HOSTGATE_LOG_LEVEL: 'debug',
@@ -118,6 +119,7 @@ export class Hostgate {
     };
     if (this.prepare) this.prepare(this);
     for (const d of DAEMONS) this.startDaemon(d);
+    await this.waitListen();
     await this.waitHealthy();
     return this;
   }
@@ -149,6 +151,20 @@ export class Hostgate {
     p.done = false;
     p.exited.then(() => (p.done = true));
     this.procs.set(name, p);
+  }
+
+  // Until frontd has written frontd.listen (then this.port is set).
+  async waitListen(timeout = 15000) {
+    const runDir = this.env.HOSTGATE_RUN_DIR;
+    const deadline = Date.now() + timeout;
+    while (Date.now() < deadline) {
+      this.port = readListen(runDir);
+      if (this.port !== null) return;
+      if (this.procs.get('frontd').done) break;
+      await sleep(50);
+    }
+    this.failed = true;
+    throw new Error(`hostgate ${this.name}: frontd wrote no frontd.listen\n${this.logs()}`);
   }
 
   async waitHealthy(timeout = 15000) {

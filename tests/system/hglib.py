@@ -34,6 +34,7 @@ TEST_USER = "hostgate-test"
 SOCK_FRONT = "broker-front.sock"
 SOCK_CONTROL = "broker-control.sock"
 SOCK_SANDBOX = "sandbox.sock"
+LISTEN_FILE = "frontd.listen"
 
 IS_ROOT = os.geteuid() == 0
 MODES = ("root", "user") if IS_ROOT else ("user",)
@@ -48,11 +49,20 @@ def missing_binaries():
             if not os.access(os.path.join(BUILD, b), os.X_OK)]
 
 
-def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def read_listen(run_dir):
+    """(host, port) from RUN_DIR/frontd.listen, or None when it is absent;
+    host is as written, brackets of an IPv6 address included."""
+    try:
+        with open(os.path.join(run_dir, LISTEN_FILE)) as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    assert text.endswith("\n") and text.count("\n") == 1, \
+        "%s: not one line: %r" % (LISTEN_FILE, text)
+    host, _, port = text[:-1].rpartition(":")
+    assert host and port.isdigit() and 0 < int(port) < 65536, \
+        "%s: not ADDR:PORT: %r" % (LISTEN_FILE, text)
+    return host, int(port)
 
 
 def account(name):
@@ -171,11 +181,13 @@ class Session:
 
 
 class Hostgate:
-    """One hostgate: three daemons in a private directory on a free port."""
+    """One hostgate: three daemons in a private directory. frontd listens
+    on port 0 (HOSTGATE_LISTEN=127.0.0.1:0) and self.port is the port it
+    reports in RUN_DIR/frontd.listen, learnt again at each start."""
 
     def __init__(self, mode, env=None, name="hostgate", tls=False):
         self.mode = mode
-        self.port = free_port()
+        self.port = None
         self.dir = tempfile.mkdtemp(prefix="hg-%s-%s-" % (name, mode))
         os.chmod(self.dir, 0o755)
         self.bindir = os.path.join(self.dir, "bin")
@@ -226,7 +238,7 @@ class Hostgate:
             "HOSTGATE_ENV_FILE": self.envfile,
             "HOSTGATE_STATE_DIR": self.state,
             "HOSTGATE_RUN_DIR": self.run,
-            "HOSTGATE_LISTEN": "127.0.0.1:%d" % self.port,
+            "HOSTGATE_LISTEN": "127.0.0.1:0",
             "HOSTGATE_LOG_LEVEL": "debug",
         }
         if os.path.isdir(self.profiles):
@@ -266,9 +278,16 @@ class Hostgate:
         return os.path.join(self.logdir, name + ".log")
 
     def start(self, name, extra_env=None):
-        """Start one daemon in the foreground, its stderr to its log."""
+        """Start one daemon in the foreground, its stderr to its log. For
+        frontd, wait until it has written frontd.listen (then self.port is
+        its port) or has exited."""
         assert name not in self.procs or self.procs[name].poll() is not None, \
             "%s already running" % name
+        if name == "frontd":
+            # The file of an earlier frontd must not pass for this one's.
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.listen_path())
+            self.port = None
         env = dict(self.env)
         # LeakSanitizer stops the world with ptrace, which a daemon that has
         # dropped privileges and loaded its seccomp filter cannot do: in a
@@ -288,7 +307,34 @@ class Hostgate:
         finally:
             log.close()
         self.procs[name] = p
+        if name == "frontd":
+            self.wait_listen()
         return p
+
+    def listen_path(self):
+        return os.path.join(self.run, LISTEN_FILE)
+
+    def wait_listen(self, timeout=10):
+        """Wait until frontd has written frontd.listen, or has exited; set
+        self.port from the file. Returns the port, or None if frontd
+        exited without listening."""
+        p = self.procs["frontd"]
+        wait_for(lambda: os.path.exists(self.listen_path())
+                 or p.poll() is not None, timeout, what=LISTEN_FILE)
+        got = read_listen(self.run)
+        self.port = got[1] if got else None
+        return self.port
+
+    def wait_control(self, timeout=10):
+        """Wait until brokerd's control socket answers hgctl (what the
+        next hgctl needs; /healthz may say 503 by design meanwhile)."""
+        def answers():
+            return self.hgctl("user", "list").returncode == 0
+        try:
+            wait_for(answers, timeout, what="hgctl user list")
+        except AssertionError as e:
+            raise AssertionError("%s (brokerd %s)" % (
+                e, "running" if self.alive("brokerd") else "exited"))
 
     def start_all(self, wait=True):
         """Start the three daemons; with wait, until /healthz says 200.
@@ -435,6 +481,8 @@ class Hostgate:
     # -- HTTP --------------------------------------------------------------
 
     def connection(self, timeout=5, source=None, context=None):
+        if self.port is None:
+            raise ConnectionRefusedError("frontd has reported no port")
         src = (source, 0) if source else None
         if self.scheme == "https":
             ctx = context or insecure_client_context()
@@ -492,6 +540,28 @@ class Hostgate:
             raise AssertionError("hostgate not healthy within %ds (exited: %s)"
                                  % (timeout, ", ".join(dead) or "none"))
 
+    def wait_chain(self, timeout=15):
+        """Wait until /healthz shows the chain frontd -> brokerd -> sandboxd
+        linked and the backend's state reported, whether the backend works
+        or not (docker without an engine answers 503 by design). Returns
+        the Response."""
+        def linked():
+            r = self.health()
+            doc = r.json()
+            parts = [doc.get(k) or {} for k in ("brokerd", "sandboxd")]
+            backend = doc.get("backend") or {}
+            if all(p.get("ok") is True for p in parts) and \
+                    backend.get("name") is not None:
+                return r
+            return None
+        try:
+            return wait_for(linked, timeout, what="/healthz with the chain "
+                            "linked and the backend reported")
+        except AssertionError as e:
+            dead = [n for n in DAEMONS if n in self.procs and not self.alive(n)]
+            raise AssertionError("%s (exited: %s)" % (e, ", ".join(dead)
+                                                       or "none"))
+
     def wait_status(self, status, timeout=5):
         """Poll /healthz until it answers status; returns the Response."""
         def check():
@@ -512,6 +582,8 @@ class Hostgate:
     def raw(self, data, timeout=3, shut=False):
         """Send raw bytes on a fresh TCP connection; returns what came back
         before the server closed or timeout seconds passed."""
+        if self.port is None:
+            raise ConnectionRefusedError("frontd has reported no port")
         s = socket.create_connection(("127.0.0.1", self.port), timeout=timeout)
         if self.scheme == "https":
             s = insecure_client_context().wrap_socket(s)

@@ -45,8 +45,8 @@ def own(factory, name="policy", carol=False, healthy=True, **env):
     _unset_none(hg, env)
     hg.start_all(wait=healthy)
     if not healthy:
-        hglib.wait_for(lambda: hg.health().status in (200, 503), 10,
-                       what="/healthz from brokerd")
+        hg.wait_chain()
+        hg.wait_control()
     hg.add_user(*ADMIN, admin=True)
     hg.add_user(*USER)
     if carol:

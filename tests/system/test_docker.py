@@ -74,7 +74,11 @@ def start(hg, status):
     """Start the daemons; wait for /healthz to answer status; add users."""
     hg.start_all(wait=False)
     try:
-        hg.wait_status(status, timeout=15)
+        # The chain linked and the backend's state known: only then does
+        # /healthz say what the backend is, and hgctl find brokerd.
+        r = hg.wait_chain(timeout=15)
+        assert r.status == status, r
+        hg.wait_control()
     except AssertionError as e:
         hg.failed = True
         raise AssertionError("%s\n%s" % (e, hg.logs())) from None

@@ -160,14 +160,14 @@ def check(hg, daemon, env):
 
 def test_public_listen_without_tls_refused(hostgate_factory):
     hg = hostgate_factory(start=False)
-    r = check(hg, "frontd", {"HOSTGATE_LISTEN": "0.0.0.0:%d" % hg.port})
+    r = check(hg, "frontd", {"HOSTGATE_LISTEN": "0.0.0.0:0"})
     assert r.returncode == 1, r
     assert "HOSTGATE_LISTEN" in r.stderr, r.stderr
 
 
 def test_public_listen_with_tls_ok(hostgate_factory):
     hg = hostgate_factory(start=False, tls=True)
-    r = check(hg, "frontd", {"HOSTGATE_LISTEN": "0.0.0.0:%d" % hg.port})
+    r = check(hg, "frontd", {"HOSTGATE_LISTEN": "0.0.0.0:0"})
     assert r.returncode == 0, r
 
 
@@ -175,10 +175,11 @@ def test_public_listen_insecure_http_starts_with_warning(hostgate_factory):
     hg = hostgate_factory(start=False, env={
         "HOSTGATE_INSECURE_HTTP": "1",
     })
-    hg.env["HOSTGATE_LISTEN"] = "0.0.0.0:%d" % hg.port
+    hg.env["HOSTGATE_LISTEN"] = "0.0.0.0:0"
     r = check(hg, "frontd", {})
     assert r.returncode == 0, r
     hg.start_all()
+    assert hglib.read_listen(hg.run) == ("0.0.0.0", hg.port)
     assert hg.health().status == 200
     warn = [line for line in hg.log_text("frontd").splitlines()
             if "WARN" in line]
