@@ -1180,7 +1180,7 @@ main(int argc, char *argv[])
 	char			**rest;
 	int			  n, rv;
 
-	log_init("hgctl", 1);
+	log_init_cli("hgctl");
 	if (argc < 2)
 		hgctl_usage(NULL, NULL, "no command given");
 	if (hgctl_is_help(argv[1])) {

@@ -40,6 +40,7 @@ static enum log_dest	 log_dest = LOG_TO_STDERR;
 static enum log_level	 log_level = LOG_LVL_INFO;
 static const char	*log_syslog_path = "/dev/log";
 static int		 log_fd = STDERR_FILENO;	/* where stderr lines go */
+static int		 log_plain;	/* a command's "name: LEVEL: message" */
 
 /* The request, user and session the current lines are about. */
 static char		 log_ctx_rid[LOG_REQUEST_ID_LEN + 1];
@@ -118,6 +119,18 @@ log_init(const char *name, int foreground)
 		log_warnx("no syslog daemon listens on %s: logging to stderr",
 		    log_syslog_path);
 	}
+}
+
+/*
+ * For a command run by a person (hgctl): always stderr, as
+ * "hgctl: WARN: message", with no timestamp and no journal.
+ */
+void
+log_init_cli(const char *name)
+{
+	log_name = name;
+	log_dest = LOG_TO_STDERR;
+	log_plain = 1;
 }
 
 /* Where lines go now: "journal", "syslog" or "stderr". */
@@ -296,9 +309,14 @@ log_vemit(int priority, const char *label, const char *errstr,
 		return;
 	}
 	/* One write(2) per line keeps lines whole when processes share stderr. */
-	log_timestamp(when);
-	n = snprintf(out, sizeof out, "%s %s %s: %s%s\n", when, label,
-	    log_name, rid, line);
+	if (log_plain)
+		n = snprintf(out, sizeof out, "%s: %s: %s%s\n", log_name, label,
+		    rid, line);
+	else {
+		log_timestamp(when);
+		n = snprintf(out, sizeof out, "%s %s %s: %s%s\n", when, label,
+		    log_name, rid, line);
+	}
 	if (n < 0)
 		return;
 	if ((size_t)n >= sizeof out) {

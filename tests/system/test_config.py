@@ -130,7 +130,8 @@ def test_hostgate_mode_is_accepted(cfg, daemon, value):
 def test_unknown_in_environment_warns(cfg, daemon):
     r = run(cfg, daemon, {"HOSTGATE_LOG_LEVLE": "debug"})
     assert r.returncode == 0, r
-    assert "WARN: unknown variable HOSTGATE_LOG_LEVLE in the environment, " \
+    assert "WARN %s: unknown variable HOSTGATE_LOG_LEVLE" % daemon + \
+        " in the environment, " \
         "ignored (did you mean HOSTGATE_LOG_LEVEL?)" in r.stderr, r.stderr
 
 

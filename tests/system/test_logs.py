@@ -4,6 +4,7 @@ and sandboxd's lines to the audit record, sessions by one short form,
 native journal entries under systemd, and a daemon without -d that still
 logs when there is no syslog."""
 
+import contextlib
 import json
 import os
 import re
@@ -275,7 +276,11 @@ def test_hostile_request_id_is_replaced(hg, alice):
 
 def start_logged(hg, name, prefix, argv_tail=("-d",), env=None):
     """Start a daemon like Hostgate.start, behind prefix (a command that
-    execs the rest), with more environment computed from its log file."""
+    execs the rest), with more environment computed from its log file;
+    for frontd, until hg.port is the port it reports."""
+    if name == "frontd":
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(hg.listen_path())
     log = open(hg.log_path(name), "ab")
     try:
         e = dict(hg.env, ASAN_OPTIONS="detect_leaks=0")
@@ -287,6 +292,8 @@ def start_logged(hg, name, prefix, argv_tail=("-d",), env=None):
     finally:
         log.close()
     hg.procs[name] = p
+    if name == "frontd":
+        hg.wait_listen()
     return p
 
 

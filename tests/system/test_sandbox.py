@@ -710,12 +710,15 @@ def test_runaway_writer_tmp(shared, bob):
     assert size <= 256 * MiB, size
 
 
+# Each snippet leaves an orphan, then waits for the file GO that the test
+# makes once it has seen the orphan on the host: no race with the speed of
+# the machine. The last one never gets GO and ends by its time limit.
+WAIT_GO = "\nuntil [ -e %s ]; do sleep 0.05; done"
 ORPHANS = [
-    ("subshell", "(sleep %s &); sleep 1.5", 20, False),
-    ("setsid", "setsid sleep %s & sleep 1.5", 20, False),
-    ("nohup", "nohup sleep %s >/dev/null 2>&1 & disown; sleep 1.5", 20, False),
-    ("timeout", "(setsid nohup sleep %s >/dev/null 2>&1 &); sleep 60", 1,
-     True),
+    ("subshell", "(sleep %s &)", 60, False),
+    ("setsid", "setsid sleep %s &", 60, False),
+    ("nohup", "nohup sleep %s >/dev/null 2>&1 & disown", 60, False),
+    ("timeout", "(setsid nohup sleep %s >/dev/null 2>&1 &)", 10, True),
 ]
 
 
@@ -725,21 +728,28 @@ def test_no_process_outlives_its_command(shared, bob, variant, snippet,
                                          timeout, times_out):
     dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     match = lambda a: a[:2] == ["sleep", dur]   # noqa: E731
+    go = os.path.join(home_of(bob), "go-" + dur)
     box = {}
 
-    def go():
+    def go_run():
         box["r"] = bob.post("/api/run_command",
-                            {"command": snippet % dur, "timeout": timeout},
-                            timeout=30)
-    th = threading.Thread(target=go)
+                            {"command": snippet % dur + WAIT_GO % go,
+                             "timeout": timeout}, timeout=90)
+    th = threading.Thread(target=go_run)
     th.start()
     try:
         # Control: while the command runs, its orphan is seen on the host.
-        seen = hglib.wait_for(lambda: sl.host_processes(match), 5,
+        seen = hglib.wait_for(lambda: sl.host_processes(match), 30,
                               what="the sleep on the host")
         assert all(uid != 0 for _, uid, _ in seen), seen
+        if not times_out:
+            open(go, "w").close()
     finally:
-        th.join(30)
+        th.join(90)
+    try:
+        os.unlink(go)
+    except FileNotFoundError:
+        pass
     r = box["r"]
     assert r.status == 200, r
     doc = r.json()
