@@ -425,12 +425,18 @@ def test_journal_fields(hostgate_factory):
         session = pl.audit_records(hg, action="login")[-1]["session"]
 
 
-        def sandboxd_done():
-            return any(e.get("SYSLOG_IDENTIFIER") == "sandboxd" and
-                       e.get("HOSTGATE_REQUEST_ID") == rid and
-                       "exit 0" in e.get("MESSAGE", "") for e in entries)
-        # sandboxd's line about the end of the command is the last one.
-        hglib.wait_for(sandboxd_done, 10, what="sandboxd's journal entry")
+        def all_arrived():
+            about = [e for e in entries if e.get("HOSTGATE_REQUEST_ID") == rid]
+            return (any(e.get("SYSLOG_IDENTIFIER") == "sandboxd" and
+                        "exit 0" in e.get("MESSAGE", "") for e in about) and
+                    any(e.get("SYSLOG_IDENTIFIER") == "brokerd"
+                        for e in about) and
+                    any(e.get("SYSLOG_IDENTIFIER") == "frontd" and
+                        e.get("MESSAGE", "").startswith("access ")
+                        for e in about))
+        # The three daemons' datagrams reach the socket in any order, and
+        # the reader takes them one by one: wait for each daemon's.
+        hglib.wait_for(all_arrived, 10, what="each daemon's journal entry")
     finally:
         done.set()
         t.join()
