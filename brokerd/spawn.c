@@ -7,10 +7,14 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
+#include <sys/stat.h>
+
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "brokerd.h"
 
@@ -20,6 +24,7 @@
 #define SPAWN_QUICK_MS		10000	/* terminal create, attach, kill */
 #define SPAWN_TEXT_MAX		4096	/* longer command text: hash and size */
 #define SPAWN_SUMMARY_MAX	160	/* the one-line reason of a record */
+#define SPAWN_CODE_MAX		(16L * 1024 * 1024) /* code read to record */
 
 /* A terminal brokerd knows of. */
 struct term {
@@ -213,6 +218,40 @@ spawn_text(struct json_object *d, const char *field, const char *text)
 	json_object_object_add(d, name, json_object_new_int64((int64_t)len));
 }
 
+/*
+ * The Python code frontd put in the stdin memfd, read for its record (at
+ * most SPAWN_CODE_MAX bytes); NULL when it cannot be read.
+ */
+static char *
+spawn_code_read(int fd)
+{
+	struct stat	 st;
+	char		*buf;
+	size_t		 len = 0;
+	ssize_t		 n;
+
+	if (fd == -1 || fstat(fd, &st) == -1 || st.st_size < 0 ||
+	    st.st_size > SPAWN_CODE_MAX || lseek(fd, 0, SEEK_SET) == -1)
+		return NULL;
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
+		fatal("%s", __func__);
+	while (len < (size_t)st.st_size) {
+		n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		free(buf);	/* NUL bytes: not text */
+		return NULL;
+	}
+	return buf;
+}
+
 /* The record's one-line reason: prefix and text, controls as spaces. */
 static void
 spawn_summary(char *out, size_t outsz, const char *prefix, const char *text)
@@ -368,7 +407,7 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	struct spawn_wait	*w;
 	struct json_object	*d;
 	const char		*lang, *command = NULL, *code = NULL, *cwd;
-	char			 sum[SPAWN_SUMMARY_MAX];
+	char			 sum[SPAWN_SUMMARY_MAX], *text = NULL;
 	int64_t			 timeout = spawn_conf->command_timeout, seq;
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
 
@@ -440,6 +479,10 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(d, "lang", json_object_new_string(
 	    code != NULL ? "python" : "bash"));
 	json_object_object_add(d, "argv", json_object_get(argv));
+	/* frontd sends the code in the stdin memfd: the record reads it. */
+	if (code != NULL && *code == '\0' &&
+	    (text = spawn_code_read(stdin_fd)) != NULL)
+		code = text;
 	spawn_text(d, code != NULL ? "code" : "command",
 	    code != NULL ? code : command);
 	json_object_object_add(d, "cwd", cwd != NULL ?
@@ -452,6 +495,7 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(d, "env", spawn_env_names(env));
 	spawn_summary(sum, sizeof sum, code != NULL ? "python3: " : "",
 	    code != NULL ? code : command);
+	free(text);
 	if ((seq = spawn_allow(p, m, id, "spawn", sum, d)) == -1) {
 		json_object_put(argv);
 		json_object_put(env);
