@@ -478,7 +478,12 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(d, "kind", json_object_new_string("command"));
 	json_object_object_add(d, "lang", json_object_new_string(
 	    code != NULL ? "python" : "bash"));
-	json_object_object_add(d, "argv", json_object_get(argv));
+	/* argv without the command, which follows as text or hash. */
+	json_object_object_add(d, "argv", json_object_new_array());
+	json_object_array_add(json_object_object_get(d, "argv"),
+	    json_object_get(json_object_array_get_idx(argv, 0)));
+	json_object_array_add(json_object_object_get(d, "argv"),
+	    json_object_get(json_object_array_get_idx(argv, 1)));
 	/* frontd sends the code in the stdin memfd: the record reads it. */
 	if (code != NULL && *code == '\0' &&
 	    (text = spawn_code_read(stdin_fd)) != NULL)
