@@ -34,6 +34,7 @@ def one_after(hg, action, seq, **match):
 @pytest.fixture(scope="module")
 def hg(mode):
     with pl.module_hostgate(mode, "audit-spawn",
+                            HOST_EXECUTION_DIRECT_TTL_SECONDS=2,
                             HOSTGATE_MAX_TERMINALS_PER_USER=2) as h:
         yield h
 
@@ -155,6 +156,20 @@ def test_terminal_open_and_close_records(hg):
     assert isinstance(d["duration_ms"], int), d
     closed = one_after(hg, "terminal_closed", before, user="bob")
     assert closed["detail"]["id"] == tid, closed
+
+
+def test_direct_terminal_ends_by_expiry(hg):
+    """A grant of 2 s: its direct terminal is killed when it ends."""
+    alice = hg.login(*pl.ADMIN)
+    pl.grant(alice)
+    r = alice.post("/api/terminals", {})
+    assert r.status in (200, 201) and r.json()["mode"] == "direct", r
+    tid = r.json()["id"]
+    ex = pl.wait_audit(hg, timeout=15, action="terminal_exited",
+                       detail_id=tid)[0]
+    assert ex["reason"] == "expiry" and ex["detail"]["mode"] == "direct", ex
+    opened = pl.audit_records(hg, action="terminal_opened", detail_id=tid)
+    assert opened[0]["detail"]["backend"] == "direct", opened
 
 
 # -- no record, no action -----------------------------------------------------
