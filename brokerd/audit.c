@@ -13,6 +13,7 @@
  */
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/types.h>
 
 #include <dirent.h>
@@ -35,6 +36,7 @@
 #define AUDIT_KEY_FILE		"audit.key"
 #define AUDIT_KEY_BYTES		32
 #define AUDIT_RECORD_MAX	(16 * 1024)	/* the longest line written */
+#define AUDIT_RESERVE		(4 * AUDIT_RECORD_MAX) /* free space needed */
 #define AUDIT_FIELD_MAX		512	/* user, session, reason are cut */
 #define AUDIT_QUERY_MAX		10000	/* records one query returns */
 #define AUDIT_SEQ_MAX		((INT64_C(1) << 53) - 1) /* exact in JSON */
@@ -91,6 +93,7 @@ static char		*audit_dir;
 static char		*audit_path;
 static int		 audit_fd = -1;
 static unsigned char	 audit_key[AUDIT_KEY_BYTES];
+static void		 audit_fail(int, const char *);
 static EVP_MAC_CTX	*audit_mac_ctx;
 static int64_t		 audit_seq;	/* the last seq written */
 static char		 audit_prev[65];/* hash of the last line written */
@@ -98,6 +101,8 @@ static off_t		 audit_size;	/* bytes of whole records in the file */
 static int		 audit_dirty;	/* a failed write left bytes after it */
 static long		 audit_rotate_bytes;
 static int		 audit_syslog;
+static int		 audit_failed;	/* errno of the last failed append, or 0 */
+static char		 audit_fail_why[256];
 static unsigned long long audit_next_num; /* of the next rotated file */
 
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
@@ -702,6 +707,7 @@ audit_close(void)
 	audit_seq = 0;
 	memcpy(audit_prev, AUDIT_ZERO_HASH, sizeof audit_prev);
 	audit_dirty = 0;
+	audit_failed = 0;
 }
 
 /* The seq of the last record written, 0 before the first. */
@@ -948,9 +954,12 @@ audit_append(const char *action, const char *user, const char *session,
 	if (audit_rotate_bytes > 0 && audit_size > 0 &&
 	    audit_size + (off_t)llen > audit_rotate_bytes)
 		audit_rotate();
-	if (audit_dirty && audit_heal() == -1)
+	if (audit_dirty && audit_heal() == -1) {
+		audit_fail(errno, "ftruncate");
 		goto done;
+	}
 	if (audit_write(line, llen) == -1) {
+		audit_fail(errno, "write");
 		log_warn("audit: write %s; a %s record is lost", audit_path,
 		    action);
 		audit_dirty = 1;
@@ -964,15 +973,70 @@ audit_append(const char *action, const char *user, const char *session,
 		syslog(LOG_AUTHPRIV | LOG_INFO, "%.*s", (int)(llen - 1), line);
 	/* fdatasync covers the size change that makes the record readable. */
 	if (sync && fdatasync(audit_fd) == -1) {
+		audit_fail(errno, "fdatasync");
 		log_warn("audit: fdatasync %s; record %lld not confirmed",
 		    audit_path, (long long)audit_seq);
 		goto done;
 	}
 	seq = audit_seq;
+	audit_failed = 0;
 done:
 	free(line);
 	json_object_put(rec);
 	return seq;
+}
+
+/* Remember why the last append failed, for audit_ready. */
+static void
+audit_fail(int err, const char *what)
+{
+	audit_failed = err != 0 ? err : EIO;
+	snprintf(audit_fail_why, sizeof audit_fail_why, "%s %s: %s", what,
+	    audit_path != NULL ? audit_path : AUDIT_FILE,
+	    strerror(audit_failed));
+}
+
+/*
+ * Whether the next record can be written: the log is open, its file
+ * system has room for AUDIT_RESERVE more bytes and is writable, and the
+ * last append did not fail for a cause other than space (such a failure
+ * holds until an append succeeds). 0, or -1 with the reason in why.
+ */
+int
+audit_ready(char *why, size_t whysz)
+{
+	struct statvfs	sv;
+	uint64_t	avail;
+
+	if (audit_fd == -1) {
+		snprintf(why, whysz, "the audit log is not open");
+		return -1;
+	}
+	if (fstatvfs(audit_fd, &sv) == -1) {
+		snprintf(why, whysz, "the audit log's file system: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (sv.f_flag & ST_RDONLY) {
+		snprintf(why, whysz, "the audit log's file system is "
+		    "read-only");
+		return -1;
+	}
+	avail = (uint64_t)sv.f_bavail * (sv.f_frsize ? sv.f_frsize :
+	    sv.f_bsize);
+	if (avail < AUDIT_RESERVE) {
+		snprintf(why, whysz, "the audit log's file system is full "
+		    "(%llu bytes free, %d needed): records cannot be written",
+		    (unsigned long long)avail, AUDIT_RESERVE);
+		return -1;
+	}
+	if (audit_failed != 0 && audit_failed != ENOSPC &&
+	    audit_failed != EDQUOT) {
+		snprintf(why, whysz, "the last record could not be written "
+		    "(%s)", audit_fail_why);
+		return -1;
+	}
+	return 0;
 }
 
 /* Record what is wrong with the record the verifier expected next. */

@@ -18,7 +18,7 @@
 static const char *const brokerd_syscalls[] = {
 	"openat", "open", "rename", "renameat", "renameat2", "unlink",
 	"unlinkat", "fsync", "fdatasync", "ftruncate", "fchmod", "umask",
-	"getdents64", "mkdir", "mkdirat", "accept4", "accept", "listen",
+	"getdents64", "fstatfs", "mkdir", "mkdirat", "accept4", "accept", "listen",
 	/*
 	 * sd_journal_sendv passes an entry too large for one datagram in a
 	 * sealed memfd (our lines never are; a kill there would be absurd).

@@ -121,6 +121,7 @@ void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
 	    struct ident *);
 void	 spawn_exited(const char *proc_id, int status);
 void	 spawn_sandbox_gone(void);
+void	 spawn_session_expiring(const char *session_id);
 void	 spawn_front_gone(struct ipc_peer *);
 /* The docker runtime: the container status last reported for a user. */
 struct json_object *spawn_container_json(const char *user);
@@ -231,6 +232,12 @@ struct json_object *audit_query_page(const char *user, const char *action,
 size_t	 audit_trim(struct json_object *items, size_t maxbytes);
 /* An ISO 8601 time ("2026-11-29", "2026-11-29T17:20:13Z", ...) in seconds. */
 int	 audit_time_parse(const char *, int64_t *secs);
+/*
+ * 0 when the next record can be written (log open, room on its file
+ * system, no failed write pending); -1 with the reason. Every state
+ * change asks first: no record, no action.
+ */
+int	 audit_ready(char *why, size_t whysz);
 int64_t	 audit_last_seq(void);
 const char *audit_last_hash(void);
 void	 audit_close(void);

@@ -174,7 +174,7 @@ control_token_create(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	if ((t = token_create(user, "", bearer, sizeof(bearer))) == NULL) {
-		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the token");
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "cannot store the token");
 		return;
 	}
 	log_info("hgctl: standalone token %s created for %s", t->id, user);

@@ -254,6 +254,22 @@ front_health(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	sandbox_health(p, m);
 }
 
+/*
+ * No record, no action: -1 after a 503 with the reason when the audit
+ * log cannot take the record of the change about to be made.
+ */
+static int
+front_record_ok(struct ipc_peer *p, struct ipc_msg *m)
+{
+	char	why[300];
+
+	if (audit_ready(why, sizeof why) == 0)
+		return 0;
+	log_warnx("refused: %s", why);
+	ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", why);
+	return -1;
+}
+
 /* Verify a password, rate limited per user and per client address. */
 static void
 front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
@@ -303,9 +319,12 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 		    "invalid username or password");
 		return;
 	}
+	if (front_record_ok(p, m) == -1)
+		return;
 	if ((s = session_create(u->name, cookie, sizeof(cookie), csrf,
 	    sizeof(csrf))) == NULL) {
-		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "cannot store the session");
 		return;
 	}
 	log_ctx_set(front_rid, u->name, s->id);
@@ -395,8 +414,11 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    "reserved to admins on this host");
 		return;
 	}
+	if (front_record_ok(p, m) == -1)
+		return;
 	if (session_set_permission(id->session, want) == -1) {
-		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the session");
+		ipc_reply_error(p, m, ERR_UNAVAILABLE,
+		    "cannot store the session");
 		return;
 	}
 	log_info("session %.8s of %s: permission %s", id->session->id,
@@ -448,9 +470,11 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	struct token		*t;
 	char			 bearer[128];
 
+	if (front_record_ok(p, m) == -1)
+		return;
 	if ((t = token_create(id->user->name, id->session->id, bearer,
 	    sizeof(bearer))) == NULL) {
-		ipc_reply_error(p, m, ERR_INTERNAL, "cannot store the token");
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "cannot store the token");
 		return;
 	}
 	log_info("token %s minted for %s (session %.8s)", t->id, t->user,

@@ -293,7 +293,8 @@ mode_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	else if (mode_grant(id->session, mode_is_direct(id->session) ?
 	    "renewed by its admin" : "requested by its admin", err,
 	    sizeof(err)) == -1) {
-		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
+		/* The grant could not be stored or recorded: retry later. */
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
 		return;
 	}
 	ipc_reply(p, m, mode_json(id), NULL, 0);

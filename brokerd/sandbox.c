@@ -148,11 +148,18 @@ sandbox_health_answer(struct ipc_peer *front, int64_t id, int ok,
 {
 	struct json_object	*res;
 	struct ipc_msg		 m;
+	char			 why[300];
+	int			 audit_ok;
 
 	memset(&m, 0, sizeof(m));
 	m.id = id;
 	res = json_object_new_object();
+	audit_ok = audit_ready(why, sizeof why) == 0;
 	json_object_object_add(res, "brokerd", sandbox_link_json(1, NULL));
+	/* The audit log is a link too: while it cannot take records, no
+	 * state change is made (docs/audit.md). */
+	json_object_object_add(res, "audit", sandbox_link_json(audit_ok,
+	    audit_ok ? NULL : why));
 	json_object_object_add(res, "sandboxd", sandbox_link_json(ok, reason));
 	json_object_object_add(res, "backend", sandbox_backend_json());
 	ipc_reply(front, &m, res, NULL, 0);
@@ -226,6 +233,7 @@ sandbox_kill_session(const char *session_id)
 	struct json_object	*req;
 	struct ipc_peer		*p;
 
+	spawn_session_expiring(session_id);
 	if ((p = sandbox_peer()) == NULL) {
 		if (sandbox_npending < SANDBOX_PENDING)
 			snprintf(sandbox_pending[sandbox_npending++], 33, "%s",

@@ -5,11 +5,16 @@
  * bytes never pass through brokerd's memory.
  */
 #include <sys/types.h>
+#include <sys/wait.h>
+
+#include <sys/stat.h>
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "brokerd.h"
 
@@ -17,6 +22,9 @@
 #define SPAWN_MAX_ENV		64
 #define SPAWN_GRACE_MS		10000	/* beyond a command's own limit */
 #define SPAWN_QUICK_MS		10000	/* terminal create, attach, kill */
+#define SPAWN_TEXT_MAX		4096	/* longer command text: hash and size */
+#define SPAWN_SUMMARY_MAX	160	/* the one-line reason of a record */
+#define SPAWN_CODE_MAX		(16L * 1024 * 1024) /* code read to record */
 
 /* A terminal brokerd knows of. */
 struct term {
@@ -27,6 +35,9 @@ struct term {
 	char			 mode[8];
 	char			*backend;
 	int			 running;
+	int64_t			 open_seq;	/* its terminal_open record */
+	int64_t			 started;	/* monotonic ms */
+	const char		*end_reason;	/* set by a kill: kill, expiry */
 	TAILQ_ENTRY(term)	 entry;
 };
 
@@ -38,6 +49,7 @@ struct spawn_wait {
 	int			 kind;		/* SPAWN_WAIT_* */
 	char			 session_id[33];
 	char			 request_id[LOG_REQUEST_ID_LEN + 1];
+	int64_t			 allow_seq;	/* the spawn's allow record */
 	TAILQ_ENTRY(spawn_wait)	 entry;
 };
 #define SPAWN_WAIT_COMMAND	1
@@ -49,6 +61,10 @@ static int	spawn_refuse(struct ipc_peer *, struct ipc_msg *, struct ident *,
 static int	spawn_rate_ok(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *, const char *);
 static void	spawn_audit(struct spawn_wait *, struct ipc_msg *,
+		    const char *);
+struct term;
+static struct json_object *spawn_term_ref(struct term *);
+static struct json_object *spawn_term_end(struct term *, int,
 		    const char *);
 
 static TAILQ_HEAD(, term)	 terms = TAILQ_HEAD_INITIALIZER(terms);
@@ -154,6 +170,24 @@ spawn_env(struct ipc_peer *p, struct ipc_msg *m, struct json_object *out)
 	return 0;
 }
 
+/* The names of "NAME=VALUE" strings: values may be secrets. */
+static struct json_object *
+spawn_env_names(struct json_object *env)
+{
+	struct json_object	*names;
+	const char		*kv, *eq;
+	size_t			 i;
+
+	names = json_object_new_array();
+	for (i = 0; i < json_object_array_length(env); i++) {
+		kv = json_object_get_string(json_object_array_get_idx(env, i));
+		if ((eq = strchr(kv, '=')) != NULL)
+			json_object_array_add(names,
+			    json_object_new_string_len(kv, eq - kv));
+	}
+	return names;
+}
+
 /* The id of the HTTP request being served, for sandboxd's log lines. */
 static void
 spawn_add_request_id(struct json_object *req)
@@ -161,6 +195,105 @@ spawn_add_request_id(struct json_object *req)
 	if (log_ctx_request_id() != NULL)
 		json_object_object_add(req, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
+}
+
+/*
+ * What will run, into d: the text itself up to SPAWN_TEXT_MAX bytes, else
+ * its SHA-256; its size either way.
+ */
+static void
+spawn_text(struct json_object *d, const char *field, const char *text)
+{
+	char	 name[64], hex[65];
+	size_t	 len = strlen(text);
+
+	if (len <= SPAWN_TEXT_MAX)
+		json_object_object_add(d, field, json_object_new_string(text));
+	else {
+		sha256_hex(text, len, hex);
+		snprintf(name, sizeof name, "%s_sha256", field);
+		json_object_object_add(d, name, json_object_new_string(hex));
+	}
+	snprintf(name, sizeof name, "%s_bytes", field);
+	json_object_object_add(d, name, json_object_new_int64((int64_t)len));
+}
+
+/*
+ * The Python code frontd put in the stdin memfd, read for its record (at
+ * most SPAWN_CODE_MAX bytes); NULL when it cannot be read.
+ */
+static char *
+spawn_code_read(int fd)
+{
+	struct stat	 st;
+	char		*buf;
+	size_t		 len = 0;
+	ssize_t		 n;
+
+	if (fd == -1 || fstat(fd, &st) == -1 || st.st_size < 0 ||
+	    st.st_size > SPAWN_CODE_MAX || lseek(fd, 0, SEEK_SET) == -1)
+		return NULL;
+	if ((buf = malloc((size_t)st.st_size + 1)) == NULL)
+		fatal("%s", __func__);
+	while (len < (size_t)st.st_size) {
+		n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += n;
+	}
+	lseek(fd, 0, SEEK_SET);
+	buf[len] = '\0';
+	if (strlen(buf) != len) {
+		free(buf);	/* NUL bytes: not text */
+		return NULL;
+	}
+	return buf;
+}
+
+/* The record's one-line reason: prefix and text, controls as spaces. */
+static void
+spawn_summary(char *out, size_t outsz, const char *prefix, const char *text)
+{
+	size_t	i, n;
+
+	n = (size_t)snprintf(out, outsz, "%s%s", prefix, text);
+	if (n >= outsz && outsz > 4)
+		memcpy(out + outsz - 4, "...", 4);
+	for (i = 0; out[i] != '\0'; i++)
+		if ((unsigned char)out[i] < 0x20 || out[i] == 0x7f)
+			out[i] = ' ';
+}
+
+/*
+ * Write the allow record of a spawn before it starts (detail is taken):
+ * its seq, or -1 after a 503 when the record cannot be written, and then
+ * nothing is started.
+ */
+static int64_t
+spawn_allow(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    const char *action, const char *reason, struct json_object *d)
+{
+	char	why[300];
+	int64_t	seq;
+
+	if (audit_ready(why, sizeof why) == -1) {
+		json_object_put(d);
+		log_warnx("%s of %s not started: %s", action, id->user->name,
+		    why);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "not started: %s", why);
+		return -1;
+	}
+	if ((seq = audit_append(action, id->user->name, id->session ?
+	    id->session->id : NULL, 1, reason, d, 1)) == -1) {
+		log_warnx("%s of %s not started: its record could not be "
+		    "written", action, id->user->name);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "not started: the "
+		    "audit log cannot take its record");
+		return -1;
+	}
+	return seq;
 }
 
 /* The spawn request common to commands and terminals. */
@@ -272,8 +405,10 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	struct json_object	*req, *argv, *env;
 	struct ipc_peer		*sp;
 	struct spawn_wait	*w;
-	const char		*lang, *command, *code, *cwd;
-	int64_t			 timeout = spawn_conf->command_timeout;
+	struct json_object	*d;
+	const char		*lang, *command = NULL, *code = NULL, *cwd;
+	char			 sum[SPAWN_SUMMARY_MAX], *text = NULL;
+	int64_t			 timeout = spawn_conf->command_timeout, seq;
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
 
 	if ((sp = sandbox_peer()) == NULL) {
@@ -338,6 +473,40 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		return;
 	}
 
+	/* No record, no action: what will run is on disk before it starts. */
+	d = json_object_new_object();
+	json_object_object_add(d, "kind", json_object_new_string("command"));
+	json_object_object_add(d, "lang", json_object_new_string(
+	    code != NULL ? "python" : "bash"));
+	/* argv without the command, which follows as text or hash. */
+	json_object_object_add(d, "argv", json_object_new_array());
+	json_object_array_add(json_object_object_get(d, "argv"),
+	    json_object_get(json_object_array_get_idx(argv, 0)));
+	json_object_array_add(json_object_object_get(d, "argv"),
+	    json_object_get(json_object_array_get_idx(argv, 1)));
+	/* frontd sends the code in the stdin memfd: the record reads it. */
+	if (code != NULL && *code == '\0' &&
+	    (text = spawn_code_read(stdin_fd)) != NULL)
+		code = text;
+	spawn_text(d, code != NULL ? "code" : "command",
+	    code != NULL ? code : command);
+	json_object_object_add(d, "cwd", cwd != NULL ?
+	    json_object_new_string(cwd) : NULL);
+	json_object_object_add(d, "permission",
+	    json_object_new_string(session_permission(id->session)));
+	json_object_object_add(d, "mode", json_object_new_string(
+	    mode_is_direct(id->session) ? "direct" : "sandbox"));
+	json_object_object_add(d, "timeout_s", json_object_new_int64(timeout));
+	json_object_object_add(d, "env", spawn_env_names(env));
+	spawn_summary(sum, sizeof sum, code != NULL ? "python3: " : "",
+	    code != NULL ? code : command);
+	free(text);
+	if ((seq = spawn_allow(p, m, id, "spawn", sum, d)) == -1) {
+		json_object_put(argv);
+		json_object_put(env);
+		return;
+	}
+
 	req = spawn_request(id, "command");
 	json_object_object_add(req, "argv", argv);
 	json_object_object_add(req, "env", env);
@@ -349,9 +518,11 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    json_object_new_int64(spawn_conf->output_cap));
 	w = spawn_wait_new(p, m, id->user->name, SPAWN_WAIT_COMMAND,
 	    id->session ? id->session->id : NULL);
+	w->allow_seq = seq;
 	if (ipc_request(sp, req, stdin_fd != -1 ? &stdin_fd : NULL,
 	    stdin_fd != -1 ? 1 : 0, timeout * 1000 + SPAWN_GRACE_MS,
 	    spawn_command_done, w) == -1) {
+		spawn_audit(w, NULL, "command");
 		spawn_wait_free(w);
 		ipc_reply_error(p, m, ERR_UNAVAILABLE,
 		    "sandboxd is unreachable");
@@ -382,6 +553,8 @@ spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 		    w->session_id);
 		snprintf(t->mode, sizeof(t->mode), "%s", mode ? mode : "?");
 		t->created = now_wall_ms() / 1000;
+		t->started = now_mono_ms();
+		t->open_seq = w->allow_seq;
 		t->running = 1;
 		TAILQ_INSERT_TAIL(&terms, t, entry);
 		log_info("terminal %s opened for %s (%s, %s)", t->id, t->user,
@@ -400,7 +573,8 @@ spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
 	struct json_object	*req, *argv;
 	struct ipc_peer		*sp;
 	struct spawn_wait	*w;
-	int64_t			 cols = 80, rows = 24;
+	struct json_object	*d;
+	int64_t			 cols = 80, rows = 24, seq;
 
 	if ((sp = sandbox_peer()) == NULL) {
 		spawn_refuse(p, m, id, "terminal", ERR_UNAVAILABLE, 0,
@@ -424,10 +598,24 @@ spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
 		    "too many terminals open for this user; close one first");
 		return;
 	}
-	req = spawn_request(id, "terminal");
 	argv = json_object_new_array();
 	json_object_array_add(argv, json_object_new_string("/bin/bash"));
 	json_object_array_add(argv, json_object_new_string("-i"));
+	d = json_object_new_object();
+	json_object_object_add(d, "kind", json_object_new_string("terminal"));
+	json_object_object_add(d, "argv", json_object_get(argv));
+	json_object_object_add(d, "permission",
+	    json_object_new_string(session_permission(id->session)));
+	json_object_object_add(d, "mode", json_object_new_string(
+	    mode_is_direct(id->session) ? "direct" : "sandbox"));
+	json_object_object_add(d, "cols", json_object_new_int64(cols));
+	json_object_object_add(d, "rows", json_object_new_int64(rows));
+	if ((seq = spawn_allow(p, m, id, "terminal_open", "/bin/bash -i",
+	    d)) == -1) {
+		json_object_put(argv);
+		return;
+	}
+	req = spawn_request(id, "terminal");
 	json_object_object_add(req, "argv", argv);
 	json_object_object_add(req, "cols", json_object_new_int64(cols));
 	json_object_object_add(req, "rows", json_object_new_int64(rows));
@@ -435,8 +623,10 @@ spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
 	    json_object_new_string("xterm-256color"));
 	w = spawn_wait_new(p, m, id->user->name, SPAWN_WAIT_TERMINAL,
 	    id->session ? id->session->id : NULL);
+	w->allow_seq = seq;
 	if (ipc_request(sp, req, NULL, 0, SPAWN_QUICK_MS, spawn_terminal_done,
 	    w) == -1) {
+		spawn_audit(w, NULL, "terminal");
 		spawn_wait_free(w);
 		ipc_reply_error(p, m, ERR_UNAVAILABLE,
 		    "sandboxd is unreachable");
@@ -560,9 +750,15 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 
 	if ((t = spawn_term_owned(p, m, id)) == NULL)
 		return;
+	if (audit_append("terminal_closed", t->user, id->session ?
+	    id->session->id : NULL, 1, "closed by its user",
+	    spawn_term_ref(t), 1) == -1) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "the audit log cannot "
+		    "take the record of the close; the terminal is left open");
+		return;
+	}
 	log_info("terminal %s of %s closed by its user", t->id, t->user);
-	audit_append("terminal_closed", t->user, id->session ?
-	    id->session->id : NULL, 1, "closed by its user", NULL, 0);
+	t->end_reason = "kill";
 	if (!t->running) {
 		TAILQ_REMOVE(&terms, t, entry);
 		free(t->user);
@@ -581,17 +777,67 @@ spawn_exited(const char *proc_id, int status)
 	struct json_object	*d;
 	struct term		*t;
 
-	if ((t = spawn_term_find(proc_id)) == NULL)
+	if ((t = spawn_term_find(proc_id)) == NULL || !t->running)
 		return;
-	t->running = 0;
 	log_info("terminal %s of %s exited (status %d)", t->id, t->user,
 	    status);
+	d = spawn_term_end(t, status, t->end_reason ? t->end_reason : "exit");
+	events_emit(NULL, t->user, "terminal_exited", d);
+}
+
+/* A reference to a terminal for the records about it. */
+static struct json_object *
+spawn_term_ref(struct term *t)
+{
+	struct json_object	*d;
+
 	d = json_object_new_object();
 	json_object_object_add(d, "id", json_object_new_string(t->id));
-	json_object_object_add(d, "status", json_object_new_int(status));
+	json_object_object_add(d, "open_seq",
+	    json_object_new_int64(t->open_seq));
+	return d;
+}
+
+/*
+ * The close record of a terminal whose process is gone: how (status,
+ * -1 when unknown) and why (exit, kill, expiry, restart). The detail is
+ * returned, also for the event; the recorder of a session may add to it.
+ */
+static struct json_object *
+spawn_term_end(struct term *t, int status, const char *why)
+{
+	struct json_object	*d;
+
+	t->running = 0;
+	d = spawn_term_ref(t);
+	json_object_object_add(d, "status", status >= 0 ?
+	    json_object_new_int(status) : NULL);
+	json_object_object_add(d, "exit_code", status >= 0 &&
+	    WIFEXITED(status) ? json_object_new_int(WEXITSTATUS(status)) :
+	    NULL);
+	json_object_object_add(d, "signal", status >= 0 &&
+	    WIFSIGNALED(status) ? json_object_new_int(WTERMSIG(status)) :
+	    NULL);
+	json_object_object_add(d, "reason", json_object_new_string(why));
+	json_object_object_add(d, "duration_ms",
+	    json_object_new_int64(now_mono_ms() - t->started));
+	json_object_object_add(d, "mode", json_object_new_string(t->mode));
 	audit_append("terminal_exited", t->user, t->session_id[0] ?
-	    t->session_id : NULL, 1, NULL, json_object_get(d), 0);
-	events_emit(NULL, t->user, "terminal_exited", d);
+	    t->session_id : NULL, 1, why, json_object_get(d), 0);
+	return d;
+}
+
+/* A session's grant ended: its direct terminals end by expiry. */
+void
+spawn_session_expiring(const char *session_id)
+{
+	struct term	*t;
+
+	TAILQ_FOREACH(t, &terms, entry)
+		if (t->running && t->end_reason == NULL &&
+		    strcmp(t->session_id, session_id) == 0 &&
+		    strcmp(t->mode, "direct") == 0)
+			t->end_reason = "expiry";
 }
 
 /* The terminals of a session, for the admin view. */
@@ -622,8 +868,13 @@ spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 	log_info("admin %s kills terminal %s of %s", id->user->name, t->id,
 	    t->user);
-	audit_append("admin_kill", id->user->name, id->session->id, 1, t->id,
-	    NULL, 0);
+	if (audit_append("admin_kill", id->user->name, id->session->id, 1,
+	    t->id, spawn_term_ref(t), 1) == -1) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "the audit log cannot "
+		    "take the record of the kill; the terminal is left open");
+		return;
+	}
+	t->end_reason = "kill";
 	if (!t->running) {
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
@@ -638,7 +889,8 @@ spawn_sandbox_gone(void)
 	struct term	*t;
 
 	TAILQ_FOREACH(t, &terms, entry)
-		t->running = 0;
+		if (t->running)
+			json_object_put(spawn_term_end(t, -1, "restart"));
 }
 
 /* A frontd connection closed: forget the answers it waits for. */
@@ -730,41 +982,85 @@ spawn_container_json(const char *user)
 	return NULL;
 }
 
-/* Audit a spawn sandboxd started, with the hash of its command line. */
+/* Copy a member of sandboxd's result into an audit detail (null if none). */
+static void
+spawn_copy(struct json_object *d, struct json_object *res, const char *from,
+    const char *to)
+{
+	json_object_object_add(d, to, json_object_get(
+	    json_object_object_get(res, from)));
+}
+
+/*
+ * The end record of a command (spawn_end) or the start record of a
+ * terminal (terminal_opened): what sandboxd did with an allowed spawn,
+ * linked to its allow record by spawn_seq / open_seq.
+ */
 static void
 spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 {
-	struct json_object	*res, *d;
+	struct json_object	*res = NULL, *err, *d;
+	const char		*msg;
+	char			 why[64];
+	int			 term = strcmp(kind, "terminal") == 0, ok = 0;
+	int64_t			 v;
+	size_t			 n;
 
-	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res))
-		return;
-	counters.spawns++;
-	spawn_container_keep(w->user, json_object_object_get(res,
-	    "container"));
 	d = json_object_new_object();
 	json_object_object_add(d, "kind", json_object_new_string(kind));
-	json_object_object_add(d, "id", json_object_get(
-	    json_object_object_get(res, "id")));
-	json_object_object_add(d, "mode", json_object_get(
-	    json_object_object_get(res, "mode")));
-	json_object_object_add(d, "backend", json_object_get(
-	    json_object_object_get(res, "backend")));
-	json_object_object_add(d, "sha256", json_object_get(
-	    json_object_object_get(res, "sha256")));
-	if (json_object_object_get_ex(res, "exit_code", NULL)) {
-		json_object_object_add(d, "exit_code", json_object_get(
-		    json_object_object_get(res, "exit_code")));
-		json_object_object_add(d, "signal", json_object_get(
-		    json_object_object_get(res, "signal")));
-		json_object_object_add(d, "timed_out", json_object_get(
-		    json_object_object_get(res, "timed_out")));
+	json_object_object_add(d, term ? "open_seq" : "spawn_seq",
+	    json_object_new_int64(w->allow_seq));
+	if (m == NULL)
+		msg = "sandboxd did not answer";
+	else if (json_object_object_get_ex(m->obj, "error", &err)) {
+		msg = json_str(err, "message") ? json_str(err, "message") :
+		    "sandboxd refused";
+		json_object_object_add(d, "error", json_object_get(
+		    json_object_object_get(err, "code")));
+	} else if (!json_object_object_get_ex(m->obj, "result", &res))
+		msg = "malformed reply from sandboxd";
+	else
+		msg = NULL, ok = 1;
+	if (ok) {
+		counters.spawns++;
+		spawn_container_keep(w->user, json_object_object_get(res,
+		    "container"));
+		spawn_copy(d, res, "id", "id");
+		spawn_copy(d, res, "mode", "mode");
+		spawn_copy(d, res, "backend", "backend");
+		spawn_copy(d, res, "sha256", "sha256");
+		spawn_copy(d, res, "uid", "uid");
+		spawn_copy(d, res, "cgroup", "cgroup");
+		spawn_copy(d, res, "cwd", "cwd");
 	}
-	if (strcmp(kind, "command") == 0)
+	if (ok && !term) {
+		spawn_copy(d, res, "exit_code", "exit_code");
+		spawn_copy(d, res, "signal", "signal");
+		spawn_copy(d, res, "timed_out", "timed_out");
+		spawn_copy(d, res, "oom", "oom");
+		spawn_copy(d, res, "duration_ms", "duration_ms");
+		spawn_copy(d, res, "stdout_len", "stdout_bytes");
+		spawn_copy(d, res, "stderr_len", "stderr_bytes");
+		spawn_copy(d, res, "truncated", "truncated");
+		if (json_int(res, "signal", &v) == 0)
+			snprintf(why, sizeof why, "signal %lld", (long long)v);
+		else if (json_int(res, "exit_code", &v) == 0)
+			snprintf(why, sizeof why, "exit %lld", (long long)v);
+		else
+			snprintf(why, sizeof why, "ended");
+		n = strlen(why);
+		if (json_object_get_boolean(json_object_object_get(res,
+		    "timed_out")))
+			n += snprintf(why + n, sizeof why - n, ", timed out");
+		if (json_object_get_boolean(json_object_object_get(res,
+		    "truncated")) && n < sizeof why)
+			snprintf(why + n, sizeof why - n, ", output truncated");
+		msg = why;
 		log_info("command %s of %s ran (%s, %s)",
 		    json_str(res, "id") ? json_str(res, "id") : "?", w->user,
 		    json_str(res, "mode") ? json_str(res, "mode") : "?",
 		    json_str(res, "backend") ? json_str(res, "backend") : "?");
-	audit_append(strcmp(kind, "terminal") == 0 ? "terminal_opened" :
-	    "spawn", w->user, w->session_id[0] ? w->session_id : NULL, 1,
-	    NULL, d, 0);
+	}
+	audit_append(term ? "terminal_opened" : "spawn_end", w->user,
+	    w->session_id[0] ? w->session_id : NULL, ok, msg, d, 0);
 }

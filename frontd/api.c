@@ -194,6 +194,8 @@ api_healthz_down(struct http_request *req, const char *reason)
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	json_object_object_add(o, "frontd", api_link(1, NULL));
 	json_object_object_add(o, "brokerd", api_link(0, reason));
+	json_object_object_add(o, "audit",
+	    api_link(0, "unknown: brokerd is unreachable"));
 	json_object_object_add(o, "sandboxd",
 	    api_link(0, "unknown: brokerd is unreachable"));
 	b = api_link(0, "unknown: brokerd is unreachable");
@@ -212,15 +214,21 @@ static void
 api_reply_healthz(struct http_request *req, const struct api_route *r,
     struct json_object *res)
 {
-	struct json_object	*o, *sb, *be, *e;
+	struct json_object	*o, *sb, *be, *au = NULL, *e;
 	const char		*why = NULL;
-	int			 sb_ok = 0, be_ok = 0;
+	int			 sb_ok = 0, be_ok = 0, au_ok = 1;
 
 	json_object_object_get_ex(res, "sandboxd", &sb);
 	json_object_object_get_ex(res, "backend", &be);
+	/* A brokerd without an "audit" link is older: its log is unknown. */
+	if (json_object_object_get_ex(res, "audit", &au))
+		json_flag(au, "ok", &au_ok);
 	json_flag(sb, "ok", &sb_ok);
 	json_flag(be, "ok", &be_ok);
-	if (!sb_ok)
+	if (!au_ok)
+		why = json_str(au, "reason") ? json_str(au, "reason") :
+		    "the audit log cannot take records";
+	else if (!sb_ok)
 		why = json_str(sb, "reason") ? json_str(sb, "reason") :
 		    "sandboxd is unreachable";
 	else if (!be_ok)
@@ -231,6 +239,8 @@ api_reply_healthz(struct http_request *req, const struct api_route *r,
 	json_object_object_add(o, "ok", json_object_new_boolean(why == NULL));
 	json_object_object_add(o, "frontd", api_link(1, NULL));
 	json_object_object_add(o, "brokerd", api_link(1, NULL));
+	json_object_object_add(o, "audit", au != NULL ? json_object_get(au) :
+	    api_link(1, NULL));
 	json_object_object_add(o, "sandboxd", json_object_get(sb));
 	json_object_object_add(o, "backend", json_object_get(be));
 	if (why != NULL) {

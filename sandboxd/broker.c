@@ -229,6 +229,7 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 		    json_object_new_string(spawn_backend(pr)));
 		json_object_object_add(res, "sha256",
 		    json_object_new_string(spawn_sha256(pr)));
+		spawn_where_json(pr, res);
 		if ((o = backend_container_json(s.user, s.perm)) != NULL)
 			json_object_object_add(res, "container", o);
 		ipc_reply(p, m, res, NULL, 0);

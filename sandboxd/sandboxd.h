@@ -122,6 +122,7 @@ int	 spawn_master(struct proc *);
 const char *spawn_id(struct proc *);
 const char *spawn_backend(struct proc *);
 const char *spawn_sha256(struct proc *);
+void	 spawn_where_json(struct proc *, struct json_object *);
 int	 spawn_status(struct proc *);
 struct json_object *spawn_list(void);
 int	 spawn_cwd(const char *workspace, const char *cwd, char *out,

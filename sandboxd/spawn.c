@@ -48,6 +48,9 @@ struct proc {
 	char			 request_id[LOG_REQUEST_ID_LEN + 1]; /* "": none */
 	char			*backend;
 	char			 cmd_sha256[65];
+	uid_t			 uid;		/* the uid it runs as */
+	char			 cgroup[700];	/* "": none */
+	char			 cwd[4096];	/* where it starts */
 	struct json_object	*container;	/* docker: its container */
 	pid_t			 pid;		/* process group leader */
 	int64_t			 started;	/* monotonic ms */
@@ -313,6 +316,9 @@ spawn_reply(struct proc *p)
 	if (p->container != NULL)
 		json_object_object_add(res, "container",
 		    json_object_get(p->container));
+	spawn_where_json(p, res);
+	/* A pids cgroup holds no memory events: an OOM kill is not known. */
+	json_object_object_add(res, "oom", NULL);
 	memset(&m, 0, sizeof(m));
 	m.id = p->req_id;
 	fds[0] = p->mem[0];
@@ -654,7 +660,7 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	int		 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
 	int		 devnull = -1, slave = -1, in, keep[SPAWN_MAX_KEEP], nkeep = 0;
 	int		 cg;
-	char		 cgprocs[1024];
+	char		 cgprocs[1024], *q;
 	pid_t		 pid;
 
 	p = spawn_proc_new(s, backend);
@@ -671,6 +677,14 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 		goto fail_errno;
 	cg = cgroup_user(s->user, SPAWN_PIDS_MAX, cgprocs,
 	    sizeof(cgprocs)) == 0;
+	/* The child keeps sandboxd's uid: no setuid between fork and exec. */
+	p->uid = getuid();
+	if (cg) {
+		snprintf(p->cgroup, sizeof(p->cgroup), "%s", cgprocs);
+		if ((q = strrchr(p->cgroup, '/')) != NULL)
+			*q = '\0';
+	}
+	snprintf(p->cwd, sizeof(p->cwd), "%s", s->cwd ? s->cwd : "");
 	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
 	if (s->seccomp_fd != -1)
 		keep[nkeep++] = s->seccomp_fd;
@@ -839,6 +853,16 @@ const char *
 spawn_sha256(struct proc *p)
 {
 	return p->cmd_sha256;
+}
+
+/* Where a spawn runs, for its audit records: uid, cgroup (or null), cwd. */
+void
+spawn_where_json(struct proc *p, struct json_object *o)
+{
+	json_object_object_add(o, "uid", json_object_new_int64(p->uid));
+	json_object_object_add(o, "cgroup", p->cgroup[0] != '\0' ?
+	    json_object_new_string(p->cgroup) : NULL);
+	json_object_object_add(o, "cwd", json_object_new_string(p->cwd));
 }
 
 const char *

@@ -174,7 +174,9 @@ def test_mode_decisions(hg, story):
 
 
 def test_spawns(hg, story):
-    spawns = pl.audit_records(hg, action="spawn", user="alice")
+    # How a spawn went is its spawn_end record (test_audit_spawn.py has
+    # the allow record written before it starts).
+    spawns = pl.audit_records(hg, action="spawn_end", user="alice")
     direct = [s for s in spawns if s["detail"].get("mode") == "direct"]
     assert direct, spawns
     d = direct[0]["detail"]
@@ -183,7 +185,7 @@ def test_spawns(hg, story):
     # The hash of the exact command line run: bash -c COMMAND, quoted.
     line = "/bin/bash -c '%s'" % story["direct_cmd"]
     assert d["sha256"] == hashlib.sha256(line.encode()).hexdigest(), d
-    rec = one(hg, action="spawn", user="bob")
+    rec = one(hg, action="spawn_end", user="bob")
     assert rec["detail"]["mode"] == "sandbox", rec
     assert rec["detail"]["backend"] == "bwrap", rec
     assert pl.HEX64.fullmatch(rec["detail"]["sha256"]), rec

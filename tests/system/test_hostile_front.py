@@ -103,7 +103,7 @@ def test_spawn_runs_as_its_credentials_user(hg, alice, bob):
     out = res["outputs"][1001][0]
     ws_bob = pl.workspace_root(hg) + "/bob"
     assert out.split() == [ws_bob, ws_bob, "bob", "sandbox"], out
-    rec = pl.wait_audit(hg, action="spawn", detail_id=r["result"]["id"])
+    rec = pl.wait_audit(hg, action="spawn_end", detail_id=r["result"]["id"])
     assert rec[-1]["user"] == "bob", rec
 
 

@@ -184,9 +184,9 @@ def test_request_id_end_to_end(hg, alice):
     sandboxd's lines about it and the audit record of the spawn."""
     r = run(alice, "echo logged")
     rid = rid_of(r)
-    recs = [x for x in pl.audit_records(hg, action="spawn")
+    recs = [x for x in pl.audit_records(hg, action="spawn_end")
             if x["detail"].get("request_id") == rid]
-    assert len(recs) == 1, pl.audit_records(hg, action="spawn")
+    assert len(recs) == 1, pl.audit_records(hg, action="spawn_end")
     spawn_id = recs[0]["detail"]["id"]
     assert access_lines(hg)[rid]["path"] == "/api/run_command"
     b = lines_with(hg, "brokerd", rid)
