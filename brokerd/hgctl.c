@@ -879,7 +879,8 @@ hgctl_audit_replay(char **argv)
 	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
 	while (!eof) {
 		req = hgctl_req("audit_replay");
-		json_object_object_add(req, "id", json_object_new_string(argv[0]));
+		json_object_object_add(req, "recording",
+		    json_object_new_string(argv[0]));
 		json_object_object_add(req, "offset",
 		    json_object_new_int64(offset));
 		res = hgctl_call(req);

@@ -130,7 +130,9 @@ recording_done(struct ipc_peer *sp, struct ipc_msg *r, void *arg)
 		    "no such recording");
 		goto out;
 	}
-	if ((n = pread(fd, buf, sizeof(buf), w->offset)) == -1) {
+	/* lseek and read: brokerd's seccomp filter has no pread. */
+	if (lseek(fd, w->offset, SEEK_SET) == -1 ||
+	    (n = read(fd, buf, sizeof(buf))) == -1) {
 		log_warn("recording %s: read", w->rec);
 		ipc_reply_error(w->peer, &m, ERR_INTERNAL,
 		    "the recording cannot be read");
@@ -161,7 +163,7 @@ recording_replay(struct ipc_peer *p, struct ipc_msg *m)
 	struct recording_wait	*w;
 	struct json_object	*req;
 	struct ipc_peer		*sp;
-	const char		*id = json_str(m->obj, "id");
+	const char		*id = json_str(m->obj, "recording");
 	int64_t			 offset = 0;
 
 	if (!recording_id_ok(id)) {
@@ -189,7 +191,7 @@ recording_replay(struct ipc_peer *p, struct ipc_msg *m)
 	TAILQ_INSERT_TAIL(&recording_waits, w, entry);
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("recording"));
-	json_object_object_add(req, "id", json_object_new_string(id));
+	json_object_object_add(req, "recording", json_object_new_string(id));
 	if (ipc_request(sp, req, NULL, 0, RECORDING_ASK_MS, recording_done,
 	    w) == -1) {
 		recording_wait_free(w);

@@ -308,7 +308,7 @@ broker_recording(struct ipc_peer *p, struct ipc_msg *m)
 	int		 fd;
 
 	broker_ctx(m);
-	if (!record_id_ok(id = json_str(m->obj, "id")))
+	if (!record_id_ok(id = json_str(m->obj, "recording")))
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad recording id");
 	else if ((fd = record_open(id)) == -1) {
 		if (errno != ENOENT)
