@@ -210,3 +210,10 @@ recording_peer_closed(struct ipc_peer *p)
 		if (w->peer == p)
 			w->peer = NULL;
 }
+
+/* GET /api/admin/recordings/{id}?offset=N: a page, as for hgctl. */
+void
+admin_recording(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	recording_replay(p, m);
+}

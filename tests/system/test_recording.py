@@ -106,6 +106,38 @@ def test_direct_terminal_is_recorded(hg):
     assert all(e[1] != "i" for e in events)
     hg.hgctl_ok("audit", "verify")
 
+    # The admin API gives the same text in pages.
+    got, off = b"", 0
+    while True:
+        r = alice.get("/api/admin/recordings/%s?offset=%d" % (t.id, off))
+        assert r.status == 200, r
+        page = r.json()
+        if page["eof"]:
+            break
+        got += page["data"].encode()
+        assert page["next"] == len(got), page
+        off = page["next"]
+    assert got == data
+    bob = hg.login(*pl.USER)
+    r = bob.get("/api/admin/recordings/" + t.id)
+    assert r.status == 403, r
+
+
+@pytest.mark.parametrize("path", [
+    "/api/admin/recordings/..%2faudit.log", "/api/admin/recordings/../audit",
+    "/api/admin/recordings/0123456789abcdeg",
+    "/api/admin/recordings/0123456789ABCDEF",
+    "/api/admin/recordings/0123456789abcdef/x",
+    "/api/admin/recordings/0123456789abcdef0",
+    "/api/admin/recordings/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+    "/api/admin/recordings/0000000000000000",
+    "/api/admin/recordings/0000000000000000?offset=-1",
+])
+def test_admin_api_refuses_hostile_ids(hg, path):
+    alice = hg.login(*pl.ADMIN)
+    r = alice.get(path)
+    assert r.status in (400, 404), (path, r)
+
 
 def test_sandboxed_terminal_not_recorded_by_default(hg):
     bob = hg.login(*pl.USER)
