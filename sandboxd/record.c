@@ -49,6 +49,7 @@ struct relay {
 	unsigned char	 carry[4];	/* an incomplete UTF-8 sequence */
 	size_t		 ncarry;
 	char		*ev;		/* one encoded event */
+	size_t		 evlen;
 	size_t		 evcap;
 };
 
@@ -130,7 +131,7 @@ record_time(struct relay *r)
 static void
 record_put(struct relay *r, const char *s, size_t len)
 {
-	size_t	 used = strlen(r->ev);
+	size_t	 used = r->evlen;
 	char	*n;
 
 	if (used + len + 1 > r->evcap) {
@@ -141,7 +142,8 @@ record_put(struct relay *r, const char *s, size_t len)
 		r->ev = n;
 	}
 	memcpy(r->ev + used, s, len);
-	r->ev[used + len] = '\0';
+	r->evlen = used + len;
+	r->ev[r->evlen] = '\0';
 }
 
 /*
@@ -190,6 +192,16 @@ record_escape(struct relay *r, const unsigned char *p, size_t n, int last)
 	int	len;
 
 	while (i < n) {
+		/* A run of printable ASCII goes in at once. */
+		for (len = 0; i + len < n && p[i + len] >= 0x20 &&
+		    p[i + len] < 0x7f && p[i + len] != '"' &&
+		    p[i + len] != '\\'; len++)
+			;
+		if (len > 0) {
+			record_put(r, (const char *)p + i, len);
+			i += len;
+			continue;
+		}
 		len = record_utf8(p + i, n - i);
 		if (len == 0 && !last) {
 			memcpy(r->carry, p + i, n - i);
@@ -222,7 +234,7 @@ record_escape(struct relay *r, const unsigned char *p, size_t n, int last)
 static void
 record_emit(struct relay *r, double t)
 {
-	size_t	len = strlen(r->ev);
+	size_t	len = r->evlen;
 	int	n;
 
 	if (r->cut)
@@ -257,6 +269,7 @@ record_output(struct relay *r, const unsigned char *buf, size_t n)
 	t = record_time(r);
 	snprintf(head, sizeof(head), "[%.6f, \"o\", \"", t);
 	r->ev[0] = '\0';
+	r->evlen = 0;
 	record_put(r, head, strlen(head));
 	record_escape(r, joined, n, 0);
 	record_put(r, "\"]\n", 3);
@@ -275,8 +288,9 @@ record_resize(struct relay *r, int outer, int inner)
 	ioctl(inner, TIOCSWINSZ, &ws);
 	t = record_time(r);
 	r->ev[0] = '\0';
-	snprintf(r->ev, r->evcap, "[%.6f, \"r\", \"%ux%u\"]\n", t,
-	    (unsigned)ws.ws_col, (unsigned)ws.ws_row);
+	r->evlen = 0;
+	r->evlen = snprintf(r->ev, r->evcap, "[%.6f, \"r\", \"%ux%u\"]\n",
+	    t, (unsigned)ws.ws_col, (unsigned)ws.ws_row);
 	record_emit(r, t);
 }
 
@@ -353,7 +367,8 @@ record_relay(struct relay *r, int inner, int outer)
 	}
 	/* A sequence cut short by the end is written as U+FFFD. */
 	if (r->ncarry > 0 && !r->cut) {
-		snprintf(r->ev, r->evcap, "[%.6f, \"o\", \"", record_time(r));
+		r->evlen = snprintf(r->ev, r->evcap, "[%.6f, \"o\", \"",
+		    record_time(r));
 		record_escape(r, r->carry, r->ncarry, 1);
 		record_put(r, "\"]\n", 3);
 		record_emit(r, record_time(r));
