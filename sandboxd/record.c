@@ -457,7 +457,11 @@ record_start(const char *id, const char *user, const char *term,
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGWINCH, record_sigwinch);
-	if (dup2(inner, 3) == -1 || dup2(slave, 4) == -1 || dup2(fd, 5) == -1)
+	/* Out of the way first, so that no dup2 overwrites one to be moved. */
+	if ((inner = fcntl(inner, F_DUPFD, 64)) == -1 ||
+	    (slave = fcntl(slave, F_DUPFD, 64)) == -1 ||
+	    (fd = fcntl(fd, F_DUPFD, 64)) == -1 ||
+	    dup2(inner, 3) == -1 || dup2(slave, 4) == -1 || dup2(fd, 5) == -1)
 		_exit(1);
 	close_range(6, ~0U, 0);
 	inner = 3;
