@@ -57,9 +57,9 @@ endif
 COMMON	= log config ipc priv util proc
 FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl
+	  mode events admin prompt audit ttl recording
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
-	  backend_wsl spawn policy cgroup
+	  backend_wsl spawn policy cgroup record
 HGCTL	= hgctl
 
 O	 = $(B)/obj

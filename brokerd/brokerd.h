@@ -180,6 +180,12 @@ void	 front_init(struct event_base *, struct config *, uid_t front_uid,
 	    int fd);
 /* frontd as hgctl status shows it: {up, version, started, reason}. */
 struct json_object *front_info_json(void);
+/* recording.c */
+void	 recording_closed(struct json_object *);
+void	 recording_replay(struct ipc_peer *, struct ipc_msg *);
+void	 recording_peer_closed(struct ipc_peer *);
+void	 admin_recording(struct ipc_peer *, struct ipc_msg *, struct ident *);
+
 /* control.c */
 void	 control_init(struct event_base *, struct config *, const uid_t *,
 	    int, int fd);

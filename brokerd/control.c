@@ -65,6 +65,7 @@ static const struct ipc_handler control_handlers[] = {
 	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
 	{ "status",		ROLE_HGCTL, 0, control_status },
 	{ "config",		ROLE_HGCTL, 0, control_config },
+	{ "audit_replay",	ROLE_HGCTL, 0, recording_replay },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -567,6 +568,7 @@ control_closed(struct ipc_peer *p)
 	TAILQ_FOREACH(w, &control_waits, entry)
 		if (w->peer == p)
 			w->peer = NULL;
+	recording_peer_closed(p);
 }
 
 /* Serve the control socket for the given uids. */

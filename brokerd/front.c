@@ -63,6 +63,7 @@ static const struct front_op front_ops[] = {
 	{ "admin_kill",	NEED_ADMIN | NEED_CSRF,		admin_kill },
 	{ "admin_audit", NEED_ADMIN,			admin_audit },
 	{ "admin_debug", NEED_ADMIN,			admin_debug },
+	{ "admin_recording", NEED_ADMIN,		admin_recording },
 	{ "permission_get", NEED_IDENT,			front_permission_get },
 	{ "permission_set", NEED_SESSION | NEED_CSRF,	front_permission_set },
 	{ "run",	NEED_ANY_CSRF,			spawn_run },
@@ -89,6 +90,7 @@ static const struct ipc_handler front_handlers[] = {
 	{ "admin_kill",	ROLE_FRONTD, 0, front_dispatch },
 	{ "admin_audit", ROLE_FRONTD, 0, front_dispatch },
 	{ "admin_debug", ROLE_FRONTD, 0, front_dispatch },
+	{ "admin_recording", ROLE_FRONTD, 0, front_dispatch },
 	{ "permission_get", ROLE_FRONTD, 0, front_dispatch },
 	{ "permission_set", ROLE_FRONTD, 0, front_dispatch },
 	/* stdin of a command travels as a memfd */
@@ -496,6 +498,7 @@ front_closed(struct ipc_peer *p)
 		front_seen.peer = NULL;
 	sandbox_front_gone(p);
 	spawn_front_gone(p);
+	recording_peer_closed(p);
 }
 
 /* frontd's version and start time; shown, never trusted for anything. */

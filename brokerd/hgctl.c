@@ -58,6 +58,7 @@ static int	hgctl_session_revoke(char **);
 static int	hgctl_session_revert(char **);
 static int	hgctl_audit_verify(char **);
 static int	hgctl_audit_show(char **);
+static int	hgctl_audit_replay(char **);
 static int	hgctl_status(char **);
 static int	hgctl_config(char **);
 
@@ -109,6 +110,12 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "is ISO 8601,\ne.g. 2026-11-29T17:20:13Z or 2026-11-29. Columns: "
 	    "TIME, SEQ, ACTION, USER,\nRESULT (allowed or denied), REASON.\n",
 	    0, OPT_JSON | OPT_FILTERS, hgctl_audit_show },
+	{ "audit", "replay", "ID",
+	    "write a terminal recording (asciicast v2) to stdout",
+	    "ID is the recording's id (16 hex digits: the terminal's id, in "
+	    "the detail of\nits \"recording\" audit record). Play it with "
+	    "`hgctl audit replay ID | asciinema play -`.\n",
+	    1, 0, hgctl_audit_replay },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
@@ -858,6 +865,40 @@ hgctl_audit_verify(char **argv)
 		    (long long)bad, err != NULL ? err : "unknown error");
 	json_object_put(res);
 	return ok ? 0 : 1;
+}
+
+/* hgctl audit replay ID: a terminal recording, as asciicast v2, to stdout. */
+static int
+hgctl_audit_replay(char **argv)
+{
+	struct json_object	*req, *res, *d;
+	int64_t			 offset = 0, next;
+	int			 eof = 0;
+	size_t			 len;
+
+	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
+	while (!eof) {
+		req = hgctl_req("audit_replay");
+		json_object_object_add(req, "recording",
+		    json_object_new_string(argv[0]));
+		json_object_object_add(req, "offset",
+		    json_object_new_int64(offset));
+		res = hgctl_call(req);
+		if (!json_object_object_get_ex(res, "data", &d) ||
+		    json_int(res, "next", &next) == -1 || next < offset) {
+			fprintf(stderr, "hgctl: malformed reply from brokerd\n");
+			exit(HGCTL_EXIT_FAIL);
+		}
+		json_flag(res, "eof", &eof);
+		len = json_object_get_string_len(d);
+		if (fwrite(json_object_get_string(d), 1, len, stdout) != len) {
+			fprintf(stderr, "hgctl: write: %s\n", strerror(errno));
+			exit(HGCTL_EXIT_FAIL);
+		}
+		offset = next;
+		json_object_put(res);
+	}
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* One audit_show request for at most want records below seq before. */

@@ -42,8 +42,9 @@ static const struct ipc_handler sandbox_handlers[] = {
 static void
 sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 {
-	const char	*id;
-	int64_t		 status = -1;
+	struct json_object	*rec;
+	const char		*id;
+	int64_t			 status = -1;
 
 	if ((id = json_str(m->obj, "proc")) == NULL) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"proc\" is required");
@@ -51,6 +52,8 @@ sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 	}
 	json_int(m->obj, "status", &status);
 	spawn_exited(id, (int)status);
+	if (json_object_object_get_ex(m->obj, "recording", &rec))
+		recording_closed(rec);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 

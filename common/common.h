@@ -62,6 +62,9 @@ enum exec_mode { MODE_SANDBOX, MODE_DIRECT };
 enum runtime { RUNTIME_HOST, RUNTIME_DOCKER };
 enum on_expiry { EXPIRY_TERMINATE, EXPIRY_KEEP };
 
+/* HOSTGATE_RECORD_TERMINALS: which terminals are recorded. */
+enum record_mode { RECORD_NONE, RECORD_DIRECT, RECORD_ALL };
+
 struct config {
 	/* DESIGN.md names */
 	enum exec_mode	 mode_default;		/* HOST_EXECUTION_MODE_DEFAULT */
@@ -106,6 +109,11 @@ struct config {
 	int		 network_admin_only;	/* HOSTGATE_NETWORK_ADMIN_ONLY */
 	long		 audit_rotate;		/* HOSTGATE_AUDIT_ROTATE_BYTES */
 	int		 audit_syslog;		/* HOSTGATE_AUDIT_SYSLOG */
+	/* terminal recordings */
+	enum record_mode record_terminals;	/* HOSTGATE_RECORD_TERMINALS */
+	char		*record_users;		/* HOSTGATE_RECORD_USERS */
+	long		 recording_max;		/* HOSTGATE_RECORDING_MAX_BYTES */
+	int		 recording_retention;	/* ..._RECORDING_RETENTION_DAYS */
 	/* the web panel */
 	char		*web_dir;		/* HOSTGATE_WEB_DIR */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */

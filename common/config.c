@@ -55,6 +55,7 @@ enum config_kind {
 	KIND_INT,	/* decimal digits, min..max, stored as int or long */
 	KIND_FLAG,	/* 0 or 1 */
 	KIND_USER,	/* a user name */
+	KIND_USERS,	/* hostgate user names, each maybe with '-', by ',' */
 	KIND_IMAGE,	/* a docker image reference */
 	KIND_DIR,	/* a path, made absolute; at most max bytes when max > 0 */
 	KIND_WORKSPACE,	/* a path, made absolute, then held to canonical rules */
@@ -85,6 +86,9 @@ static const char *const backend_choices[] = {
 	"auto", "bwrap", "sandbox-exec", "wsl2", NULL
 };
 static const char *const expiry_choices[] = { "terminate", "keep", NULL };
+static const char *const record_choices[] = {
+	"none", "direct", "all", NULL
+};
 static const char *const level_choices[] = {
 	"error", "warn", "info", "debug", NULL
 };
@@ -93,6 +97,7 @@ static const char *const level_choices[] = {
 _Static_assert(MODE_SANDBOX == 0 && MODE_DIRECT == 1, "mode_choices");
 _Static_assert(RUNTIME_HOST == 0 && RUNTIME_DOCKER == 1, "runtime_choices");
 _Static_assert(EXPIRY_TERMINATE == 0 && EXPIRY_KEEP == 1, "expiry_choices");
+_Static_assert(RECORD_NONE == 0 && RECORD_ALL == 2, "record_choices");
 _Static_assert(LOG_LVL_ERROR == 0 && LOG_LVL_DEBUG == 3, "level_choices");
 
 static const struct config_var config_vars[] = {
@@ -167,6 +172,14 @@ static const struct config_var config_vars[] = {
 	    F(audit_rotate), 4096, 1073741824, NULL },
 	{ "HOSTGATE_AUDIT_SYSLOG", "0", KIND_FLAG,
 	    F(audit_syslog), 0, 1, NULL },
+	{ "HOSTGATE_RECORD_TERMINALS", "direct", KIND_CHOICE,
+	    F(record_terminals), 0, 0, record_choices },
+	{ "HOSTGATE_RECORD_USERS", "", KIND_USERS, F(record_users), 0, 0,
+	    NULL },
+	{ "HOSTGATE_RECORDING_MAX_BYTES", "67108864", KIND_INT,
+	    F(recording_max), 4096, 4294967296L, NULL },
+	{ "HOSTGATE_RECORDING_RETENTION_DAYS", "90", KIND_INT,
+	    F(recording_retention), 0, 36500, NULL },
 	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	/* Its default is read only when it exists. */
@@ -206,6 +219,7 @@ config_is_string(const struct config_var *var)
 	switch (var->kind) {
 	case KIND_WORD:
 	case KIND_USER:
+	case KIND_USERS:
 	case KIND_IMAGE:
 	case KIND_DIR:
 	case KIND_WORKSPACE:
@@ -246,6 +260,10 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 	case KIND_USER:
 		snprintf(buf, bufsz, "a user name matching "
 		    "[a-z_][a-z0-9_-]{0,31}");
+		break;
+	case KIND_USERS:
+		snprintf(buf, bufsz, "user names separated by ',', each "
+		    "of [a-z_][a-z0-9_.-]{0,31} and maybe preceded by '-'");
 		break;
 	case KIND_IMAGE:
 		snprintf(buf, bufsz, "an image reference of letters, digits "
@@ -384,6 +402,27 @@ config_parse_number(const char *s, long min, long max, long *out)
 		return ("out of range");
 	*out = v;
 	return (NULL);
+}
+
+/* Whether s is "" or names separated by ',', each maybe after '-'. */
+static int
+config_valid_users(const char *s)
+{
+	size_t	len;
+
+	while (*s != '\0') {
+		if (*s == '-')
+			s++;
+		len = strcspn(s, ",");
+		if (len == 0 || len > 32 || !((*s >= 'a' && *s <= 'z') ||
+		    *s == '_') || strspn(s, "abcdefghijklmnopqrstuvwxyz"
+		    "0123456789_.-") < len)
+			return (0);
+		s += len;
+		if (*s == ',' && *++s == '\0')
+			return (0);
+	}
+	return (1);
 }
 
 /* Whether s is a valid user name: [a-z_][a-z0-9_-]{0,31}. */
@@ -619,6 +658,11 @@ config_set(struct config *cfg, const struct config_var *var,
 		if (!config_valid_user(value))
 			return (config_error(err, errsz, where, var, value,
 			    "not a valid user name", NULL));
+		break;
+	case KIND_USERS:
+		if (!config_valid_users(value))
+			return (config_error(err, errsz, where, var, value,
+			    "not a list of user names", NULL));
 		break;
 	case KIND_IMAGE:
 		if (value[0] == '\0' || value[0] == '-' || strlen(value) > 255 ||

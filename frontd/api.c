@@ -63,6 +63,8 @@ static int	api_prepare_terminal(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
 static int	api_prepare_session(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_recording(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
 static int	api_prepare_audit(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
 
@@ -122,6 +124,8 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/api/admin/audit", "admin_audit", NULL, 200, NULL,
 	    api_prepare_audit },
 	{ "GET", "/api/admin/debug", "admin_debug", NULL, 200, NULL, NULL },
+	{ "GET", "/api/admin/recordings/*", "admin_recording", NULL, 200, NULL,
+	    api_prepare_recording },
 	{ "GET", "/api/permission", "permission_get", NULL, 200, NULL, NULL },
 	{ "POST", "/api/permission", "permission_set", api_permission_body,
 	    200, NULL, NULL },
@@ -647,6 +651,37 @@ api_prepare_terminal(struct http_request *req, struct json_object *body,
 		return -1;
 	}
 	json_object_object_add(obj, "terminal", json_object_new_string(id));
+	return 0;
+}
+
+/* The id of /api/admin/recordings/{id} and its ?offset=N. */
+static int
+api_prepare_recording(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	static const char	 prefix[] = "/api/admin/recordings/";
+	const char		*q = req->query, *v;
+	char			 id[17];
+	long long		 off = 0;
+
+	if (api_path_id(req->path, prefix, 16, id) == -1 ||
+	    req->path[sizeof(prefix) - 1 + 16] != '\0') {
+		http_reply_error(req, 404, ERR_NOT_FOUND, "no such recording",
+		    NULL);
+		return -1;
+	}
+	if (q != NULL && strncmp(q, "offset=", 7) == 0) {
+		v = q + 7;
+		if (*v == '\0' || strspn(v, "0123456789") != strlen(v) ||
+		    strlen(v) > 15) {
+			http_reply_error(req, 400, ERR_BAD_REQUEST,
+			    "\"offset\" is a number of bytes", NULL);
+			return -1;
+		}
+		off = strtoll(v, NULL, 10);
+	}
+	json_object_object_add(obj, "recording", json_object_new_string(id));
+	json_object_object_add(obj, "offset", json_object_new_int64(off));
 	return 0;
 }
 

@@ -33,9 +33,11 @@ static size_t			 static_total;
 /*
  * The Content-Security-Policy of the panel: no inline script, no framing,
  * connections to this origin only (fetch, SSE and WebSocket).
+ * 'wasm-unsafe-eval' lets the recording player compile its WebAssembly
+ * terminal emulator; it allows no eval() of JavaScript.
  */
 #define STATIC_CSP	"Content-Security-Policy: default-src 'self'; " \
-	"script-src 'self'; style-src 'self'; img-src 'self' data:; " \
+	"script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data:; " \
 	"font-src 'self'; connect-src 'self'; object-src 'none'; " \
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'\r\n"
 

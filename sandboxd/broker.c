@@ -25,6 +25,7 @@ static void	broker_attach(struct ipc_peer *, struct ipc_msg *);
 static void	broker_hangup(struct ipc_peer *, struct ipc_msg *);
 static void	broker_list(struct ipc_peer *, struct ipc_msg *);
 static void	broker_kill_session(struct ipc_peer *, struct ipc_msg *);
+static void	broker_recording(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
@@ -36,6 +37,7 @@ static const struct ipc_handler broker_handlers[] = {
 	{ "hangup",	ROLE_BROKERD, 0, broker_hangup },
 	{ "list",	ROLE_BROKERD, 0, broker_list },
 	{ "kill_session", ROLE_BROKERD, 0, broker_kill_session },
+	{ "recording",	ROLE_BROKERD, 0, broker_recording },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -299,6 +301,27 @@ broker_kill_session(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, res, NULL, 0);
 }
 
+/* A recording, read-only, for brokerd to hand on (hgctl, the panel). */
+static void
+broker_recording(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*id;
+	int		 fd;
+
+	broker_ctx(m);
+	if (!record_id_ok(id = json_str(m->obj, "recording")))
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad recording id");
+	else if ((fd = record_open(id)) == -1) {
+		if (errno != ENOENT)
+			log_warn("recording %s", id);
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such recording");
+	} else {
+		ipc_reply(p, m, NULL, &fd, 1);
+		close(fd);
+	}
+	log_ctx_clear();
+}
+
 /* The process table. */
 static void
 broker_list(struct ipc_peer *p, struct ipc_msg *m)
@@ -331,6 +354,9 @@ broker_proc_exited(struct proc *pr)
 	    json_object_new_string(spawn_id(pr)));
 	json_object_object_add(req, "status",
 	    json_object_new_int(spawn_status(pr)));
+	if (spawn_recording(pr) != NULL)
+		json_object_object_add(req, "recording",
+		    json_object_get(spawn_recording(pr)));
 	ipc_request(broker_peer, req, NULL, 0, 5000, broker_event_ack, NULL);
 }
 

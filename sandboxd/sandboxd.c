@@ -108,6 +108,7 @@ main(int argc, char *argv[])
 	sandboxd_workspace_root(&conf, uid, gid, broker_uid, broker_gid,
 	    separate);
 	cgroup_init(uid, gid);
+	record_setup(&conf, uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);
 	free(path);
@@ -129,6 +130,7 @@ main(int argc, char *argv[])
 
 	spawn_init(sandboxd_base, &conf, broker_proc_exited);
 	backend_init(&conf);
+	record_init(sandboxd_base);
 	broker_init(sandboxd_base, &conf, broker_uid, fd);
 
 	priv_seccomp(&plan);

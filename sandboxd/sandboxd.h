@@ -128,6 +128,18 @@ struct json_object *spawn_list(void);
 int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 	    size_t outsz, char *err, size_t errsz);
 
+struct json_object *spawn_recording(struct proc *);
+
+/* record.c */
+void	 record_setup(struct config *, uid_t, gid_t);
+void	 record_init(struct event_base *);
+int	 record_id_ok(const char *);
+int	 record_wanted(const struct spawn_spec *);
+int	 record_start(const char *id, const char *user, const char *term,
+	    int inner, int cols, int rows, pid_t *relay, char *err, size_t);
+int	 record_open(const char *id);
+struct json_object *record_finish(const char *id, int relay_status);
+
 /* cgroup.c */
 void	 cgroup_init(uid_t, gid_t);
 int	 cgroup_enabled(void);

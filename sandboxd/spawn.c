@@ -58,6 +58,11 @@ struct proc {
 	int			 status;
 	/* terminals */
 	int			 master;
+	pid_t			 relay;		/* the recording relay, or -1 */
+	int			 relay_status;
+	int			 relay_exited;
+	struct event		*ev_relay;	/* kills a relay that lingers */
+	struct json_object	*recording;	/* what record_finish said */
 	/* the network profile: slirp4netns and the fd whose close ends it */
 	pid_t			 slirp;
 	int			 slirp_exit;
@@ -119,7 +124,7 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 	snprintf(p->request_id, sizeof(p->request_id), "%s",
 	    log_ctx_request_id() != NULL ? log_ctx_request_id() : "");
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
-	p->pid = p->slirp = -1;
+	p->pid = p->slirp = p->relay = -1;
 	p->slirp_exit = -1;
 	return p;
 }
@@ -151,6 +156,9 @@ spawn_proc_free(struct proc *p)
 		event_free(p->ev_drain);
 	if (p->ev_kill != NULL)
 		event_free(p->ev_kill);
+	if (p->ev_relay != NULL)
+		event_free(p->ev_relay);
+	json_object_put(p->recording);
 	if (p->master != -1)
 		close(p->master);
 	/* slirp4netns leaves when its exit fd closes. */
@@ -377,21 +385,59 @@ spawn_kill_late(evutil_socket_t fd, short ev, void *arg)
 		spawn_signal(p, SIGKILL);
 }
 
+/* A recording relay still running after its shell left: kill it. */
+static void
+spawn_relay_late(evutil_socket_t fd, short ev, void *arg)
+{
+	struct proc	*p = arg;
+
+	if (!p->relay_exited)
+		kill(p->relay, SIGKILL);
+}
+
+/* A terminal and its relay, if any, are gone: report and forget it. */
+static void
+spawn_term_done(struct proc *p)
+{
+	spawn_proc_ctx(p);
+	log_info("terminal %s of %s exited", p->id, p->user);
+	if (p->relay != -1 &&
+	    (p->recording = record_finish(p->id, p->relay_status)) != NULL) {
+		json_object_object_add(p->recording, "user",
+		    json_object_new_string(p->user));
+		json_object_object_add(p->recording, "session",
+		    json_object_new_string(p->session));
+	}
+	log_ctx_clear();
+	if (spawn_exit_cb != NULL)
+		spawn_exit_cb(p);
+	TAILQ_REMOVE(&procs, p, entry);
+	spawn_proc_free(p);
+}
+
 /* Reap children; finish what they leave. */
 void
 spawn_reap(void)
 {
 	struct proc	*p;
 	struct timeval	 tv = { 0, SPAWN_DRAIN_MS * 1000 };
+	struct timeval	 rtv = { SPAWN_HUP_GRACE, 0 };
 	pid_t		 pid;
 	int		 status;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		TAILQ_FOREACH(p, &procs, entry)
-			if (p->pid == pid)
+			if (p->pid == pid || p->relay == pid)
 				break;
 		if (p == NULL)
 			continue;
+		if (p->relay == pid) {
+			p->relay_exited = 1;
+			p->relay_status = status;
+			if (p->exited)
+				spawn_term_done(p);
+			continue;
+		}
 		p->exited = 1;
 		p->status = status;
 		/*
@@ -407,15 +453,13 @@ spawn_reap(void)
 				event_active(p->ev_drain, EV_TIMEOUT, 0);
 			else
 				evtimer_add(p->ev_drain, &tv);
-		} else {
-			spawn_proc_ctx(p);
-			log_info("terminal %s of %s exited", p->id, p->user);
-			log_ctx_clear();
-			if (spawn_exit_cb != NULL)
-				spawn_exit_cb(p);
-			TAILQ_REMOVE(&procs, p, entry);
-			spawn_proc_free(p);
-		}
+		} else if (p->relay != -1 && !p->relay_exited) {
+			/* The relay drains what is left, then exits. */
+			p->ev_relay = evtimer_new(spawn_base, spawn_relay_late,
+			    p);
+			evtimer_add(p->ev_relay, &rtv);
+		} else
+			spawn_term_done(p);
 	}
 }
 
@@ -630,6 +674,28 @@ maperr:
 	return -1;
 }
 
+/* Put a recording relay between a terminal and frontd: 0, or -1, err. */
+static int
+spawn_record(struct proc *p, const struct spawn_spec *s, int cols, int rows,
+    char *err, size_t errsz)
+{
+	int	outer;
+
+	if ((outer = record_start(p->id, p->user, s->term, p->master, cols,
+	    rows, &p->relay, err, errsz)) == -1)
+		return -1;
+	close(p->master);
+	p->master = outer;
+	return 0;
+}
+
+/* What a terminal's recording holds, or NULL when it has none. */
+struct json_object *
+spawn_recording(struct proc *p)
+{
+	return p->recording;
+}
+
 /* An anonymous file for a command's output. */
 static int
 spawn_memfd(const char *name)
@@ -754,6 +820,12 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 		setpgid(pid, pid);
 	p->pid = pid;
 	p->started = now_mono_ms();
+	if (s->kind == SPAWN_TERMINAL && record_wanted(s) &&
+	    spawn_record(p, s, ws.ws_col, ws.ws_row, err, errsz) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		goto fail;
+	}
 	close(devnull);
 	if (slave != -1)
 		close(slave);

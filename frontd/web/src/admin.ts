@@ -6,6 +6,7 @@ import { ApiError, del, get, post, type AdminSession, type AuditRecord, type Deb
 import { confirmDialog } from './dialog';
 import { h, icon, replace } from './dom';
 import { countdown, dateTime, permissionLabel, uptime } from './format';
+import { playButton } from './player';
 import { errorToast } from './popover';
 import { store } from './state';
 import { toast } from './toast';
@@ -32,6 +33,7 @@ const AUDIT_ACTIONS = [
   'spawn_refused',
   'terminal_closed',
   'terminal_exited',
+  'recording',
   'token_minted',
   'admin_revert',
   'admin_kill',
@@ -307,6 +309,7 @@ export class AdminView {
       replace(into, emptyRow('No records match.'));
       return;
     }
+    const playerBox = h('div', { class: 'audit-player', hidden: true });
     // Records: {seq, time, action, user, session, allowed, reason, detail,
     // prev, hmac}; the chain's hashes are for verifiers, not for reading.
     const rows = records.map((r) => {
@@ -331,13 +334,14 @@ export class AdminView {
               text: allowed ? 'Allowed' : 'Refused',
             }),
         String(r.reason ?? ''),
-        h('span', { class: 'details', text: detailText }),
+        h('span', { class: 'details', text: detailText }, playButton(r.action, detail, playerBox) ?? ''),
         r.session ? h('code', { text: shortId(String(r.session)), title: String(r.session) }) : '—',
       ];
     });
     replace(
       into,
       h('p', { class: 'count', text: `${records.length} record${records.length === 1 ? '' : 's'}` }),
+      playerBox,
       table('Audit records', ['Time', 'User', 'Action', 'Decision', 'Reason', 'Detail', 'Session'], rows, 'table-audit'),
     );
   }
