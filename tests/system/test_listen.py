@@ -80,4 +80,7 @@ def test_listen_file_ipv6(hostgate_factory):
     assert host == "[::1]" and port == hg.port, (host, port)
     with socket.create_connection(("::1", port), timeout=5):
         pass
-    assert "listening on [::1]:%d" % port in hg.log_text("frontd")
+    # The line comes just after the file (the file is written before the
+    # privilege drop, the line once frontd serves).
+    hglib.wait_for(lambda: "listening on [::1]:%d" % port in
+                   hg.log_text("frontd"), 10, what="frontd's listening line")
