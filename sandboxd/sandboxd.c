@@ -43,25 +43,26 @@ static const char *const sandboxd_denied[] = {
 static struct event_base	*sandboxd_base;
 
 /*
- * The workspace root belongs to sandboxd (0700). Its parent, the state
- * directory by default, must let sandboxd through: when sandboxd starts
- * first it creates the state directory as brokerd would (the broker
- * user's, 0711 under separate users), so that brokerd finds it right.
+ * The workspace root belongs to sandboxd (0700); so does the recordings
+ * directory in the state directory. When sandboxd starts first it creates
+ * the state directory as brokerd would (the broker user's, 0711 under
+ * separate users, so that sandboxd can pass through), and brokerd finds it
+ * right. A workspace root elsewhere gets its parent made when missing.
  */
 static void
-sandboxd_workspace_root(struct config *conf, uid_t uid, gid_t gid,
+sandboxd_dirs(struct config *conf, uid_t uid, gid_t gid,
     uid_t broker_uid, gid_t broker_gid, int separate)
 {
 	char	*parent, *slash;
 
+	priv_dir("state directory", conf->state_dir, broker_uid, broker_gid,
+	    separate ? 0711 : 0700);
 	if ((parent = strdup(conf->workspace_root)) == NULL)
 		fatal("strdup");
 	if ((slash = strrchr(parent, '/')) != NULL && slash != parent) {
 		*slash = '\0';
-		if (strcmp(parent, conf->state_dir) == 0)
-			priv_dir("state directory", parent, broker_uid,
-			    broker_gid, separate ? 0711 : 0700);
-		else if (mkdir(parent, 0711) == -1 && errno != EEXIST)
+		if (strcmp(parent, conf->state_dir) != 0 &&
+		    mkdir(parent, 0711) == -1 && errno != EEXIST)
 			fatal("mkdir %s", parent);
 	}
 	free(parent);
@@ -105,8 +106,7 @@ main(int argc, char *argv[])
 	    &broker_gid);
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
-	sandboxd_workspace_root(&conf, uid, gid, broker_uid, broker_gid,
-	    separate);
+	sandboxd_dirs(&conf, uid, gid, broker_uid, broker_gid, separate);
 	cgroup_init(uid, gid);
 	record_setup(&conf, uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
