@@ -29,6 +29,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <systemd/sd-journal.h>
+
 #include "brokerd.h"
 
 #define AUDIT_FILE		"audit.log"
@@ -70,6 +72,9 @@ struct audit_verify_state {
 	int64_t		 expect;	/* the seq the next record must have */
 	char		 prev[65];	/* hash of the last good line */
 	int64_t		 bad_seq;
+	int64_t		 head_seq;	/* an anchor to check, 0: none */
+	const char	*head_hash;
+	int		 head_seen;	/* the anchor's record was found */
 	char		*err;
 	size_t		 errsz;
 };
@@ -882,6 +887,28 @@ audit_serialize(struct json_object *rec, const char **textp, size_t *lenp)
 }
 
 /*
+ * Send the anchor of the record just written off the file: one line
+ * "audit seq=N hash=H RECORD" to syslog (LOG_AUTHPRIV), or under systemd
+ * a journal entry with SYSLOG_IDENTIFIER=hostgate-audit and the fields
+ * HOSTGATE_AUDIT_SEQ and HOSTGATE_AUDIT_HASH. H is the record's chain hash
+ * (the next record's prev), so a collector holds the chain's head.
+ */
+static void
+audit_anchor(const char *action, const char *line, size_t len)
+{
+	if (strcmp(log_destination(), "journal") == 0 &&
+	    sd_journal_send("MESSAGE=audit seq=%lld hash=%s action=%s",
+	    (long long)audit_seq, audit_prev, action,
+	    "PRIORITY=%d", LOG_INFO, "SYSLOG_FACILITY=10",
+	    "SYSLOG_IDENTIFIER=hostgate-audit",
+	    "HOSTGATE_AUDIT_SEQ=%lld", (long long)audit_seq,
+	    "HOSTGATE_AUDIT_HASH=%s", audit_prev, NULL) >= 0)
+		return;
+	syslog(LOG_AUTHPRIV | LOG_INFO, "audit seq=%lld hash=%s %.*s",
+	    (long long)audit_seq, audit_prev, (int)len, line);
+}
+
+/*
  * Append a record of a decision; detail is taken. With sync, returns only
  * once the record is on disk. The seq, or -1 (logged): a caller that asked
  * for sync must then refuse what it was about to grant.
@@ -961,7 +988,7 @@ audit_append(const char *action, const char *user, const char *session,
 	sha256_hex(line, llen - 1, audit_prev);
 	audit_size += llen;
 	if (audit_syslog)
-		syslog(LOG_AUTHPRIV | LOG_INFO, "%.*s", (int)(llen - 1), line);
+		audit_anchor(action, line, llen - 1);
 	/* fdatasync covers the size change that makes the record readable. */
 	if (sync && fdatasync(audit_fd) == -1) {
 		log_warn("audit: fdatasync %s; record %lld not confirmed",
@@ -1030,6 +1057,15 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
 		    "(record inserted or replaced)", (long long)v->expect - 1);
 		return audit_verify_bad(v, file, lineno, msg);
 	}
+	if (v->head_seq == r.seq) {
+		v->head_seen = 1;
+		if (strcmp(r.hash, v->head_hash) != 0) {
+			snprintf(msg, sizeof msg, "its hash is not the anchor's "
+			    "%.16s... (record replaced, or the log rewritten)",
+			    v->head_hash);
+			return audit_verify_bad(v, file, lineno, msg);
+		}
+	}
 	memcpy(v->prev, r.hash, sizeof v->prev);
 	v->expect++;
 	return 0;
@@ -1044,6 +1080,19 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
 int
 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 {
+	return audit_verify_head(0, NULL, nrecords, bad_seq, err, errsz);
+}
+
+/*
+ * audit_verify, and with head_seq > 0 also against an anchor kept off the
+ * file: the record with seq head_seq must have the chain hash head_hash,
+ * and the log must reach it (records cut from the end and a restart since
+ * leave a chain that is whole but shorter than the anchor).
+ */
+int
+audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
+    int64_t *bad_seq, char *err, size_t errsz)
+{
 	struct audit_verify_state	v;
 
 	*nrecords = 0;
@@ -1057,6 +1106,8 @@ audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 	memset(&v, 0, sizeof v);
 	v.expect = 1;
 	memcpy(v.prev, AUDIT_ZERO_HASH, sizeof v.prev);
+	v.head_seq = head_hash != NULL ? head_seq : 0;
+	v.head_hash = head_hash;
 	v.err = err;
 	v.errsz = errsz;
 	if (audit_walk(audit_verify_line, &v) == -1) {
@@ -1072,6 +1123,13 @@ audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 		snprintf(err, errsz, "the log ends at seq %lld but seq %lld "
 		    "was written (records removed from the end: truncated)",
 		    (long long)v.expect - 1, (long long)audit_seq);
+	} else if (v.bad_seq == 0 && v.head_seq > 0 && !v.head_seen) {
+		v.bad_seq = v.expect;
+		snprintf(err, errsz, "the log ends at seq %lld but the anchor "
+		    "names seq %lld: seq %lld to %lld missing (records removed "
+		    "from the end: truncated)", (long long)v.expect - 1,
+		    (long long)v.head_seq, (long long)v.expect,
+		    (long long)v.head_seq);
 	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq) {
 		v.bad_seq = audit_seq + 1;
 		snprintf(err, errsz, "the log goes on past seq %lld, the last "

@@ -257,18 +257,34 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 }
 
 /*
- * Check the audit chain: {"ok", "records", "last_seq", "bad_seq", "error"},
- * the last two null when ok. A broken chain is an answer, not an error.
+ * Check the audit chain, against an anchor when "head_seq" and "head_hash"
+ * are given: {"ok", "records", "last_seq", "bad_seq", "error"}, the last
+ * two null when ok. A broken chain is an answer, not an error.
  */
 static void
 control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*res;
+	const char		*hash = NULL;
 	char			 err[512];
-	int64_t			 n, bad;
+	int64_t			 n, bad, head = 0;
+	size_t			 i;
 	int			 ok;
 
-	ok = audit_verify(&n, &bad, err, sizeof(err)) == 0;
+	if (json_object_object_get_ex(m->obj, "head_seq", NULL)) {
+		hash = json_str(m->obj, "head_hash");
+		for (i = 0; hash != NULL && hash[i] != '\0'; i++)
+			if (strchr("0123456789abcdef", hash[i]) == NULL)
+				break;
+		if (json_int(m->obj, "head_seq", &head) == -1 || head < 1 ||
+		    hash == NULL || i != 64 || hash[i] != '\0') {
+			ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"head_seq\" "
+			    "must be a seq >= 1 and \"head_hash\" 64 lowercase "
+			    "hex digits");
+			return;
+		}
+	}
+	ok = audit_verify_head(head, hash, &n, &bad, err, sizeof(err)) == 0;
 	if (!ok && bad == 0) {
 		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
 		return;

@@ -5,6 +5,7 @@
  * function, so that usage, help and parsing cannot disagree.
  */
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -34,6 +35,11 @@
 #define OPT_ADMIN	0x02
 #define OPT_PWSTDIN	0x04
 #define OPT_FILTERS	0x08	/* audit show's --user ... --limit */
+#define OPT_ANCHOR	0x10	/* audit verify's --head, --journal */
+
+/* How hgctl audit verify --journal asks the journal for anchors. */
+#define HGCTL_JOURNALCTL \
+	"journalctl -o json --no-pager SYSLOG_IDENTIFIER=hostgate-audit"
 
 struct hgctl_cmd {
 	const char	*group;		/* "user"; NULL: a command on its own */
@@ -99,9 +105,15 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "session", "revert", "ID",
 	    "end a session's direct-mode grant now; the session stays", NULL,
 	    1, 0, hgctl_session_revert },
-	{ "audit", "verify", "[--json]", "check the audit log's hash chain",
-	    "Exits 0 when the chain is whole, 1 at the first bad record.\n",
-	    0, OPT_JSON, hgctl_audit_verify },
+	{ "audit", "verify", "[--head SEQ:HASH | --journal] [--json]",
+	    "check the audit log's hash chain",
+	    "Exits 0 when the chain is whole, 1 at the first bad record.\n"
+	    "--head SEQ:HASH also checks it against an anchor kept off the "
+	    "file (from\n`hgctl status`, syslog or a collector): record SEQ "
+	    "must have chain hash\nHASH, and the log must reach SEQ, which "
+	    "finds records cut from the end\neven after a restart. --journal "
+	    "takes the newest anchor brokerd sent to\nthe journal (" HGCTL_JOURNALCTL ").\n",
+	    0, OPT_JSON | OPT_ANCHOR, hgctl_audit_verify },
 	{ "audit", "show", "[--user USER] [--action ACTION] [--since TIME]\n"
 	    "        [--until TIME] [--limit N] [--json]",
 	    "show audit records, oldest first",
@@ -150,6 +162,8 @@ static struct {
 	const char	*since;
 	const char	*until;
 	const char	*limit;
+	const char	*head;
+	int		 journal;
 } show;
 
 /* Print the synopsis of one command. */
@@ -365,6 +379,15 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else if (strcmp(argv[i], "--password-stdin") == 0 &&
 		    (c->opts & OPT_PWSTDIN))
 			pwstdin_flag = 1;
+		else if (strcmp(argv[i], "--journal") == 0 &&
+		    (c->opts & OPT_ANCHOR))
+			show.journal = 1;
+		else if (strcmp(argv[i], "--head") == 0 &&
+		    (c->opts & OPT_ANCHOR)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c, "--head needs a value");
+			show.head = argv[++i];
+		}
 		else if ((vp = hgctl_show_option(argv[i])) != NULL &&
 		    (c->opts & OPT_FILTERS)) {
 			if (i + 1 == argc)
@@ -833,23 +856,123 @@ hgctl_session_revert(char **argv)
 	return HGCTL_EXIT_OK;
 }
 
+/* Parse "SEQ:HASH" into seq and hash[65]; -1 when malformed. */
+static int
+hgctl_anchor_parse(const char *s, int64_t *seq, char hash[65])
+{
+	const char	*colon;
+	char		*end;
+	size_t		 i;
+
+	if ((colon = strchr(s, ':')) == NULL || strlen(colon + 1) != 64)
+		return -1;
+	errno = 0;
+	*seq = strtoll(s, &end, 10);
+	if (errno != 0 || end != colon || end == s || *seq < 1)
+		return -1;
+	for (i = 0; i < 64; i++) {
+		hash[i] = colon[1 + i];
+		if (strchr("0123456789abcdef", hash[i]) == NULL)
+			return -1;
+	}
+	hash[64] = '\0';
+	return 0;
+}
+
+/*
+ * The newest anchor in the journal (the highest HOSTGATE_AUDIT_SEQ among
+ * the entries HGCTL_JOURNALCTL prints, one JSON object a line); exits 1
+ * when journalctl fails or holds none.
+ */
+static void
+hgctl_anchor_journal(int64_t *seq, char hash[65])
+{
+	struct json_object	*o;
+	const char		*sv, *hv;
+	FILE			*f;
+	char			*line = NULL, *end;
+	size_t			 cap = 0;
+	ssize_t			 len;
+	int64_t			 s;
+	int			 st, found = 0;
+
+	fflush(stdout);
+	if ((f = popen(HGCTL_JOURNALCTL " 2>/dev/null", "r")) == NULL) {
+		fprintf(stderr, "hgctl: cannot run journalctl: %s\n",
+		    strerror(errno));
+		exit(HGCTL_EXIT_FAIL);
+	}
+	while ((len = getline(&line, &cap, f)) != -1) {
+		if ((o = json_tokener_parse(line)) == NULL)
+			continue;
+		sv = json_str(o, "HOSTGATE_AUDIT_SEQ");
+		hv = json_str(o, "HOSTGATE_AUDIT_HASH");
+		if (sv != NULL && hv != NULL) {
+			errno = 0;
+			s = strtoll(sv, &end, 10);
+			if (errno == 0 && end != sv && *end == '\0' && s > 0 &&
+			    s > *seq && strlen(hv) == 64 &&
+			    strspn(hv, "0123456789abcdef") == 64) {
+				*seq = s;
+				memcpy(hash, hv, 65);
+				found = 1;
+			}
+		}
+		json_object_put(o);
+	}
+	free(line);
+	st = pclose(f);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "hgctl: journalctl failed (is the journal "
+		    "readable here?); use --head SEQ:HASH\n");
+		exit(HGCTL_EXIT_FAIL);
+	}
+	if (!found) {
+		fprintf(stderr, "hgctl: no audit anchor in the journal "
+		    "(HOSTGATE_AUDIT_SYSLOG=1 sends them)\n");
+		exit(HGCTL_EXIT_FAIL);
+	}
+}
+
 /* hgctl audit verify: exit 0 when the chain is whole, else 1. */
 static int
 hgctl_audit_verify(char **argv)
 {
-	struct json_object	*res;
+	struct json_object	*res, *req;
 	const char		*err;
-	int64_t			 n = 0, bad = 0;
+	char			 hash[65];
+	int64_t			 n = 0, bad = 0, head = 0;
 	int			 ok = 0;
 
+	if (show.head != NULL && show.journal)
+		hgctl_usage("audit", hgctl_find("audit", "verify"),
+		    "--head and --journal exclude each other");
+	if (show.head != NULL && hgctl_anchor_parse(show.head, &head,
+	    hash) == -1)
+		hgctl_usage("audit", hgctl_find("audit", "verify"),
+		    "--head wants SEQ:HASH, a seq >= 1 and 64 lowercase hex "
+		    "digits");
+	if (show.journal)
+		hgctl_anchor_journal(&head, hash);
 	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
-	res = hgctl_call(hgctl_req("audit_verify"));
+	req = hgctl_req("audit_verify");
+	if (head > 0) {
+		json_object_object_add(req, "head_seq",
+		    json_object_new_int64(head));
+		json_object_object_add(req, "head_hash",
+		    json_object_new_string(hash));
+	}
+	res = hgctl_call(req);
 	json_flag(res, "ok", &ok);
 	json_int(res, "records", &n);
 	json_int(res, "bad_seq", &bad);
 	err = json_str(res, "error");
 	if (json_out)
 		hgctl_print_json(res);
+	else if (ok && head > 0)
+		printf("audit log OK: %lld records, last seq %lld; anchor "
+		    "seq %lld matches\n", (long long)n, (long long)n,
+		    (long long)head);
 	else if (ok)
 		printf("audit log OK: %lld records, last seq %lld\n",
 		    (long long)n, (long long)n);
