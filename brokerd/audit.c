@@ -697,6 +697,7 @@ fail:
 void
 audit_close(void)
 {
+	audit_refusal_flush();
 	if (audit_fd != -1)
 		close(audit_fd);
 	audit_fd = -1;
@@ -1399,4 +1400,178 @@ audit_trim(struct json_object *items, size_t maxbytes)
 		json_object_array_del_idx(items, 0, drop);
 	free(sizes);
 	return drop;
+}
+
+/*
+ * Refused requests (a CSRF failure, an unknown cookie or token, a rate
+ * limit) are recorded so that a flood cannot fill the disk: the first per
+ * (action, reason, client address) in an interval at once, the repeats
+ * within it counted and written as one record when the interval ends (the
+ * timer), when the table is full (the oldest entry), at audit_close and at
+ * audit_refusal_flush (hgctl audit flush).
+ */
+#define AUDIT_REFUSAL_SLOTS	1024
+
+struct audit_refusal {
+	int		 used;
+	char		 action[32];
+	char		 reason[96];
+	char		 client[80];
+	char		*user;
+	char		*session;
+	int64_t		 start;		/* mono ms of the first */
+	int64_t		 repeats;	/* counted, not yet written */
+	char		 first[32];	/* wall time of the first repeat */
+	char		 last[32];	/* and of the last one */
+	char		 last_rid[LOG_REQUEST_ID_LEN + 1];
+};
+
+static struct audit_refusal	 audit_refusals[AUDIT_REFUSAL_SLOTS];
+static struct event		*audit_refusal_ev;
+static int64_t			 audit_refusal_ms = 60000;
+
+/* Write the count of an entry's repeats, if any, and free the entry. */
+static void
+audit_refusal_write(struct audit_refusal *r)
+{
+	struct json_object	*d;
+
+	if (!r->used)
+		return;
+	if (r->repeats > 0) {
+		d = json_object_new_object();
+		json_object_object_add(d, "client",
+		    json_object_new_string(r->client));
+		json_object_object_add(d, "repeats",
+		    json_object_new_int64(r->repeats));
+		json_object_object_add(d, "first", json_object_new_string(
+		    r->first));
+		json_object_object_add(d, "last", json_object_new_string(
+		    r->last));
+		json_object_object_add(d, "interval_seconds",
+		    json_object_new_int64(audit_refusal_ms / 1000));
+		/* The last repeat's id; not the request being answered now. */
+		json_object_object_add(d, "request_id", r->last_rid[0] != '\0' ?
+		    json_object_new_string(r->last_rid) : NULL);
+		audit_append(r->action, r->user, r->session, 0, r->reason, d,
+		    0);
+	}
+	free(r->user);
+	free(r->session);
+	memset(r, 0, sizeof *r);
+}
+
+/* Write and free the entries whose interval has ended (all with force). */
+static int
+audit_refusal_sweep(int force)
+{
+	int64_t	now = now_mono_ms();
+	size_t	i;
+	int	n = 0;
+
+	for (i = 0; i < AUDIT_REFUSAL_SLOTS; i++) {
+		if (!audit_refusals[i].used || (!force &&
+		    now - audit_refusals[i].start < audit_refusal_ms))
+			continue;
+		if (audit_refusals[i].repeats > 0)
+			n++;
+		audit_refusal_write(&audit_refusals[i]);
+	}
+	return n;
+}
+
+/* The timer: end the intervals that are over. */
+static void
+audit_refusal_tick(int fd, short ev, void *arg)
+{
+	audit_refusal_sweep(0);
+}
+
+/* Write every counted refusal now; returns how many records that made. */
+int
+audit_refusal_flush(void)
+{
+	return audit_refusal_sweep(1);
+}
+
+/* Start the timer of refused requests' intervals (seconds). */
+void
+audit_refusal_init(struct event_base *base, int interval)
+{
+	struct timeval	tv;
+
+	audit_refusal_ms = (int64_t)(interval < 1 ? 1 : interval) * 1000;
+	tv.tv_sec = interval < 1 ? 1 : interval;
+	tv.tv_usec = 0;
+	if (audit_refusal_ev == NULL && (audit_refusal_ev = event_new(base, -1,
+	    EV_PERSIST, audit_refusal_tick, NULL)) == NULL)
+		fatalx("%s: event_new", __func__);
+	evtimer_add(audit_refusal_ev, &tv);
+}
+
+/* Copy s (NULL: "") into a fixed buffer, cut. */
+static void
+audit_refusal_copy(char *dst, size_t size, const char *s)
+{
+	snprintf(dst, size, "%s", s != NULL ? s : "");
+}
+
+/*
+ * Record a refused request of client (an address) for reason, aggregated
+ * as above: returns the record's seq when one was written now, 0 when the
+ * refusal was counted, -1 when the record could not be written.
+ */
+int64_t
+audit_refused(const char *action, const char *user, const char *session,
+    const char *reason, const char *client)
+{
+	struct audit_refusal	*r = NULL, *oldest = NULL;
+	struct json_object	*d;
+	char			 a[32], why[96], cl[80];
+	const char		*rid;
+	int64_t			 now = now_mono_ms();
+	size_t			 i;
+
+	audit_refusal_copy(a, sizeof a, action);
+	audit_refusal_copy(why, sizeof why, reason);
+	audit_refusal_copy(cl, sizeof cl, client != NULL ? client : "?");
+	for (i = 0; i < AUDIT_REFUSAL_SLOTS; i++) {
+		if (!audit_refusals[i].used) {
+			if (r == NULL)
+				r = &audit_refusals[i];
+			continue;
+		}
+		if (strcmp(audit_refusals[i].action, a) == 0 &&
+		    strcmp(audit_refusals[i].reason, why) == 0 &&
+		    strcmp(audit_refusals[i].client, cl) == 0) {
+			r = &audit_refusals[i];
+			break;
+		}
+		if (oldest == NULL || audit_refusals[i].start < oldest->start)
+			oldest = &audit_refusals[i];
+	}
+	if (r != NULL && r->used && now - r->start < audit_refusal_ms) {
+		if (r->repeats++ == 0)
+			audit_now(r->first);
+		audit_now(r->last);
+		rid = log_ctx_request_id();
+		audit_refusal_copy(r->last_rid, sizeof r->last_rid, rid);
+		return 0;
+	}
+	if (r != NULL && r->used)
+		audit_refusal_write(r);		/* its interval is over */
+	else if (r == NULL) {
+		r = oldest;			/* the table is full */
+		audit_refusal_write(r);
+	}
+	r->used = 1;
+	memcpy(r->action, a, sizeof r->action);
+	memcpy(r->reason, why, sizeof r->reason);
+	memcpy(r->client, cl, sizeof r->client);
+	r->user = user != NULL ? strdup(user) : NULL;
+	r->session = session != NULL ? strdup(session) : NULL;
+	r->start = now;
+	d = json_object_new_object();
+	json_object_object_add(d, "client", json_object_new_string(cl));
+	return audit_append(a, user, session, 0, why, d, 0);
 }

@@ -215,6 +215,10 @@ int64_t	 audit_append(const char *action, const char *user,
 	    const char *session, int allowed, const char *reason,
 	    struct json_object *detail, int sync);
 /* 0 when the chain is whole; -1 with the first bad seq and what is wrong. */
+int64_t	 audit_refused(const char *action, const char *user,
+	    const char *session, const char *reason, const char *client);
+int	 audit_refusal_flush(void);
+void	 audit_refusal_init(struct event_base *, int interval);
 int	 audit_verify_head(int64_t head_seq, const char *head_hash,
 	    int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz);
 int	 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err,

@@ -43,6 +43,7 @@ static void	control_session_list(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revert(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_verify(struct ipc_peer *, struct ipc_msg *);
+static void	control_audit_flush(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_show(struct ipc_peer *, struct ipc_msg *);
 static void	control_status(struct ipc_peer *, struct ipc_msg *);
 static void	control_config(struct ipc_peer *, struct ipc_msg *);
@@ -63,6 +64,7 @@ static const struct ipc_handler control_handlers[] = {
 	{ "session_revert",	ROLE_HGCTL, 0, control_session_revert },
 	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
 	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
+	{ "audit_flush",	ROLE_HGCTL, 0, control_audit_flush },
 	{ "status",		ROLE_HGCTL, 0, control_status },
 	{ "config",		ROLE_HGCTL, 0, control_config },
 	{ NULL, 0, 0, NULL }
@@ -300,6 +302,18 @@ control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 	    json_object_new_int64(bad));
 	json_object_object_add(res, "error", ok ? NULL :
 	    json_object_new_string(err));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* Write the counted refused requests now: {"records": N}. */
+static void
+control_audit_flush(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "records",
+	    json_object_new_int(audit_refusal_flush()));
 	ipc_reply(p, m, res, NULL, 0);
 }
 

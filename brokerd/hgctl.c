@@ -64,6 +64,7 @@ static int	hgctl_session_revoke(char **);
 static int	hgctl_session_revert(char **);
 static int	hgctl_audit_verify(char **);
 static int	hgctl_audit_show(char **);
+static int	hgctl_audit_flush(char **);
 static int	hgctl_status(char **);
 static int	hgctl_config(char **);
 
@@ -121,6 +122,13 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "is ISO 8601,\ne.g. 2026-11-29T17:20:13Z or 2026-11-29. Columns: "
 	    "TIME, SEQ, ACTION, USER,\nRESULT (allowed or denied), REASON.\n",
 	    0, OPT_JSON | OPT_FILTERS, hgctl_audit_show },
+	{ "audit", "flush", "[--json]",
+	    "write the counted refused requests now",
+	    "Refused requests repeated within "
+	    "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS are counted\nand written as "
+	    "one record when the interval ends; this writes them now.\n"
+	    "--json prints {\"records\": N}, the records written.\n",
+	    0, OPT_JSON, hgctl_audit_flush },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
@@ -981,6 +989,24 @@ hgctl_audit_verify(char **argv)
 		    (long long)bad, err != NULL ? err : "unknown error");
 	json_object_put(res);
 	return ok ? 0 : 1;
+}
+
+/* hgctl audit flush */
+static int
+hgctl_audit_flush(char **argv)
+{
+	struct json_object	*res;
+	int64_t			 n = 0;
+
+	res = hgctl_call(hgctl_req("audit_flush"));
+	json_int(res, "records", &n);
+	if (json_out)
+		hgctl_print_json(res);
+	else
+		printf("%lld refusal count record%s written\n", (long long)n,
+		    n == 1 ? "" : "s");
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
 }
 
 /* One audit_show request for at most want records below seq before. */

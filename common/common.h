@@ -105,6 +105,7 @@ struct config {
 	int		 network_admin_only;	/* HOSTGATE_NETWORK_ADMIN_ONLY */
 	long		 audit_rotate;		/* HOSTGATE_AUDIT_ROTATE_BYTES */
 	int		 audit_syslog;		/* HOSTGATE_AUDIT_SYSLOG */
+	int		 audit_refusal_interval; /* ..._REFUSAL_INTERVAL_SECONDS */
 	/* the web panel */
 	char		*web_dir;		/* HOSTGATE_WEB_DIR */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */

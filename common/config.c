@@ -167,6 +167,8 @@ static const struct config_var config_vars[] = {
 	    F(audit_rotate), 4096, 1073741824, NULL },
 	{ "HOSTGATE_AUDIT_SYSLOG", "0", KIND_FLAG,
 	    F(audit_syslog), 0, 1, NULL },
+	{ "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS", "60", KIND_INT,
+	    F(audit_refusal_interval), 1, 86400, NULL },
 	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	/* Its default is read only when it exists. */

@@ -873,10 +873,11 @@ api_handle(struct http_request *req, void *arg)
 	if (strcmp(r->op, "login") == 0 || strcmp(r->op, "health") == 0)
 		json_object_object_add(obj, "request_id",
 		    json_object_new_string(req->request_id));
-	if (strcmp(r->op, "login") == 0)
+	/* The client's address: for the rate limit and refusal records. */
+	if (strcmp(r->op, "health") != 0)
 		json_object_object_add(obj, "client",
 		    json_object_new_string(req->peer));
-	else if (strcmp(r->op, "health") != 0)
+	if (strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0)
 		api_add_auth(req, obj);
 	api_send(req, r, obj, fd);
 }
