@@ -82,6 +82,9 @@ struct audit_verify_state {
 struct audit_query_state {
 	const char		*user;
 	const char		*action;
+	const char		*session;
+	const char		*request_id;
+	int			 decision;	/* -1 any, 0 refused, 1 allowed */
 	int64_t			 since;		/* ms */
 	int64_t			 until;		/* ms, exclusive */
 	int			 has_since;
@@ -1242,10 +1245,11 @@ audit_query_line(const char *file, int64_t lineno, const char *line,
 {
 	struct audit_query_state	*q = arg;
 	struct json_tokener		*tok;
-	struct json_object		*obj;
+	struct json_object		*obj, *detail;
 	const char			*s;
 	int64_t				 seq, ms;
 	size_t				 slot;
+	int				 allowed;
 
 	if (kind != AUDIT_WHOLE)
 		return 0;
@@ -1263,6 +1267,16 @@ audit_query_line(const char *file, int64_t lineno, const char *line,
 		goto skip;
 	if (q->user != NULL && ((s = json_str(obj, "user")) == NULL ||
 	    strcmp(s, q->user) != 0))
+		goto skip;
+	if (q->session != NULL && ((s = json_str(obj, "session")) == NULL ||
+	    strcmp(s, q->session) != 0))
+		goto skip;
+	if (q->decision != -1 && (json_flag(obj, "allowed", &allowed) == -1 ||
+	    allowed != q->decision))
+		goto skip;
+	if (q->request_id != NULL && (!json_object_object_get_ex(obj,
+	    "detail", &detail) || (s = json_str(detail, "request_id")) ==
+	    NULL || strcmp(s, q->request_id) != 0))
 		goto skip;
 	if (q->has_since || q->has_until) {
 		if (audit_time_ms(json_str(obj, "time"), &ms) == -1 ||
@@ -1294,8 +1308,29 @@ struct json_object *
 audit_query_page(const char *user, const char *action, int64_t since,
     int64_t until, int64_t before_seq, size_t limit, int *more)
 {
+	struct audit_filter	f;
+
+	memset(&f, 0, sizeof f);
+	f.user = user;
+	f.action = action;
+	f.since = since;
+	f.until = until;
+	f.decision = -1;
+	return audit_query_filter(&f, before_seq, limit, more);
+}
+
+/*
+ * audit_query_page with the filters of f: also "session" (the whole
+ * public id), "decision" (-1 any, 0 refused, 1 allowed) and "request_id"
+ * (detail.request_id), each NULL or -1 for any.
+ */
+struct json_object *
+audit_query_filter(const struct audit_filter *f, int64_t before_seq,
+    size_t limit, int *more)
+{
 	struct audit_query_state	 q;
 	struct json_object		*arr;
+	int64_t				 since = f->since, until = f->until;
 	size_t				 i, first, count;
 
 	arr = json_object_new_array();
@@ -1304,8 +1339,11 @@ audit_query_page(const char *user, const char *action, int64_t since,
 	if (audit_dir == NULL)
 		return arr;
 	memset(&q, 0, sizeof q);
-	q.user = user;
-	q.action = action;
+	q.user = f->user;
+	q.action = f->action;
+	q.session = f->session;
+	q.request_id = f->request_id;
+	q.decision = f->decision;
 	/* Keep the millisecond arithmetic below from overflowing. */
 	since = since > AUDIT_SECS_MAX ? AUDIT_SECS_MAX : since < -AUDIT_SECS_MAX ?
 	    -AUDIT_SECS_MAX : since;
@@ -1574,4 +1612,67 @@ audit_refused(const char *action, const char *user, const char *session,
 	d = json_object_new_object();
 	json_object_object_add(d, "client", json_object_new_string(cl));
 	return audit_append(a, user, session, 0, why, d, 0);
+}
+
+/* A time bound of a query, absent, Unix seconds or ISO 8601; -1 if bad. */
+static int
+audit_filter_time(struct json_object *obj, const char *key, int64_t *secs)
+{
+	struct json_object	*v;
+
+	*secs = 0;
+	if (!json_object_object_get_ex(obj, key, &v) || v == NULL)
+		return 0;
+	if (json_int(obj, key, secs) == 0)
+		return 0;
+	return audit_time_parse(json_str(obj, key), secs);
+}
+
+/*
+ * The filters of a query from a request's members: "user", "action",
+ * "session", "record_request_id" (a request's own "request_id" is its
+ * id), "decision" ("allowed" or "refused"),
+ * "since", "until" (ISO 8601 or Unix seconds). -1 with err when one is
+ * malformed; f points into obj.
+ */
+int
+audit_filter_parse(struct json_object *obj, struct audit_filter *f,
+    char *err, size_t errsz)
+{
+	static const char *const strs[] = { "user", "action", "session",
+	    "record_request_id", "decision", NULL };
+	struct json_object	*v;
+	const char		*d;
+	size_t			 i;
+
+	memset(f, 0, sizeof *f);
+	f->decision = -1;
+	for (i = 0; strs[i] != NULL; i++)
+		if (json_object_object_get_ex(obj, strs[i], &v) && v != NULL &&
+		    !json_object_is_type(v, json_type_string)) {
+			snprintf(err, errsz, "\"%s\" must be a string", strs[i]);
+			return -1;
+		}
+	f->user = json_str(obj, "user");
+	f->action = json_str(obj, "action");
+	f->session = json_str(obj, "session");
+	f->request_id = json_str(obj, "record_request_id");
+	if ((d = json_str(obj, "decision")) != NULL) {
+		if (strcmp(d, "allowed") == 0)
+			f->decision = 1;
+		else if (strcmp(d, "refused") == 0 || strcmp(d, "denied") == 0)
+			f->decision = 0;
+		else {
+			snprintf(err, errsz, "\"decision\" must be \"allowed\" "
+			    "or \"refused\"");
+			return -1;
+		}
+	}
+	if (audit_filter_time(obj, "since", &f->since) == -1 ||
+	    audit_filter_time(obj, "until", &f->until) == -1) {
+		snprintf(err, errsz, "\"since\" and \"until\" must be ISO 8601 "
+		    "times such as 2026-11-29T17:20:13Z or 2026-11-29");
+		return -1;
+	}
+	return 0;
 }

@@ -318,32 +318,8 @@ control_audit_flush(struct ipc_peer *p, struct ipc_msg *m)
 }
 
 /*
- * A time bound of audit_show into *secs: absent (0), Unix seconds, or an
- * ISO 8601 string; -1 after a bad_request reply.
- */
-static int
-control_audit_time(struct ipc_peer *p, struct ipc_msg *m, const char *key,
-    int64_t *secs)
-{
-	struct json_object	*v;
-	const char		*s;
-
-	*secs = 0;
-	if (!json_object_object_get_ex(m->obj, key, &v) || v == NULL)
-		return 0;
-	if (json_int(m->obj, key, secs) == 0)
-		return 0;
-	if ((s = json_str(m->obj, key)) != NULL &&
-	    audit_time_parse(s, secs) == 0)
-		return 0;
-	ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"%s\" must be an ISO 8601 "
-	    "time such as 2026-11-29T17:20:13Z or 2026-11-29", key);
-	return -1;
-}
-
-/*
  * Audit records, newest last: {"items": [...], "more": bool}. Filters
- * "user", "action", "since", "until"; "limit" (at most CONTROL_AUDIT_PAGE
+ * as audit_filter_parse reads them; "limit" (at most CONTROL_AUDIT_PAGE
  * per reply) and "before_seq" page backwards; "more" says older matches
  * remain. A page is cut to what one message holds.
  */
@@ -351,13 +327,16 @@ static void
 control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*res, *items;
-	int64_t			 since, until, limit = CONTROL_AUDIT_PAGE;
+	struct audit_filter	 f;
+	char			 err[256];
+	int64_t			 limit = CONTROL_AUDIT_PAGE;
 	int64_t			 before = 0;
 	int			 more;
 
-	if (control_audit_time(p, m, "since", &since) == -1 ||
-	    control_audit_time(p, m, "until", &until) == -1)
+	if (audit_filter_parse(m->obj, &f, err, sizeof(err)) == -1) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		return;
+	}
 	if ((json_object_object_get_ex(m->obj, "limit", NULL) &&
 	    (json_int(m->obj, "limit", &limit) == -1 || limit < 1)) ||
 	    (json_object_object_get_ex(m->obj, "before_seq", NULL) &&
@@ -368,8 +347,7 @@ control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 	}
 	if (limit > CONTROL_AUDIT_PAGE)
 		limit = CONTROL_AUDIT_PAGE;
-	items = audit_query_page(json_str(m->obj, "user"),
-	    json_str(m->obj, "action"), since, until, before, limit, &more);
+	items = audit_query_filter(&f, before, limit, &more);
 	/* Room for the envelope: {"id":N,"result":{"items":...,"more":..}} */
 	if (audit_trim(items, IPC_MAX_MSG - 256) > 0)
 		more = 1;

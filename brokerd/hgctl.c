@@ -115,12 +115,18 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "finds records cut from the end\neven after a restart. --journal "
 	    "takes the newest anchor brokerd sent to\nthe journal (" HGCTL_JOURNALCTL ").\n",
 	    0, OPT_JSON | OPT_ANCHOR, hgctl_audit_verify },
-	{ "audit", "show", "[--user USER] [--action ACTION] [--since TIME]\n"
-	    "        [--until TIME] [--limit N] [--json]",
+	{ "audit", "show", "[--user USER] [--type|--action ACTION] "
+	    "[--session ID]\n        [--decision allowed|refused] "
+	    "[--request-id RID] [--since TIME]\n        [--until TIME] "
+	    "[--limit N] [--json]",
 	    "show audit records, oldest first",
-	    "The newest --limit matching records (default 100, 0: all). TIME "
-	    "is ISO 8601,\ne.g. 2026-11-29T17:20:13Z or 2026-11-29. Columns: "
-	    "TIME, SEQ, ACTION, USER,\nRESULT (allowed or denied), REASON.\n",
+	    "The newest --limit matching records (default 100, 0: all); "
+	    "brokerd filters\nthem. TIME is ISO 8601, e.g. 2026-11-29T17:20:13Z "
+	    "or 2026-11-29; --since and\n--until both include their second. "
+	    "--session takes the whole public id,\n--request-id an "
+	    "X-Request-Id (detail.request_id). Columns: TIME, SEQ,\nACTION, "
+	    "USER, RESULT (allowed or denied), REASON, DETAIL (compact JSON).\n"
+	    "--json prints one record a line (JSON Lines), as in the file.\n",
 	    0, OPT_JSON | OPT_FILTERS, hgctl_audit_show },
 	{ "audit", "flush", "[--json]",
 	    "write the counted refused requests now",
@@ -170,6 +176,9 @@ static struct {
 	const char	*since;
 	const char	*until;
 	const char	*limit;
+	const char	*session;
+	const char	*decision;
+	const char	*request_id;
 	const char	*head;
 	int		 journal;
 } show;
@@ -352,8 +361,14 @@ hgctl_show_option(const char *arg)
 {
 	if (strcmp(arg, "--user") == 0)
 		return &show.user;
-	if (strcmp(arg, "--action") == 0)
+	if (strcmp(arg, "--action") == 0 || strcmp(arg, "--type") == 0)
 		return &show.action;
+	if (strcmp(arg, "--session") == 0)
+		return &show.session;
+	if (strcmp(arg, "--decision") == 0)
+		return &show.decision;
+	if (strcmp(arg, "--request-id") == 0)
+		return &show.request_id;
 	if (strcmp(arg, "--since") == 0)
 		return &show.since;
 	if (strcmp(arg, "--until") == 0)
@@ -612,7 +627,8 @@ hgctl_duration(int64_t secs, char *buf, size_t bufsz)
 }
 
 /* How a table column shows its member. */
-enum col_kind { COL_STR, COL_INT, COL_BOOL, COL_DURATION, COL_ALLOWED };
+enum col_kind { COL_STR, COL_INT, COL_BOOL, COL_DURATION, COL_ALLOWED,
+	COL_JSON };
 
 struct hgctl_col {
 	const char	*header;
@@ -654,6 +670,17 @@ hgctl_cell(struct json_object *row, const struct hgctl_col *col, char *buf,
 			snprintf(buf, bufsz, "%s", b ? "yes" : "no");
 		else
 			snprintf(buf, bufsz, "%s", b ? "allowed" : "denied");
+		break;
+	case COL_JSON:
+		/* Compact JSON, "-" for an empty object. */
+		if (json_object_is_type(v, json_type_object) &&
+		    json_object_object_length(v) == 0)
+			snprintf(buf, bufsz, "-");
+		else
+			log_escape(json_object_to_json_string_ext(v,
+			    JSON_C_TO_STRING_PLAIN |
+			    JSON_C_TO_STRING_NOSLASHESCAPE), (size_t)-1, buf,
+			    bufsz);
 		break;
 	default:
 		log_escape(json_object_get_string(v), (size_t)-1, buf, bufsz);
@@ -1028,6 +1055,15 @@ hgctl_audit_page(int64_t want, int64_t before)
 	if (show.until != NULL)
 		json_object_object_add(req, "until",
 		    json_object_new_string(show.until));
+	if (show.session != NULL)
+		json_object_object_add(req, "session",
+		    json_object_new_string(show.session));
+	if (show.decision != NULL)
+		json_object_object_add(req, "decision",
+		    json_object_new_string(show.decision));
+	if (show.request_id != NULL)
+		json_object_object_add(req, "record_request_id",
+		    json_object_new_string(show.request_id));
 	json_object_object_add(req, "limit", json_object_new_int64(want));
 	if (before > 0)
 		json_object_object_add(req, "before_seq",
@@ -1050,6 +1086,7 @@ hgctl_audit_show(char **argv)
 		{ "USER", "user", COL_STR },
 		{ "RESULT", "allowed", COL_ALLOWED },
 		{ "REASON", "reason", COL_STR },
+		{ "DETAIL", "detail", COL_JSON },
 		{ NULL, NULL, 0 }
 	};
 	struct json_object	*pages, *res, *items, *page, *all;
@@ -1059,6 +1096,10 @@ hgctl_audit_show(char **argv)
 	char			*end;
 	int			 more;
 
+	if (show.decision != NULL && strcmp(show.decision, "allowed") != 0 &&
+	    strcmp(show.decision, "refused") != 0)
+		hgctl_usage("audit", hgctl_find("audit", "show"),
+		    "--decision wants allowed or refused");
 	if (show.limit != NULL) {
 		errno = 0;
 		limit = strtoll(show.limit, &end, 10);
@@ -1102,9 +1143,14 @@ hgctl_audit_show(char **argv)
 			    json_object_array_get_idx(page, j)));
 	}
 	json_object_put(pages);
-	if (json_out)
-		hgctl_print_json(all);
-	else
+	if (json_out) {
+		/* JSON Lines: one record a line, for jq -c, grep, tail. */
+		for (i = 0; i < json_object_array_length(all); i++)
+			printf("%s\n", json_object_to_json_string_ext(
+			    json_object_array_get_idx(all, i),
+			    JSON_C_TO_STRING_PLAIN |
+			    JSON_C_TO_STRING_NOSLASHESCAPE));
+	} else
 		hgctl_table(all, cols);
 	json_object_put(all);
 	return HGCTL_EXIT_OK;

@@ -7,6 +7,8 @@ the repeats are counted and written as one record ("repeats": N) when
 the interval ends, when the table is full, at shutdown, or on `hgctl
 audit flush`."""
 
+import json
+
 import pytest
 
 import hglib
@@ -33,8 +35,13 @@ def hg(mode):
         yield h
 
 
-def test_csrf_failure_is_recorded(hg):
-    alice = hg.login(*pl.ADMIN)
+@pytest.fixture(scope="module")
+def alice(hg):
+    """One login: logins are rate limited hard here, per user too."""
+    return hg.login(*pl.ADMIN, source="127.0.1.9")
+
+
+def test_csrf_failure_is_recorded(hg, alice):
     r = alice.post("/api/session/tokens", csrf=False, source="127.0.1.1")
     assert r.status == 403, r
     rec = pl.wait_audit(hg, action="csrf_refused", user="alice")[-1]
@@ -175,3 +182,66 @@ def test_interval_out_of_range_is_refused(hostgate_factory):
                        capture_output=True, text=True, timeout=30)
     assert r.returncode != 0, r
     assert "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS" in r.stderr, r.stderr
+
+
+# -- querying them: brokerd filters ------------------------------------------
+
+def test_show_filters_session_decision_request_id(hg, alice):
+    r = alice.post("/api/session/tokens", csrf=False, source="127.0.10.1")
+    assert r.status == 403, r
+    rid = r.header("X-Request-Id")
+    rec = refusals(hg, "127.0.10.1", action="csrf_refused")[-1]
+    sid = rec["session"]
+    allrecs = pl.audit_records(hg)
+    got = pl.audit_show(hg, "--session", sid, "--limit", "0")
+    assert got == [x for x in allrecs if x["session"] == sid], got
+    assert {x["action"] for x in got} >= {"login", "csrf_refused"}, got
+    got = pl.audit_show(hg, "--request-id", rid, "--limit", "0")
+    assert [x["seq"] for x in got] == [rec["seq"]], got
+    got = pl.audit_show(hg, "--decision", "refused", "--limit", "0")
+    assert got == [x for x in allrecs if not x["allowed"]], got
+    got = pl.audit_show(hg, "--decision", "allowed", "--session", sid)
+    assert got and all(x["allowed"] for x in got), got
+    got = pl.audit_show(hg, "--type", "csrf_refused", "--limit", "0")
+    assert got == [x for x in allrecs if x["action"] == "csrf_refused"], got
+    # The table's DETAIL column: the detail as compact JSON.
+    lines = hg.hgctl_ok("audit", "show", "--request-id",
+                        rid).stdout.splitlines()
+    assert lines[0].split("\t")[-1] == "DETAIL", lines
+    # Compact, with the quotes escaped like every cell.
+    want = json.dumps(rec["detail"], separators=(",", ":"))
+    assert lines[1].split("\t")[6] == want.replace('"', '\\"'), lines
+
+
+def test_show_json_is_json_lines(hg):
+    r = hg.hgctl_ok("audit", "show", "--limit", "3", "--json")
+    lines = r.stdout.splitlines()
+    assert len(lines) == 3, r.stdout
+    recs = [json.loads(line) for line in lines]
+    assert recs == sorted(recs, key=lambda x: x["seq"]), recs
+
+
+@pytest.mark.parametrize("args", [["--decision", "maybe"],
+                                  ["--session"], ["--request-id"]])
+def test_show_bad_filters(hg, args):
+    r = hg.hgctl(*(["audit", "show"] + args))
+    assert r.returncode == 2, (r.stdout, r.stderr)
+
+
+def test_admin_api_filters(hg, alice):
+    r = alice.post("/api/session/tokens", csrf=False, source="127.0.11.1")
+    rid = r.header("X-Request-Id")
+    rec = refusals(hg, "127.0.11.1", action="csrf_refused")[-1]
+    q = "/api/admin/audit?request_id=%s&limit=50" % rid
+    got = alice.get(q).json()["records"]
+    assert [x["seq"] for x in got] == [rec["seq"]], got
+    got = alice.get("/api/admin/audit?session=%s&decision=refused&limit=10000"
+                    % rec["session"]).json()["records"]
+    want = [x for x in pl.audit_records(hg) if x["session"] == rec["session"]
+            and not x["allowed"]]
+    assert [x["seq"] for x in got] == [x["seq"] for x in want], got
+    assert rec["seq"] in [x["seq"] for x in got], got
+    got = alice.get("/api/admin/audit?type=csrf_refused&limit=10000").json()
+    assert all(x["action"] == "csrf_refused" for x in got["records"]), got
+    r = alice.get("/api/admin/audit?decision=maybe")
+    pl.assert_error(r, 400, "bad_request")
