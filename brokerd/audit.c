@@ -30,6 +30,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include <systemd/sd-journal.h>
+
 #include "brokerd.h"
 
 #define AUDIT_FILE		"audit.log"
@@ -72,6 +74,9 @@ struct audit_verify_state {
 	int64_t		 expect;	/* the seq the next record must have */
 	char		 prev[65];	/* hash of the last good line */
 	int64_t		 bad_seq;
+	int64_t		 head_seq;	/* an anchor to check, 0: none */
+	const char	*head_hash;
+	int		 head_seen;	/* the anchor's record was found */
 	char		*err;
 	size_t		 errsz;
 };
@@ -79,6 +84,9 @@ struct audit_verify_state {
 struct audit_query_state {
 	const char		*user;
 	const char		*action;
+	const char		*session;
+	const char		*request_id;
+	int			 decision;	/* -1 any, 0 refused, 1 allowed */
 	int64_t			 since;		/* ms */
 	int64_t			 until;		/* ms, exclusive */
 	int			 has_since;
@@ -697,6 +705,7 @@ fail:
 void
 audit_close(void)
 {
+	audit_refusal_flush();
 	if (audit_fd != -1)
 		close(audit_fd);
 	audit_fd = -1;
@@ -888,6 +897,28 @@ audit_serialize(struct json_object *rec, const char **textp, size_t *lenp)
 }
 
 /*
+ * Send the anchor of the record just written off the file: one line
+ * "audit seq=N hash=H RECORD" to syslog (LOG_AUTHPRIV), or under systemd
+ * a journal entry with SYSLOG_IDENTIFIER=hostgate-audit and the fields
+ * HOSTGATE_AUDIT_SEQ and HOSTGATE_AUDIT_HASH. H is the record's chain hash
+ * (the next record's prev), so a collector holds the chain's head.
+ */
+static void
+audit_anchor(const char *action, const char *line, size_t len)
+{
+	if (strcmp(log_destination(), "journal") == 0 &&
+	    sd_journal_send("MESSAGE=audit seq=%lld hash=%s action=%s",
+	    (long long)audit_seq, audit_prev, action,
+	    "PRIORITY=%d", LOG_INFO, "SYSLOG_FACILITY=10",
+	    "SYSLOG_IDENTIFIER=hostgate-audit",
+	    "HOSTGATE_AUDIT_SEQ=%lld", (long long)audit_seq,
+	    "HOSTGATE_AUDIT_HASH=%s", audit_prev, NULL) >= 0)
+		return;
+	syslog(LOG_AUTHPRIV | LOG_INFO, "audit seq=%lld hash=%s %.*s",
+	    (long long)audit_seq, audit_prev, (int)len, line);
+}
+
+/*
  * Append a record of a decision; detail is taken. With sync, returns only
  * once the record is on disk. The seq, or -1 (logged): a caller that asked
  * for sync must then refuse what it was about to grant.
@@ -970,7 +1001,7 @@ audit_append(const char *action, const char *user, const char *session,
 	sha256_hex(line, llen - 1, audit_prev);
 	audit_size += llen;
 	if (audit_syslog)
-		syslog(LOG_AUTHPRIV | LOG_INFO, "%.*s", (int)(llen - 1), line);
+		audit_anchor(action, line, llen - 1);
 	/* fdatasync covers the size change that makes the record readable. */
 	if (sync && fdatasync(audit_fd) == -1) {
 		audit_fail(errno, "fdatasync");
@@ -1094,6 +1125,15 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
 		    "(record inserted or replaced)", (long long)v->expect - 1);
 		return audit_verify_bad(v, file, lineno, msg);
 	}
+	if (v->head_seq == r.seq) {
+		v->head_seen = 1;
+		if (strcmp(r.hash, v->head_hash) != 0) {
+			snprintf(msg, sizeof msg, "its hash is not the anchor's "
+			    "%.16s... (record replaced, or the log rewritten)",
+			    v->head_hash);
+			return audit_verify_bad(v, file, lineno, msg);
+		}
+	}
 	memcpy(v->prev, r.hash, sizeof v->prev);
 	v->expect++;
 	return 0;
@@ -1108,6 +1148,19 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
 int
 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 {
+	return audit_verify_head(0, NULL, nrecords, bad_seq, err, errsz);
+}
+
+/*
+ * audit_verify, and with head_seq > 0 also against an anchor kept off the
+ * file: the record with seq head_seq must have the chain hash head_hash,
+ * and the log must reach it (records cut from the end and a restart since
+ * leave a chain that is whole but shorter than the anchor).
+ */
+int
+audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
+    int64_t *bad_seq, char *err, size_t errsz)
+{
 	struct audit_verify_state	v;
 
 	*nrecords = 0;
@@ -1121,6 +1174,8 @@ audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 	memset(&v, 0, sizeof v);
 	v.expect = 1;
 	memcpy(v.prev, AUDIT_ZERO_HASH, sizeof v.prev);
+	v.head_seq = head_hash != NULL ? head_seq : 0;
+	v.head_hash = head_hash;
 	v.err = err;
 	v.errsz = errsz;
 	if (audit_walk(audit_verify_line, &v) == -1) {
@@ -1136,6 +1191,13 @@ audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 		snprintf(err, errsz, "the log ends at seq %lld but seq %lld "
 		    "was written (records removed from the end: truncated)",
 		    (long long)v.expect - 1, (long long)audit_seq);
+	} else if (v.bad_seq == 0 && v.head_seq > 0 && !v.head_seen) {
+		v.bad_seq = v.expect;
+		snprintf(err, errsz, "the log ends at seq %lld but the anchor "
+		    "names seq %lld: seq %lld to %lld missing (records removed "
+		    "from the end: truncated)", (long long)v.expect - 1,
+		    (long long)v.head_seq, (long long)v.expect,
+		    (long long)v.head_seq);
 	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq) {
 		v.bad_seq = audit_seq + 1;
 		snprintf(err, errsz, "the log goes on past seq %lld, the last "
@@ -1247,10 +1309,11 @@ audit_query_line(const char *file, int64_t lineno, const char *line,
 {
 	struct audit_query_state	*q = arg;
 	struct json_tokener		*tok;
-	struct json_object		*obj;
+	struct json_object		*obj, *detail;
 	const char			*s;
 	int64_t				 seq, ms;
 	size_t				 slot;
+	int				 allowed;
 
 	if (kind != AUDIT_WHOLE)
 		return 0;
@@ -1268,6 +1331,16 @@ audit_query_line(const char *file, int64_t lineno, const char *line,
 		goto skip;
 	if (q->user != NULL && ((s = json_str(obj, "user")) == NULL ||
 	    strcmp(s, q->user) != 0))
+		goto skip;
+	if (q->session != NULL && ((s = json_str(obj, "session")) == NULL ||
+	    strcmp(s, q->session) != 0))
+		goto skip;
+	if (q->decision != -1 && (json_flag(obj, "allowed", &allowed) == -1 ||
+	    allowed != q->decision))
+		goto skip;
+	if (q->request_id != NULL && (!json_object_object_get_ex(obj,
+	    "detail", &detail) || (s = json_str(detail, "request_id")) ==
+	    NULL || strcmp(s, q->request_id) != 0))
 		goto skip;
 	if (q->has_since || q->has_until) {
 		if (audit_time_ms(json_str(obj, "time"), &ms) == -1 ||
@@ -1299,8 +1372,29 @@ struct json_object *
 audit_query_page(const char *user, const char *action, int64_t since,
     int64_t until, int64_t before_seq, size_t limit, int *more)
 {
+	struct audit_filter	f;
+
+	memset(&f, 0, sizeof f);
+	f.user = user;
+	f.action = action;
+	f.since = since;
+	f.until = until;
+	f.decision = -1;
+	return audit_query_filter(&f, before_seq, limit, more);
+}
+
+/*
+ * audit_query_page with the filters of f: also "session" (the whole
+ * public id), "decision" (-1 any, 0 refused, 1 allowed) and "request_id"
+ * (detail.request_id), each NULL or -1 for any.
+ */
+struct json_object *
+audit_query_filter(const struct audit_filter *f, int64_t before_seq,
+    size_t limit, int *more)
+{
 	struct audit_query_state	 q;
 	struct json_object		*arr;
+	int64_t				 since = f->since, until = f->until;
 	size_t				 i, first, count;
 
 	arr = json_object_new_array();
@@ -1309,8 +1403,11 @@ audit_query_page(const char *user, const char *action, int64_t since,
 	if (audit_dir == NULL)
 		return arr;
 	memset(&q, 0, sizeof q);
-	q.user = user;
-	q.action = action;
+	q.user = f->user;
+	q.action = f->action;
+	q.session = f->session;
+	q.request_id = f->request_id;
+	q.decision = f->decision;
 	/* Keep the millisecond arithmetic below from overflowing. */
 	since = since > AUDIT_SECS_MAX ? AUDIT_SECS_MAX : since < -AUDIT_SECS_MAX ?
 	    -AUDIT_SECS_MAX : since;
@@ -1405,4 +1502,241 @@ audit_trim(struct json_object *items, size_t maxbytes)
 		json_object_array_del_idx(items, 0, drop);
 	free(sizes);
 	return drop;
+}
+
+/*
+ * Refused requests (a CSRF failure, an unknown cookie or token, a rate
+ * limit) are recorded so that a flood cannot fill the disk: the first per
+ * (action, reason, client address) in an interval at once, the repeats
+ * within it counted and written as one record when the interval ends (the
+ * timer), when the table is full (the oldest entry), at audit_close and at
+ * audit_refusal_flush (hgctl audit flush).
+ */
+#define AUDIT_REFUSAL_SLOTS	1024
+
+struct audit_refusal {
+	int		 used;
+	char		 action[32];
+	char		 reason[96];
+	char		 client[80];
+	char		*user;
+	char		*session;
+	int64_t		 start;		/* mono ms of the first */
+	int64_t		 repeats;	/* counted, not yet written */
+	char		 first[32];	/* wall time of the first repeat */
+	char		 last[32];	/* and of the last one */
+	char		 last_rid[LOG_REQUEST_ID_LEN + 1];
+};
+
+static struct audit_refusal	 audit_refusals[AUDIT_REFUSAL_SLOTS];
+static struct event		*audit_refusal_ev;
+static int64_t			 audit_refusal_ms = 60000;
+
+/* Write the count of an entry's repeats, if any, and free the entry. */
+static void
+audit_refusal_write(struct audit_refusal *r)
+{
+	struct json_object	*d;
+
+	if (!r->used)
+		return;
+	if (r->repeats > 0) {
+		d = json_object_new_object();
+		json_object_object_add(d, "client",
+		    json_object_new_string(r->client));
+		json_object_object_add(d, "repeats",
+		    json_object_new_int64(r->repeats));
+		json_object_object_add(d, "first", json_object_new_string(
+		    r->first));
+		json_object_object_add(d, "last", json_object_new_string(
+		    r->last));
+		json_object_object_add(d, "interval_seconds",
+		    json_object_new_int64(audit_refusal_ms / 1000));
+		/* The last repeat's id; not the request being answered now. */
+		json_object_object_add(d, "request_id", r->last_rid[0] != '\0' ?
+		    json_object_new_string(r->last_rid) : NULL);
+		audit_append(r->action, r->user, r->session, 0, r->reason, d,
+		    0);
+	}
+	free(r->user);
+	free(r->session);
+	memset(r, 0, sizeof *r);
+}
+
+/* Write and free the entries whose interval has ended (all with force). */
+static int
+audit_refusal_sweep(int force)
+{
+	int64_t	now = now_mono_ms();
+	size_t	i;
+	int	n = 0;
+
+	for (i = 0; i < AUDIT_REFUSAL_SLOTS; i++) {
+		if (!audit_refusals[i].used || (!force &&
+		    now - audit_refusals[i].start < audit_refusal_ms))
+			continue;
+		if (audit_refusals[i].repeats > 0)
+			n++;
+		audit_refusal_write(&audit_refusals[i]);
+	}
+	return n;
+}
+
+/* The timer: end the intervals that are over. */
+static void
+audit_refusal_tick(int fd, short ev, void *arg)
+{
+	audit_refusal_sweep(0);
+}
+
+/* Write every counted refusal now; returns how many records that made. */
+int
+audit_refusal_flush(void)
+{
+	return audit_refusal_sweep(1);
+}
+
+/* Start the timer of refused requests' intervals (seconds). */
+void
+audit_refusal_init(struct event_base *base, int interval)
+{
+	struct timeval	tv;
+
+	audit_refusal_ms = (int64_t)(interval < 1 ? 1 : interval) * 1000;
+	tv.tv_sec = interval < 1 ? 1 : interval;
+	tv.tv_usec = 0;
+	if (audit_refusal_ev == NULL && (audit_refusal_ev = event_new(base, -1,
+	    EV_PERSIST, audit_refusal_tick, NULL)) == NULL)
+		fatalx("%s: event_new", __func__);
+	evtimer_add(audit_refusal_ev, &tv);
+}
+
+/* Copy s (NULL: "") into a fixed buffer, cut. */
+static void
+audit_refusal_copy(char *dst, size_t size, const char *s)
+{
+	snprintf(dst, size, "%s", s != NULL ? s : "");
+}
+
+/*
+ * Record a refused request of client (an address) for reason, aggregated
+ * as above: returns the record's seq when one was written now, 0 when the
+ * refusal was counted, -1 when the record could not be written.
+ */
+int64_t
+audit_refused(const char *action, const char *user, const char *session,
+    const char *reason, const char *client)
+{
+	struct audit_refusal	*r = NULL, *oldest = NULL;
+	struct json_object	*d;
+	char			 a[32], why[96], cl[80];
+	const char		*rid;
+	int64_t			 now = now_mono_ms();
+	size_t			 i;
+
+	audit_refusal_copy(a, sizeof a, action);
+	audit_refusal_copy(why, sizeof why, reason);
+	audit_refusal_copy(cl, sizeof cl, client != NULL ? client : "?");
+	for (i = 0; i < AUDIT_REFUSAL_SLOTS; i++) {
+		if (!audit_refusals[i].used) {
+			if (r == NULL)
+				r = &audit_refusals[i];
+			continue;
+		}
+		if (strcmp(audit_refusals[i].action, a) == 0 &&
+		    strcmp(audit_refusals[i].reason, why) == 0 &&
+		    strcmp(audit_refusals[i].client, cl) == 0) {
+			r = &audit_refusals[i];
+			break;
+		}
+		if (oldest == NULL || audit_refusals[i].start < oldest->start)
+			oldest = &audit_refusals[i];
+	}
+	if (r != NULL && r->used && now - r->start < audit_refusal_ms) {
+		if (r->repeats++ == 0)
+			audit_now(r->first);
+		audit_now(r->last);
+		rid = log_ctx_request_id();
+		audit_refusal_copy(r->last_rid, sizeof r->last_rid, rid);
+		return 0;
+	}
+	if (r != NULL && r->used)
+		audit_refusal_write(r);		/* its interval is over */
+	else if (r == NULL) {
+		r = oldest;			/* the table is full */
+		audit_refusal_write(r);
+	}
+	r->used = 1;
+	memcpy(r->action, a, sizeof r->action);
+	memcpy(r->reason, why, sizeof r->reason);
+	memcpy(r->client, cl, sizeof r->client);
+	r->user = user != NULL ? strdup(user) : NULL;
+	r->session = session != NULL ? strdup(session) : NULL;
+	r->start = now;
+	d = json_object_new_object();
+	json_object_object_add(d, "client", json_object_new_string(cl));
+	return audit_append(a, user, session, 0, why, d, 0);
+}
+
+/* A time bound of a query, absent, Unix seconds or ISO 8601; -1 if bad. */
+static int
+audit_filter_time(struct json_object *obj, const char *key, int64_t *secs)
+{
+	struct json_object	*v;
+
+	*secs = 0;
+	if (!json_object_object_get_ex(obj, key, &v) || v == NULL)
+		return 0;
+	if (json_int(obj, key, secs) == 0)
+		return 0;
+	return audit_time_parse(json_str(obj, key), secs);
+}
+
+/*
+ * The filters of a query from a request's members: "user", "action",
+ * "session", "record_request_id" (a request's own "request_id" is its
+ * id), "decision" ("allowed" or "refused"),
+ * "since", "until" (ISO 8601 or Unix seconds). -1 with err when one is
+ * malformed; f points into obj.
+ */
+int
+audit_filter_parse(struct json_object *obj, struct audit_filter *f,
+    char *err, size_t errsz)
+{
+	static const char *const strs[] = { "user", "action", "session",
+	    "record_request_id", "decision", NULL };
+	struct json_object	*v;
+	const char		*d;
+	size_t			 i;
+
+	memset(f, 0, sizeof *f);
+	f->decision = -1;
+	for (i = 0; strs[i] != NULL; i++)
+		if (json_object_object_get_ex(obj, strs[i], &v) && v != NULL &&
+		    !json_object_is_type(v, json_type_string)) {
+			snprintf(err, errsz, "\"%s\" must be a string", strs[i]);
+			return -1;
+		}
+	f->user = json_str(obj, "user");
+	f->action = json_str(obj, "action");
+	f->session = json_str(obj, "session");
+	f->request_id = json_str(obj, "record_request_id");
+	if ((d = json_str(obj, "decision")) != NULL) {
+		if (strcmp(d, "allowed") == 0)
+			f->decision = 1;
+		else if (strcmp(d, "refused") == 0 || strcmp(d, "denied") == 0)
+			f->decision = 0;
+		else {
+			snprintf(err, errsz, "\"decision\" must be \"allowed\" "
+			    "or \"refused\"");
+			return -1;
+		}
+	}
+	if (audit_filter_time(obj, "since", &f->since) == -1 ||
+	    audit_filter_time(obj, "until", &f->until) == -1) {
+		snprintf(err, errsz, "\"since\" and \"until\" must be ISO 8601 "
+		    "times such as 2026-11-29T17:20:13Z or 2026-11-29");
+		return -1;
+	}
+	return 0;
 }

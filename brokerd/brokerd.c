@@ -116,6 +116,7 @@ main(int argc, char *argv[])
 	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,
 	    brokerd_sweep, NULL);
 	evtimer_add(brokerd_sweep_ev, &tv);
+	audit_refusal_init(brokerd_base, conf.audit_refusal_interval);
 
 	front_init(brokerd_base, &conf, front_uid, front_fd);
 	control_init(brokerd_base, &conf, ctl_uids, 2, ctl_fd);

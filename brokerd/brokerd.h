@@ -222,12 +222,32 @@ int64_t	 audit_append(const char *action, const char *user,
 	    const char *session, int allowed, const char *reason,
 	    struct json_object *detail, int sync);
 /* 0 when the chain is whole; -1 with the first bad seq and what is wrong. */
+int64_t	 audit_refused(const char *action, const char *user,
+	    const char *session, const char *reason, const char *client);
+int	 audit_refusal_flush(void);
+void	 audit_refusal_init(struct event_base *, int interval);
+int	 audit_verify_head(int64_t head_seq, const char *head_hash,
+	    int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz);
 int	 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err,
 	    size_t errsz);
 /*
  * Records by user and action (NULL: any) and time (Unix seconds, both
  * inclusive, 0: open): the newest limit of them, newest last.
  */
+/* What audit_query_filter matches; NULL, 0 or -1: any. */
+struct audit_filter {
+	const char	*user;
+	const char	*action;
+	const char	*session;
+	const char	*request_id;
+	int		 decision;	/* -1 any, 0 refused, 1 allowed */
+	int64_t		 since;		/* Unix seconds, inclusive */
+	int64_t		 until;
+};
+int	 audit_filter_parse(struct json_object *, struct audit_filter *,
+	    char *err, size_t errsz);
+struct json_object *audit_query_filter(const struct audit_filter *,
+	    int64_t before_seq, size_t limit, int *more);
 struct json_object *audit_query(const char *user, const char *action,
 	    int64_t since, int64_t until, size_t limit);
 /* The same below seq before_seq (0: any); *more: older matches remain. */

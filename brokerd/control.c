@@ -43,6 +43,7 @@ static void	control_session_list(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revert(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_verify(struct ipc_peer *, struct ipc_msg *);
+static void	control_audit_flush(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_show(struct ipc_peer *, struct ipc_msg *);
 static void	control_status(struct ipc_peer *, struct ipc_msg *);
 static void	control_config(struct ipc_peer *, struct ipc_msg *);
@@ -63,6 +64,7 @@ static const struct ipc_handler control_handlers[] = {
 	{ "session_revert",	ROLE_HGCTL, 0, control_session_revert },
 	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
 	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
+	{ "audit_flush",	ROLE_HGCTL, 0, control_audit_flush },
 	{ "status",		ROLE_HGCTL, 0, control_status },
 	{ "config",		ROLE_HGCTL, 0, control_config },
 	{ "audit_replay",	ROLE_HGCTL, 0, recording_replay },
@@ -258,18 +260,34 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 }
 
 /*
- * Check the audit chain: {"ok", "records", "last_seq", "bad_seq", "error"},
- * the last two null when ok. A broken chain is an answer, not an error.
+ * Check the audit chain, against an anchor when "head_seq" and "head_hash"
+ * are given: {"ok", "records", "last_seq", "bad_seq", "error"}, the last
+ * two null when ok. A broken chain is an answer, not an error.
  */
 static void
 control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*res;
+	const char		*hash = NULL;
 	char			 err[512];
-	int64_t			 n, bad;
+	int64_t			 n, bad, head = 0;
+	size_t			 i;
 	int			 ok;
 
-	ok = audit_verify(&n, &bad, err, sizeof(err)) == 0;
+	if (json_object_object_get_ex(m->obj, "head_seq", NULL)) {
+		hash = json_str(m->obj, "head_hash");
+		for (i = 0; hash != NULL && hash[i] != '\0'; i++)
+			if (strchr("0123456789abcdef", hash[i]) == NULL)
+				break;
+		if (json_int(m->obj, "head_seq", &head) == -1 || head < 1 ||
+		    hash == NULL || i != 64 || hash[i] != '\0') {
+			ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"head_seq\" "
+			    "must be a seq >= 1 and \"head_hash\" 64 lowercase "
+			    "hex digits");
+			return;
+		}
+	}
+	ok = audit_verify_head(head, hash, &n, &bad, err, sizeof(err)) == 0;
 	if (!ok && bad == 0) {
 		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
 		return;
@@ -288,33 +306,21 @@ control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, res, NULL, 0);
 }
 
-/*
- * A time bound of audit_show into *secs: absent (0), Unix seconds, or an
- * ISO 8601 string; -1 after a bad_request reply.
- */
-static int
-control_audit_time(struct ipc_peer *p, struct ipc_msg *m, const char *key,
-    int64_t *secs)
+/* Write the counted refused requests now: {"records": N}. */
+static void
+control_audit_flush(struct ipc_peer *p, struct ipc_msg *m)
 {
-	struct json_object	*v;
-	const char		*s;
+	struct json_object	*res;
 
-	*secs = 0;
-	if (!json_object_object_get_ex(m->obj, key, &v) || v == NULL)
-		return 0;
-	if (json_int(m->obj, key, secs) == 0)
-		return 0;
-	if ((s = json_str(m->obj, key)) != NULL &&
-	    audit_time_parse(s, secs) == 0)
-		return 0;
-	ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"%s\" must be an ISO 8601 "
-	    "time such as 2026-11-29T17:20:13Z or 2026-11-29", key);
-	return -1;
+	res = json_object_new_object();
+	json_object_object_add(res, "records",
+	    json_object_new_int(audit_refusal_flush()));
+	ipc_reply(p, m, res, NULL, 0);
 }
 
 /*
  * Audit records, newest last: {"items": [...], "more": bool}. Filters
- * "user", "action", "since", "until"; "limit" (at most CONTROL_AUDIT_PAGE
+ * as audit_filter_parse reads them; "limit" (at most CONTROL_AUDIT_PAGE
  * per reply) and "before_seq" page backwards; "more" says older matches
  * remain. A page is cut to what one message holds.
  */
@@ -322,13 +328,16 @@ static void
 control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*res, *items;
-	int64_t			 since, until, limit = CONTROL_AUDIT_PAGE;
+	struct audit_filter	 f;
+	char			 err[256];
+	int64_t			 limit = CONTROL_AUDIT_PAGE;
 	int64_t			 before = 0;
 	int			 more;
 
-	if (control_audit_time(p, m, "since", &since) == -1 ||
-	    control_audit_time(p, m, "until", &until) == -1)
+	if (audit_filter_parse(m->obj, &f, err, sizeof(err)) == -1) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		return;
+	}
 	if ((json_object_object_get_ex(m->obj, "limit", NULL) &&
 	    (json_int(m->obj, "limit", &limit) == -1 || limit < 1)) ||
 	    (json_object_object_get_ex(m->obj, "before_seq", NULL) &&
@@ -339,8 +348,7 @@ control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 	}
 	if (limit > CONTROL_AUDIT_PAGE)
 		limit = CONTROL_AUDIT_PAGE;
-	items = audit_query_page(json_str(m->obj, "user"),
-	    json_str(m->obj, "action"), since, until, before, limit, &more);
+	items = audit_query_filter(&f, before, limit, &more);
 	/* Room for the envelope: {"id":N,"result":{"items":...,"more":..}} */
 	if (audit_trim(items, IPC_MAX_MSG - 256) > 0)
 		more = 1;

@@ -171,6 +171,7 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 {
 	struct json_object	*auth = NULL;
 	const char		*cookie = NULL, *bearer = NULL, *csrf = NULL;
+	const char		*client;
 
 	memset(id, 0, sizeof(*id));
 	if (need == NEED_NONE)
@@ -181,8 +182,11 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 		bearer = json_str(auth, "bearer");
 		csrf = json_str(auth, "csrf");
 	}
+	client = json_str(m->obj, "client");
 	if (bearer != NULL) {
 		if ((id->token = token_lookup(bearer)) == NULL) {
+			audit_refused("auth_refused", NULL, NULL,
+			    "invalid or revoked token", client);
 			ipc_reply_error(p, m, ERR_UNAUTHORIZED,
 			    "invalid or revoked token");
 			return -1;
@@ -192,6 +196,8 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 		id->user = auth_find(id->token->user);
 	} else if (cookie != NULL) {
 		if ((id->session = session_lookup(cookie)) == NULL) {
+			audit_refused("auth_refused", NULL, NULL,
+			    "unknown or expired session cookie", client);
 			ipc_reply_error(p, m, ERR_UNAUTHORIZED,
 			    "session expired or invalid; log in again");
 			return -1;
@@ -203,6 +209,8 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 		return -1;
 	}
 	if (id->user == NULL) {
+		audit_refused("auth_refused", NULL, NULL,
+		    "user no longer exists", client);
 		ipc_reply_error(p, m, ERR_UNAUTHORIZED, "user no longer exists");
 		return -1;
 	}
@@ -221,6 +229,9 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 	}
 	if ((need & NEED_CSRF) && id->token == NULL &&
 	    !session_csrf_ok(id->session, csrf)) {
+		audit_refused("csrf_refused", id->user->name, id->session->id,
+		    csrf == NULL ? "missing CSRF token" : "invalid CSRF token",
+		    client);
 		ipc_reply_error(p, m, ERR_FORBIDDEN,
 		    "missing or invalid CSRF token (X-CSRF-Token)");
 		return -1;
@@ -302,8 +313,8 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	    (wait = rl_take(front_rl_user, name, now)) > 0) {
 		log_warnx("login rate limited: user \"%s\" from %s", esc,
 		    client);
-		audit_append("login_failed", auth_name_valid(name) ? name : NULL,
-		    NULL, 0, "rate limited", front_client(client), 0);
+		audit_refused("login_failed", auth_name_valid(name) ? name :
+		    NULL, NULL, "rate limited", client);
 		ipc_reply_retry(p, m, wait,
 		    "too many login attempts; try again later");
 		return;

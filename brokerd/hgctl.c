@@ -5,6 +5,7 @@
  * function, so that usage, help and parsing cannot disagree.
  */
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -34,6 +35,11 @@
 #define OPT_ADMIN	0x02
 #define OPT_PWSTDIN	0x04
 #define OPT_FILTERS	0x08	/* audit show's --user ... --limit */
+#define OPT_ANCHOR	0x10	/* audit verify's --head, --journal */
+
+/* How hgctl audit verify --journal asks the journal for anchors. */
+#define HGCTL_JOURNALCTL \
+	"journalctl -o json --no-pager SYSLOG_IDENTIFIER=hostgate-audit"
 
 struct hgctl_cmd {
 	const char	*group;		/* "user"; NULL: a command on its own */
@@ -59,6 +65,7 @@ static int	hgctl_session_revert(char **);
 static int	hgctl_audit_verify(char **);
 static int	hgctl_audit_show(char **);
 static int	hgctl_audit_replay(char **);
+static int	hgctl_audit_flush(char **);
 static int	hgctl_status(char **);
 static int	hgctl_config(char **);
 
@@ -100,15 +107,27 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "session", "revert", "ID",
 	    "end a session's direct-mode grant now; the session stays", NULL,
 	    1, 0, hgctl_session_revert },
-	{ "audit", "verify", "[--json]", "check the audit log's hash chain",
-	    "Exits 0 when the chain is whole, 1 at the first bad record.\n",
-	    0, OPT_JSON, hgctl_audit_verify },
-	{ "audit", "show", "[--user USER] [--action ACTION] [--since TIME]\n"
-	    "        [--until TIME] [--limit N] [--json]",
+	{ "audit", "verify", "[--head SEQ:HASH | --journal] [--json]",
+	    "check the audit log's hash chain",
+	    "Exits 0 when the chain is whole, 1 at the first bad record.\n"
+	    "--head SEQ:HASH also checks it against an anchor kept off the "
+	    "file (from\n`hgctl status`, syslog or a collector): record SEQ "
+	    "must have chain hash\nHASH, and the log must reach SEQ, which "
+	    "finds records cut from the end\neven after a restart. --journal "
+	    "takes the newest anchor brokerd sent to\nthe journal (" HGCTL_JOURNALCTL ").\n",
+	    0, OPT_JSON | OPT_ANCHOR, hgctl_audit_verify },
+	{ "audit", "show", "[--user USER] [--type|--action ACTION] "
+	    "[--session ID]\n        [--decision allowed|refused] "
+	    "[--request-id RID] [--since TIME]\n        [--until TIME] "
+	    "[--limit N] [--json]",
 	    "show audit records, oldest first",
-	    "The newest --limit matching records (default 100, 0: all). TIME "
-	    "is ISO 8601,\ne.g. 2026-11-29T17:20:13Z or 2026-11-29. Columns: "
-	    "TIME, SEQ, ACTION, USER,\nRESULT (allowed or denied), REASON.\n",
+	    "The newest --limit matching records (default 100, 0: all); "
+	    "brokerd filters\nthem. TIME is ISO 8601, e.g. 2026-11-29T17:20:13Z "
+	    "or 2026-11-29; --since and\n--until both include their second. "
+	    "--session takes the whole public id,\n--request-id an "
+	    "X-Request-Id (detail.request_id). Columns: TIME, SEQ,\nACTION, "
+	    "USER, RESULT (allowed or denied), REASON, DETAIL (compact JSON).\n"
+	    "--json prints one record a line (JSON Lines), as in the file.\n",
 	    0, OPT_JSON | OPT_FILTERS, hgctl_audit_show },
 	{ "audit", "replay", "ID",
 	    "write a terminal recording (asciicast v2) to stdout",
@@ -116,6 +135,13 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "the detail of\nits \"recording\" audit record). Play it with "
 	    "`hgctl audit replay ID | asciinema play -`.\n",
 	    1, 0, hgctl_audit_replay },
+	{ "audit", "flush", "[--json]",
+	    "write the counted refused requests now",
+	    "Refused requests repeated within "
+	    "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS are counted\nand written as "
+	    "one record when the interval ends; this writes them now.\n"
+	    "--json prints {\"records\": N}, the records written.\n",
+	    0, OPT_JSON, hgctl_audit_flush },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
@@ -157,6 +183,11 @@ static struct {
 	const char	*since;
 	const char	*until;
 	const char	*limit;
+	const char	*session;
+	const char	*decision;
+	const char	*request_id;
+	const char	*head;
+	int		 journal;
 } show;
 
 /* Print the synopsis of one command. */
@@ -337,8 +368,14 @@ hgctl_show_option(const char *arg)
 {
 	if (strcmp(arg, "--user") == 0)
 		return &show.user;
-	if (strcmp(arg, "--action") == 0)
+	if (strcmp(arg, "--action") == 0 || strcmp(arg, "--type") == 0)
 		return &show.action;
+	if (strcmp(arg, "--session") == 0)
+		return &show.session;
+	if (strcmp(arg, "--decision") == 0)
+		return &show.decision;
+	if (strcmp(arg, "--request-id") == 0)
+		return &show.request_id;
 	if (strcmp(arg, "--since") == 0)
 		return &show.since;
 	if (strcmp(arg, "--until") == 0)
@@ -372,6 +409,15 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else if (strcmp(argv[i], "--password-stdin") == 0 &&
 		    (c->opts & OPT_PWSTDIN))
 			pwstdin_flag = 1;
+		else if (strcmp(argv[i], "--journal") == 0 &&
+		    (c->opts & OPT_ANCHOR))
+			show.journal = 1;
+		else if (strcmp(argv[i], "--head") == 0 &&
+		    (c->opts & OPT_ANCHOR)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c, "--head needs a value");
+			show.head = argv[++i];
+		}
 		else if ((vp = hgctl_show_option(argv[i])) != NULL &&
 		    (c->opts & OPT_FILTERS)) {
 			if (i + 1 == argc)
@@ -588,7 +634,8 @@ hgctl_duration(int64_t secs, char *buf, size_t bufsz)
 }
 
 /* How a table column shows its member. */
-enum col_kind { COL_STR, COL_INT, COL_BOOL, COL_DURATION, COL_ALLOWED };
+enum col_kind { COL_STR, COL_INT, COL_BOOL, COL_DURATION, COL_ALLOWED,
+	COL_JSON };
 
 struct hgctl_col {
 	const char	*header;
@@ -630,6 +677,17 @@ hgctl_cell(struct json_object *row, const struct hgctl_col *col, char *buf,
 			snprintf(buf, bufsz, "%s", b ? "yes" : "no");
 		else
 			snprintf(buf, bufsz, "%s", b ? "allowed" : "denied");
+		break;
+	case COL_JSON:
+		/* Compact JSON, "-" for an empty object. */
+		if (json_object_is_type(v, json_type_object) &&
+		    json_object_object_length(v) == 0)
+			snprintf(buf, bufsz, "-");
+		else
+			log_escape(json_object_to_json_string_ext(v,
+			    JSON_C_TO_STRING_PLAIN |
+			    JSON_C_TO_STRING_NOSLASHESCAPE), (size_t)-1, buf,
+			    bufsz);
 		break;
 	default:
 		log_escape(json_object_get_string(v), (size_t)-1, buf, bufsz);
@@ -840,23 +898,123 @@ hgctl_session_revert(char **argv)
 	return HGCTL_EXIT_OK;
 }
 
+/* Parse "SEQ:HASH" into seq and hash[65]; -1 when malformed. */
+static int
+hgctl_anchor_parse(const char *s, int64_t *seq, char hash[65])
+{
+	const char	*colon;
+	char		*end;
+	size_t		 i;
+
+	if ((colon = strchr(s, ':')) == NULL || strlen(colon + 1) != 64)
+		return -1;
+	errno = 0;
+	*seq = strtoll(s, &end, 10);
+	if (errno != 0 || end != colon || end == s || *seq < 1)
+		return -1;
+	for (i = 0; i < 64; i++) {
+		hash[i] = colon[1 + i];
+		if (strchr("0123456789abcdef", hash[i]) == NULL)
+			return -1;
+	}
+	hash[64] = '\0';
+	return 0;
+}
+
+/*
+ * The newest anchor in the journal (the highest HOSTGATE_AUDIT_SEQ among
+ * the entries HGCTL_JOURNALCTL prints, one JSON object a line); exits 1
+ * when journalctl fails or holds none.
+ */
+static void
+hgctl_anchor_journal(int64_t *seq, char hash[65])
+{
+	struct json_object	*o;
+	const char		*sv, *hv;
+	FILE			*f;
+	char			*line = NULL, *end;
+	size_t			 cap = 0;
+	ssize_t			 len;
+	int64_t			 s;
+	int			 st, found = 0;
+
+	fflush(stdout);
+	if ((f = popen(HGCTL_JOURNALCTL " 2>/dev/null", "r")) == NULL) {
+		fprintf(stderr, "hgctl: cannot run journalctl: %s\n",
+		    strerror(errno));
+		exit(HGCTL_EXIT_FAIL);
+	}
+	while ((len = getline(&line, &cap, f)) != -1) {
+		if ((o = json_tokener_parse(line)) == NULL)
+			continue;
+		sv = json_str(o, "HOSTGATE_AUDIT_SEQ");
+		hv = json_str(o, "HOSTGATE_AUDIT_HASH");
+		if (sv != NULL && hv != NULL) {
+			errno = 0;
+			s = strtoll(sv, &end, 10);
+			if (errno == 0 && end != sv && *end == '\0' && s > 0 &&
+			    s > *seq && strlen(hv) == 64 &&
+			    strspn(hv, "0123456789abcdef") == 64) {
+				*seq = s;
+				memcpy(hash, hv, 65);
+				found = 1;
+			}
+		}
+		json_object_put(o);
+	}
+	free(line);
+	st = pclose(f);
+	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "hgctl: journalctl failed (is the journal "
+		    "readable here?); use --head SEQ:HASH\n");
+		exit(HGCTL_EXIT_FAIL);
+	}
+	if (!found) {
+		fprintf(stderr, "hgctl: no audit anchor in the journal "
+		    "(HOSTGATE_AUDIT_SYSLOG=1 sends them)\n");
+		exit(HGCTL_EXIT_FAIL);
+	}
+}
+
 /* hgctl audit verify: exit 0 when the chain is whole, else 1. */
 static int
 hgctl_audit_verify(char **argv)
 {
-	struct json_object	*res;
+	struct json_object	*res, *req;
 	const char		*err;
-	int64_t			 n = 0, bad = 0;
+	char			 hash[65];
+	int64_t			 n = 0, bad = 0, head = 0;
 	int			 ok = 0;
 
+	if (show.head != NULL && show.journal)
+		hgctl_usage("audit", hgctl_find("audit", "verify"),
+		    "--head and --journal exclude each other");
+	if (show.head != NULL && hgctl_anchor_parse(show.head, &head,
+	    hash) == -1)
+		hgctl_usage("audit", hgctl_find("audit", "verify"),
+		    "--head wants SEQ:HASH, a seq >= 1 and 64 lowercase hex "
+		    "digits");
+	if (show.journal)
+		hgctl_anchor_journal(&head, hash);
 	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
-	res = hgctl_call(hgctl_req("audit_verify"));
+	req = hgctl_req("audit_verify");
+	if (head > 0) {
+		json_object_object_add(req, "head_seq",
+		    json_object_new_int64(head));
+		json_object_object_add(req, "head_hash",
+		    json_object_new_string(hash));
+	}
+	res = hgctl_call(req);
 	json_flag(res, "ok", &ok);
 	json_int(res, "records", &n);
 	json_int(res, "bad_seq", &bad);
 	err = json_str(res, "error");
 	if (json_out)
 		hgctl_print_json(res);
+	else if (ok && head > 0)
+		printf("audit log OK: %lld records, last seq %lld; anchor "
+		    "seq %lld matches\n", (long long)n, (long long)n,
+		    (long long)head);
 	else if (ok)
 		printf("audit log OK: %lld records, last seq %lld\n",
 		    (long long)n, (long long)n);
@@ -901,6 +1059,24 @@ hgctl_audit_replay(char **argv)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* hgctl audit flush */
+static int
+hgctl_audit_flush(char **argv)
+{
+	struct json_object	*res;
+	int64_t			 n = 0;
+
+	res = hgctl_call(hgctl_req("audit_flush"));
+	json_int(res, "records", &n);
+	if (json_out)
+		hgctl_print_json(res);
+	else
+		printf("%lld refusal count record%s written\n", (long long)n,
+		    n == 1 ? "" : "s");
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
+}
+
 /* One audit_show request for at most want records below seq before. */
 static struct json_object *
 hgctl_audit_page(int64_t want, int64_t before)
@@ -920,6 +1096,15 @@ hgctl_audit_page(int64_t want, int64_t before)
 	if (show.until != NULL)
 		json_object_object_add(req, "until",
 		    json_object_new_string(show.until));
+	if (show.session != NULL)
+		json_object_object_add(req, "session",
+		    json_object_new_string(show.session));
+	if (show.decision != NULL)
+		json_object_object_add(req, "decision",
+		    json_object_new_string(show.decision));
+	if (show.request_id != NULL)
+		json_object_object_add(req, "record_request_id",
+		    json_object_new_string(show.request_id));
 	json_object_object_add(req, "limit", json_object_new_int64(want));
 	if (before > 0)
 		json_object_object_add(req, "before_seq",
@@ -942,6 +1127,7 @@ hgctl_audit_show(char **argv)
 		{ "USER", "user", COL_STR },
 		{ "RESULT", "allowed", COL_ALLOWED },
 		{ "REASON", "reason", COL_STR },
+		{ "DETAIL", "detail", COL_JSON },
 		{ NULL, NULL, 0 }
 	};
 	struct json_object	*pages, *res, *items, *page, *all;
@@ -951,6 +1137,10 @@ hgctl_audit_show(char **argv)
 	char			*end;
 	int			 more;
 
+	if (show.decision != NULL && strcmp(show.decision, "allowed") != 0 &&
+	    strcmp(show.decision, "refused") != 0)
+		hgctl_usage("audit", hgctl_find("audit", "show"),
+		    "--decision wants allowed or refused");
 	if (show.limit != NULL) {
 		errno = 0;
 		limit = strtoll(show.limit, &end, 10);
@@ -994,9 +1184,14 @@ hgctl_audit_show(char **argv)
 			    json_object_array_get_idx(page, j)));
 	}
 	json_object_put(pages);
-	if (json_out)
-		hgctl_print_json(all);
-	else
+	if (json_out) {
+		/* JSON Lines: one record a line, for jq -c, grep, tail. */
+		for (i = 0; i < json_object_array_length(all); i++)
+			printf("%s\n", json_object_to_json_string_ext(
+			    json_object_array_get_idx(all, i),
+			    JSON_C_TO_STRING_PLAIN |
+			    JSON_C_TO_STRING_NOSLASHESCAPE));
+	} else
 		hgctl_table(all, cols);
 	json_object_put(all);
 	return HGCTL_EXIT_OK;

@@ -114,6 +114,7 @@ struct config {
 	char		*record_users;		/* HOSTGATE_RECORD_USERS */
 	long		 recording_max;		/* HOSTGATE_RECORDING_MAX_BYTES */
 	int		 recording_retention;	/* ..._RECORDING_RETENTION_DAYS */
+	int		 audit_refusal_interval; /* ..._REFUSAL_INTERVAL_SECONDS */
 	/* the web panel */
 	char		*web_dir;		/* HOSTGATE_WEB_DIR */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */

@@ -180,6 +180,8 @@ static const struct config_var config_vars[] = {
 	    F(recording_max), 4096, 4294967296L, NULL },
 	{ "HOSTGATE_RECORDING_RETENTION_DAYS", "90", KIND_INT,
 	    F(recording_retention), 0, 36500, NULL },
+	{ "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS", "60", KIND_INT,
+	    F(audit_refusal_interval), 1, 86400, NULL },
 	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	/* Its default is read only when it exists. */

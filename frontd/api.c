@@ -735,13 +735,17 @@ api_unescape(const char *s, size_t len, char *out, size_t outsz)
 	return 0;
 }
 
-/* ?user=&action=&since=&until=&limit= of the admin audit query. */
+/*
+ * ?user=&action=&type=&session=&decision=&request_id=&since=&until=&limit=
+ * of the admin audit query; brokerd checks the values.
+ */
 static int
 api_prepare_audit(struct http_request *req, struct json_object *body,
     struct json_object *obj, int *fd)
 {
-	static const char *const keys[] = { "user", "action", "since",
-	    "until", "limit", NULL };
+	static const char *const keys[] = { "user", "action", "type",
+	    "session", "decision", "request_id", "since", "until", "limit",
+	    NULL };
 	const char	*q = req->query, *amp, *eq;
 	char		 val[256], msg[128];
 	size_t		 i, klen;
@@ -777,7 +781,14 @@ api_prepare_audit(struct http_request *req, struct json_object *body,
 			json_object_object_add(obj, "limit",
 			    json_object_new_int64(n));
 		} else
-			json_object_object_add(obj, keys[i],
+			/*
+			 * "type" and "request_id" are the message's own
+			 * members: ?type= is the action, ?request_id= that of
+			 * the records.
+			 */
+			json_object_object_add(obj, strcmp(keys[i], "type") ==
+			    0 ? "action" : strcmp(keys[i], "request_id") == 0 ?
+			    "record_request_id" : keys[i],
 			    json_object_new_string(val));
 	}
 	return 0;
@@ -918,10 +929,11 @@ api_handle(struct http_request *req, void *arg)
 	if (strcmp(r->op, "login") == 0 || strcmp(r->op, "health") == 0)
 		json_object_object_add(obj, "request_id",
 		    json_object_new_string(req->request_id));
-	if (strcmp(r->op, "login") == 0)
+	/* The client's address: for the rate limit and refusal records. */
+	if (strcmp(r->op, "health") != 0)
 		json_object_object_add(obj, "client",
 		    json_object_new_string(req->peer));
-	else if (strcmp(r->op, "health") != 0)
+	if (strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0)
 		api_add_auth(req, obj);
 	api_send(req, r, obj, fd);
 }

@@ -314,6 +314,16 @@ def wait_audit(hg, timeout=5, **match):
                           what="audit record %r" % match)
 
 
+def audit_show(hg, *args):
+    """hgctl audit show ARGS --json: the records (JSON Lines, one a line)."""
+    r = hg.hgctl_ok(*(["audit", "show"] + list(args) + ["--json"]))
+    try:
+        return [json.loads(line) for line in r.stdout.splitlines()]
+    except ValueError:
+        raise AssertionError("hgctl audit show --json: not JSON Lines: %r"
+                             % r.stdout)
+
+
 def verify(hg):
     """hgctl audit verify --json: (exit status, document)."""
     r = hg.hgctl("audit", "verify", "--json")

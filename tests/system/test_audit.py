@@ -413,31 +413,31 @@ def test_rotation_keeps_the_chain(hostgate_factory):
 
 def test_hgctl_audit_show_filters(hg, story):
     allrecs = pl.audit_records(hg)
-    got = hg.hgctl_json("audit", "show", "--user", "bob", "--action",
+    got = pl.audit_show(hg, "--user", "bob", "--action",
                         "mode_refused", "--limit", "0")
     want = [r for r in allrecs if r["user"] == "bob" and
             r["action"] == "mode_refused"]
     assert [r["seq"] for r in got] == [r["seq"] for r in want], (got, want)
     assert got == want
-    got = hg.hgctl_json("audit", "show", "--action", "spawn", "--limit", "1")
+    got = pl.audit_show(hg, "--action", "spawn", "--limit", "1")
     assert len(got) == 1 and got[0]["seq"] == max(
         r["seq"] for r in allrecs if r["action"] == "spawn"), got
     # Time bounds, to the second, both included.
     t0 = allrecs[0]["time"][:19] + "Z"
     tn = allrecs[-1]["time"][:19] + "Z"
-    got = hg.hgctl_json("audit", "show", "--since", t0, "--until", tn,
+    got = pl.audit_show(hg, "--since", t0, "--until", tn,
                         "--limit", "0")
     assert [r["seq"] for r in got] == [r["seq"] for r in allrecs
                                        if r["seq"] <= got[-1]["seq"]]
-    got = hg.hgctl_json("audit", "show", "--until", "2001-01-01T00:00:00Z")
+    got = pl.audit_show(hg, "--until", "2001-01-01T00:00:00Z")
     assert got == [], got
-    got = hg.hgctl_json("audit", "show", "--since", "2999-01-01")
+    got = pl.audit_show(hg, "--since", "2999-01-01")
     assert got == [], got
     # Text: a header, then one tab-separated line per record.
     r = hg.hgctl_ok("audit", "show", "--user", "bob", "--action",
                     "mode_refused")
     lines = r.stdout.splitlines()
-    assert lines[0] == "TIME\tSEQ\tACTION\tUSER\tRESULT\tREASON", lines
+    assert lines[0] == "TIME\tSEQ\tACTION\tUSER\tRESULT\tREASON\tDETAIL", lines
     rows = [l.split("\t") for l in lines[1:]]
     assert [int(x[1]) for x in rows] == [w["seq"] for w in want], rows
     assert all(x[2] == "mode_refused" and x[3] == "bob" and

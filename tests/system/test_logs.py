@@ -195,7 +195,7 @@ def test_request_id_end_to_end(hg, alice):
     assert any("spawn %s " % spawn_id in ln for ln in s), s
     assert any("command %s of alice: exit 0" % spawn_id in ln for ln in s), s
     # hgctl shows it as well.
-    shown = hg.hgctl_json("audit", "show", "--action", "spawn")
+    shown = pl.audit_show(hg, "--action", "spawn")
     assert any(x["detail"].get("request_id") == rid for x in shown), shown
 
 

@@ -39,7 +39,32 @@ const AUDIT_ACTIONS = [
   'admin_kill',
   'admin_refused',
   'admin_debug',
+  'csrf_refused',
+  'auth_refused',
 ];
+
+// The audit filters, as the query of /api/admin/audit (and of /admin/audit).
+type AuditFilters = {
+  user: string;
+  action: string;
+  session: string;
+  decision: string;
+  request_id: string;
+  since: string;
+  until: string;
+  limit: string;
+};
+const AUDIT_KEYS = ['user', 'action', 'session', 'decision', 'request_id', 'since', 'until', 'limit'] as const;
+const noFilters = (): AuditFilters => ({
+  user: '',
+  action: '',
+  session: '',
+  decision: '',
+  request_id: '',
+  since: '',
+  until: '',
+  limit: '100',
+});
 
 const shortId = (id: string): string => (id.length > 12 ? `${id.slice(0, 8)}…` : id);
 
@@ -85,7 +110,7 @@ export class AdminView {
   private countdowns: { el: HTMLElement; until: number }[] = [];
   private unTick: (() => void) | null = null;
   private unSub: (() => void) | null = null;
-  private auditFilters = { user: '', action: '', since: '', until: '', limit: '100' };
+  private auditFilters: AuditFilters = noFilters();
 
   constructor() {
     this.nav = h('nav', { class: 'subnav', attrs: { 'aria-label': 'Admin' } });
@@ -107,6 +132,15 @@ export class AdminView {
       return;
     }
     this.tab = (TABS.some((t) => t.id === tab) ? tab : 'sessions') as Tab;
+    // /admin/audit?session=...: filters from the address (a link, a reload).
+    const params = new URLSearchParams(location.search);
+    if (this.tab === 'audit' && AUDIT_KEYS.some((k) => params.has(k))) {
+      this.auditFilters = noFilters();
+      for (const k of AUDIT_KEYS) {
+        const v = params.get(k);
+        if (v !== null && k !== 'since' && k !== 'until') this.auditFilters[k] = v;
+      }
+    }
     replace(
       this.nav,
       ...TABS.map((t) =>
@@ -191,7 +225,7 @@ export class AdminView {
         s.permission ? permissionLabel(s.permission) : '—',
         `${running} running${s.terminals.length > running ? `, ${s.terminals.length - running} ended` : ''}`,
         ...(containers ? [s.container ? h('code', { text: s.container }) : '—'] : []),
-        revert,
+        h('span', { class: 'row-actions' }, this.auditLink(s), revert),
       ];
     });
     return table(
@@ -260,9 +294,44 @@ export class AdminView {
     void this.load(true);
   }
 
+  // A link to the audit records of one session (its spawns, terminals...).
+  private auditLink(s: AdminSession): HTMLElement {
+    const href = `/admin/audit?session=${encodeURIComponent(s.id)}`;
+    return h('a', {
+      class: 'btn btn-small audit-link',
+      href,
+      text: 'Audit records',
+      attrs: { 'aria-label': `Audit records of ${s.user}'s session ${shortId(s.id)}` },
+      on: {
+        click: (ev: Event) => {
+          ev.preventDefault();
+          this.auditFilters = { ...noFilters(), session: s.id };
+          history.pushState(null, '', href);
+          this.show('audit');
+        },
+      },
+    });
+  }
+
   private async audit(): Promise<HTMLElement> {
     const f = this.auditFilters;
-    const field = (name: keyof typeof f, label: string, type: string, extra: Record<string, string> = {}) => {
+    const select = h(
+      'select',
+      { id: 'audit-decision', name: 'decision', class: 'input' },
+      ...[
+        ['', 'Any'],
+        ['allowed', 'Allowed'],
+        ['refused', 'Refused'],
+      ].map(([v, t]) => h('option', { value: v, text: t, attrs: v === f.decision ? { selected: '' } : {} })),
+    ) as HTMLSelectElement;
+    select.addEventListener('change', () => (f.decision = select.value));
+    const decision = h(
+      'div',
+      { class: 'field' },
+      h('label', { for: 'audit-decision', text: 'Decision', class: 'label' }),
+      select,
+    );
+    const field = (name: keyof AuditFilters, label: string, type: string, extra: Record<string, string> = {}) => {
       const id = `audit-${name}`;
       const input = h('input', { id, name, type, value: f[name], class: 'input', attrs: extra });
       input.addEventListener('change', () => (f[name] = input.value));
@@ -275,6 +344,9 @@ export class AdminView {
       field('user', 'User', 'text', { autocomplete: 'off', spellcheck: 'false' }),
       field('action', 'Action', 'text', { autocomplete: 'off', spellcheck: 'false', list: 'audit-actions' }),
       h('datalist', { id: 'audit-actions' }, ...AUDIT_ACTIONS.map((a) => h('option', { value: a }))),
+      field('session', 'Session', 'text', { autocomplete: 'off', spellcheck: 'false' }),
+      field('request_id', 'Request id', 'text', { autocomplete: 'off', spellcheck: 'false' }),
+      decision,
       field('since', 'Since', 'datetime-local', { step: '1' }),
       field('until', 'Until', 'datetime-local', { step: '1' }),
       field('limit', 'Limit', 'number', { min: '1', max: '1000' }),
@@ -294,6 +366,9 @@ export class AdminView {
     const q = new URLSearchParams();
     if (f.user.trim()) q.set('user', f.user.trim());
     if (f.action.trim()) q.set('action', f.action.trim());
+    if (f.session.trim()) q.set('session', f.session.trim());
+    if (f.request_id.trim()) q.set('request_id', f.request_id.trim());
+    if (f.decision) q.set('decision', f.decision);
     const iso = (v: string): string => new Date(v).toISOString();
     if (f.since) q.set('since', iso(f.since));
     if (f.until) q.set('until', iso(f.until));
