@@ -120,6 +120,7 @@ void	 spawn_terminal_attach(struct ipc_peer *, struct ipc_msg *,
 void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
 	    struct ident *);
 void	 spawn_exited(const char *proc_id, int status);
+void	 spawn_term_resized(const char *proc_id);
 void	 spawn_sandbox_gone(void);
 void	 spawn_session_expiring(const char *session_id);
 void	 spawn_front_gone(struct ipc_peer *);

@@ -30,6 +30,7 @@ struct front_op {
 
 static void	front_dispatch(struct ipc_peer *, struct ipc_msg *);
 static void	front_info(struct ipc_peer *, struct ipc_msg *);
+static void	front_resized(struct ipc_peer *, struct ipc_msg *);
 static void	front_health(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 static void	front_login(struct ipc_peer *, struct ipc_msg *,
@@ -101,6 +102,8 @@ static const struct ipc_handler front_handlers[] = {
 	{ "terminal_delete", ROLE_FRONTD, 0, front_dispatch },
 	/* one-way, after the hello: frontd's version, for hgctl status */
 	{ "front_info",	ROLE_FRONTD, IPC_F_EVENT, front_info },
+	/* one-way: frontd resized a terminal's pty (counted for the audit) */
+	{ "terminal_resized", ROLE_FRONTD, IPC_F_EVENT, front_resized },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -526,6 +529,19 @@ front_info(struct ipc_peer *p, struct ipc_msg *m)
 	log_escape(v != NULL ? v : "?", (size_t)-1, front_seen.version,
 	    sizeof(front_seen.version));
 	front_seen.started = started;
+}
+
+/*
+ * frontd resized a terminal: one more for its terminal_exited record. A
+ * count as frontd reports it; it decides nothing.
+ */
+static void
+front_resized(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*id;
+
+	if ((id = json_str(m->obj, "terminal")) != NULL)
+		spawn_term_resized(id);
 }
 
 /* frontd as hgctl status shows it. */

@@ -38,6 +38,7 @@ struct term {
 	int64_t			 open_seq;	/* its terminal_open record */
 	int64_t			 started;	/* monotonic ms */
 	const char		*end_reason;	/* set by a kill: kill, expiry */
+	int64_t			 resizes;	/* as frontd reported them */
 	TAILQ_ENTRY(term)	 entry;
 };
 
@@ -785,6 +786,16 @@ spawn_exited(const char *proc_id, int status)
 	events_emit(NULL, t->user, "terminal_exited", d);
 }
 
+/* frontd resized a terminal's pty. */
+void
+spawn_term_resized(const char *proc_id)
+{
+	struct term	*t;
+
+	if ((t = spawn_term_find(proc_id)) != NULL && t->running)
+		t->resizes++;
+}
+
 /* A reference to a terminal for the records about it. */
 static struct json_object *
 spawn_term_ref(struct term *t)
@@ -822,6 +833,7 @@ spawn_term_end(struct term *t, int status, const char *why)
 	json_object_object_add(d, "duration_ms",
 	    json_object_new_int64(now_mono_ms() - t->started));
 	json_object_object_add(d, "mode", json_object_new_string(t->mode));
+	json_object_object_add(d, "resizes", json_object_new_int64(t->resizes));
 	audit_append("terminal_exited", t->user, t->session_id[0] ?
 	    t->session_id : NULL, 1, why, json_object_get(d), 0);
 	return d;

@@ -170,7 +170,7 @@ static const struct config_var config_vars[] = {
 	    F(network_admin_only), 0, 1, NULL },
 	{ "HOSTGATE_AUDIT_ROTATE_BYTES", "16777216", KIND_INT,
 	    F(audit_rotate), 4096, 1073741824, NULL },
-	{ "HOSTGATE_AUDIT_SYSLOG", "0", KIND_FLAG,
+	{ "HOSTGATE_AUDIT_SYSLOG", "1", KIND_FLAG,
 	    F(audit_syslog), 0, 1, NULL },
 	{ "HOSTGATE_RECORD_TERMINALS", "direct", KIND_CHOICE,
 	    F(record_terminals), 0, 0, record_choices },

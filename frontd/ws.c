@@ -166,6 +166,22 @@ ws_pty_flush(struct ws *w)
 		event_del(w->ev_ptyw);
 }
 
+/* Tell brokerd a terminal was resized: it counts them for the audit. */
+static void
+ws_resized(struct ws *w)
+{
+	struct json_object	*obj;
+	struct ipc_peer		*broker;
+
+	if ((broker = api_broker_peer()) == NULL)
+		return;
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type",
+	    json_object_new_string("terminal_resized"));
+	json_object_object_add(obj, "terminal", json_object_new_string(w->id));
+	ipc_send(broker, obj, NULL, 0);
+}
+
 /* A JSON control message: resize, for now. */
 static void
 ws_control(struct ws *w, const uint8_t *msg, size_t len)
@@ -194,7 +210,8 @@ ws_control(struct ws *w, const uint8_t *msg, size_t len)
 		memset(&sz, 0, sizeof(sz));
 		sz.ws_col = cols;
 		sz.ws_row = rows;
-		ioctl(w->pty, TIOCSWINSZ, &sz);
+		if (ioctl(w->pty, TIOCSWINSZ, &sz) == 0)
+			ws_resized(w);
 	}
 	json_object_put(o);
 }

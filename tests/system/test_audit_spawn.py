@@ -10,6 +10,7 @@ real one: a 2 MiB tmpfs mounted as the state directory's parent."""
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ import pytest
 
 import hglib
 import policylib as pl
+import sandboxlib as sl
 
 
 def records(hg, action, **match):
@@ -282,3 +284,23 @@ def test_full_state_fs_stops_everything_with_503(full):
     assert hg.login(*pl.USER).user == "bob"
     rc, v = pl.verify(hg)
     assert rc == 0, v
+
+
+def test_terminal_exited_counts_resizes(hg):
+    bob = hg.login(*pl.USER)
+    t = sl.Terminal(bob, cols=80, rows=24)
+    try:
+        t.attach()
+        for cols, rows in ((90, 30), (100, 31), (111, 32)):
+            t.ws.send_text(json.dumps({"type": "resize", "cols": cols,
+                                       "rows": rows}))
+        # Refused sizes are not counted.
+        t.ws.send_text('{"type":"resize","cols":0,"rows":10}')
+        # The shell sees the last size: frontd has applied all of them,
+        # and told brokerd before the DELETE that follows on the same link.
+        out, rc = t.run("stty size")
+        assert rc == 0 and out.strip() == "32 111", out
+    finally:
+        t.close()
+    ex = pl.wait_audit(hg, action="terminal_exited", detail_id=t.id)[0]
+    assert ex["detail"]["resizes"] == 3, ex
