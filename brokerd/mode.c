@@ -39,6 +39,17 @@ mode_remaining(struct session *s)
 	return ttl_remaining(s->direct_mono, now_mono_ms());
 }
 
+/*
+ * The grant's deadline in ISO 8601: the second within which the stored
+ * absolute deadline falls, so that every view of one grant shows the same
+ * instant (now + the monotonic time left moved with the moment of asking).
+ */
+static void
+mode_expires_at(struct session *s, char when[40])
+{
+	iso8601(s->direct_until / 1000, when);
+}
+
 /* Why direct mode is not available to this identity, or NULL. */
 const char *
 mode_unavailable(struct ident *id)
@@ -60,7 +71,6 @@ mode_json(struct ident *id)
 	struct session		*s = id->session;
 	const char		*reason = mode_unavailable(id);
 	char			 when[40];
-	int64_t			 wall;
 
 	o = json_object_new_object();
 	json_object_object_add(o, "mode",
@@ -72,9 +82,7 @@ mode_json(struct ident *id)
 	json_object_object_add(o, "reason",
 	    reason ? json_object_new_string(reason) : NULL);
 	if (mode_is_direct(s)) {
-		/* For display: now plus what the monotonic clock has left. */
-		wall = now_wall_ms() / 1000 + mode_remaining(s);
-		iso8601(wall, when);
+		mode_expires_at(s, when);
 		json_object_object_add(o, "expires_at",
 		    json_object_new_string(when));
 		json_object_object_add(o, "remaining_seconds",
@@ -163,7 +171,7 @@ mode_expiring(evutil_socket_t fd, short ev, void *arg)
 
 	if (!mode_is_direct(s))
 		return;
-	iso8601(now_wall_ms() / 1000 + mode_remaining(s), when);
+	mode_expires_at(s, when);
 	d = json_object_new_object();
 	json_object_object_add(d, "expires_at", json_object_new_string(when));
 	json_object_object_add(d, "remaining_seconds",
@@ -360,7 +368,7 @@ mode_describe(struct session *s, struct json_object *o)
 	json_object_object_add(o, "mode",
 	    json_object_new_string(mode_is_direct(s) ? "direct" : "sandbox"));
 	if (mode_is_direct(s)) {
-		iso8601(now_wall_ms() / 1000 + mode_remaining(s), when);
+		mode_expires_at(s, when);
 		json_object_object_add(o, "expires_at",
 		    json_object_new_string(when));
 		json_object_object_add(o, "remaining_seconds",

@@ -503,3 +503,22 @@ def test_ttl_bounds_accepted(tmp_path, value):
     r = subprocess.run([os.path.join(hglib.BUILD, "brokerd"), "-n"],
                        env=env, capture_output=True, text=True, timeout=10)
     assert r.returncode == 0, r.stderr
+
+
+def test_expires_at_is_the_same_instant_whenever_asked(hg, alice):
+    """expires_at names the stored deadline: the grant's answer, later
+    reads and the status all agree, across a wall-clock second (it once
+    was now + the seconds left, which moved by one now and then)."""
+    g = pl.grant(alice)
+    try:
+        seen = {g["expires_at"]}
+        start = time.time()
+        # Let the clock cross at least one second boundary.
+        while time.time() - start < 1.3:
+            seen.add(alice.get("/api/execution-mode").json()["expires_at"])
+            seen.add(alice.get("/api/status").json()
+                     ["execution_mode"]["expires_at"])
+            time.sleep(0.05)
+        assert len(seen) == 1, seen
+    finally:
+        pl.set_mode(alice, "sandbox")
