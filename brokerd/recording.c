@@ -32,15 +32,7 @@ static TAILQ_HEAD(, recording_wait) recording_waits =
 static int
 recording_id_ok(const char *id)
 {
-	size_t	i;
-
-	if (id == NULL || strlen(id) != 16)
-		return 0;
-	for (i = 0; i < 16; i++)
-		if (!((id[i] >= '0' && id[i] <= '9') ||
-		    (id[i] >= 'a' && id[i] <= 'f')))
-			return 0;
-	return 1;
+	return str_is_hex(id, 16);
 }
 
 /*

@@ -62,22 +62,6 @@ session_rand_hex(char *out, size_t nbytes)
 	return 0;
 }
 
-/* Whether s is exactly len lowercase hex digits. */
-static int
-session_is_hex(const char *s, size_t len)
-{
-	size_t	i;
-
-	if (s == NULL || strlen(s) != len)
-		return 0;
-	for (i = 0; i < len; i++) {
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return 0;
-	}
-	return 1;
-}
-
 /* Whether a user name fits the stores' fields. */
 static int
 session_user_ok(const char *user)
@@ -243,8 +227,8 @@ session_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	token_hash = json_str(o, "token_hash");
 	csrf_hash = json_str(o, "csrf_hash");
 	user = json_str(o, "user");
-	if (!session_is_hex(id, 2 * SESSION_ID_BYTES) ||
-	    !session_is_hex(token_hash, 64) || !session_is_hex(csrf_hash, 64) ||
+	if (!str_is_hex(id, 2 * SESSION_ID_BYTES) ||
+	    !str_is_hex(token_hash, 64) || !str_is_hex(csrf_hash, 64) ||
 	    !session_user_ok(user) ||
 	    json_int(o, "created", &created) == -1 ||
 	    json_int(o, "last_seen", &last_seen) == -1 ||
@@ -288,10 +272,10 @@ token_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	hash = json_str(o, "hash");
 	user = json_str(o, "user");
 	sid = json_str(o, "session_id");
-	if (!session_is_hex(id, 2 * TOKEN_ID_BYTES) ||
-	    !session_is_hex(hash, 64) || !session_user_ok(user) ||
+	if (!str_is_hex(id, 2 * TOKEN_ID_BYTES) ||
+	    !str_is_hex(hash, 64) || !session_user_ok(user) ||
 	    sid == NULL ||
-	    (sid[0] != '\0' && !session_is_hex(sid, 2 * SESSION_ID_BYTES)) ||
+	    (sid[0] != '\0' && !str_is_hex(sid, 2 * SESSION_ID_BYTES)) ||
 	    json_int(o, "created", &created) == -1) {
 		snprintf(err, errsz, "token %zu: missing or invalid field", i);
 		return NULL;

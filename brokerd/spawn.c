@@ -994,6 +994,21 @@ spawn_container_json(const char *user)
 	return NULL;
 }
 
+/* What an end record takes from sandboxd's result: its name, ours. */
+static const char *const spawn_started_fields[][2] = {
+	{ "id", "id" }, { "mode", "mode" }, { "backend", "backend" },
+	{ "sha256", "sha256" }, { "uid", "uid" }, { "cgroup", "cgroup" },
+	{ "cwd", "cwd" }, { NULL, NULL }
+};
+/* And, for a command, how it ended. */
+static const char *const spawn_ended_fields[][2] = {
+	{ "exit_code", "exit_code" }, { "signal", "signal" },
+	{ "timed_out", "timed_out" }, { "oom", "oom" },
+	{ "duration_ms", "duration_ms" }, { "stdout_len", "stdout_bytes" },
+	{ "stderr_len", "stderr_bytes" }, { "truncated", "truncated" },
+	{ NULL, NULL }
+};
+
 /* Copy a member of sandboxd's result into an audit detail (null if none). */
 static void
 spawn_copy(struct json_object *d, struct json_object *res, const char *from,
@@ -1015,6 +1030,7 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 	const char		*msg;
 	char			 why[64];
 	int			 term = strcmp(kind, "terminal") == 0, ok = 0;
+	int			 i;
 	int64_t			 v;
 	size_t			 n;
 
@@ -1037,23 +1053,14 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 		counters.spawns++;
 		spawn_container_keep(w->user, json_object_object_get(res,
 		    "container"));
-		spawn_copy(d, res, "id", "id");
-		spawn_copy(d, res, "mode", "mode");
-		spawn_copy(d, res, "backend", "backend");
-		spawn_copy(d, res, "sha256", "sha256");
-		spawn_copy(d, res, "uid", "uid");
-		spawn_copy(d, res, "cgroup", "cgroup");
-		spawn_copy(d, res, "cwd", "cwd");
+		for (i = 0; spawn_started_fields[i][0] != NULL; i++)
+			spawn_copy(d, res, spawn_started_fields[i][0],
+			    spawn_started_fields[i][1]);
 	}
 	if (ok && !term) {
-		spawn_copy(d, res, "exit_code", "exit_code");
-		spawn_copy(d, res, "signal", "signal");
-		spawn_copy(d, res, "timed_out", "timed_out");
-		spawn_copy(d, res, "oom", "oom");
-		spawn_copy(d, res, "duration_ms", "duration_ms");
-		spawn_copy(d, res, "stdout_len", "stdout_bytes");
-		spawn_copy(d, res, "stderr_len", "stderr_bytes");
-		spawn_copy(d, res, "truncated", "truncated");
+		for (i = 0; spawn_ended_fields[i][0] != NULL; i++)
+			spawn_copy(d, res, spawn_ended_fields[i][0],
+			    spawn_ended_fields[i][1]);
 		if (json_int(res, "signal", &v) == 0)
 			snprintf(why, sizeof why, "signal %lld", (long long)v);
 		else if (json_int(res, "exit_code", &v) == 0)

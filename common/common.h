@@ -269,6 +269,8 @@ int	 rand_token(char *out, size_t outsz, size_t nbytes);
 void	 sha256_hex(const void *data, size_t len, char out[65]);
 /* Constant-time compare of two NUL-terminated strings. */
 int	 str_ct_equal(const char *, const char *);
+/* Whether s is exactly len lower-case hex digits (ids, hashes). */
+int	 str_is_hex(const char *s, size_t len);
 /* Monotonic and wall clocks in milliseconds. */
 int64_t	 now_mono_ms(void);
 int64_t	 now_wall_ms(void);

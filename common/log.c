@@ -196,15 +196,7 @@ log_ctx_user(void)
 int
 log_reqid_valid(const char *s)
 {
-	size_t	i;
-
-	if (s == NULL || strlen(s) != LOG_REQUEST_ID_LEN)
-		return (0);
-	for (i = 0; i < LOG_REQUEST_ID_LEN; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') ||
-		    (s[i] >= 'a' && s[i] <= 'f')))
-			return (0);
-	return (1);
+	return (str_is_hex(s, LOG_REQUEST_ID_LEN));
 }
 
 /* A fresh random request id (unique, not a secret) into out. */

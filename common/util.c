@@ -364,6 +364,21 @@ str_ct_equal(const char *a, const char *b)
 	return (0);
 }
 
+/* Whether s is exactly len lower-case hex digits (ids, hashes). */
+int
+str_is_hex(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (s == NULL || strlen(s) != len)
+		return (0);
+	for (i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		    (s[i] >= 'a' && s[i] <= 'f')))
+			return (0);
+	return (1);
+}
+
 /* Read a clock in milliseconds. */
 static int64_t
 clock_ms(clockid_t id)

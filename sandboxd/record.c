@@ -59,15 +59,7 @@ static volatile sig_atomic_t	record_winch;
 int
 record_id_ok(const char *id)
 {
-	size_t	i;
-
-	if (id == NULL || strlen(id) != 16)
-		return 0;
-	for (i = 0; i < 16; i++)
-		if (!((id[i] >= '0' && id[i] <= '9') ||
-		    (id[i] >= 'a' && id[i] <= 'f')))
-			return 0;
-	return 1;
+	return str_is_hex(id, 16);
 }
 
 /* Whether user's name is in HOSTGATE_RECORD_USERS: 1, -1 with '-', 0. */

@@ -349,11 +349,26 @@ test_path_join(void **state)
 	free(p);
 }
 
+/* str_is_hex: exactly len lower-case hex digits, nothing else. */
+static void
+test_str_is_hex(void **state)
+{
+	assert_true(str_is_hex("0123456789abcdef", 16));
+	assert_false(str_is_hex("0123456789abcdeF", 16));	/* upper case */
+	assert_false(str_is_hex("0123456789abcde", 16));	/* short */
+	assert_false(str_is_hex("0123456789abcdef0", 16));	/* long */
+	assert_false(str_is_hex("../../etc/passwd", 16));
+	assert_false(str_is_hex("0123456789abcdeg", 16));
+	assert_false(str_is_hex(NULL, 16));
+	assert_true(str_is_hex("", 0));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_helpers),
+		cmocka_unit_test(test_str_is_hex),
 		cmocka_unit_test_setup_teardown(test_write_atomic, setup_dir,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_write_atomic_errors,
