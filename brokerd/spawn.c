@@ -11,6 +11,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,16 @@ spawn_text(struct json_object *d, const char *field, const char *text)
 	json_object_object_add(d, name, json_object_new_int64((int64_t)len));
 }
 
+/* Whether fd is a memfd that no one can write, grow or shrink any more. */
+static int
+spawn_sealed(int fd)
+{
+	int	want = F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK, seals;
+
+	return (seals = fcntl(fd, F_GET_SEALS)) != -1 &&
+	    (seals & want) == want;
+}
+
 /*
  * The Python code frontd put in the stdin memfd, read for its record (at
  * most SPAWN_CODE_MAX bytes); NULL when it cannot be read.
@@ -419,6 +430,15 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 	if (spawn_rate_ok(p, m, id, "command") == -1)
 		return;
+	/*
+	 * stdin (Python's code) must be sealed: else frontd could change it
+	 * after brokerd recorded it, and the record would lie.
+	 */
+	if (stdin_fd != -1 && !spawn_sealed(stdin_fd)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST,
+		    "stdin must be a sealed memfd (write, grow and shrink)");
+		return;
+	}
 	if (spawn_commands_of(id->user->name) >= spawn_conf->max_commands) {
 		spawn_refuse(p, m, id, "command", ERR_RATE_LIMITED, 1,
 		    "too many commands running for this user; wait for one to "

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 #include <sys/mman.h>
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,7 +566,10 @@ api_terminal_id(const char *path, char id[17])
 	return -1;
 }
 
-/* A memfd holding data, offset 0, for a command's stdin; -1 on failure. */
+/*
+ * A memfd holding data, offset 0, for a command's stdin; -1 on failure.
+ * Sealed, so that what brokerd records of it is what the command reads.
+ */
 static int
 api_memfd(const char *data, size_t len)
 {
@@ -573,7 +577,7 @@ api_memfd(const char *data, size_t len)
 	size_t	off = 0;
 	int	fd;
 
-	if ((fd = memfd_create("stdin", MFD_CLOEXEC)) == -1)
+	if ((fd = memfd_create("stdin", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1)
 		return -1;
 	while (off < len) {
 		if ((n = write(fd, data + off, len - off)) <= 0) {
@@ -581,6 +585,11 @@ api_memfd(const char *data, size_t len)
 			return -1;
 		}
 		off += n;
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+	    F_SEAL_SEAL) == -1) {
+		close(fd);
+		return -1;
 	}
 	lseek(fd, 0, SEEK_SET);
 	return fd;

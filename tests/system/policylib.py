@@ -377,7 +377,8 @@ def front_talk(hg, requests, who=None, wait=3.0):
     hello as frontd and send each request (a dict; "id" is added when
     missing). Returns {"hello", "replies": {id: reply}, "open": whether
     the connection was still open at the end, "outputs": {id: [text of
-    each fd received]}}. Events brokerd broadcasts are skipped."""
+    each fd received]}}. Events brokerd broadcasts are skipped. A request's
+    "_fds" member (a list of fds) is sent with it by SCM_RIGHTS."""
     path = os.path.join(hg.run, hglib.SOCK_FRONT)
     msgs = []
     for i, req in enumerate(requests, 1):
@@ -393,7 +394,12 @@ def front_talk(hg, requests, who=None, wait=3.0):
         out = {"hello": None, "replies": {}, "outputs": {}, "open": True}
         want = {str(m["id"]) for m in msgs if isinstance(m.get("id"), int)}
         for m in msgs:
-            s.send(json.dumps(m).encode())
+            m = dict(m)
+            fds = m.pop("_fds", None)
+            if fds:
+                socket.send_fds(s, [json.dumps(m).encode()], fds)
+            else:
+                s.send(json.dumps(m).encode())
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline and (
                 out["hello"] is None or not want <= set(out["replies"])):

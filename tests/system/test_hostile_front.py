@@ -5,6 +5,9 @@ gets no direct mode; it cannot spawn as another user, read the audit log
 or use the admin API with a non-admin's credentials, nor use hgctl's
 requests."""
 
+import fcntl
+import os
+
 import pytest
 
 import policylib as pl
@@ -217,3 +220,40 @@ def test_hgctl_requests_are_refused(hg, alice):
     assert hg.hgctl_json("token", "list") == before_tokens
     assert hg.login(*pl.ADMIN)      # alice's password is unchanged
     assert not pl.audit_records(hg, action="user_added", user="mallory")
+
+
+def memfd_with(text, seal):
+    fd = os.memfd_create("code", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    os.write(fd, text.encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE |
+                    fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK)
+    return fd
+
+
+def test_code_must_come_sealed(hg, bob):
+    """A frontd that keeps its code memfd writable could change the code
+    after brokerd recorded it, so that the audit names other code than what
+    ran: brokerd refuses an unsealed memfd, and the code never runs."""
+    tag = "unsealed-%d" % os.getpid()
+    before = len(pl.audit_records(hg, action="spawn"))
+    fd = memfd_with("print(%r)" % tag, seal=False)
+    try:
+        (r,), _ = talk(hg, {"type": "run", "lang": "python", "code": "",
+                            "auth": pl.auth_of(bob), "_fds": [fd]})
+    finally:
+        os.close(fd)
+    assert code(r) == "bad_request" and "sealed" in r["error"]["message"], r
+    assert len(pl.audit_records(hg, action="spawn")) == before
+    # The same, sealed, runs and is recorded as the code it was.
+    fd = memfd_with("print(%r)" % tag, seal=True)
+    try:
+        (r,), res = talk(hg, {"type": "run", "lang": "python", "code": "",
+                              "auth": pl.auth_of(bob), "_fds": [fd]})
+    finally:
+        os.close(fd)
+    assert "result" in r, r
+    rec = [x for x in pl.audit_records(hg, action="spawn")
+           if x["detail"].get("code") == "print(%r)" % tag]
+    assert len(rec) == 1, rec
