@@ -277,10 +277,12 @@ class Hostgate:
     def log_path(self, name):
         return os.path.join(self.logdir, name + ".log")
 
-    def start(self, name, extra_env=None):
+    def start(self, name, extra_env=None, prefix=(), args=("-d",)):
         """Start one daemon in the foreground, its stderr to its log. For
         frontd, wait until it has written frontd.listen (then self.port is
-        its port) or has exited."""
+        its port) or has exited. prefix: a command that execs the rest;
+        extra_env: a dict, or a function of the log file's os.stat that
+        returns one."""
         assert name not in self.procs or self.procs[name].poll() is not None, \
             "%s already running" % name
         if name == "frontd":
@@ -295,13 +297,16 @@ class Hostgate:
         # ASan and UBSan stay on; `-n` runs (no drop) keep leak checks.
         asan = os.environ.get("ASAN_OPTIONS", "")
         env["ASAN_OPTIONS"] = (asan + ":" if asan else "") + "detect_leaks=0"
-        if extra_env:
-            env.update(extra_env)
         log = open(self.log_path(name), "ab")
         log.write(("---- start %s %s\n" % (name, time.strftime("%T"))).encode())
         log.flush()
+        if callable(extra_env):
+            extra_env = extra_env(os.fstat(log.fileno()))
+        if extra_env:
+            env.update(extra_env)
         try:
-            p = subprocess.Popen(self.wrap([self.binary(name), "-d"]),
+            p = subprocess.Popen(list(prefix) +
+                                 self.wrap([self.binary(name)] + list(args)),
                                  env=env, stdin=subprocess.DEVNULL,
                                  stdout=log, stderr=log, cwd=self.dir)
         finally:

@@ -4,7 +4,6 @@ and sandboxd's lines to the audit record, sessions by one short form,
 native journal entries under systemd, and a daemon without -d that still
 logs when there is no syslog."""
 
-import contextlib
 import json
 import os
 import re
@@ -275,26 +274,9 @@ def test_hostile_request_id_is_replaced(hg, alice):
 # -- where lines go -----------------------------------------------------------
 
 def start_logged(hg, name, prefix, argv_tail=("-d",), env=None):
-    """Start a daemon like Hostgate.start, behind prefix (a command that
-    execs the rest), with more environment computed from its log file;
-    for frontd, until hg.port is the port it reports."""
-    if name == "frontd":
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(hg.listen_path())
-    log = open(hg.log_path(name), "ab")
-    try:
-        e = dict(hg.env, ASAN_OPTIONS="detect_leaks=0")
-        e.update(env(os.fstat(log.fileno())) if env else {})
-        p = subprocess.Popen(
-            list(prefix) + hg.wrap([hg.binary(name)] + list(argv_tail)),
-            env=e, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-            cwd=hg.dir)
-    finally:
-        log.close()
-    hg.procs[name] = p
-    if name == "frontd":
-        hg.wait_listen()
-    return p
+    """Start a daemon with Hostgate.start, behind prefix (a command that
+    execs the rest), with more environment computed from its log file."""
+    return hg.start(name, extra_env=env, prefix=prefix, args=argv_tail)
 
 
 needs_root = pytest.mark.skipif(not hglib.IS_ROOT or
