@@ -115,6 +115,17 @@ struct config {
 	long		 recording_max;		/* HOSTGATE_RECORDING_MAX_BYTES */
 	int		 recording_retention;	/* ..._RECORDING_RETENTION_DAYS */
 	int		 audit_refusal_interval; /* ..._REFUSAL_INTERVAL_SECONDS */
+	/* containment (sandboxd): bytes, -1 for "max" */
+	long		 user_memory_max;	/* HOSTGATE_USER_MEMORY_MAX */
+	long		 user_swap_max;		/* HOSTGATE_USER_SWAP_MAX */
+	int		 user_pids_max;		/* HOSTGATE_USER_PIDS_MAX */
+	int		 user_cpu_weight;	/* HOSTGATE_USER_CPU_WEIGHT */
+	int		 user_cpu_max;		/* ..._CPU_MAX_PERCENT, 0: none */
+	int		 user_io_weight;	/* HOSTGATE_USER_IO_WEIGHT */
+	long		 user_disk_max;		/* HOSTGATE_USER_DISK_MAX, 0: none */
+	long		 spawn_memory_max;	/* HOSTGATE_SPAWN_MEMORY_MAX */
+	int		 spawn_pids_max;	/* HOSTGATE_SPAWN_PIDS_MAX */
+	long		 uid_range[2];		/* HOSTGATE_UID_RANGE, inclusive */
 	/* the web panel */
 	char		*web_dir;		/* HOSTGATE_WEB_DIR */
 	int		 seccomp_debug;		/* HOSTGATE_SECCOMP_DEBUG */

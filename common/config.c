@@ -53,6 +53,9 @@ enum config_kind {
 	KIND_CHOICE,	/* one of choices, stored as its index (an enum) */
 	KIND_WORD,	/* one of choices, stored as a string */
 	KIND_INT,	/* decimal digits, min..max, stored as int or long */
+	KIND_SIZE,	/* bytes with an optional K, M, G or T suffix, or
+			   "max" (stored as -1); min..max bytes, a long */
+	KIND_RANGE,	/* "FIRST-LAST" uids, min..max: two longs */
 	KIND_FLAG,	/* 0 or 1 */
 	KIND_USER,	/* a user name */
 	KIND_USERS,	/* hostgate user names, each maybe with '-', by ',' */
@@ -182,6 +185,27 @@ static const struct config_var config_vars[] = {
 	    F(recording_retention), 0, 36500, NULL },
 	{ "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS", "60", KIND_INT,
 	    F(audit_refusal_interval), 1, 86400, NULL },
+	/* containment (sandboxd): per user, then per spawn */
+	{ "HOSTGATE_USER_MEMORY_MAX", "4G", KIND_SIZE,
+	    F(user_memory_max), 16777216, 1L << 50, NULL },
+	{ "HOSTGATE_USER_SWAP_MAX", "0", KIND_SIZE,
+	    F(user_swap_max), 0, 1L << 50, NULL },
+	{ "HOSTGATE_USER_PIDS_MAX", "1024", KIND_INT,
+	    F(user_pids_max), 16, 4194304, NULL },
+	{ "HOSTGATE_USER_CPU_WEIGHT", "100", KIND_INT,
+	    F(user_cpu_weight), 1, 10000, NULL },
+	{ "HOSTGATE_USER_CPU_MAX_PERCENT", "0", KIND_INT,
+	    F(user_cpu_max), 0, 100000, NULL },
+	{ "HOSTGATE_USER_IO_WEIGHT", "100", KIND_INT,
+	    F(user_io_weight), 1, 10000, NULL },
+	{ "HOSTGATE_USER_DISK_MAX", "10G", KIND_SIZE,
+	    F(user_disk_max), 0, 1L << 50, NULL },
+	{ "HOSTGATE_SPAWN_MEMORY_MAX", "max", KIND_SIZE,
+	    F(spawn_memory_max), 16777216, 1L << 50, NULL },
+	{ "HOSTGATE_SPAWN_PIDS_MAX", "512", KIND_INT,
+	    F(spawn_pids_max), 16, 4194304, NULL },
+	{ "HOSTGATE_UID_RANGE", "1879048192-1879113727", KIND_RANGE,
+	    F(uid_range), 65536, 4294967293L, NULL },
 	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
 	/* Its default is read only when it exists. */
@@ -258,6 +282,15 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 		break;
 	case KIND_FLAG:
 		snprintf(buf, bufsz, "0, 1");
+		break;
+	case KIND_SIZE:
+		snprintf(buf, bufsz, "a size in bytes from %ld to %ld, with an "
+		    "optional K, M, G or T suffix (powers of 1024), or max",
+		    var->min, var->max);
+		break;
+	case KIND_RANGE:
+		snprintf(buf, bufsz, "FIRST-LAST, two integers from %ld to %ld, "
+		    "FIRST below LAST", var->min, var->max);
 		break;
 	case KIND_USER:
 		snprintf(buf, bufsz, "a user name matching "
@@ -401,6 +434,45 @@ config_parse_number(const char *s, long min, long max, long *out)
 		v = v * 10 + (*s - '0');
 	}
 	if (v < min || v > max)
+		return ("out of range");
+	*out = v;
+	return (NULL);
+}
+
+/*
+ * A size: digits and an optional K, M, G or T (powers of 1024), or "max"
+ * (-1, no limit). NULL and *out, or the reason it is refused.
+ */
+static const char *
+config_parse_size(const char *s, long min, long max, long *out)
+{
+	char		 digits[32];
+	size_t		 len = strlen(s);
+	const char	*why;
+	long		 v, mult = 1;
+
+	if (strcmp(s, "max") == 0) {
+		*out = -1;
+		return (NULL);
+	}
+	if (len == 0 || len >= sizeof(digits))
+		return ("not a size");
+	memcpy(digits, s, len + 1);
+	switch (digits[len - 1]) {
+	case 'K': mult = 1L << 10; break;
+	case 'M': mult = 1L << 20; break;
+	case 'G': mult = 1L << 30; break;
+	case 'T': mult = 1L << 40; break;
+	}
+	if (mult > 1)
+		digits[len - 1] = '\0';
+	if ((why = config_parse_number(digits, 0, LONG_MAX / mult, &v)) != NULL)
+		return (strcmp(why, "out of range") == 0 ? why : "not a size");
+	v *= mult;
+	/* 0 means "none" where the minimum allows it. */
+	if (v != 0 && (v < min || v > max))
+		return ("out of range");
+	if (v == 0 && min > 0)
 		return ("out of range");
 	*out = v;
 	return (NULL);
@@ -656,6 +728,34 @@ config_set(struct config *cfg, const struct config_var *var,
 		else
 			*(int *)field = n;
 		return (0);
+	case KIND_SIZE:
+		if ((why = config_parse_size(value, var->min, var->max,
+		    &n)) != NULL)
+			return (config_error(err, errsz, where, var, value, why,
+			    NULL));
+		*(long *)field = n;
+		return (0);
+	case KIND_RANGE: {
+		const char	*dash = strchr(value, '-');
+		long		 lo, hi;
+
+		if (dash == NULL || (size_t)(dash - value) >= sizeof(buf))
+			return (config_error(err, errsz, where, var, value,
+			    "not FIRST-LAST", NULL));
+		memcpy(buf, value, dash - value);
+		buf[dash - value] = '\0';
+		if ((why = config_parse_number(buf, var->min, var->max,
+		    &lo)) != NULL || (why = config_parse_number(dash + 1,
+		    var->min, var->max, &hi)) != NULL)
+			return (config_error(err, errsz, where, var, value, why,
+			    NULL));
+		if (lo >= hi)
+			return (config_error(err, errsz, where, var, value,
+			    "FIRST is not below LAST", NULL));
+		((long *)field)[0] = lo;
+		((long *)field)[1] = hi;
+		return (0);
+	}
 	case KIND_USER:
 		if (!config_valid_user(value))
 			return (config_error(err, errsz, where, var, value,
@@ -1233,6 +1333,16 @@ config_to_json(const struct config *cfg)
 				v = json_object_new_int64(*(const long *)field);
 			else
 				v = json_object_new_int64(*(const int *)field);
+			break;
+		case KIND_SIZE:
+			v = json_object_new_int64(*(const long *)field);
+			break;
+		case KIND_RANGE:
+			v = json_object_new_array();
+			json_object_array_add(v, json_object_new_int64(
+			    ((const long *)field)[0]));
+			json_object_array_add(v, json_object_new_int64(
+			    ((const long *)field)[1]));
 			break;
 		case KIND_SECRET:
 			/* Set in the environment or the file: masked. */

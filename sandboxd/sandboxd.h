@@ -37,6 +37,11 @@ struct spawn_spec {
 	const char	 *tmpdir;	/* macOS: the per-spawn temp dir */
 	char *const	 *extra;	/* more bwrap arguments (WSL2, probe) */
 	int		  netgate;	/* bwrap waits for slirp4netns (spawn.c) */
+	/* who it runs as: the user's own ids (root mode), else sandboxd's */
+	uid_t		  uid;
+	gid_t		  gid;
+	/* direct mode: the grant's absolute end, wall ms (0: none, "keep") */
+	int64_t		  deadline_ms;
 };
 
 /* argv.c */
