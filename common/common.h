@@ -241,6 +241,12 @@ struct priv_plan {
 	int		 deny;		/* 1: default allow, listed calls EPERM */
 	int		 unix_sockets;	/* socket(2) only for AF_UNIX */
 	int		 debug;		/* trap and name an offending syscall */
+	/*
+	 * Capabilities kept across the drop (permitted and effective; the
+	 * bounding set keeps them too), ended by -1; NULL: none. Only a
+	 * daemon started as root has any to keep.
+	 */
+	const int	*keep_caps;
 };
 /* Look up a service user; fatalx when missing. */
 void	 priv_lookup(const char *user, uid_t *, gid_t *);

@@ -189,14 +189,28 @@ priv_dir(const char *what, const char *dir, uid_t uid, gid_t gid,
 	    (unsigned)mode, dir);
 }
 
-/* Empty the capability bounding set; needs CAP_SETPCAP, so root only. */
+/* Whether c is in a list ended by -1. */
+static int
+priv_kept(const int *keep, cap_value_t c)
+{
+	for (; keep != NULL && *keep != -1; keep++)
+		if (*keep == (int)c)
+			return (1);
+	return (0);
+}
+
+/*
+ * Empty the capability bounding set but for what the daemon keeps; needs
+ * CAP_SETPCAP, so root only.
+ */
 static void
-priv_trim_bounding(void)
+priv_trim_bounding(const int *keep)
 {
 	cap_value_t	c;
 
 	for (c = 0; c <= CAP_LAST_CAP; c++)
-		if (cap_drop_bound(c) == -1 && errno != EINVAL)
+		if (!priv_kept(keep, c) && cap_drop_bound(c) == -1 &&
+		    errno != EINVAL)
 			fatal("cap_drop_bound %d", (int)c);
 }
 
@@ -222,14 +236,23 @@ priv_switch_user(const char *name, const char *user)
 	    (unsigned)gid);
 }
 
-/* Clear every capability set, ambient included. */
+/*
+ * Clear every capability set, ambient included, but for the kept ones
+ * (permitted and effective, never inheritable: nothing exec'd gets them).
+ */
 static void
-priv_clear_caps(void)
+priv_clear_caps(const int *keep)
 {
-	cap_t	caps;
+	cap_value_t	c;
+	cap_t		caps;
 
 	if ((caps = cap_init()) == NULL)
 		fatal("cap_init");
+	for (c = 0; c <= CAP_LAST_CAP; c++)
+		if (priv_kept(keep, c) &&
+		    (cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) == -1 ||
+		    cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) == -1))
+			fatal("cap_set_flag");
 	if (cap_set_proc(caps) == -1)
 		fatal("cap_set_proc");
 	cap_free(caps);
@@ -243,11 +266,18 @@ priv_drop(const struct priv_plan *pp)
 {
 	struct rlimit	rl = { 0, 0 };
 
+	const int	*keep = geteuid() == 0 ? pp->keep_caps : NULL;
+
 	if (geteuid() == 0) {
-		priv_trim_bounding();
+		priv_trim_bounding(keep);
+		/* Kept capabilities survive the switch from uid 0. */
+		if (keep != NULL && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1)
+			fatal("PR_SET_KEEPCAPS");
 		priv_switch_user(pp->name, pp->user);
+		if (keep != NULL && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) == -1)
+			fatal("PR_SET_KEEPCAPS");
 	}
-	priv_clear_caps();
+	priv_clear_caps(keep);
 	if (setrlimit(RLIMIT_CORE, &rl) == -1)
 		fatal("setrlimit RLIMIT_CORE");
 	/* A daemon that never forks gets no process slots at all. */
@@ -255,6 +285,13 @@ priv_drop(const struct priv_plan *pp)
 		fatal("setrlimit RLIMIT_NPROC");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
 		fatal("PR_SET_NO_NEW_PRIVS");
+	/*
+	 * Not dumpable: a process of the same uid (rootless, everything runs
+	 * as one) can neither ptrace the daemon, read its memory through
+	 * /proc/PID/mem, nor enter /proc/PID/root or its fds.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		fatal("PR_SET_DUMPABLE");
 }
 
 /* Debug filters trap: name the syscall that was refused, then die. */
