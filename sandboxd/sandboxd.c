@@ -69,6 +69,19 @@ sandboxd_dirs(struct config *conf, uid_t uid, gid_t gid,
 	priv_dir("workspace root", conf->workspace_root, uid, gid, 0700);
 }
 
+/*
+ * The name of sandboxd's cgroup subtree: stable for one configuration
+ * (its run directory), so that a restarted sandboxd finds what it left.
+ */
+static void
+sandboxd_instance(struct config *conf, char *out, size_t outsz)
+{
+	char	hex[65];
+
+	sha256_hex(conf->run_dir, strlen(conf->run_dir), hex);
+	snprintf(out, outsz, "hostgate-%.8s", hex);
+}
+
 /* SIGCHLD: reap. */
 static void
 sandboxd_sigchld(evutil_socket_t sig, short ev, void *arg)
@@ -83,7 +96,7 @@ main(int argc, char *argv[])
 	struct config	 conf;
 	struct priv_plan plan;
 	struct event	*ev_chld;
-	char		*path;
+	char		*path, instance[32];
 	uid_t		 uid, broker_uid;
 	gid_t		 gid, broker_gid;
 	int		 debug, check, fd, separate;
@@ -107,7 +120,8 @@ main(int argc, char *argv[])
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 	sandboxd_dirs(&conf, uid, gid, broker_uid, broker_gid, separate);
-	cgroup_init(uid, gid);
+	sandboxd_instance(&conf, instance, sizeof(instance));
+	cgroup_init("", instance, uid, gid);
 	record_setup(&conf, uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);

@@ -146,9 +146,76 @@ int	 record_open(const char *id);
 struct json_object *record_finish(const char *id, int relay_status);
 
 /* cgroup.c */
-void	 cgroup_init(uid_t, gid_t);
+/* Limits of a user's or a spawn's cgroup; -1 (or 0 where noted): none. */
+struct cg_limits {
+	int64_t	memory_max;	/* bytes */
+	int64_t	swap_max;	/* bytes */
+	int64_t	pids_max;
+	int64_t	cpu_weight;	/* 1..10000; 0: the kernel's default */
+	int64_t	cpu_max;	/* percent of one CPU; 0: none */
+	int64_t	io_weight;	/* 1..10000; 0: the kernel's default */
+};
+/*
+ * As root, before the privilege drop: find or make sandboxd's subtree in
+ * every hierarchy (fsroot "" for the real /sys/fs/cgroup, or a fake tree
+ * for tests), move sandboxd into its leaf, hand the tree to uid:gid, and
+ * log which mechanism enforces what. instance names the subtree, stable
+ * across restarts of one configuration. Never fatal.
+ */
+void	 cgroup_init(const char *fsroot, const char *instance, uid_t, gid_t);
+/* From now on, retry removals of cgroups on a timer of base's loop. */
+void	 cgroup_loop(struct event_base *);
+/* Kill everything a previous sandboxd left in the tree; the count. */
+int	 cgroup_sweep(void);
+/* Whether spawns get a cgroup each (membership and kill). */
 int	 cgroup_enabled(void);
-int	 cgroup_user(const char *user, int pids_max, char *procs, size_t);
+/*
+ * {"base", "membership", "kill", "memory", "swap", "pids", "cpu",
+ * "cpu_max", "io", "spawn_memory", "spawn_pids": how, or null;
+ * "not_enforced": {the same keys: why}}
+ */
+struct json_object *cgroup_json(void);
+/* The limits of HOSTGATE_USER_* and of HOSTGATE_SPAWN_*. */
+void	 cgroup_limits_user(const struct config *, struct cg_limits *);
+void	 cgroup_limits_spawn(const struct config *, struct cg_limits *);
+/* Make (or update) a user's cgroups with limits: 0, or -1 and err. */
+int	 cgroup_user(const char *user, const struct cg_limits *, char *err,
+	    size_t);
+/* In a spawner child: join the user's cgroups (v1 limits, v2 leaf). */
+int	 cgroup_user_join(const char *user);
+/*
+ * Make a spawn's cgroup under its user's (in d-SESSION for a direct
+ * spawn with a session). *v2fd: an O_PATH fd of the v2 directory for
+ * clone3(CLONE_INTO_CGROUP), or -1; procs: a cgroup.procs path the child
+ * must join by writing (v1 only hosts), or "". 0, or -1 and err.
+ * Disabled (!cgroup_enabled()): 0 with neither.
+ */
+int	 cgroup_spawn(const char *user, const char *session, const char *id,
+	    const struct cg_limits *, int *v2fd, char *procs, size_t procssz,
+	    char *err, size_t errsz);
+/*
+ * Kill every process in a spawn's cgroup, then remove it (later, when
+ * processes are still dying). The number of processes it held, or -1.
+ */
+int	 cgroup_spawn_kill(const char *user, const char *session,
+	    const char *id);
+/* The same for every direct spawn of a session, or all of a user. */
+int	 cgroup_session_kill(const char *session);
+int	 cgroup_user_kill(const char *user);
+/*
+ * OOM kills so far in a spawn's cgroup (memory on v2), else in its user's
+ * (id NULL, or memory on v1: the caller compares before and after); -1
+ * unknown.
+ */
+int64_t	 cgroup_oom_kills(const char *user, const char *id);
+/*
+ * {"memory": {"current", "max"}, "pids": {"current", "max"}, "oom_kills"}
+ * of a user; null where unknown or unlimited.
+ */
+struct json_object *cgroup_usage(const char *user);
+/* The cgroup path of a spawn, for audit records, or NULL. */
+const char *cgroup_path(const char *user, const char *session,
+	    const char *id, char *buf, size_t);
 void	 cgroup_fini(void);
 
 /* broker.c */
