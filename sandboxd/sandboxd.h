@@ -164,11 +164,17 @@ struct spawner_job {
 	uid_t		 uid;
 	gid_t		 gid;
 	const char	*cwd;		/* chdir before exec, or NULL */
+	/* directories to hide in a mount namespace (NULL-terminated), and
+	 * the workspace to keep; NULL: the host's mounts as they are */
+	const char *const *hide;
+	const char	*workspace;
 	int		 nproc;		/* RLIMIT_NPROC */
 	char *const	*argv;
 	char *const	*envp;
 };
 void	 spawner_init(struct event_base *, struct config *);
+/* Returns unless argv[0] is the direct-mode hider's (then never). */
+void	 spawner_direct_main(int argc, char *argv[]);
 int	 spawner_user(const char *user, char *err, size_t);
 int	 spawner_submit(const struct spawner_job *, char *err, size_t);
 size_t	 spawner_pending(void);

@@ -631,6 +631,7 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	struct winsize		 ws;
 	struct timeval		 tv;
 	char			*line, ptsname_buf[64], cgprocs[1024];
+	const char		*hide[4];
 	int			 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
 	int			 devnull = -1, slave = -1, cgfd = -1, setid;
 
@@ -710,6 +711,15 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	j.uid = s->uid;
 	j.gid = s->gid;
 	j.cwd = s->mode == MODE_DIRECT ? s->cwd : NULL;
+	/* One uid for everything: direct mode cannot see hostgate's files. */
+	if (s->mode == MODE_DIRECT && !setid) {
+		hide[0] = spawn_conf->state_dir;
+		hide[1] = spawn_conf->run_dir;
+		hide[2] = spawn_conf->workspace_root;
+		hide[3] = NULL;
+		j.hide = hide;
+		j.workspace = s->workspace;
+	}
 	j.nproc = p->cg ? SPAWN_NPROC_CG : SPAWN_NPROC;
 	j.argv = argv->v;
 	j.envp = envp;

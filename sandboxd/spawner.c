@@ -17,6 +17,7 @@
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -60,10 +61,13 @@
 #define SPAWNER_F_NET	0x2	/* bwrap waits for its network (fds 4-6) */
 #define SPAWNER_F_SETID	0x4	/* switch to uid/gid */
 #define SPAWNER_F_CG	0x8	/* the last fd is the v2 cgroup directory */
+#define SPAWNER_HIDE_MAX 8	/* directories a direct spawn cannot see */
+#define SPAWNER_DIRECT	"hostgate-direct"	/* argv[0] of the hider */
 
 /*
  * sandboxd -> spawner: this header, then NUL-terminated strings (the v1
- * cgroup.procs path, the cwd to enter, argc args, envc variables), and as
+ * cgroup.procs path, the cwd to enter, argc args, envc variables, nhide
+ * directories to hide and the workspace to keep when nhide > 0), and as
  * SCM_RIGHTS: stdio (3, or 1 with SPAWNER_F_TTY), nkeep fds for bwrap,
  * and the cgroup directory with SPAWNER_F_CG.
  */
@@ -76,6 +80,7 @@ struct spawner_req {
 	int32_t		nproc;		/* RLIMIT_NPROC */
 	uint32_t	argc;
 	uint32_t	envc;
+	uint32_t	nhide;		/* then the workspace, after envp */
 };
 
 /*
@@ -290,14 +295,97 @@ spawner_rlimits(int nproc)
 	setrlimit(RLIMIT_NPROC, &rl);
 }
 
+/* Write a /proc/PID file (uid_map, gid_map, setgroups). */
+static int
+spawner_proc_write(pid_t pid, const char *name, const char *text)
+{
+	char	path[64];
+	int	fd, rc;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		return -1;
+	rc = spawner_write(fd, text);
+	close(fd);
+	return rc;
+}
+
+/* mkdir -p of a mount point, in a tmpfs made just before. */
+static int
+spawner_mkdirs(const char *path)
+{
+	char	buf[4096], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+		return -1;
+	for (p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+		return -1;
+	return 0;
+}
+
+/*
+ * One uid for everything (rootless): a direct spawn gets a user and mount
+ * namespace of its own where hostgate's directories are empty tmpfs and
+ * only the user's workspace is bound back. Same uid, host network and
+ * processes: it hides what the uid could otherwise read, no more. The
+ * namespace's capabilities end at exec (the uid inside is not 0). Runs in
+ * a fresh image of sandboxd's binary (spawner_direct_main): it writes its
+ * own uid_map, which a non-dumpable process cannot, and a copy of
+ * sandboxd's memory must never be dumpable.
+ */
+static void
+spawner_hide(char **hide, int nhide, const char *workspace)
+{
+	char	map[64], src[64];
+	uid_t	uid = getuid();
+	gid_t	gid = getgid();
+	int	ws, i;
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
+		goto fail;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	if (spawner_proc_write(getpid(), "uid_map", map) == -1 ||
+	    spawner_proc_write(getpid(), "setgroups", "deny\n") == -1)
+		goto fail;
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	if (spawner_proc_write(getpid(), "gid_map", map) == -1 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		goto fail;
+	/* Held in the new namespace's tree: bound back once hidden. */
+	if ((ws = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		goto fail;
+	for (i = 0; i < nhide; i++)
+		if (mount("tmpfs", hide[i], "tmpfs", MS_NOSUID | MS_NODEV |
+		    MS_NOEXEC, "size=64k,mode=0755") == -1 && errno != ENOENT)
+			goto fail;
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", ws);
+	if (spawner_mkdirs(workspace) == -1 ||
+	    mount(src, workspace, NULL, MS_BIND | MS_REC, NULL) == -1)
+		goto fail;
+	close(ws);
+	return;
+fail:
+	dprintf(2, "hostgate: cannot hide hostgate's directories: %s\n",
+	    strerror(errno));
+	_exit(126);
+}
+
 /*
  * The spawn itself, in the child of clone3: a clean slate, then exec.
  * What it prints on failure reaches the command's stderr or the terminal.
  */
 static void
 spawner_child(const struct spawner_req *rq, const char *procs,
-    const char *cwd, char **argv, char **envp, const int *stdio,
-    const int *keep, int nkeep)
+    const char *cwd, char **argv, char **envp, char **hide,
+    const char *workspace, const int *stdio, const int *keep, int nkeep)
 {
 	int	high[SPAWN_MAX_KEEP], i, fd;
 
@@ -336,6 +424,27 @@ spawner_child(const struct spawner_req *rq, const char *procs,
 	spawner_rlimits(rq->nproc);
 	spawner_become(rq->flags & SPAWNER_F_SETID, rq->uid, rq->gid);
 	umask(077);
+	if (rq->nhide > 0) {
+		char	**nargv;
+		int	  n = 0;
+
+		/* hostgate-direct DIR... -- WORKSPACE CWD ARGV... */
+		if ((nargv = calloc(rq->nhide + rq->argc + 5,
+		    sizeof(*nargv))) == NULL)
+			_exit(126);
+		nargv[n++] = SPAWNER_DIRECT;
+		for (i = 0; i < (int)rq->nhide; i++)
+			nargv[n++] = hide[i];
+		nargv[n++] = "--";
+		nargv[n++] = (char *)workspace;
+		nargv[n++] = (char *)cwd;
+		for (i = 0; i < (int)rq->argc; i++)
+			nargv[n++] = argv[i];
+		execve("/proc/self/exe", nargv, envp);
+		dprintf(2, "hostgate: cannot run sandboxd's binary: %s\n",
+		    strerror(errno));
+		_exit(127);
+	}
 	if (cwd[0] != '\0' && chdir(cwd) == -1) {
 		dprintf(2, "hostgate: cannot enter %s\n", cwd);
 		_exit(126);
@@ -393,21 +502,6 @@ spawner_wait(int fd, int pidfd, const char *pat, char *buf, size_t bufsz,
 		buf[len] = '\0';
 	}
 	return 0;
-}
-
-/* Write a /proc/PID file (uid_map, gid_map, setgroups). */
-static int
-spawner_proc_write(pid_t pid, const char *name, const char *text)
-{
-	char	path[64];
-	int	fd, rc;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	rc = spawner_write(fd, text);
-	close(fd);
-	return rc;
 }
 
 /*
@@ -662,6 +756,7 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	struct spawner_req	 rq;
 	char			*p, *end = msg + len, *procs, *cwd;
 	char			**argv = NULL, **envp = NULL;
+	char			*hide[SPAWNER_HIDE_MAX], *workspace = NULL;
 	int			 stdio[3], keep[SPAWN_MAX_KEEP], nkeep, nstdio;
 	int			 info[2] = { -1, -1 }, ub[2] = { -1, -1 };
 	int			 bl[2] = { -1, -1 }, pidfd = -1, cgfd = -1, i;
@@ -685,6 +780,7 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		return;
 	}
 	if (rq.nkeep > 1 || rq.argc == 0 || rq.argc > 4096 ||
+	    rq.nhide > SPAWNER_HIDE_MAX ||
 	    rq.envc > 4096 || nfds != nstdio + (int)rq.nkeep +
 	    ((rq.flags & SPAWNER_F_CG) ? 1 : 0)) {
 		snprintf(rep->err, sizeof(rep->err), "malformed spawn request");
@@ -702,6 +798,11 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	for (k = 0; k < rq.envc; k++)
 		if ((envp[k] = spawner_str(&p, end)) == NULL)
 			goto bad;
+	for (k = 0; k < rq.nhide; k++)
+		if ((hide[k] = spawner_str(&p, end)) == NULL)
+			goto bad;
+	if (rq.nhide > 0 && (workspace = spawner_str(&p, end)) == NULL)
+		goto bad;
 	for (i = 0; i < 3; i++)
 		stdio[i] = fds[nstdio == 1 ? 0 : i];
 	nkeep = 0;
@@ -723,7 +824,8 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	}
 	pid = spawner_clone(CLONE_PARENT, cgfd, &pidfd);
 	if (pid == 0)
-		spawner_child(&rq, procs, cwd, argv, envp, stdio, keep, nkeep);
+		spawner_child(&rq, procs, cwd, argv, envp, hide, workspace,
+		    stdio, keep, nkeep);
 	if (pid == -1) {
 		snprintf(rep->err, sizeof(rep->err), "clone3: %s",
 		    strerror(errno));
@@ -978,6 +1080,7 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 	struct spawner_req	 rq;
 	struct spawner		*s;
 	char *const		*a;
+	const char *const	*h;
 	size_t			 len;
 	int			 fds[SPAWNER_FDS], nfds = 0, i;
 
@@ -1003,6 +1106,9 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 		rq.argc++;
 	for (a = j->envp; a != NULL && *a != NULL; a++)
 		rq.envc++;
+	for (h = j->hide; h != NULL && *h != NULL; h++)
+		if (rq.nhide++ == SPAWNER_HIDE_MAX)
+			goto toolong;
 	memcpy(buf, &rq, sizeof(rq));
 	len = sizeof(rq);
 	if (spawner_put(buf, &len, j->procs ? j->procs : "") == -1 ||
@@ -1014,6 +1120,11 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 	for (a = j->envp; a != NULL && *a != NULL; a++)
 		if (spawner_put(buf, &len, *a) == -1)
 			goto toolong;
+	for (h = j->hide; h != NULL && *h != NULL; h++)
+		if (spawner_put(buf, &len, *h) == -1)
+			goto toolong;
+	if (rq.nhide > 0 && spawner_put(buf, &len, j->workspace) == -1)
+		goto toolong;
 	for (i = 0; i < (j->tty ? 1 : 3); i++)
 		fds[nfds++] = j->stdio[i];
 	if (j->keep != -1)
@@ -1080,4 +1191,36 @@ spawner_init(struct event_base *base, struct config *conf)
 {
 	spawner_base = base;
 	spawner_conf = conf;
+}
+
+/*
+ * sandboxd's binary run as "hostgate-direct DIR... -- WORKSPACE CWD
+ * PROGRAM ARGS...": hide the directories (spawner_hide), enter CWD and
+ * run the program. Only the spawner's child starts it so; it returns
+ * when argv is not such a line, else never.
+ */
+void
+spawner_direct_main(int argc, char *argv[])
+{
+	int	i, nhide;
+
+	if (argc < 1 || strcmp(argv[0], SPAWNER_DIRECT) != 0)
+		return;
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+		;
+	nhide = i - 1;
+	if (i + 3 >= argc || nhide < 1) {
+		fprintf(stderr, "usage: %s DIR... -- WORKSPACE CWD PROGRAM "
+		    "[ARG...]\n", SPAWNER_DIRECT);
+		_exit(2);
+	}
+	spawner_hide(argv + 1, nhide, argv[i + 1]);
+	if (chdir(argv[i + 2]) == -1) {
+		dprintf(2, "hostgate: cannot enter %s\n", argv[i + 2]);
+		_exit(126);
+	}
+	execv(argv[i + 3], argv + i + 3);
+	dprintf(2, "hostgate: cannot run %s: %s\n", argv[i + 3],
+	    strerror(errno));
+	_exit(127);
 }
