@@ -16,6 +16,7 @@
 #include <linux/openat2.h>
 
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -231,6 +232,10 @@ spawn_child(const struct spawn_spec *s, char *const argv[],
 	rl.rlim_cur = rl.rlim_max = cg != NULL ? SPAWN_NPROC_CG : SPAWN_NPROC;
 	setrlimit(RLIMIT_NPROC, &rl);
 	umask(077);
+	if (s->uid != getuid() && (setgroups(0, NULL) == -1 ||
+	    setresgid(s->gid, s->gid, s->gid) == -1 ||
+	    setresuid(s->uid, s->uid, s->uid) == -1))
+		_exit(126);
 	if (s->mode == MODE_DIRECT && chdir(s->cwd) == -1) {
 		dprintf(2, "hostgate: cannot enter %s\n", s->cwd);
 		_exit(126);
