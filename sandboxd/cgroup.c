@@ -230,7 +230,7 @@ cg_self(enum cg_hier h, char *out, size_t outsz)
 		    (p = strchr(ctl + 1, ':')) == NULL)
 			continue;
 		*p++ = '\0';
-		ctl++;
+		*ctl++ = '\0';
 		if (h == H_V2) {
 			if (strcmp(line, "0") == 0 && *ctl == '\0')
 				found = 0;
@@ -434,8 +434,11 @@ static void
 cg_pick(enum cg_what w, const char *v2ctl, const char *v2file,
     enum cg_hier h1, const char *v1file, const char *unwhy)
 {
+	char	plus[32];
+
+	snprintf(plus, sizeof(plus), "+%s", v2ctl != NULL ? v2ctl : "");
 	if (cg_base[H_V2][0] != '\0' && v2ctl != NULL &&
-	    cg_word(cg_v2ctl, v2ctl))
+	    cg_word(cg_v2ctl, plus))
 		cg_set(w, H_V2, "cgroup v2 %s", v2file);
 	else if (h1 != H_N && cg_base[h1][0] != '\0' &&
 	    cg_has(cg_base[h1], v1file))
@@ -510,7 +513,7 @@ cg_drop_unused(void)
 		for (w = W_MEMORY; w < W_N; w++)
 			used |= cg_ctl[w] == h;
 		if (!used) {
-			(void)rmdir(cg_base[h]);
+			(void)cg_remove(cg_base[h]);
 			cg_base[h][0] = '\0';
 		}
 	}
@@ -597,7 +600,7 @@ cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
 	if (cg_member == -1) {
 		for (h = H_MEMORY; h < H_N; h++)
 			if (cg_base[h][0] != '\0')
-				(void)rmdir(cg_base[h]);
+				(void)cg_remove(cg_base[h]);
 		for (h = 0; h < H_N; h++)
 			cg_base[h][0] = '\0';
 		for (w = W_MEMORY; w < W_N; w++)
@@ -1403,11 +1406,17 @@ cgroup_fini(void)
 		event_free(cg_ev_retry);
 		cg_ev_retry = NULL;
 	}
-	/* Empty user cgroups go; BASE and daemon stay while we are in it. */
+	/*
+	 * Empty user cgroups go, and v1's BASE when empty; v2's BASE and
+	 * its daemon leaf stay while we are in it (the next start's).
+	 */
 	for (; cg_nusers > 0; cg_nusers--)
 		for (h = 0; h < H_N; h++)
 			if (cg_user_dir(h, cg_users[cg_nusers - 1].name, path,
 			    sizeof(path)) == 0)
 				(void)cg_remove(path);
+	for (h = H_MEMORY; h < H_N; h++)
+		if (cg_base[h][0] != '\0' && h != cg_member)
+			(void)rmdir(cg_base[h]);
 	cg_member = -1;
 }

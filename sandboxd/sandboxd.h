@@ -135,16 +135,13 @@ const char *spawn_backend(struct proc *);
 const char *spawn_sha256(struct proc *);
 void	 spawn_where_json(struct proc *, struct json_object *);
 int	 spawn_status(struct proc *);
+/* Whether the kernel's OOM killer ended a process of the spawn. */
+int	 spawn_oom(struct proc *);
 struct json_object *spawn_list(void);
 int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 	    size_t outsz, char *err, size_t errsz);
-/* The same with the user's file-system ids (a 0700 workspace of theirs). */
-int	 spawn_cwd_as(uid_t, gid_t, const char *workspace, const char *cwd,
-	    char *out, size_t outsz, char *err, size_t errsz);
 /* 1 when spawns run as their user's uid (root mode), 0: one uid for all. */
 int	 spawn_per_user(void);
-/* Whether a spawn died of an OOM kill in its cgroup. */
-int	 spawn_oom(struct proc *);
 /* A spawner's answer (spawner.c): the pid, or why it did not start. */
 void	 spawn_started(uint64_t seq, pid_t pid, pid_t slirp, int slirp_exit,
 	    const char *err);
@@ -265,6 +262,40 @@ struct json_object *cgroup_usage(const char *user);
 const char *cgroup_path(const char *user, const char *session,
 	    const char *id, char *buf, size_t);
 void	 cgroup_fini(void);
+
+/* grant.c */
+void	 grant_init(struct event_base *);
+/*
+ * Hold a session's direct-mode deadline (absolute, wall ms; 0: none, the
+ * session's is dropped): at it, every direct spawn of the session is
+ * killed, whole cgroups. A later call replaces it. 0, or -1 and err.
+ */
+int	 grant_set(const char *session, const char *user, int64_t deadline_ms,
+	    char *err, size_t);
+/* Whether a deadline (0: none) has passed. */
+int	 grant_expired(int64_t deadline_ms);
+/* The grant of a session ended otherwise (revert, logout): forget it. */
+void	 grant_end(const char *session);
+/* [{session, user, deadline_ms}] */
+struct json_object *grant_json(void);
+
+/* ids.c */
+/* Remember the uid range and the daemons' ids (ids_init does too). */
+void	 ids_setup(const struct config *);
+/*
+ * As root, at start: ids_setup, then fatal when an id of
+ * HOSTGATE_UID_RANGE is known to NSS or overlaps /etc/subuid or
+ * /etc/subgid.
+ */
+void	 ids_init(const struct config *);
+/* The NSS and subordinate-id checks alone: 0, or -1 and err. */
+int	 ids_check_nss(long lo, long hi, char *err, size_t);
+int	 ids_check_subid(const char *path, long lo, long hi, char *err,
+	    size_t);
+/* Whether a spawn may run as uid:gid (range, or mapped account). */
+int	 ids_check(int64_t uid, int64_t gid, char *err, size_t);
+/* Whether spawns get their users' own ids (sandboxd holds CAP_SETUID). */
+int	 ids_per_user(void);
 
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,

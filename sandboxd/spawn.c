@@ -8,7 +8,6 @@
  * is killed: nothing it forked, setsid'd or daemonized outlives it.
  */
 #include <sys/types.h>
-#include <sys/fsuid.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -957,37 +956,6 @@ spawn_cwd(const char *workspace, const char *cwd, char *out, size_t outsz,
 	}
 	close(fd);
 	return 0;
-}
-
-/*
- * spawn_cwd with the file-system ids of the spawn's user (root mode):
- * sandboxd cannot enter another uid's 0700 workspace with its own.
- */
-int
-spawn_cwd_as(uid_t uid, gid_t gid, const char *workspace, const char *cwd,
-    char *out, size_t outsz, char *err, size_t errsz)
-{
-	uid_t	ouid = getuid();
-	gid_t	ogid = getgid();
-	int	rc;
-
-	if (!spawn_setid || uid == 0 || gid == 0)
-		return spawn_cwd(workspace, cwd, out, outsz, err, errsz);
-	setfsgid(gid);
-	setfsuid(uid);
-	/* setfsuid reports the previous id only: check the switch. */
-	if ((uid_t)setfsuid(-1) != uid || (gid_t)setfsgid(-1) != gid) {
-		setfsuid(ouid);
-		setfsgid(ogid);
-		snprintf(err, errsz, "cannot switch to uid %u", (unsigned)uid);
-		return -1;
-	}
-	rc = spawn_cwd(workspace, cwd, out, outsz, err, errsz);
-	setfsuid(ouid);
-	setfsgid(ogid);
-	if ((uid_t)setfsuid(-1) != ouid || (gid_t)setfsgid(-1) != ogid)
-		fatalx("cannot switch back to sandboxd's file-system ids");
-	return rc;
 }
 
 /* Whether spawns run as their user's own uid (CAP_SETUID kept). */
