@@ -17,12 +17,54 @@ static int64_t		 admin_started;	/* monotonic ms */
 
 struct counters		 counters;
 
-/* GET /api/admin/sessions */
+/* One user's usage for the admin sessions view. */
+struct admin_usage {
+	struct front_pending	*fp;
+	char			 user[USER_NAME_MAX + 1];
+};
+
+/*
+ * sandboxd answered (or not) for one user: their sessions get it; the
+ * last answer sends the view.
+ */
+static void
+admin_sessions_usage(struct json_object *usage, const char *why, void *arg)
+{
+	struct admin_usage	*au = arg;
+	struct front_pending	*fp = au->fp;
+	struct json_object	*arr, *o;
+	size_t			 i;
+	const char		*u;
+
+	arr = json_object_object_get(fp->res, "sessions");
+	for (i = 0; i < json_object_array_length(arr); i++) {
+		o = json_object_array_get_idx(arr, i);
+		if ((u = json_str(o, "user")) == NULL ||
+		    strcmp(u, au->user) != 0)
+			continue;
+		json_object_object_add(o, "usage", json_object_get(usage));
+		json_object_object_add(o, "usage_reason", usage == NULL ?
+		    json_object_new_string(why) : NULL);
+	}
+	free(au);
+	if (--fp->waiting == 0) {
+		o = fp->res;
+		fp->res = NULL;
+		front_pending_reply(fp, o);
+	}
+}
+
+/*
+ * GET /api/admin/sessions: each with its user's limits and usage (sandboxd
+ * is asked once per user; the reply waits for it, briefly).
+ */
 void
 admin_sessions(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct json_object	*arr, *o, *res;
-	struct session		*s;
+	struct front_pending	*fp;
+	struct admin_usage	*au;
+	struct session		*s, *t;
 	char			 when[40];
 
 	arr = json_object_new_array();
@@ -54,7 +96,30 @@ admin_sessions(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(res, "sessions", arr);
 	json_object_object_add(res, "runtime", json_object_new_string(
 	    admin_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
-	ipc_reply(p, m, res, NULL, 0);
+	json_object_object_add(res, "limits", front_limits_json());
+	json_object_object_add(res, "containment", sandbox_containment_json());
+	fp = front_pending_new(p, m);
+	fp->res = res;
+	fp->waiting = 1;	/* until every question is asked */
+	for (s = session_first(); s != NULL; s = session_next(s)) {
+		/* Once per user: at their first session. */
+		for (t = session_first(); t != s; t = session_next(t))
+			if (strcmp(t->user, s->user) == 0)
+				break;
+		if (t != s)
+			continue;
+		if ((au = calloc(1, sizeof(*au))) == NULL)
+			fatal("%s", __func__);
+		au->fp = fp;
+		snprintf(au->user, sizeof(au->user), "%s", s->user);
+		fp->waiting++;
+		sandbox_usage_ask(s->user, FRONT_USAGE_MS, admin_sessions_usage,
+		    au);
+	}
+	if (--fp->waiting == 0) {
+		fp->res = NULL;
+		front_pending_reply(fp, res);
+	}
 }
 
 /* POST /api/admin/sessions/{id}/revert */

@@ -3,13 +3,19 @@
  * password check. The file is rewritten atomically (mode 0600) after every
  * change:
  *   {"version": 1, "users": [{"name": "...", "role": "admin" | "user",
- *    "hash": "$argon2id$...", "created": <unix seconds>}]}
+ *    "hash": "$argon2id$...", "created": <unix seconds>, "uid": N,
+ *    "gid": N, "unix_user": "..." (only when mapped)}]}
+ * Each user has a uid and gid of their own: the lowest uid of
+ * HOSTGATE_UID_RANGE that no other user holds (gid == uid), or those of an
+ * existing Unix account (hgctl user add --unix-user). A file without them
+ * (an older version) gets them at load, and is written back.
  */
 
 #include <sys/random.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +42,14 @@ static struct user_list	 auth_users = TAILQ_HEAD_INITIALIZER(auth_users);
 static char		*auth_path;
 /* Verified against when the user is unknown, so timing hides who exists. */
 static char		 auth_dummy[AUTH_ENCODED_MAX];
+/* Where uids come from (HOSTGATE_UID_RANGE) and which a mapping may not be. */
+#define AUTH_RESERVED_MAX	8
+static int64_t		 auth_uid_lo = 1879048192, auth_uid_hi = 1879113727;
+static struct {
+	uid_t		 uid;
+	char		 why[48];
+} auth_reserved[AUTH_RESERVED_MAX];
+static size_t		 auth_nreserved;
 
 /* Free one user. */
 static void
@@ -43,6 +57,7 @@ auth_user_free(struct user *u)
 {
 	free(u->name);
 	free(u->hash);
+	free(u->unix_user);
 	free(u);
 }
 
@@ -70,7 +85,113 @@ auth_user_new(const char *name, int admin, const char *hash, int64_t created)
 		fatal("%s", __func__);
 	u->admin = admin;
 	u->created = created;
+	u->uid = u->gid = -1;
 	return u;
+}
+
+/* The user holding uid (other than except), or NULL. */
+static struct user *
+auth_uid_holder(int64_t uid, const struct user *except)
+{
+	struct user	*u;
+
+	TAILQ_FOREACH(u, &auth_users, entry)
+		if (u != except && u->uid == uid)
+			return u;
+	return NULL;
+}
+
+/* Why uid is a daemon's or root's, or NULL. */
+static const char *
+auth_uid_reserved(int64_t uid)
+{
+	size_t	i;
+
+	if (uid == 0)
+		return "root";
+	for (i = 0; i < auth_nreserved; i++)
+		if ((int64_t)auth_reserved[i].uid == uid)
+			return auth_reserved[i].why;
+	return NULL;
+}
+
+/* Whether an allocated uid (not a mapped one) is fit to keep. */
+static int
+auth_uid_fits(const struct user *u)
+{
+	return u->uid >= auth_uid_lo && u->uid <= auth_uid_hi &&
+	    u->gid == u->uid && auth_uid_reserved(u->uid) == NULL &&
+	    auth_uid_holder(u->uid, u) == NULL;
+}
+
+/* The lowest uid of the range no user holds, or -1 when none is left. */
+static int64_t
+auth_uid_alloc(void)
+{
+	int64_t	uid;
+
+	for (uid = auth_uid_lo; uid <= auth_uid_hi; uid++)
+		if (auth_uid_holder(uid, NULL) == NULL &&
+		    auth_uid_reserved(uid) == NULL)
+			return uid;
+	return -1;
+}
+
+/* Where allocated uids come from: HOSTGATE_UID_RANGE, inclusive. */
+void
+auth_uid_range(int64_t lo, int64_t hi)
+{
+	auth_uid_lo = lo;
+	auth_uid_hi = hi;
+}
+
+/* A uid no user may have (a daemon's), with what it is for the error. */
+void
+auth_uid_reserve(uid_t uid, const char *why)
+{
+	size_t	i;
+
+	for (i = 0; i < auth_nreserved; i++)
+		if (auth_reserved[i].uid == uid)
+			return;
+	if (auth_nreserved == AUTH_RESERVED_MAX)
+		fatalx("%s: too many", __func__);
+	auth_reserved[auth_nreserved].uid = uid;
+	snprintf(auth_reserved[auth_nreserved].why,
+	    sizeof(auth_reserved[auth_nreserved].why), "%s", why);
+	auth_nreserved++;
+}
+
+/*
+ * Whether a Unix account's ids may be a user's (except: the user itself);
+ * fills err with the reason if not.
+ */
+static int
+auth_ids_ok(int64_t uid, int64_t gid, const struct user *except, char *err,
+    size_t errsz)
+{
+	struct user	*h;
+	const char	*why;
+
+	if (uid < 0 || uid >= UINT_MAX || gid < 0 || gid >= UINT_MAX) {
+		snprintf(err, errsz, "uid and gid must be from 0 to %u",
+		    UINT_MAX - 1);
+		return 0;
+	}
+	if ((why = auth_uid_reserved(uid)) != NULL) {
+		snprintf(err, errsz, "uid %lld is that of %s", (long long)uid, why);
+		return 0;
+	}
+	if (gid == 0) {
+		snprintf(err, errsz, "its primary group is root's (gid 0)");
+		return 0;
+	}
+	if ((h = auth_uid_holder(uid, except)) != NULL) {
+		snprintf(err, errsz, "uid %lld is already user %s's",
+		    (long long)uid, h->name);
+		return 0;
+	}
+	return 1;
 }
 
 /* Whether a password has an acceptable length; fills err if not. */
@@ -171,6 +292,11 @@ auth_save(char *err, size_t errsz)
 		json_object_object_add(o, "hash", json_object_new_string(u->hash));
 		json_object_object_add(o, "created",
 		    json_object_new_int64(u->created));
+		json_object_object_add(o, "uid", json_object_new_int64(u->uid));
+		json_object_object_add(o, "gid", json_object_new_int64(u->gid));
+		if (u->unix_user != NULL)
+			json_object_object_add(o, "unix_user",
+			    json_object_new_string(u->unix_user));
 		json_object_array_add(arr, o);
 	}
 	s = json_object_to_json_string_length(root,
@@ -186,8 +312,9 @@ auth_save(char *err, size_t errsz)
 static struct user *
 auth_parse_user(struct json_object *o, size_t i, char *err, size_t errsz)
 {
-	const char	*name, *role, *hash;
-	int64_t		 created;
+	struct user	*u;
+	const char	*name, *role, *hash, *unix_user;
+	int64_t		 created, uid = -1, gid = -1;
 
 	if (!json_object_is_type(o, json_type_object)) {
 		snprintf(err, errsz, "user %zu: not an object", i);
@@ -222,7 +349,73 @@ auth_parse_user(struct json_object *o, size_t i, char *err, size_t errsz)
 		snprintf(err, errsz, "user %s: listed twice", name);
 		return NULL;
 	}
-	return auth_user_new(name, strcmp(role, "admin") == 0, hash, created);
+	/* Without ids (an older file): auth_init gives them. */
+	if (json_object_object_get_ex(o, "uid", NULL) &&
+	    (json_int(o, "uid", &uid) == -1 || json_int(o, "gid", &gid) == -1 ||
+	    uid < 1 || uid >= UINT_MAX || gid < 0 || gid >= UINT_MAX)) {
+		snprintf(err, errsz, "user %s: uid and gid must be integers "
+		    "from 1 to %u", name, UINT_MAX - 1);
+		return NULL;
+	}
+	unix_user = json_str(o, "unix_user");
+	if (json_object_object_get_ex(o, "unix_user", NULL) &&
+	    (unix_user == NULL || *unix_user == '\0' || uid == -1)) {
+		snprintf(err, errsz, "user %s: unix_user must be a name, with "
+		    "its uid and gid", name);
+		return NULL;
+	}
+	u = auth_user_new(name, strcmp(role, "admin") == 0, hash, created);
+	u->uid = uid;
+	u->gid = gid;
+	if (unix_user != NULL && (u->unix_user = strdup(unix_user)) == NULL)
+		fatal("%s", __func__);
+	return u;
+}
+
+/*
+ * Give every user without a fit uid one of the range (a file written before
+ * uids, or a changed range); a uid two users share is an error. 1 when a
+ * user got one (the file needs writing), 0 when none did, -1 with err.
+ */
+static int
+auth_assign_ids(char *err, size_t errsz)
+{
+	struct user	*u, *h;
+	int		 changed = 0;
+
+	TAILQ_FOREACH(u, &auth_users, entry) {
+		if (u->uid != -1 && (h = auth_uid_holder(u->uid, u)) != NULL &&
+		    (u->unix_user != NULL || h->unix_user != NULL)) {
+			snprintf(err, errsz, "users %s and %s have one uid, "
+			    "%lld", h->name, u->name, (long long)u->uid);
+			return -1;
+		}
+		if (u->unix_user != NULL) {
+			if (auth_uid_reserved(u->uid) != NULL)
+				log_warnx("user %s: uid %lld is that of %s; sandboxd "
+				    "will refuse their spawns", u->name,
+				    (long long)u->uid,
+				    auth_uid_reserved(u->uid));
+			continue;
+		}
+		if (u->uid != -1 && auth_uid_fits(u))
+			continue;
+		if (u->uid != -1)
+			log_warnx("user %s: uid %lld is outside "
+			    "HOSTGATE_UID_RANGE or not theirs alone; a new one",
+			    u->name, (long long)u->uid);
+		u->uid = -1;
+		if ((u->uid = auth_uid_alloc()) == -1) {
+			snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE "
+			    "for user %s", u->name);
+			return -1;
+		}
+		u->gid = u->uid;
+		log_info("user %s: uid and gid %lld", u->name,
+		    (long long)u->uid);
+		changed = 1;
+	}
+	return changed;
 }
 
 /* Load the users from text; fills err (without the file name) if bad. */
@@ -293,7 +486,7 @@ auth_load(char *err, size_t errsz)
 int
 auth_init(const char *state_dir, char *err, size_t errsz)
 {
-	char	seed[64];
+	char	seed[64], why[256];
 
 	auth_clear();
 	free(auth_path);
@@ -308,16 +501,40 @@ auth_init(const char *state_dir, char *err, size_t errsz)
 			return -1;
 		}
 	}
-	return auth_load(err, errsz);
+	if (auth_load(err, errsz) == -1)
+		return -1;
+	switch (auth_assign_ids(why, sizeof(why))) {
+	case -1:
+		snprintf(err, errsz, "%s: %s", auth_path, why);
+		auth_clear();
+		return -1;
+	case 1:
+		return auth_save(err, errsz);
+	}
+	return 0;
 }
 
-/* Add a user; fills err when the name, password or write is refused. */
+/* Add a user with a uid of the range; fills err when refused. */
 int
 auth_user_add(const char *name, int admin, const char *password, char *err,
     size_t errsz)
 {
+	return auth_user_add_unix(name, admin, password, NULL, -1, -1, err,
+	    errsz);
+}
+
+/*
+ * Add a user; with unix_user, mapped to that Unix account's uid and gid
+ * (never root's, a daemon's or another user's), else with the lowest free
+ * uid of the range. Fills err when the name, password, ids or write are
+ * refused.
+ */
+int
+auth_user_add_unix(const char *name, int admin, const char *password,
+    const char *unix_user, int64_t uid, int64_t gid, char *err, size_t errsz)
+{
 	struct user	*u;
-	char		 hash[AUTH_ENCODED_MAX];
+	char		 hash[AUTH_ENCODED_MAX], why[200];
 
 	if (!auth_name_valid(name)) {
 		snprintf(err, errsz, "invalid user name (allowed: "
@@ -328,6 +545,16 @@ auth_user_add(const char *name, int admin, const char *password, char *err,
 		snprintf(err, errsz, "user %s exists", name);
 		return -1;
 	}
+	if (unix_user != NULL && !auth_ids_ok(uid, gid, NULL, why,
+	    sizeof(why))) {
+		snprintf(err, errsz, "cannot map %s to Unix user %s: %s", name,
+		    unix_user, why);
+		return -1;
+	}
+	if (unix_user == NULL && (uid = auth_uid_alloc()) == -1) {
+		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
+		return -1;
+	}
 	if (!auth_password_valid(password, err, errsz))
 		return -1;
 	if (auth_hash_password(password, hash, sizeof hash) == -1) {
@@ -335,13 +562,19 @@ auth_user_add(const char *name, int admin, const char *password, char *err,
 		return -1;
 	}
 	u = auth_user_new(name, admin != 0, hash, now_wall_ms() / 1000);
+	u->uid = uid;
+	u->gid = unix_user != NULL ? gid : uid;
+	if (unix_user != NULL && (u->unix_user = strdup(unix_user)) == NULL)
+		fatal("%s", __func__);
 	TAILQ_INSERT_TAIL(&auth_users, u, entry);
 	if (auth_save(err, errsz) == -1) {
 		TAILQ_REMOVE(&auth_users, u, entry);
 		auth_user_free(u);
 		return -1;
 	}
-	log_info("user %s added (%s)", name, admin ? "admin" : "user");
+	log_info("user %s added (%s, uid %lld%s%s)", name, admin ? "admin" :
+	    "user", (long long)u->uid, unix_user ? ", Unix user " : "",
+	    unix_user ? unix_user : "");
 	return 0;
 }
 
@@ -402,7 +635,10 @@ auth_user_passwd(const char *name, const char *password, char *err,
 	return 0;
 }
 
-/* The users as [{"name", "role", "created" (ISO 8601)}], without hashes. */
+/*
+ * The users as [{"name", "role", "created" (ISO 8601), "uid", "gid",
+ * "unix_user" (null unless mapped)}], without hashes.
+ */
 struct json_object *
 auth_user_list(void)
 {
@@ -419,6 +655,10 @@ auth_user_list(void)
 		    json_object_new_string(u->admin ? "admin" : "user"));
 		json_object_object_add(o, "created",
 		    json_object_new_string(when));
+		json_object_object_add(o, "uid", json_object_new_int64(u->uid));
+		json_object_object_add(o, "gid", json_object_new_int64(u->gid));
+		json_object_object_add(o, "unix_user", u->unix_user != NULL ?
+		    json_object_new_string(u->unix_user) : NULL);
 		json_object_array_add(arr, o);
 	}
 	return arr;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,26 @@ static const char *const brokerd_syscalls[] = {
 static struct event_base	*brokerd_base;
 static struct event		*brokerd_sweep_ev;
 
+/*
+ * The uids no hostgate user may be mapped to: the daemons' (as they run,
+ * and their configured service users where those exist).
+ */
+static void
+brokerd_reserve(struct config *conf, uid_t self, uid_t front, uid_t sandbox)
+{
+	const char *const	 names[] = { conf->broker_user, conf->front_user,
+				    conf->sandbox_user };
+	struct passwd		*pw;
+	size_t			 i;
+
+	auth_uid_range(conf->uid_range[0], conf->uid_range[1]);
+	auth_uid_reserve(self, "brokerd");
+	auth_uid_reserve(front, "frontd");
+	auth_uid_reserve(sandbox, "sandboxd");
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i] != NULL && (pw = getpwnam(names[i])) != NULL)
+			auth_uid_reserve(pw->pw_uid, names[i]);
+}
 
 
 /* Every 30 s: drop expired sessions and write last-seen times. */
@@ -89,6 +110,7 @@ main(int argc, char *argv[])
 	free(path);
 	ctl_uids[0] = 0;
 	ctl_uids[1] = uid;
+	brokerd_reserve(&conf, uid, front_uid, sandbox_uid);
 
 	if (!debug && daemon(0, 0) == -1)
 		fatal("daemon");

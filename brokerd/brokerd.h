@@ -17,6 +17,9 @@ struct user {
 	int			 admin;
 	char			*hash;		/* argon2id encoded string */
 	int64_t			 created;	/* wall seconds */
+	int64_t			 uid;		/* its own, or unix_user's */
+	int64_t			 gid;
+	char			*unix_user;	/* NULL unless mapped */
 	TAILQ_ENTRY(user)	 entry;
 };
 
@@ -59,6 +62,12 @@ struct user *auth_find(const char *name);
 int	 auth_name_valid(const char *name);
 int	 auth_user_add(const char *name, int admin, const char *password,
 	    char *err, size_t errsz);
+int	 auth_user_add_unix(const char *name, int admin, const char *password,
+	    const char *unix_user, int64_t uid, int64_t gid, char *err,
+	    size_t errsz);
+/* Before auth_init: the uid range, and the uids no user may have. */
+void	 auth_uid_range(int64_t lo, int64_t hi);
+void	 auth_uid_reserve(uid_t uid, const char *why);
 int	 auth_user_del(const char *name, char *err, size_t errsz);
 int	 auth_user_passwd(const char *name, const char *password, char *err,
 	    size_t errsz);
@@ -119,7 +128,7 @@ void	 spawn_terminal_attach(struct ipc_peer *, struct ipc_msg *,
 	    struct ident *);
 void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
 	    struct ident *);
-void	 spawn_exited(const char *proc_id, int status);
+void	 spawn_exited(const char *proc_id, int status, int oom);
 void	 spawn_term_resized(const char *proc_id);
 void	 spawn_sandbox_gone(void);
 void	 spawn_session_expiring(const char *session_id);
@@ -181,6 +190,19 @@ void	 front_init(struct event_base *, struct config *, uid_t front_uid,
 	    int fd);
 /* frontd as hgctl status shows it: {up, version, started, reason}. */
 struct json_object *front_info_json(void);
+/* A request of frontd answered later (once sandboxd has). */
+struct front_pending {
+	struct ipc_peer			*peer;	/* NULL once frontd has gone */
+	int64_t				 id;
+	struct json_object		*res;	/* the answer being made */
+	int				 waiting;	/* answers still due */
+	TAILQ_ENTRY(front_pending)	 entry;
+};
+struct front_pending *front_pending_new(struct ipc_peer *, struct ipc_msg *);
+void	 front_pending_reply(struct front_pending *, struct json_object *);
+/* The configured per-user and per-spawn limits, null for none. */
+struct json_object *front_limits_json(void);
+#define FRONT_USAGE_MS	1000	/* frontd waits five seconds for us */
 /* recording.c */
 void	 recording_closed(struct json_object *);
 void	 recording_replay(struct ipc_peer *, struct ipc_msg *);
@@ -203,6 +225,15 @@ typedef void (*sandbox_health_cb)(struct json_object *, const char *, void *);
 void	 sandbox_health_ask(int timeout_ms, sandbox_health_cb, void *);
 /* Kill the direct-mode processes of a session (grant ended). */
 void	 sandbox_kill_session(const char *session_id);
+/* Tell sandboxd a session's grant deadline (started, renewed). */
+void	 sandbox_grant(struct session *);
+/* Kill everything of a deleted user. */
+void	 sandbox_kill_user(const char *user);
+/* Ask sandboxd for a user's usage: the result or NULL and why. */
+void	 sandbox_usage_ask(const char *user, int timeout_ms,
+	    sandbox_health_cb, void *);
+/* What enforces what ({"uid", "membership", ...}), as last reported. */
+struct json_object *sandbox_containment_json(void);
 
 /* audit.c */
 #define AUDIT_LINE_MAX	(64 * 1024)	/* a longer line is a bad record */

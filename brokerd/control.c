@@ -83,33 +83,61 @@ control_field(struct ipc_peer *p, struct ipc_msg *m, const char *key)
 	return v;
 }
 
+/*
+ * {"name", "password", "admin", and for a mapped account "unix_user" with
+ * its "uid" and "gid" as hgctl resolved them}: {"uid", "gid"}.
+ */
 static void
 control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 {
-	const char	*name, *password;
-	char		 err[256];
-	int		 admin = 0;
+	struct json_object	*d, *res;
+	struct user		*u;
+	const char		*name, *password, *unix_user = NULL;
+	char			 err[256];
+	int64_t			 uid = -1, gid = -1;
+	int			 admin = 0;
 
 	if ((name = control_field(p, m, "name")) == NULL ||
 	    (password = control_field(p, m, "password")) == NULL)
 		return;
 	json_flag(m->obj, "admin", &admin);
-	if (auth_user_add(name, admin, password, err, sizeof(err)) == -1) {
+	if (json_object_object_get_ex(m->obj, "unix_user", NULL) &&
+	    ((unix_user = control_field(p, m, "unix_user")) == NULL ||
+	    json_int(m->obj, "uid", &uid) == -1 ||
+	    json_int(m->obj, "gid", &gid) == -1)) {
+		if (unix_user != NULL)
+			ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"unix_user\" "
+			    "needs the account's \"uid\" and \"gid\"");
+		return;
+	}
+	if (auth_user_add_unix(name, admin, password, unix_user, uid, gid, err,
+	    sizeof(err)) == -1) {
 		ipc_reply_error(p, m, ERR_CONFLICT, "%s", err);
 		return;
 	}
 	malloc_trim(0);		/* argon2's work area */
+	u = auth_find(name);
 	log_info("hgctl: user %s added (%s)", name, admin ? "admin" : "user");
+	d = json_object_new_object();
+	json_object_object_add(d, "uid", json_object_new_int64(u->uid));
+	json_object_object_add(d, "gid", json_object_new_int64(u->gid));
+	if (unix_user != NULL)
+		json_object_object_add(d, "unix_user",
+		    json_object_new_string(unix_user));
 	audit_append("user_added", name, NULL, 1, admin ? "admin" : "user",
-	    NULL, 0);
-	ipc_reply(p, m, NULL, NULL, 0);
+	    d, 0);
+	res = json_object_new_object();
+	json_object_object_add(res, "uid", json_object_new_int64(u->uid));
+	json_object_object_add(res, "gid", json_object_new_int64(u->gid));
+	ipc_reply(p, m, res, NULL, 0);
 }
 
 static void
 control_user_del(struct ipc_peer *p, struct ipc_msg *m)
 {
-	const char	*name;
-	char		 err[256];
+	struct json_object	*d;
+	const char		*name;
+	char			 err[256];
 
 	if ((name = control_field(p, m, "name")) == NULL)
 		return;
@@ -117,10 +145,17 @@ control_user_del(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "%s", err);
 		return;
 	}
-	/* A deleted user's sessions and tokens die at once. */
+	/*
+	 * A deleted user's sessions and tokens die at once, and whatever
+	 * still runs as them (sandboxd kills their whole cgroup).
+	 */
 	session_drop_user(name);
+	sandbox_kill_user(name);
 	log_info("hgctl: user %s deleted", name);
-	audit_append("user_deleted", name, NULL, 1, "hgctl", NULL, 0);
+	d = json_object_new_object();
+	json_object_object_add(d, "processes",
+	    json_object_new_string("terminated"));
+	audit_append("user_deleted", name, NULL, 1, "hgctl", d, 0);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
@@ -483,6 +518,9 @@ control_status_done(struct json_object *health, const char *reason,
 		    "does not work");
 	}
 	json_object_object_add(res, "backend", b);
+	/* What enforces what, as sandboxd says now (sandbox.c keeps it). */
+	json_object_object_add(res, "containment", sandbox_containment_json());
+	json_object_object_add(res, "limits", front_limits_json());
 	json_object_object_add(res, "state", json_object_new_string(
 	    json_object_array_length(problems) == 0 ? "running" :
 	    "degraded"));
@@ -497,7 +535,9 @@ control_status_done(struct json_object *health, const char *reason,
  * "daemons": {"brokerd", "sandboxd", "frontd": {up, version, started,
  * uptime_seconds, reason}}, "runtime", "backend": {name, ok, reason},
  * "direct_sessions": [{session, user, expires_at, remaining_seconds}],
- * "audit": {seq, hash}}. sandboxd is asked afresh (its backend probed
+ * "audit": {seq, hash}, "containment": sandboxd's {"uid", "membership",
+ * "kill", "memory", "pids", "cpu", "io", "disk_quota", reasons},
+ * "limits": the configured ones}. sandboxd is asked afresh (its backend probed
  * again when the last probe is stale).
  */
 static void

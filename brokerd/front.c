@@ -121,6 +121,10 @@ static struct rl_table	*front_rl_user;
 static struct rl_table	*front_rl_addr;
 static char		 front_rid[LOG_REQUEST_ID_LEN + 1]; /* of this request */
 
+static TAILQ_HEAD(, front_pending) front_pendings =
+    TAILQ_HEAD_INITIALIZER(front_pendings);
+
+
 /* {"client": addr} for an audit record. */
 static struct json_object *
 front_client(const char *client)
@@ -368,15 +372,99 @@ front_logout(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    id->session->id);
 	audit_append("logout", id->user->name, id->session->id, 1, NULL, NULL,
 	    0);
+	/* Its grant ends with it: direct spawns die (or stay, with keep). */
+	mode_revert(id->session, "logout", id->user->name);
 	events_emit(id->session->id, id->user->name, "session_ended", NULL);
 	session_destroy(id->session);
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
-/* Who the caller is and what state their session is in. */
+/* Remember a request of frontd to answer later. */
+struct front_pending *
+front_pending_new(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct front_pending	*fp;
+
+	if ((fp = calloc(1, sizeof(*fp))) == NULL)
+		fatal("%s", __func__);
+	fp->peer = p;
+	fp->id = m->id;
+	TAILQ_INSERT_TAIL(&front_pendings, fp, entry);
+	return fp;
+}
+
+/* Answer a request kept by front_pending_new (res is taken); free it. */
+void
+front_pending_reply(struct front_pending *fp, struct json_object *res)
+{
+	struct ipc_msg	m;
+
+	TAILQ_REMOVE(&front_pendings, fp, entry);
+	memset(&m, 0, sizeof(m));
+	m.id = fp->id;
+	if (fp->peer != NULL)
+		ipc_reply(fp->peer, &m, res, NULL, 0);
+	else
+		json_object_put(res);
+	free(fp);
+}
+
+/*
+ * The limits a user's spawns run under, as configured: bytes, counts,
+ * weights; null for none.
+ */
+struct json_object *
+front_limits_json(void)
+{
+	struct json_object	*o;
+	struct config		*c = front_conf;
+
+#define FRONT_LIMIT(v, none) ((v) == (none) ? NULL : json_object_new_int64(v))
+	o = json_object_new_object();
+	json_object_object_add(o, "memory_max",
+	    FRONT_LIMIT(c->user_memory_max, -1));
+	json_object_object_add(o, "swap_max",
+	    FRONT_LIMIT(c->user_swap_max, -1));
+	json_object_object_add(o, "pids_max", FRONT_LIMIT(c->user_pids_max, -1));
+	json_object_object_add(o, "cpu_weight",
+	    json_object_new_int64(c->user_cpu_weight));
+	json_object_object_add(o, "cpu_max_percent",
+	    FRONT_LIMIT(c->user_cpu_max, 0));
+	json_object_object_add(o, "io_weight",
+	    json_object_new_int64(c->user_io_weight));
+	json_object_object_add(o, "disk_max",
+	    FRONT_LIMIT(c->user_disk_max, 0));
+	json_object_object_add(o, "spawn_memory_max",
+	    FRONT_LIMIT(c->spawn_memory_max, -1));
+	json_object_object_add(o, "spawn_pids_max",
+	    FRONT_LIMIT(c->spawn_pids_max, -1));
+#undef FRONT_LIMIT
+	return o;
+}
+
+/* sandboxd's usage for a status request came (or not): answer it. */
+static void
+front_status_usage(struct json_object *usage, const char *why, void *arg)
+{
+	struct front_pending	*fp = arg;
+	struct json_object	*res = fp->res;
+
+	json_object_object_add(res, "usage", json_object_get(usage));
+	json_object_object_add(res, "usage_reason",
+	    usage == NULL ? json_object_new_string(why) : NULL);
+	fp->res = NULL;
+	front_pending_reply(fp, res);
+}
+
+/*
+ * Who the caller is and what state their session is in, with their limits
+ * and usage (sandboxd is asked; the reply waits for it, briefly) and what
+ * enforces them.
+ */
 static void
 front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
+	struct front_pending	*fp;
 	struct json_object	*res;
 
 	res = json_object_new_object();
@@ -392,7 +480,13 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(res, "execution_mode", mode_json(id));
 	json_object_object_add(res, "permission",
 	    json_object_new_string(session_permission(id->session)));
-	ipc_reply(p, m, res, NULL, 0);
+	json_object_object_add(res, "uid", json_object_new_int64(id->user->uid));
+	json_object_object_add(res, "containment", sandbox_containment_json());
+	json_object_object_add(res, "limits", front_limits_json());
+	fp = front_pending_new(p, m);
+	fp->res = res;
+	sandbox_usage_ask(id->user->name, FRONT_USAGE_MS, front_status_usage,
+	    fp);
 }
 
 /* {"permission": "..."} of the caller's session. */
@@ -508,8 +602,13 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 static void
 front_closed(struct ipc_peer *p)
 {
+	struct front_pending	*fp;
+
 	if (front_seen.peer == p)
 		front_seen.peer = NULL;
+	TAILQ_FOREACH(fp, &front_pendings, entry)
+		if (fp->peer == p)
+			fp->peer = NULL;
 	sandbox_front_gone(p);
 	spawn_front_gone(p);
 	recording_peer_closed(p);

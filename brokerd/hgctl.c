@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #define OPT_PWSTDIN	0x04
 #define OPT_FILTERS	0x08	/* audit show's --user ... --limit */
 #define OPT_ANCHOR	0x10	/* audit verify's --head, --journal */
+#define OPT_UNIX	0x20	/* user add's --unix-user */
 
 /* How hgctl audit verify --journal asks the journal for anchors. */
 #define HGCTL_JOURNALCTL \
@@ -70,11 +72,16 @@ static int	hgctl_status(char **);
 static int	hgctl_config(char **);
 
 static const struct hgctl_cmd hgctl_cmds[] = {
-	{ "user", "add", "NAME [--admin] [--password-stdin]",
+	{ "user", "add", "NAME [--admin] [--password-stdin] "
+	    "[--unix-user UNIXNAME]",
 	    "add a user (a plain user, or an admin with --admin)",
 	    "Asks for the password twice on the terminal, or reads one line "
-	    "of standard\ninput with --password-stdin.\n",
-	    1, OPT_ADMIN | OPT_PWSTDIN, hgctl_user_add },
+	    "of standard\ninput with --password-stdin. The user gets a uid "
+	    "and gid of their own, the\nlowest free one of HOSTGATE_UID_RANGE; "
+	    "with --unix-user, those of that\nexisting Unix account instead "
+	    "(refused for root, a daemon's user, or an\naccount another user "
+	    "is mapped to).\n",
+	    1, OPT_ADMIN | OPT_PWSTDIN | OPT_UNIX, hgctl_user_add },
 	{ "user", "del", "NAME", "delete a user; their sessions and tokens end",
 	    NULL, 1, 0, hgctl_user_del },
 	{ "user", "passwd", "NAME [--password-stdin]",
@@ -83,7 +90,8 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "of standard\ninput with --password-stdin.\n",
 	    1, OPT_PWSTDIN, hgctl_user_passwd },
 	{ "user", "list", "[--json]", "list the users",
-	    "Columns: NAME, ROLE (admin or user), CREATED.\n",
+	    "Columns: NAME, ROLE (admin or user), UID, GID, UNIX_USER (the "
+	    "Unix account\nthe user is mapped to, - when none), CREATED.\n",
 	    0, OPT_JSON, hgctl_user_list },
 	{ "token", "create", "USER [--json]",
 	    "mint a standalone agent token for USER",
@@ -147,8 +155,11 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
 	    "start and\nuptime; the sandbox backend as sandboxd probes it now "
 	    "(name, ok, reason);\nthe sessions in direct mode with the time "
-	    "they have left; the head of the\naudit chain (sequence number "
-	    "and hash).\n"
+	    "they have left; the containment:\nwhich mechanism enforces each "
+	    "of uid, membership, kill, memory, pids,\ncpu, io and disk_quota, "
+	    "and NOT ENFORCED with the reason for what is not;\nthe head of "
+	    "the audit chain (sequence number and hash). --json adds\n"
+	    "\"containment\" and the configured \"limits\".\n"
 	    "Exits 0 when everything runs and the backend works (running), 1 "
 	    "when\nsomething is down or the backend fails (degraded, with the "
 	    "reasons), 3 when\nbrokerd cannot be reached.\n",
@@ -174,6 +185,7 @@ static int		 conf_loaded;
 static int		 json_out;
 static int		 admin_flag;
 static int		 pwstdin_flag;
+static const char	*unix_user;
 static int		 hgctl_timeout = HGCTL_TIMEOUT_MS;
 
 /* The value options of audit show. */
@@ -409,7 +421,13 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else if (strcmp(argv[i], "--password-stdin") == 0 &&
 		    (c->opts & OPT_PWSTDIN))
 			pwstdin_flag = 1;
-		else if (strcmp(argv[i], "--journal") == 0 &&
+		else if (strcmp(argv[i], "--unix-user") == 0 &&
+		    (c->opts & OPT_UNIX)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c,
+				    "--unix-user needs a value");
+			unix_user = argv[++i];
+		} else if (strcmp(argv[i], "--journal") == 0 &&
 		    (c->opts & OPT_ANCHOR))
 			show.journal = 1;
 		else if (strcmp(argv[i], "--head") == 0 &&
@@ -759,22 +777,41 @@ hgctl_req_one(const char *type, const char *key, const char *value)
 	return req;
 }
 
-/* hgctl user add NAME [--admin] [--password-stdin] */
+/*
+ * hgctl user add NAME [--admin] [--password-stdin] [--unix-user UNIXNAME]:
+ * hgctl resolves the account; brokerd decides whether it may be mapped.
+ */
 static int
 hgctl_user_add(char **argv)
 {
-	struct json_object	*req;
-	char			 pw[1100];
+	struct json_object	*req, *res;
+	struct passwd		*pw = NULL;
+	char			 pass[1100];
+	int64_t			 uid = -1;
 
 	hgctl_conf();
-	hgctl_password(pwstdin_flag, pw, sizeof(pw));
+	if (unix_user != NULL && (pw = getpwnam(unix_user)) == NULL) {
+		fprintf(stderr, "hgctl: no Unix user %s\n", unix_user);
+		return HGCTL_EXIT_FAIL;
+	}
+	hgctl_password(pwstdin_flag, pass, sizeof(pass));
 	req = hgctl_req_one("user_add", "name", argv[0]);
 	json_object_object_add(req, "admin",
 	    json_object_new_boolean(admin_flag));
-	json_object_object_add(req, "password", json_object_new_string(pw));
-	explicit_bzero(pw, sizeof(pw));
-	json_object_put(hgctl_call(req));
-	printf("user %s added\n", argv[0]);
+	json_object_object_add(req, "password", json_object_new_string(pass));
+	explicit_bzero(pass, sizeof(pass));
+	if (pw != NULL) {
+		json_object_object_add(req, "unix_user",
+		    json_object_new_string(unix_user));
+		json_object_object_add(req, "uid",
+		    json_object_new_int64(pw->pw_uid));
+		json_object_object_add(req, "gid",
+		    json_object_new_int64(pw->pw_gid));
+	}
+	res = hgctl_call(req);
+	json_int(res, "uid", &uid);
+	json_object_put(res);
+	printf("user %s added (uid %lld)\n", argv[0], (long long)uid);
 	return HGCTL_EXIT_OK;
 }
 
@@ -812,6 +849,9 @@ hgctl_user_list(char **argv)
 	static const struct hgctl_col cols[] = {
 		{ "NAME", "name", COL_STR },
 		{ "ROLE", "role", COL_STR },
+		{ "UID", "uid", COL_INT },
+		{ "GID", "gid", COL_INT },
+		{ "UNIX_USER", "unix_user", COL_STR },
 		{ "CREATED", "created", COL_STR },
 		{ NULL, NULL, 0 }
 	};
@@ -1227,6 +1267,69 @@ hgctl_status_down(const char *err)
 	return HGCTL_EXIT_DOWN;
 }
 
+/* The reason sandboxd gave for what key names not being enforced. */
+static const char *
+hgctl_containment_reason(struct json_object *c, const char *key)
+{
+	struct json_object	*r;
+	char			 name[64];
+
+	if (json_object_object_get_ex(c, "reasons", &r) &&
+	    json_str(r, key) != NULL)
+		return json_str(r, key);
+	snprintf(name, sizeof(name), "%s_reason", key);
+	return json_str(c, name);
+}
+
+/*
+ * The containment as rows {"what", "enforced_by", "reason"}: each
+ * mechanism sandboxd reported, and loudly what is not enforced.
+ */
+static struct json_object *
+hgctl_containment_rows(struct json_object *c)
+{
+	static const char *const keys[] = { "uid", "membership", "kill",
+	    "memory", "pids", "cpu", "io", "disk_quota", NULL };
+	struct json_object	*rows, *row, *v;
+	const char		*how, *why;
+	size_t			 i;
+	int			 b;
+
+	rows = json_object_new_array();
+	if (c == NULL || !json_object_is_type(c, json_type_object))
+		return rows;
+	if (!json_object_object_get_ex(c, "uid", NULL)) {
+		row = json_object_new_object();
+		json_object_object_add(row, "what",
+		    json_object_new_string("all"));
+		json_object_object_add(row, "enforced_by",
+		    json_object_new_string("unknown"));
+		json_object_object_add(row, "reason", json_object_get(
+		    json_object_object_get(c, "reason")));
+		json_object_array_add(rows, row);
+		return rows;
+	}
+	for (i = 0; keys[i] != NULL; i++) {
+		v = json_object_object_get(c, keys[i]);
+		how = NULL;
+		if (json_object_is_type(v, json_type_string))
+			how = json_object_get_string(v);
+		else if (json_flag(c, keys[i], &b) == 0 && b)
+			how = "yes";
+		why = how == NULL || strcmp(keys[i], "uid") == 0 ?
+		    hgctl_containment_reason(c, keys[i]) : NULL;
+		row = json_object_new_object();
+		json_object_object_add(row, "what",
+		    json_object_new_string(keys[i]));
+		json_object_object_add(row, "enforced_by", json_object_new_string(
+		    how != NULL ? how : "NOT ENFORCED"));
+		json_object_object_add(row, "reason", why != NULL ?
+		    json_object_new_string(why) : NULL);
+		json_object_array_add(rows, row);
+	}
+	return rows;
+}
+
 /* hgctl status: exit 0 running, 1 degraded, 3 brokerd unreachable. */
 static int
 hgctl_status(char **argv)
@@ -1251,6 +1354,12 @@ hgctl_status(char **argv)
 		{ "USER", "user", COL_STR },
 		{ "DIRECT_UNTIL", "expires_at", COL_STR },
 		{ "DIRECT_LEFT", "remaining_seconds", COL_DURATION },
+		{ NULL, NULL, 0 }
+	};
+	static const struct hgctl_col containment_cols[] = {
+		{ "CONTAINMENT", "what", COL_STR },
+		{ "ENFORCED_BY", "enforced_by", COL_STR },
+		{ "REASON", "reason", COL_STR },
 		{ NULL, NULL, 0 }
 	};
 	static const struct hgctl_col audit_cols[] = {
@@ -1311,6 +1420,12 @@ hgctl_status(char **argv)
 	if (hgctl_table(v, direct_cols) == 0)
 		printf("no session in direct mode\n");
 	printf("\n");
+	rows = hgctl_containment_rows(json_object_object_get(res,
+	    "containment"));
+	hgctl_table(rows, containment_cols);
+	if (json_object_array_length(rows) > 0)
+		printf("\n");
+	json_object_put(rows);
 	rows = json_object_new_array();
 	if (json_object_object_get_ex(res, "audit", &one) && one != NULL)
 		json_object_array_add(rows, json_object_get(one));

@@ -127,7 +127,8 @@ mode_disarm(struct session *s)
 /*
  * End a grant: the session is sandboxed again, its direct-mode processes
  * are terminated (HOSTGATE_DIRECT_ON_EXPIRY=terminate) or left, the change
- * is stored, audited and announced. reason: expired, manual, admin, restart.
+ * is stored, audited and announced. reason: expired, manual, admin, restart,
+ * logout, session_ended.
  */
 void
 mode_revert(struct session *s, const char *reason, const char *by)
@@ -235,6 +236,7 @@ mode_grant(struct session *s, const char *why, char *err, size_t errsz)
 		return -1;
 	}
 	mode_arm(s);
+	sandbox_grant(s);
 	counters.grants++;
 	log_info("session %.8s of %s: direct mode for %d s (%s)", s->id,
 	    s->user, mode_conf->direct_ttl, why);
@@ -323,10 +325,15 @@ mode_login(struct session *s, struct user *u)
 	mode_grant(s, "HOST_EXECUTION_MODE_DEFAULT=direct", err, sizeof(err));
 }
 
-/* A session is freed: its timers go with it. */
+/*
+ * A session is freed (logout, expiry, revoked, its user deleted or their
+ * password changed): its grant ends with it, and its timers go.
+ */
 static void
 mode_session_gone(struct session *s)
 {
+	if (s->direct_until > 0)
+		mode_revert(s, "session_ended", NULL);
 	mode_disarm(s);
 }
 

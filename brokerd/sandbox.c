@@ -1,7 +1,10 @@
 /*
  * brokerd's link to sandboxd: the only peer that spawns. brokerd connects
- * (and reconnects with backoff) and keeps the backend state sandboxd last
- * reported, so that a status request needs no round trip.
+ * (and reconnects with backoff) and keeps the backend state and the
+ * containment sandboxd last reported, so that a status request needs no
+ * round trip. It tells sandboxd of every direct-mode grant (its deadline),
+ * of every grant's end and of every deleted user, and asks it for a
+ * user's usage.
  */
 #include <sys/types.h>
 
@@ -22,11 +25,16 @@ static TAILQ_HEAD(, sandbox_wait) sandbox_waits =
     TAILQ_HEAD_INITIALIZER(sandbox_waits);
 
 static struct ipc_link		*sandbox_link;
+static struct config		*sandbox_conf;
 /* Sessions whose direct processes await a kill until sandboxd is back. */
 #define SANDBOX_PENDING	64
 static char			 sandbox_pending[SANDBOX_PENDING][33];
 static int			 sandbox_npending;
+/* Deleted users whose processes await a kill until sandboxd is back. */
+static char			 sandbox_pending_users[SANDBOX_PENDING][40];
+static int			 sandbox_npending_users;
 static struct json_object	*sandbox_backend;	/* last report */
+static struct json_object	*sandbox_containment;	/* last report */
 
 static void	sandbox_ready(struct ipc_peer *);
 static void	sandbox_closed(struct ipc_peer *);
@@ -45,13 +53,15 @@ sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 	struct json_object	*rec;
 	const char		*id;
 	int64_t			 status = -1;
+	int			 oom = 0;
 
 	if ((id = json_str(m->obj, "proc")) == NULL) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"proc\" is required");
 		return;
 	}
 	json_int(m->obj, "status", &status);
-	spawn_exited(id, (int)status);
+	json_flag(m->obj, "oom", &oom);
+	spawn_exited(id, (int)status, oom);
 	if (json_object_object_get_ex(m->obj, "recording", &rec))
 		recording_closed(rec);
 	ipc_reply(p, m, NULL, NULL, 0);
@@ -61,14 +71,20 @@ static const struct ipc_peer_cbs sandbox_cbs = {
 	sandbox_ready, sandbox_closed
 };
 
-/* Remember the backend object of a health reply. */
+/* Remember the backend and containment objects of a health reply. */
 static void
 sandbox_keep_backend(struct ipc_msg *m)
 {
 	struct json_object	*res, *b;
 
-	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res) ||
-	    !json_object_object_get_ex(res, "backend", &b) ||
+	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res))
+		return;
+	if (json_object_object_get_ex(res, "containment", &b) &&
+	    json_object_is_type(b, json_type_object)) {
+		json_object_put(sandbox_containment);
+		sandbox_containment = json_object_get(b);
+	}
+	if (!json_object_object_get_ex(res, "backend", &b) ||
 	    !json_object_is_type(b, json_type_object))
 		return;
 	json_object_put(sandbox_backend);
@@ -82,16 +98,28 @@ sandbox_ready_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	sandbox_keep_backend(m);
 }
 
-/* sandboxd is connected: learn its backend state, send pending kills. */
+/*
+ * sandboxd is connected: send the pending kills, then every live grant
+ * (a restarted sandboxd kills the direct spawns of any other), and learn
+ * its backend state.
+ */
 static void
 sandbox_ready(struct ipc_peer *p)
 {
 	struct json_object	*req;
+	struct session		*s;
 	int			 i, n = sandbox_npending;
 
 	sandbox_npending = 0;
 	for (i = 0; i < n; i++)
 		sandbox_kill_session(sandbox_pending[i]);
+	n = sandbox_npending_users;
+	sandbox_npending_users = 0;
+	for (i = 0; i < n; i++)
+		sandbox_kill_user(sandbox_pending_users[i]);
+	for (s = session_first(); s != NULL; s = session_next(s))
+		if (mode_is_direct(s))
+			sandbox_grant(s);
 
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("health"));
@@ -105,6 +133,8 @@ sandbox_closed(struct ipc_peer *p)
 {
 	json_object_put(sandbox_backend);
 	sandbox_backend = NULL;
+	json_object_put(sandbox_containment);
+	sandbox_containment = NULL;
 	spawn_sandbox_gone();
 }
 
@@ -128,6 +158,25 @@ sandbox_backend_json(void)
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	json_object_object_add(o, "reason",
 	    json_object_new_string("sandboxd is unreachable"));
+	return o;
+}
+
+/*
+ * What enforces what, as sandboxd last reported it; when sandboxd is
+ * unreachable or did not say, an object that says so.
+ */
+struct json_object *
+sandbox_containment_json(void)
+{
+	struct json_object	*o;
+
+	if (sandbox_containment != NULL && sandbox_peer() != NULL)
+		return json_object_get(sandbox_containment);
+	o = json_object_new_object();
+	json_object_object_add(o, "known", json_object_new_boolean(0));
+	json_object_object_add(o, "reason", json_object_new_string(
+	    sandbox_peer() == NULL ? "sandboxd is unreachable" :
+	    "sandboxd did not report its containment"));
 	return o;
 }
 
@@ -255,6 +304,77 @@ sandbox_kill_session(const char *session_id)
 	ipc_request(p, req, NULL, 0, 5000, sandbox_kill_reply, NULL);
 }
 
+/* The answer to a grant or a user kill: log a failure. */
+static void
+sandbox_told_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	const char	*what = arg;
+	struct json_object *e;
+	const char	*why = NULL;
+
+	if (m != NULL && !json_object_object_get_ex(m->obj, "error", &e))
+		return;
+	if (m != NULL)
+		why = json_str(e, "message");
+	log_warnx("sandboxd did not confirm %s: %s", what, why != NULL ? why :
+	    "no answer");
+}
+
+/*
+ * Tell sandboxd of a session's direct-mode grant and its absolute deadline
+ * (it started or was renewed): sandboxd ends the session's direct spawns at
+ * it by itself, brokerd up or down. Only when a grant's end terminates
+ * them (HOSTGATE_DIRECT_ON_EXPIRY=terminate); without sandboxd, the link's
+ * coming up sends every live grant.
+ */
+void
+sandbox_grant(struct session *s)
+{
+	struct json_object	*req;
+	struct ipc_peer		*p;
+
+	if (sandbox_conf->on_expiry != EXPIRY_TERMINATE ||
+	    (p = sandbox_peer()) == NULL)
+		return;
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("grant"));
+	json_object_object_add(req, "session", json_object_new_string(s->id));
+	json_object_object_add(req, "user", json_object_new_string(s->user));
+	json_object_object_add(req, "deadline_ms",
+	    json_object_new_int64(s->direct_until));
+	log_debug("session %.8s of %s: grant until %lld told to sandboxd",
+	    s->id, s->user, (long long)s->direct_until);
+	ipc_request(p, req, NULL, 0, 5000, sandbox_told_reply,
+	    (void *)"a direct-mode grant");
+}
+
+/*
+ * A user was deleted: sandboxd kills their whole cgroup (whatever runs as
+ * them). Without sandboxd, the kill waits for it.
+ */
+void
+sandbox_kill_user(const char *user)
+{
+	struct json_object	*req;
+	struct ipc_peer		*p;
+
+	if ((p = sandbox_peer()) == NULL) {
+		if (sandbox_npending_users < SANDBOX_PENDING)
+			snprintf(sandbox_pending_users[sandbox_npending_users++],
+			    sizeof(sandbox_pending_users[0]), "%s", user);
+		else
+			log_warnx("too many pending kills; the processes of "
+			    "deleted user %s are left", user);
+		return;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "type",
+	    json_object_new_string("kill_user"));
+	json_object_object_add(req, "user", json_object_new_string(user));
+	ipc_request(p, req, NULL, 0, 5000, sandbox_told_reply,
+	    (void *)"killing a deleted user's processes");
+}
+
 /* A frontd connection closed: forget the answers it waits for. */
 void
 sandbox_front_gone(struct ipc_peer *front)
@@ -266,7 +386,7 @@ sandbox_front_gone(struct ipc_peer *front)
 			w->front = NULL;
 }
 
-/* A health request of hgctl status waiting for sandboxd. */
+/* A request (health, usage) waiting for sandboxd's result. */
 struct sandbox_ask {
 	sandbox_health_cb	 cb;
 	void			*arg;
@@ -285,13 +405,38 @@ sandbox_ask_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	else if (json_object_object_get_ex(m->obj, "error", &e)) {
 		why = json_str(e, "message");
 		a->cb(NULL, why != NULL ? why : "sandboxd refused", a->arg);
-	} else if (!json_object_object_get_ex(m->obj, "result", &res))
-		a->cb(NULL, "malformed health reply", a->arg);
+	} else if (!json_object_object_get_ex(m->obj, "result", &res) ||
+	    !json_object_is_type(res, json_type_object))
+		a->cb(NULL, "malformed reply from sandboxd", a->arg);
 	else {
 		sandbox_keep_backend(m);
 		a->cb(res, NULL, a->arg);
 	}
 	free(a);
+}
+
+/* Send req (taken) to sandboxd; cb gets the result, or NULL and why. */
+static void
+sandbox_ask(struct json_object *req, int timeout_ms, sandbox_health_cb cb,
+    void *arg)
+{
+	struct sandbox_ask	*a;
+	struct ipc_peer		*p;
+
+	if ((p = sandbox_peer()) == NULL) {
+		json_object_put(req);
+		cb(NULL, "sandboxd is unreachable", arg);
+		return;
+	}
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		fatal("%s", __func__);
+	a->cb = cb;
+	a->arg = arg;
+	if (ipc_request(p, req, NULL, 0, timeout_ms, sandbox_ask_reply,
+	    a) == -1) {
+		free(a);
+		cb(NULL, "sandboxd is unreachable", arg);
+	}
 }
 
 /*
@@ -302,24 +447,26 @@ void
 sandbox_health_ask(int timeout_ms, sandbox_health_cb cb, void *arg)
 {
 	struct json_object	*req;
-	struct sandbox_ask	*a;
-	struct ipc_peer		*p;
 
-	if ((p = sandbox_peer()) == NULL) {
-		cb(NULL, "sandboxd is unreachable", arg);
-		return;
-	}
-	if ((a = calloc(1, sizeof(*a))) == NULL)
-		fatal("%s", __func__);
-	a->cb = cb;
-	a->arg = arg;
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("health"));
-	if (ipc_request(p, req, NULL, 0, timeout_ms, sandbox_ask_reply,
-	    a) == -1) {
-		free(a);
-		cb(NULL, "sandboxd is unreachable", arg);
-	}
+	sandbox_ask(req, timeout_ms, cb, arg);
+}
+
+/*
+ * Ask sandboxd for a user's usage ({"memory", "pids", "disk", "oom_kills"});
+ * cb gets the result, or NULL and why, maybe before this returns.
+ */
+void
+sandbox_usage_ask(const char *user, int timeout_ms, sandbox_health_cb cb,
+    void *arg)
+{
+	struct json_object	*req;
+
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("usage"));
+	json_object_object_add(req, "user", json_object_new_string(user));
+	sandbox_ask(req, timeout_ms, cb, arg);
 }
 
 /* Connect to sandboxd, whose socket must belong to sandbox_uid. */
@@ -328,6 +475,7 @@ sandbox_init(struct event_base *base, struct config *conf, uid_t sandbox_uid)
 {
 	char	*path;
 
+	sandbox_conf = conf;
 	path = path_join(conf->run_dir, SOCK_SANDBOX);
 	sandbox_link = ipc_link_new(base, path, ROLE_BROKERD, ROLE_SANDBOXD,
 	    sandbox_uid, sandbox_handlers, &sandbox_cbs, NULL);

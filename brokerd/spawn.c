@@ -321,9 +321,19 @@ spawn_request(struct ident *id, const char *kind)
 	    json_object_new_string(id->user->name));
 	json_object_object_add(req, "session", id->session ?
 	    json_object_new_string(id->session->id) : NULL);
+	/* The ids it runs as: the user's own (sandboxd checks them). */
+	json_object_object_add(req, "uid",
+	    json_object_new_int64(id->user->uid));
+	json_object_object_add(req, "gid",
+	    json_object_new_int64(id->user->gid));
 	/* The mode at this very instant: nothing caches it. */
 	json_object_object_add(req, "mode", json_object_new_string(
 	    mode_is_direct(id->session) ? "direct" : "sandbox"));
+	/* A direct spawn ends with its grant: sandboxd holds the deadline. */
+	if (mode_is_direct(id->session) &&
+	    spawn_conf->on_expiry == EXPIRY_TERMINATE)
+		json_object_object_add(req, "deadline_ms",
+		    json_object_new_int64(id->session->direct_until));
 	json_object_object_add(req, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	spawn_add_request_id(req);
@@ -791,18 +801,22 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 	spawn_terminal_ask(p, m, id, "hangup", t);
 }
 
-/* sandboxd says a terminal's process is gone. */
+/*
+ * sandboxd says a terminal's process is gone; oom: the kernel's OOM killer
+ * ended it (its user's memory limit), which is its reason then.
+ */
 void
-spawn_exited(const char *proc_id, int status)
+spawn_exited(const char *proc_id, int status, int oom)
 {
 	struct json_object	*d;
 	struct term		*t;
 
 	if ((t = spawn_term_find(proc_id)) == NULL || !t->running)
 		return;
-	log_info("terminal %s of %s exited (status %d)", t->id, t->user,
-	    status);
-	d = spawn_term_end(t, status, t->end_reason ? t->end_reason : "exit");
+	log_info("terminal %s of %s exited (status %d%s)", t->id, t->user,
+	    status, oom ? ", out of memory" : "");
+	d = spawn_term_end(t, status, oom ? "oom" : t->end_reason ?
+	    t->end_reason : "exit");
 	events_emit(NULL, t->user, "terminal_exited", d);
 }
 
@@ -1091,6 +1105,10 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 		if (json_object_get_boolean(json_object_object_get(res,
 		    "timed_out")))
 			n += snprintf(why + n, sizeof why - n, ", timed out");
+		if (json_object_get_boolean(json_object_object_get(res,
+		    "oom")) && n < sizeof why)
+			n += snprintf(why + n, sizeof why - n,
+			    ", out of memory");
 		if (json_object_get_boolean(json_object_object_get(res,
 		    "truncated")) && n < sizeof why)
 			snprintf(why + n, sizeof why - n, ", output truncated");

@@ -834,7 +834,8 @@ api_reply_run(struct http_request *req, const struct api_route *r,
     struct json_object *res)
 {
 	static const char *const keep[] = { "exit_code", "signal",
-	    "truncated", "timed_out", "duration_ms", "mode", "backend", NULL };
+	    "truncated", "timed_out", "oom", "duration_ms", "mode", "backend",
+	    NULL };
 	struct json_object	*o, *v;
 	int64_t			 olen = 0, elen = 0;
 	size_t			 i;

@@ -282,7 +282,7 @@ def test_version(shared):
 # -- tables and JSON ----------------------------------------------------------
 
 @pytest.mark.parametrize("args,header", [
-    (["user", "list"], "NAME\tROLE\tCREATED"),
+    (["user", "list"], "NAME\tROLE\tUID\tGID\tUNIX_USER\tCREATED"),
     (["token", "list"], "ID\tUSER\tSESSION\tCREATED"),
     (["session", "list"], "ID\tUSER\tMODE\tDIRECT_UNTIL\tDIRECT_LEFT\t"
                           "CREATED\tLAST_SEEN\tEXPIRES"),

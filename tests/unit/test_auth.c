@@ -34,6 +34,7 @@ setup(void **state)
 	snprintf(f->dir, sizeof f->dir, "/tmp/test_auth.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	f->path = path_join(f->dir, "users.json");
+	auth_uid_range(1879048192, 1879113727);
 	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
 	*state = f;
 	return 0;
@@ -234,7 +235,10 @@ test_list(void **state)
 	assert_string_equal(json_str(o, "name"), "bob");
 	assert_string_equal(json_str(o, "role"), "user");
 	assert_null(strstr(json_object_to_json_string(arr), "argon2"));
-	assert_int_equal(json_object_object_length(o), 3);
+	assert_int_equal(json_object_object_length(o), 6);
+	assert_int_equal(json_object_get_int64(json_object_object_get(o,
+	    "uid")), 1879048193);
+	assert_null(json_object_object_get(o, "unix_user"));
 	json_object_put(arr);
 }
 
@@ -373,6 +377,115 @@ test_write_fails(void **state)
 	assert_int_equal(rmdir(f->path), 0);
 }
 
+/* Add a mapped user expecting failure with why in the error. */
+static void
+map_fails(struct fixture *f, const char *name, int64_t uid, int64_t gid,
+    const char *why)
+{
+	f->err[0] = '\0';
+	if (auth_user_add_unix(name, 0, "correct horse", "someone", uid, gid,
+	    f->err, sizeof f->err) != -1)
+		fail_msg("mapped %s to %lld", name, (long long)uid);
+	if (strstr(f->err, why) == NULL)
+		fail_msg("error \"%s\" lacks \"%s\"", f->err, why);
+	assert_null(auth_find(name));
+}
+
+/*
+ * Each user gets the lowest uid of the range no other user (and no daemon)
+ * holds, gid == uid; a deleted user's uid is free again; they persist.
+ */
+static void
+test_uids(void **state)
+{
+	struct fixture	*f = *state;
+
+	auth_uid_range(5000, 5002);
+	auth_uid_reserve(5001, "sandboxd");
+	add_ok(f, "alice", 0, "correct horse");
+	add_ok(f, "bob", 0, "correct horse");
+	assert_int_equal(auth_find("alice")->uid, 5000);
+	assert_int_equal(auth_find("alice")->gid, 5000);
+	assert_int_equal(auth_find("bob")->uid, 5002);
+	assert_int_equal(auth_user_add("carol", 0, "correct horse", f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "no uid left"));
+	assert_null(auth_find("carol"));
+	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), 0);
+	add_ok(f, "carol", 0, "correct horse");
+	assert_int_equal(auth_find("carol")->uid, 5000);
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	assert_int_equal(auth_find("carol")->uid, 5000);
+	assert_int_equal(auth_find("bob")->uid, 5002);
+	assert_null(auth_find("bob")->unix_user);
+}
+
+/*
+ * A user mapped to a Unix account takes its uid and gid, never root's, a
+ * daemon's or another user's; the mapping persists.
+ */
+static void
+test_unix_user(void **state)
+{
+	struct fixture	*f = *state;
+	struct user	*u;
+
+	auth_uid_range(5000, 5009);
+	auth_uid_reserve(998, "hostgate-front");
+	map_fails(f, "alice", 0, 1500, "root");
+	map_fails(f, "alice", 998, 998, "hostgate-front");
+	map_fails(f, "alice", 1500, 0, "gid 0");
+	assert_int_equal(auth_user_add_unix("alice", 0, "correct horse",
+	    "alice", 1500, 1600, f->err, sizeof f->err), 0);
+	map_fails(f, "bob", 1500, 1500, "alice");
+	add_ok(f, "bob", 0, "correct horse");
+	assert_int_equal(auth_find("bob")->uid, 5000);
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	u = auth_find("alice");
+	assert_int_equal(u->uid, 1500);
+	assert_int_equal(u->gid, 1600);
+	assert_string_equal(u->unix_user, "alice");
+}
+
+/*
+ * A file written before uids gets them at load, and is written back; one
+ * whose mapped users share a uid, or with bad ids, is refused.
+ */
+static void
+test_uids_loaded(void **state)
+{
+	struct fixture	*f = *state;
+	const char	*hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2"
+	    "FsdA$0000000000000000000000000000000000000000000";
+	char		 text[1024], *back;
+
+	auth_uid_range(6000, 6009);
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1}, "
+	    "{\"name\": \"bob\", \"role\": \"user\", \"hash\": \"%s\", "
+	    "\"created\": 1, \"uid\": 6000, \"gid\": 6000}]}", hash, hash);
+	write_users(f, text);
+	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	assert_int_equal(auth_find("bob")->uid, 6000);
+	assert_int_equal(auth_find("alice")->uid, 6001);
+	back = file_read(f->path, 1 << 20, NULL);
+	assert_non_null(back);
+	assert_non_null(strstr(back, "6001"));
+	free(back);
+
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1, "
+	    "\"uid\": 1500, \"gid\": 1500, \"unix_user\": \"x\"}, "
+	    "{\"name\": \"bob\", \"role\": \"user\", \"hash\": \"%s\", "
+	    "\"created\": 1, \"uid\": 1500, \"gid\": 1500, \"unix_user\": "
+	    "\"y\"}]}", hash, hash);
+	load_fails(f, text, "one uid");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1, "
+	    "\"uid\": \"x\", \"gid\": 1500}]}", hash);
+	load_fails(f, text, "uid and gid");
+}
+
 int
 main(void)
 {
@@ -393,6 +506,11 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_fails, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_uids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unix_user, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_uids_loaded, setup,
 		    teardown),
 	};
 
