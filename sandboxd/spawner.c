@@ -615,9 +615,11 @@ spawner_net(const struct spawner_req *rq, int bwrap, int info, int ublock,
 	const char	*q;
 	pid_t		 child, w = -1, sl;
 
-	if (spawner_wait(info, bwrap, "child-pid", buf, sizeof(buf),
-	    deadline) == -1 || (q = strstr(buf, "\"child-pid\":")) == NULL) {
-		snprintf(err, errsz, "network sandbox: bwrap gave no pid");
+	/* {"child-pid": N}: the whole object, not a part of the number. */
+	if (spawner_wait(info, bwrap, "}", buf, sizeof(buf), deadline) == -1 ||
+	    (q = strstr(buf, "\"child-pid\":")) == NULL) {
+		snprintf(err, errsz, "network sandbox: bwrap gave no pid (%s)",
+		    now_mono_ms() >= deadline ? "timed out" : "it exited");
 		goto out;
 	}
 	child = (pid_t)strtol(q + strlen("\"child-pid\":"), NULL, 10);
