@@ -403,11 +403,15 @@ spawn_exited(struct proc *p, int status)
 	p->exited = 1;
 	p->status = status;
 	if (p->cg) {
-		/* Read before the cgroup goes. An OOM kill is a SIGKILL. */
+		/*
+		 * Read before the cgroup goes. An OOM kill is a SIGKILL, which
+		 * bwrap (or a shell) passes on as exit status 128 + 9.
+		 */
 		ooms = cgroup_oom_kills(p->user, p->id);
 		p->oom = p->oom_start >= 0 && ooms > p->oom_start &&
-		    WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
-		    !p->killed;
+		    ((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+		    (WIFEXITED(status) && WEXITSTATUS(status) == 128 +
+		    SIGKILL)) && !p->killed;
 		if (cgroup_spawn_kill(p->user, spawn_cg_session(p), p->id) == -1)
 			log_warnx("spawn %s: cannot kill its cgroup", p->id);
 	}

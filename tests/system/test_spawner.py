@@ -206,3 +206,23 @@ def test_network_readiness_reads_no_proc_syscall():
         with open(path) as f:
             text = f.read()
         assert not re.search(r"/syscall\"", text), path
+
+
+# -- OOM ----------------------------------------------------------------------
+
+def test_oom_kill_is_reported(hostgate_factory, mode):
+    """A command that outgrows its user's memory limit dies of SIGKILL
+    (bwrap passes it on as exit status 137) and its result says "oom":
+    true; a command that SIGKILLs itself says false; the user's next
+    command runs."""
+    if mode != "root":
+        pytest.skip("no memory cgroup without root")
+    hg = pl.own(hostgate_factory, "spawner-oom",
+                HOSTGATE_USER_MEMORY_MAX="64M", HOSTGATE_USER_SWAP_MAX="0")
+    bob = hg.login(*pl.USER)
+    res = pl.run(bob, "kill -9 $$")
+    assert res["exit_code"] == 137 and res["oom"] is False, res
+    res = pl.run(bob, "python3 -c 'b = bytearray(1 << 30)'")
+    assert res["exit_code"] == 137 and res["oom"] is True, res
+    res = pl.run(bob, "echo still-ok")
+    assert res["stdout"] == "still-ok\n" and res["oom"] is False, res
