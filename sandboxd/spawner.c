@@ -943,23 +943,27 @@ spawner_free(struct spawner *s)
 static void
 spawner_lost(struct spawner *s)
 {
-	uint64_t	seq;
+	uint64_t	seqs[SPAWNER_INFLIGHT];
+	size_t		n = 0, i;
 
 	if (s->ev != NULL)
 		event_free(s->ev);
 	s->ev = NULL;
 	close(s->fd);
 	s->fd = -1;
-	log_warnx("the spawner of %s went away with %zu spawn(s) unanswered",
-	    s->user, s->n);
+	if (s->n > 0)
+		log_warnx("the spawner of %s went away with %zu spawn(s) "
+		    "unanswered", s->user, s->n);
 	while (s->n > 0) {
-		seq = s->inflight[s->head];
+		seqs[n++] = s->inflight[s->head];
 		s->head = (s->head + 1) % SPAWNER_INFLIGHT;
 		s->n--;
 		spawner_ninflight--;
-		spawn_started(seq, -1, -1, -1, "the spawner went away");
 	}
+	/* Before the answers: they reap, which may free s too. */
 	spawner_free(s);
+	for (i = 0; i < n; i++)
+		spawn_started(seqs[i], -1, -1, -1, "the spawner went away");
 }
 
 /* Replies from a spawner: each one ends a request, in order. */

@@ -199,6 +199,31 @@ def test_held_network_spawn_delays_no_other_user(hg):
         alice.post("/api/permission", {"permission": "workspace-write"})
 
 
+def test_spawner_death_fails_its_pending_spawn_only(hg):
+    """A spawner killed while a request waits in its socket: that spawn
+    fails with a reason, sandboxd lives on, and the user's next spawn gets
+    a new spawner."""
+    bob = hg.login(*pl.USER)
+    pl.run(bob, "true")
+    old = spawner_of(hg, "bob")
+    box = {}
+    sent = hg.log_text("sandboxd").count("command for bob")
+    os.kill(old, signal.SIGSTOP)
+    th = threading.Thread(target=lambda: box.update(r=bob.post(
+        "/api/run_command", {"command": "echo never"}, timeout=30)))
+    th.start()
+    hglib.wait_for(lambda: hg.log_text("sandboxd").count(
+        "command for bob") > sent, 10, what="bob's spawn sent")
+    os.kill(old, signal.SIGKILL)
+    th.join(30)
+    assert box["r"].status == 500, box["r"]
+    assert "spawner went away" in box["r"].error()["message"], box["r"]
+    assert hg.alive("sandboxd")
+    res = pl.run(bob, "echo again")
+    assert res["stdout"] == "again\n", res
+    assert spawner_of(hg, "bob") != old
+
+
 def test_network_readiness_reads_no_proc_syscall():
     """The network profile's readiness depends on no architecture and no
     fd number: nothing in sandboxd reads /proc/PID/syscall."""
