@@ -196,6 +196,8 @@ struct front_pending {
 	int64_t				 id;
 	struct json_object		*res;	/* the answer being made */
 	int				 waiting;	/* answers still due */
+	char				 rid[LOG_REQUEST_ID_LEN + 1];
+	char				 user[USER_NAME_MAX + 1];
 	TAILQ_ENTRY(front_pending)	 entry;
 };
 struct front_pending *front_pending_new(struct ipc_peer *, struct ipc_msg *);

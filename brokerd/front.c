@@ -389,6 +389,11 @@ front_pending_new(struct ipc_peer *p, struct ipc_msg *m)
 		fatal("%s", __func__);
 	fp->peer = p;
 	fp->id = m->id;
+	/* The reply says who asked (frontd's access line), as now would. */
+	snprintf(fp->rid, sizeof(fp->rid), "%s", log_ctx_request_id() ?
+	    log_ctx_request_id() : "");
+	snprintf(fp->user, sizeof(fp->user), "%s", log_ctx_user() ?
+	    log_ctx_user() : "");
 	TAILQ_INSERT_TAIL(&front_pendings, fp, entry);
 	return fp;
 }
@@ -398,14 +403,26 @@ void
 front_pending_reply(struct front_pending *fp, struct json_object *res)
 {
 	struct ipc_msg	m;
+	char		rid[LOG_REQUEST_ID_LEN + 1], user[USER_NAME_MAX + 1];
 
+	/* Maybe called while another request is served: keep its context. */
+	snprintf(rid, sizeof(rid), "%s", log_ctx_request_id() ?
+	    log_ctx_request_id() : "");
+	snprintf(user, sizeof(user), "%s", log_ctx_user() ? log_ctx_user() :
+	    "");
 	TAILQ_REMOVE(&front_pendings, fp, entry);
 	memset(&m, 0, sizeof(m));
 	m.id = fp->id;
+	log_ctx_set(fp->rid[0] ? fp->rid : NULL, fp->user[0] ? fp->user : NULL,
+	    NULL);
 	if (fp->peer != NULL)
 		ipc_reply(fp->peer, &m, res, NULL, 0);
 	else
 		json_object_put(res);
+	if (rid[0] != '\0' || user[0] != '\0')
+		log_ctx_set(rid, user[0] ? user : NULL, NULL);
+	else
+		log_ctx_clear();
 	free(fp);
 }
 

@@ -236,7 +236,8 @@ def test_help_names_every_command(shared):
     # One command's help has its synopsis and what it does.
     text = bare_hgctl(shared, "user", "add", "--help").stdout
     assert text.splitlines()[0] == \
-        "usage: hgctl user add NAME [--admin] [--password-stdin]", text
+        "usage: hgctl user add NAME [--admin] [--password-stdin] " \
+        "[--unix-user UNIXNAME]", text
     assert "--password-stdin" in text
     text = bare_hgctl(shared, "help", "status").stdout
     assert "degraded" in text and "3" in text, text
