@@ -21,7 +21,8 @@ import sandboxlib as sl
 @pytest.fixture(scope="module")
 def hg(mode):
     with pl.module_hostgate(mode, "spawner", carol=True,
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=120) as h:
+                            HOST_EXECUTION_DIRECT_TTL_SECONDS=120,
+                            HOSTGATE_MAX_COMMANDS_PER_USER=32) as h:
         yield h
 
 
@@ -222,6 +223,22 @@ def test_spawner_death_fails_its_pending_spawn_only(hg):
     res = pl.run(bob, "echo again")
     assert res["stdout"] == "again\n", res
     assert spawner_of(hg, "bob") != old
+
+
+def test_concurrent_short_spawns_all_reported(hg):
+    """Thirty short commands of two users at once (children that exit
+    before, or after, their spawner's answer reaches sandboxd): each is
+    reaped and answered with its own exit status."""
+    sessions = [hg.login(*pl.ADMIN), hg.login(*pl.USER)]
+
+    def one(i):
+        r = sessions[i % 2].post("/api/run_command",
+                                 {"command": "exit %d" % (i % 7)},
+                                 timeout=60)
+        return r.status, r.json().get("exit_code")
+
+    res = pl.at_once(30, one)
+    assert res == [(200, i % 7) for i in range(30)], res
 
 
 def test_network_readiness_reads_no_proc_syscall():
