@@ -777,9 +777,14 @@ void
 cgroup_loop(struct event_base *base)
 {
 	cg_evbase = base;
+	struct timeval	tv = { 0, CG_RETRY_MS * 1000 };
+
 	if (cg_ev_retry == NULL && base != NULL &&
 	    (cg_ev_retry = evtimer_new(base, cg_retry, NULL)) == NULL)
 		fatalx("evtimer_new");
+	/* what the sweep could not remove yet */
+	if (cg_ev_retry != NULL && !TAILQ_EMPTY(&cg_pending))
+		evtimer_add(cg_ev_retry, &tv);
 }
 
 /* Remove dir later: it still holds processes on their way out. */
