@@ -86,6 +86,7 @@ static int	 cg_member = -1;	/* H_V2, H_FREEZER or -1 */
 static enum cg_kill cg_killer;
 static char	 cg_v2ctl[64];		/* "+memory +pids ..." for children */
 static int	 cg_own;		/* v2 BASE is our own (delegated) cgroup */
+static const char *cg_io_file;		/* the IO weight file, or NULL */
 
 /* Users whose cgroups exist with these limits. */
 static struct cg_user {
@@ -500,6 +501,73 @@ cg_enable_v2(int systemd)
 	}
 }
 
+/* Whether a disk uses an IO scheduler (/sys/block/DISK/queue/scheduler). */
+static int
+cg_scheduler(const char *name)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 dir[PATH_MAX], path[PATH_MAX + 300], buf[256], want[32];
+	int		 found = 0;
+
+	snprintf(dir, sizeof(dir), "%s/sys/block", cg_fsroot);
+	snprintf(want, sizeof(want), "[%s]", name);
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while (!found && (de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/queue", dir, de->d_name);
+		found = cg_read(path, "scheduler", buf, sizeof(buf)) == 0 &&
+		    strstr(buf, want) != NULL;
+	}
+	closedir(d);
+	return found;
+}
+
+/*
+ * IO weights: only where something applies them. v2's io.weight needs
+ * iocost enabled on a disk (io.cost.qos of the root), BFQ's weight files
+ * (v2 io.bfq.weight, v1 blkio.bfq.weight) a disk on BFQ, v1's
+ * blkio.weight a disk on CFQ. A file nothing reads is not a limit.
+ */
+static void
+cg_pick_io(void)
+{
+	char	mnt[PATH_MAX], buf[4096];
+
+	cg_io_file = NULL;
+	if (cg_base[H_V2][0] != '\0' && cg_word(cg_v2ctl, "+io")) {
+		if (cg_mount(H_V2, mnt, sizeof(mnt)) == 0 &&
+		    cg_read(mnt, "io.cost.qos", buf, sizeof(buf)) == 0 &&
+		    strstr(buf, "enable=1") != NULL)
+			cg_io_file = "io.weight";
+		else if (cg_scheduler("bfq"))
+			cg_io_file = "io.bfq.weight";
+		if (cg_io_file != NULL) {
+			cg_set(W_IO, H_V2, "cgroup v2 %s", cg_io_file);
+			return;
+		}
+		cg_unset(W_IO, "no disk has iocost enabled (io.cost.qos) or "
+		    "uses the BFQ scheduler: io.weight would do nothing");
+		return;
+	}
+	if (cg_base[H_BLKIO][0] == '\0') {
+		cg_unset(W_IO, "no cgroup hierarchy carries the io (blkio) "
+		    "controller for sandboxd");
+		return;
+	}
+	if (cg_has(cg_base[H_BLKIO], "blkio.bfq.weight") && cg_scheduler("bfq"))
+		cg_io_file = "blkio.bfq.weight";
+	else if (cg_has(cg_base[H_BLKIO], "blkio.weight") && cg_scheduler("cfq"))
+		cg_io_file = "blkio.weight";
+	if (cg_io_file != NULL)
+		cg_set(W_IO, H_BLKIO, "cgroup v1 %s", cg_io_file);
+	else
+		cg_unset(W_IO, "no disk uses the BFQ (blkio.bfq.weight) or CFQ "
+		    "(blkio.weight) scheduler: v1 IO weights would do nothing");
+}
+
 /* Remove the v1 BASE directories that no controller decision uses. */
 static void
 cg_drop_unused(void)
@@ -636,11 +704,7 @@ cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
 		    " (a kernel without CONFIG_CFS_BANDWIDTH)");
 	else
 		cg_unset(W_CPU_MAX, "%s", cg_why[W_CPU]);
-	cg_pick(W_IO, "io", "io.weight", H_BLKIO, "blkio.weight",
-	    " (v1 IO weights need the BFQ or CFQ scheduler)");
-	if (cg_ctl[W_IO] == -1 && cg_base[H_BLKIO][0] != '\0' &&
-	    cg_has(cg_base[H_BLKIO], "blkio.bfq.weight"))
-		cg_set(W_IO, H_BLKIO, "cgroup v1 blkio.bfq.weight");
+	cg_pick_io();
 	/* per spawn: only v2 controllers nest below the user's cgroup */
 	if (cg_ctl[W_MEMORY] == H_V2)
 		cg_set(W_SPAWN_MEMORY, H_V2, "cgroup v2 memory.max");
@@ -713,9 +777,14 @@ void
 cgroup_loop(struct event_base *base)
 {
 	cg_evbase = base;
+	struct timeval	tv = { 0, CG_RETRY_MS * 1000 };
+
 	if (cg_ev_retry == NULL && base != NULL &&
 	    (cg_ev_retry = evtimer_new(base, cg_retry, NULL)) == NULL)
 		fatalx("evtimer_new");
+	/* what the sweep could not remove yet */
+	if (cg_ev_retry != NULL && !TAILQ_EMPTY(&cg_pending))
+		evtimer_add(cg_ev_retry, &tv);
 }
 
 /* Remove dir later: it still holds processes on their way out. */
@@ -965,14 +1034,14 @@ cg_limits_v2(const char *dir, const struct cg_limits *l, int spawn,
 		CG_TRY("cpu.max", val);
 	}
 	if (cg_ctl[W_IO] == H_V2 && l->io_weight > 0) {
-		snprintf(val, sizeof(val), "default %lld",
-		    (long long)l->io_weight);
-		if (cg_writef(val, dir, "io.weight") == -1) {
-			/* BFQ's own file takes the bare weight. */
-			snprintf(val, sizeof(val), "%lld",
+		/* iocost takes 1..10000; BFQ 1..1000, both 100 by default */
+		if (strcmp(cg_io_file, "io.weight") == 0)
+			snprintf(val, sizeof(val), "default %lld",
 			    (long long)l->io_weight);
-			CG_TRY("io.bfq.weight", val);
-		}
+		else
+			snprintf(val, sizeof(val), "%lld", (long long)(
+			    l->io_weight > 1000 ? 1000 : l->io_weight));
+		CG_TRY(cg_io_file, val);
 	}
 	return 0;
 }
@@ -1020,12 +1089,14 @@ cg_limits_v1(const char *user, const struct cg_limits *l, char *err,
 	}
 	if (cg_ctl[W_IO] == H_BLKIO && l->io_weight > 0 &&
 	    cg_user_dir(H_BLKIO, user, dir, sizeof(dir)) == 0) {
-		/* v2's default 100 is v1's default 500; v1 takes 10..1000 */
-		v = l->io_weight * 5;
-		snprintf(val, sizeof(val), "%lld", v < 10 ? 10 : v > 1000 ?
-		    1000 : v);
-		if (cg_writef(val, dir, "blkio.weight") == -1)
-			CG_TRY("blkio.bfq.weight", val);
+		if (strcmp(cg_io_file, "blkio.weight") == 0) {
+			/* CFQ: 10..1000, 500 by default (v2's 100) */
+			v = l->io_weight * 5;
+			v = v < 10 ? 10 : v > 1000 ? 1000 : v;
+		} else	/* BFQ: 1..1000, 100 by default */
+			v = l->io_weight > 1000 ? 1000 : l->io_weight;
+		snprintf(val, sizeof(val), "%lld", v);
+		CG_TRY(cg_io_file, val);
 	}
 #undef CG_TRY
 	return 0;

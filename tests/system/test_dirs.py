@@ -103,7 +103,7 @@ def test_workspace_root_wrong_owner(hostgate_factory):
     ws = os.path.join(hg.state, "workspaces")
     make_dir(ws, 0o700, 0, 0)
     name, _, _ = owner_of(hg, "sandboxd")
-    refused(hg, "sandboxd", ws, 0, 0, 0o700, name, 0o700)
+    refused(hg, "sandboxd", ws, 0, 0, 0o700, name, 0o711)
 
 
 def test_workspace_root_writable_by_others(hostgate_factory):
@@ -113,7 +113,22 @@ def test_workspace_root_writable_by_others(hostgate_factory):
     ws = os.path.join(hg.state, "workspaces")
     name, uid, gid = owner_of(hg, "sandboxd")
     make_dir(ws, 0o757, uid, gid)
-    refused(hg, "sandboxd", ws, uid, gid, 0o757, name, 0o700)
+    refused(hg, "sandboxd", ws, uid, gid, 0o757, name, 0o711)
+
+
+def test_workspace_root_0700_opened_up(hostgate_factory):
+    """A workspace root of sandboxd's left 0700 by an earlier version
+    becomes 0711: each user's workspace inside belongs to that user."""
+    hg = hostgate_factory(start=False)
+    _, buid, bgid = owner_of(hg, "brokerd")
+    make_dir(hg.state, want_mode(hg), buid, bgid)
+    ws = os.path.join(hg.state, "workspaces")
+    _, uid, gid = owner_of(hg, "sandboxd")
+    make_dir(ws, 0o700, uid, gid)
+    hg.start("sandboxd")
+    hglib.wait_for(lambda: os.stat(ws).st_mode & 0o7777 == 0o711, 10,
+                   what="sandboxd to open %s to 0711" % ws)
+    assert os.stat(ws).st_uid == uid
 
 
 def test_created_with_owner_and_mode(hostgate_factory):
@@ -128,7 +143,7 @@ def test_created_with_owner_and_mode(hostgate_factory):
     hg.start("sandboxd")
     ws = os.path.join(hg.state, "workspaces")
     hglib.wait_for(lambda: os.path.isdir(ws) and
-                   os.stat(ws).st_mode & 0o777 == 0o700, 10,
+                   os.stat(ws).st_mode & 0o777 == 0o711, 10,
                    what="sandboxd to create %s" % ws)
     _, buid, _ = owner_of(hg, "brokerd")
     _, suid, _ = owner_of(hg, "sandboxd")

@@ -182,6 +182,7 @@ tree_v2(const char *self, const char *base)
 	put(rel, "");
 	snprintf(rel, sizeof(rel), "sys/fs/cgroup%s/memory.swap.max", base);
 	put(rel, "max\n");
+	put("sys/block/sda/queue/scheduler", "mq-deadline kyber [bfq] none\n");
 }
 
 /*
@@ -210,7 +211,7 @@ test_v2_init(void **state)
 	assert_string_equal(how("pids"), "cgroup v2 pids.max");
 	assert_string_equal(how("cpu"), "cgroup v2 cpu.weight");
 	assert_string_equal(how("cpu_max"), "cgroup v2 cpu.max");
-	assert_string_equal(how("io"), "cgroup v2 io.weight");
+	assert_string_equal(how("io"), "cgroup v2 io.bfq.weight");
 	assert_string_equal(how("spawn_memory"), "cgroup v2 memory.max");
 	assert_string_equal(how("spawn_pids"), "cgroup v2 pids.max");
 	assert_null(why("memory"));
@@ -263,7 +264,7 @@ test_v2_limits(void **state)
 	assert_string_equal(get(B "u-alice/pids.max"), "1024");
 	assert_string_equal(get(B "u-alice/cpu.weight"), "100");
 	assert_string_equal(get(B "u-alice/cpu.max"), "max 100000");
-	assert_string_equal(get(B "u-alice/io.weight"), "default 100");
+	assert_string_equal(get(B "u-alice/io.bfq.weight"), "100");
 	assert_string_equal(get(B "u-alice/cgroup.subtree_control"),
 	    "+memory +pids +cpu +io");
 	assert_true(has(B "u-alice/spawner"));
@@ -312,6 +313,36 @@ test_v2_limits(void **state)
 	    sizeof(procs), err, sizeof(err)), -1);
 	assert_null(cgroup_path("alice", NULL, "..", procs, sizeof(procs)));
 #undef B
+}
+
+/* IO weights: iocost's io.weight where enabled; nothing without a user. */
+static void
+test_v2_io(void **state)
+{
+	struct cg_limits	 l;
+	char			 err[256];
+
+	tree_v2("", "/" INST);
+	put("sys/fs/cgroup/io.cost.qos", "8:0 enable=1 ctrl=auto rpct=95.00 "
+	    "rlat=10000 wpct=95.00 wlat=20000 min=50.00 max=150.00\n");
+	cgroup_init(root, INST, getuid(), getgid());
+	assert_string_equal(how("io"), "cgroup v2 io.weight");
+	user_limits(&l);
+	l.io_weight = 10000;
+	assert_int_equal(cgroup_user("alice", &l, err, sizeof(err)), 0);
+	assert_string_equal(get("sys/fs/cgroup/" INST "/u-alice/io.weight"),
+	    "default 10000");
+	cgroup_fini();
+
+	/* neither iocost nor BFQ: a weight would do nothing, and says so */
+	put("sys/fs/cgroup/io.cost.qos", "8:0 enable=0\n");
+	put("sys/block/sda/queue/scheduler", "[mq-deadline] kyber bfq none\n");
+	cgroup_init(root, INST, getuid(), getgid());
+	assert_null(how("io"));
+	assert_non_null(strstr(why("io"), "BFQ"));
+	assert_int_equal(cgroup_user("bob", &l, err, sizeof(err)), 0);
+	assert_false(has("sys/fs/cgroup/" INST "/u-bob/io.weight"));
+	assert_false(has("sys/fs/cgroup/" INST "/u-bob/io.bfq.weight"));
 }
 
 /*
@@ -453,7 +484,7 @@ test_v2_usage(void **state)
 
 /* The hybrid layout of the machine the tests run on, BASE's files too. */
 static void
-tree_hybrid(int blkio_weight)
+tree_hybrid(const char *sched)
 {
 	put("proc/self/cgroup", "9:name=systemd:/\n8:pids:/\n7:blkio:/\n"
 	    "6:freezer:/\n4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/\n");
@@ -473,8 +504,12 @@ tree_hybrid(int blkio_weight)
 	put("sys/fs/cgroup/cpu/" INST "/cpu.cfs_quota_us", "-1\n");
 	put("sys/fs/cgroup/blkio/cgroup.procs", "");
 	put("sys/fs/cgroup/blkio/" INST "/blkio.throttle.io_serviced", "");
-	if (blkio_weight)
+	put("sys/fs/cgroup/blkio/" INST "/blkio.bfq.weight", "100\n");
+	if (sched != NULL && strcmp(sched, "cfq") == 0)
 		put("sys/fs/cgroup/blkio/" INST "/blkio.weight", "500\n");
+	put("sys/block/vda/queue/scheduler", sched == NULL ?
+	    "[none] mq-deadline kyber bfq\n" : strcmp(sched, "bfq") == 0 ?
+	    "none mq-deadline kyber [bfq]\n" : "noop deadline [cfq]\n");
 	put("sys/fs/cgroup/freezer/cgroup.procs", "");
 }
 
@@ -493,7 +528,7 @@ test_hybrid(void **state)
 	pid_t			 pid;
 
 #define M "sys/fs/cgroup/memory/process_api/abc/" INST "/u-alice/"
-	tree_hybrid(0);
+	tree_hybrid(NULL);
 	cgroup_init(root, INST, getuid(), getgid());
 	assert_non_null(strstr(how("membership"), "cgroup v2"));
 	assert_string_equal(how("kill"), "cgroup v2 cgroup.kill");
@@ -505,7 +540,7 @@ test_hybrid(void **state)
 	assert_string_equal(how("cpu_max"), "cgroup v1 cpu.cfs_quota_us");
 	assert_null(how("io"));
 	assert_non_null(r = why("io"));
-	assert_non_null(strstr(r, "blkio.weight"));
+	assert_non_null(strstr(r, "BFQ"));
 	assert_null(how("spawn_memory"));
 	assert_non_null(strstr(why("spawn_memory"), "v1"));
 	assert_null(how("spawn_pids"));
@@ -559,14 +594,30 @@ test_hybrid(void **state)
 #undef M
 }
 
-/* With blkio.weight, IO weights are enforced, scaled to v1's 10..1000. */
+/*
+ * With a disk on BFQ, IO weights go to blkio.bfq.weight (1..1000, 100 by
+ * default); on CFQ to blkio.weight, scaled to its 10..1000 (500).
+ */
 static void
 test_hybrid_blkio(void **state)
 {
 	struct cg_limits	 l;
 	char			 err[256];
 
-	tree_hybrid(1);
+	tree_hybrid("bfq");
+	cgroup_init(root, INST, getuid(), getgid());
+	assert_string_equal(how("io"), "cgroup v1 blkio.bfq.weight");
+	user_limits(&l);
+	assert_int_equal(cgroup_user("alice", &l, err, sizeof(err)), 0);
+	assert_string_equal(get("sys/fs/cgroup/blkio/" INST
+	    "/u-alice/blkio.bfq.weight"), "100");
+	l.io_weight = 10000;
+	assert_int_equal(cgroup_user("alice", &l, err, sizeof(err)), 0);
+	assert_string_equal(get("sys/fs/cgroup/blkio/" INST
+	    "/u-alice/blkio.bfq.weight"), "1000");
+	cgroup_fini();
+
+	tree_hybrid("cfq");
 	cgroup_init(root, INST, getuid(), getgid());
 	assert_string_equal(how("io"), "cgroup v1 blkio.weight");
 	user_limits(&l);
@@ -966,6 +1017,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_v2_limits, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_v2_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_kill, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_sweep, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_v2_usage, setup, teardown),
