@@ -47,7 +47,7 @@ static char		 auth_dummy[AUTH_ENCODED_MAX];
 static int64_t		 auth_uid_lo = 1879048192, auth_uid_hi = 1879113727;
 static struct {
 	uid_t		 uid;
-	char		 why[48];
+	char		 why[80];
 } auth_reserved[AUTH_RESERVED_MAX];
 static size_t		 auth_nreserved;
 
@@ -108,7 +108,7 @@ auth_uid_reserved(int64_t uid)
 	size_t	i;
 
 	if (uid == 0)
-		return "root";
+		return "root's";
 	for (i = 0; i < auth_nreserved; i++)
 		if ((int64_t)auth_reserved[i].uid == uid)
 			return auth_reserved[i].why;
@@ -179,7 +179,7 @@ auth_ids_ok(int64_t uid, int64_t gid, const struct user *except, char *err,
 		return 0;
 	}
 	if ((why = auth_uid_reserved(uid)) != NULL) {
-		snprintf(err, errsz, "uid %lld is that of %s", (long long)uid, why);
+		snprintf(err, errsz, "uid %lld is %s", (long long)uid, why);
 		return 0;
 	}
 	if (gid == 0) {
@@ -392,7 +392,7 @@ auth_assign_ids(char *err, size_t errsz)
 		}
 		if (u->unix_user != NULL) {
 			if (auth_uid_reserved(u->uid) != NULL)
-				log_warnx("user %s: uid %lld is that of %s; sandboxd "
+				log_warnx("user %s: uid %lld is %s; sandboxd "
 				    "will refuse their spawns", u->name,
 				    (long long)u->uid,
 				    auth_uid_reserved(u->uid));

@@ -334,6 +334,12 @@ spawn_request(struct ident *id, const char *kind)
 	    spawn_conf->on_expiry == EXPIRY_TERMINATE)
 		json_object_object_add(req, "deadline_ms",
 		    json_object_new_int64(id->session->direct_until));
+	log_debug("%s for %s: uid %lld gid %lld, %s, deadline_ms %lld", kind,
+	    id->user->name, (long long)id->user->uid,
+	    (long long)id->user->gid, mode_is_direct(id->session) ? "direct" :
+	    "sandbox", mode_is_direct(id->session) &&
+	    spawn_conf->on_expiry == EXPIRY_TERMINATE ?
+	    (long long)id->session->direct_until : 0LL);
 	json_object_object_add(req, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	spawn_add_request_id(req);
