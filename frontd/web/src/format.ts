@@ -79,3 +79,16 @@ export function uptime(seconds: number): string {
   if (mm) return `${mm} min ${s % 60} s`;
   return `${s} s`;
 }
+
+// A size in bytes, short: "512 B", "12 M", "4.0 G".
+export function bytes(n: number): string {
+  const units = ['B', 'K', 'M', 'G', 'T'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  const text = i === 0 || v >= 10 ? String(Math.round(v)) : v.toFixed(1);
+  return `${text} ${units[i]}`;
+}

@@ -6,6 +6,7 @@ import { installConstructedStyles } from './cspstyle';
 import './style.css';
 
 import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status } from './api';
+import { bytes } from './format';
 import { AdminView } from './admin';
 import { h, icon } from './dom';
 import { startEvents, stopEvents } from './events';
@@ -31,6 +32,38 @@ interface App {
   onVisible: () => void;
   onKey: (ev: KeyboardEvent) => void;
   renderTop: () => void;
+  usageTimer: number;
+}
+
+// How often the top bar's usage is read again while the tab is visible.
+const USAGE_REFRESH_MS = 20000;
+
+// "used / limit" of one resource; the limit alone when usage is unknown.
+function gauge(used: number | null, max: number | null, fmt: (n: number) => string): string {
+  const limit = max === null ? 'no limit' : fmt(max);
+  return used === null ? limit : `${fmt(used)} / ${limit}`;
+}
+
+// The user's memory, processes and disk against their limits, one line.
+function renderUsage(el: HTMLElement, st: Status): void {
+  const lim = st.limits;
+  if (!lim) {
+    el.hidden = true;
+    return;
+  }
+  const u = st.usage ?? null;
+  const count = (n: number): string => String(n);
+  const parts = [
+    `mem ${gauge(u ? u.memory.current : null, u ? u.memory.max : lim.memory_max, bytes)}`,
+    `pids ${gauge(u ? u.pids.current : null, u ? u.pids.max : lim.pids_max, count)}`,
+  ];
+  if (u?.disk) parts.push(`disk ${gauge(u.disk.used, u.disk.max, bytes)}`);
+  else if (lim.disk_max !== null) parts.push(`disk ${gauge(null, lim.disk_max, bytes)}`);
+  el.textContent = (u ? '' : 'limits: ') + parts.join(' · ');
+  el.title = u
+    ? `Your usage against your limits${u.oom_kills ? `; ${u.oom_kills} out-of-memory kills` : ''}`
+    : `Your limits (usage unknown: ${st.usage_reason ?? 'not reported'})`;
+  el.hidden = false;
 }
 
 let app: App | null = null;
@@ -41,6 +74,7 @@ function buildApp(): App {
   const s = store.status!;
   const mode = new ModeControl();
   const live = h('span', { class: 'live-state', role: 'status' });
+  const usage = h('span', { class: 'usage-state', id: 'usage' });
   const nav = h('nav', { class: 'mainnav', attrs: { 'aria-label': 'Main' } });
   const logout = h(
     'button',
@@ -59,6 +93,7 @@ function buildApp(): App {
     ),
     nav,
     h('div', { class: 'topbar-spacer' }),
+    usage,
     live,
     mode.el,
     h(
@@ -78,6 +113,7 @@ function buildApp(): App {
   const renderTop = (): void => {
     const st = store.status;
     if (!st) return;
+    renderUsage(usage, st);
     live.textContent = store.live ? '' : 'Live updates paused';
     live.hidden = store.live;
     const path = currentPath();
@@ -114,7 +150,15 @@ function buildApp(): App {
     if (document.visibilityState === 'visible') store.refresh().catch(() => undefined);
   };
   document.addEventListener('visibilitychange', onVisible);
-  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, onKey, renderTop };
+  // Usage changes without an event: read it again now and then, for the
+  // top bar alone.
+  const usageTimer = window.setInterval(() => {
+    if (document.visibilityState !== 'visible') return;
+    get<Status>('/api/status')
+      .then((fresh) => renderUsage(usage, fresh))
+      .catch(() => undefined);
+  }, USAGE_REFRESH_MS);
+  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, onKey, renderTop, usageTimer };
 }
 
 // Draw the page of path.
@@ -147,7 +191,7 @@ function startApp(): void {
   root.replaceChildren(app.shell);
   setSessionLostHandler((why) => showLogin(why));
   startEvents({
-    terminalExited: (id) => app?.terminals.terminalExited(id),
+    terminalExited: (id, reason) => app?.terminals.terminalExited(id, reason),
     sessionEnded: () => {
       setCsrfToken(null);
       forgetTerminals();
@@ -166,6 +210,7 @@ function teardown(): void {
   clearToasts();
   if (app) {
     app.unsub();
+    window.clearInterval(app.usageTimer);
     app.mode.destroy();
     app.terminals.destroy();
     app.admin.stop();
