@@ -59,7 +59,7 @@ FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
-	  backend_wsl spawn policy cgroup record
+	  backend_wsl spawn policy cgroup grant ids record
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -73,7 +73,7 @@ BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
-	  test_policy test_ttl test_audit
+	  test_policy test_ttl test_audit test_cgroup
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -116,6 +116,8 @@ $(B)/tests/test_policy: $(O)/tests/unit/test_policy.o $(O)/sandboxd/policy.o \
 	$(COMMON_O)
 $(B)/tests/test_audit: $(O)/tests/unit/test_audit.o $(O)/brokerd/audit.o \
 	$(COMMON_O)
+$(B)/tests/test_cgroup: $(O)/tests/unit/test_cgroup.o $(O)/sandboxd/cgroup.o \
+	$(O)/sandboxd/ids.o $(COMMON_O)
 $(B)/tests/test_ttl: $(O)/tests/unit/test_ttl.o $(O)/brokerd/ttl.o $(COMMON_O)
 $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \

@@ -4,6 +4,7 @@
  * checks its shape again, builds the backend command line and runs it.
  */
 #include <sys/types.h>
+#include <sys/fsuid.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -26,6 +27,9 @@ static void	broker_hangup(struct ipc_peer *, struct ipc_msg *);
 static void	broker_list(struct ipc_peer *, struct ipc_msg *);
 static void	broker_kill_session(struct ipc_peer *, struct ipc_msg *);
 static void	broker_recording(struct ipc_peer *, struct ipc_msg *);
+static void	broker_grant(struct ipc_peer *, struct ipc_msg *);
+static void	broker_kill_user(struct ipc_peer *, struct ipc_msg *);
+static void	broker_usage(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
@@ -38,6 +42,9 @@ static const struct ipc_handler broker_handlers[] = {
 	{ "list",	ROLE_BROKERD, 0, broker_list },
 	{ "kill_session", ROLE_BROKERD, 0, broker_kill_session },
 	{ "recording",	ROLE_BROKERD, 0, broker_recording },
+	{ "grant",	ROLE_BROKERD, 0, broker_grant },
+	{ "kill_user",	ROLE_BROKERD, 0, broker_kill_user },
+	{ "usage",	ROLE_BROKERD, 0, broker_usage },
 	{ NULL, 0, 0, NULL }
 };
 
@@ -46,6 +53,30 @@ static const struct ipc_peer_cbs broker_cbs = { broker_ready, broker_closed };
 static struct config	*broker_conf;
 static struct ipc_peer	*broker_peer;	/* for exit events */
 static int64_t		 broker_started;	/* wall seconds, for hgctl status */
+
+/*
+ * What enforces what: the cgroups' mechanisms, whether each user has a
+ * uid of their own, and whether disks have quotas.
+ */
+static struct json_object *
+broker_containment(void)
+{
+	struct json_object	*o, *why;
+
+	o = cgroup_json();
+	json_object_object_add(o, "uid", json_object_new_string(
+	    ids_per_user() ? "per-user" : "shared"));
+	if (!ids_per_user() && json_object_object_get_ex(o, "not_enforced",
+	    &why))
+		json_object_object_add(why, "uid", json_object_new_string(
+		    "sandboxd was not started as root: every spawn runs as "
+		    "sandboxd's own uid"));
+	json_object_object_add(o, "disk_quota", json_object_new_boolean(0));
+	if (json_object_object_get_ex(o, "not_enforced", &why))
+		json_object_object_add(why, "disk_quota", json_object_new_string(
+		    "no disk quota for workspaces in this build"));
+	return o;
+}
 
 /* The backend's state, probed again when the last probe is stale. */
 static void
@@ -56,6 +87,7 @@ broker_health(struct ipc_peer *p, struct ipc_msg *m)
 	backend_probe(BROKER_PROBE_MAX_AGE_MS);
 	res = json_object_new_object();
 	json_object_object_add(res, "backend", backend_json());
+	json_object_object_add(res, "containment", broker_containment());
 	json_object_object_add(res, "version",
 	    json_object_new_string(HG_VERSION));
 	json_object_object_add(res, "started",
@@ -113,10 +145,13 @@ broker_strings(struct json_object *arr, struct strv *sv, size_t max)
 	return 0;
 }
 
-/* The user's workspace, created 0700 on first use. */
+/*
+ * The user's workspace, created on first use: the user's own uid:gid,
+ * 0700. One that an earlier version left as sandboxd's is handed over.
+ */
 static int
-broker_workspace(const char *user, char *out, size_t outsz, char *err,
-    size_t errsz)
+broker_workspace(const char *user, uid_t uid, gid_t gid, char *out,
+    size_t outsz, char *err, size_t errsz)
 {
 	struct stat	st;
 
@@ -126,13 +161,88 @@ broker_workspace(const char *user, char *out, size_t outsz, char *err,
 		    strerror(errno));
 		return -1;
 	}
-	/* A workspace must be a real directory of ours, not a symlink. */
-	if (lstat(out, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid()) {
-		snprintf(err, errsz, "the workspace is not a directory of "
-		    "sandboxd's");
+	/* A workspace must be a real directory, not a symlink. */
+	if (lstat(out, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		snprintf(err, errsz, "the workspace is not a directory");
 		return -1;
 	}
+	if (st.st_uid != uid && st.st_uid == geteuid() &&
+	    (chown(out, uid, gid) == -1 || chmod(out, 0700) == -1 ||
+	    lstat(out, &st) == -1)) {
+		snprintf(err, errsz, "cannot give the workspace to uid %ld: %s",
+		    (long)uid, strerror(errno));
+		return -1;
+	}
+	if (st.st_uid != uid) {
+		snprintf(err, errsz, "the workspace belongs to uid %ld, not to "
+		    "the user's uid %ld", (long)st.st_uid, (long)uid);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Resolve a spawn's cwd with the file-system ids of its user, since a
+ * workspace of another uid (0700) is closed to sandboxd itself.
+ */
+static int
+broker_cwd(const struct spawn_spec *s, const char *ws, const char *cwd,
+    char *out, size_t outsz, char *err, size_t errsz)
+{
+	int	rc, as_user = s->uid != geteuid();
+
+	if (as_user) {
+		setfsgid(s->gid);
+		setfsuid(s->uid);
+		if ((uid_t)setfsuid((uid_t)-1) != s->uid) {
+			setfsgid(getegid());
+			snprintf(err, errsz, "cannot take uid %ld to enter the "
+			    "workspace", (long)s->uid);
+			return -1;
+		}
+	}
+	rc = spawn_cwd(ws, cwd, out, outsz, err, errsz);
+	if (as_user) {
+		setfsuid(geteuid());
+		setfsgid(getegid());
+	}
+	return rc;
+}
+
+/*
+ * The ids a spawn runs as: per user (sandboxd keeps CAP_SETUID), the
+ * uid and gid brokerd sent, checked; otherwise sandboxd's own. -1, err.
+ */
+static int
+broker_ids(struct ipc_msg *m, struct spawn_spec *s, char *err, size_t errsz)
+{
+	int64_t	uid = -1, gid = -1;
+	int	has_uid, has_gid;
+
+	has_uid = json_object_object_get_ex(m->obj, "uid", NULL);
+	has_gid = json_object_object_get_ex(m->obj, "gid", NULL);
+	if ((has_uid && json_int(m->obj, "uid", &uid) == -1) ||
+	    (has_gid && json_int(m->obj, "gid", &gid) == -1)) {
+		snprintf(err, errsz, "\"uid\" and \"gid\" must be integers");
+		return -1;
+	}
+	if (!ids_per_user()) {
+		/* One uid for everything: the spawn runs as sandboxd. */
+		s->uid = geteuid();
+		s->gid = getegid();
+		return 0;
+	}
+	if (!has_uid) {
+		snprintf(err, errsz, "no \"uid\" for the user: every spawn "
+		    "needs its user's own uid when sandboxd runs as root");
+		return -1;
+	}
+	if (!has_gid)
+		gid = uid;
+	if (ids_check(uid, gid, err, errsz) == -1)
+		return -1;
+	s->uid = (uid_t)uid;
+	s->gid = (gid_t)gid;
 	return 0;
 }
 
@@ -147,7 +257,7 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	const char		*kind, *mode, *perm, *cwd;
 	char			 ws[4096], wd[4096], err[512];
 	int64_t			 timeout = 60000, cap = 1048576;
-	int64_t			 cols = 80, rows = 24;
+	int64_t			 cols = 80, rows = 24, deadline = 0;
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
 
 	memset(&s, 0, sizeof(s));
@@ -168,6 +278,13 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	json_int(m->obj, "output_cap", &cap);
 	json_int(m->obj, "cols", &cols);
 	json_int(m->obj, "rows", &rows);
+	if (json_object_object_get_ex(m->obj, "deadline_ms", NULL) &&
+	    (json_int(m->obj, "deadline_ms", &deadline) == -1 ||
+	    deadline < 0)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"deadline_ms\" must be "
+		    "an integer of 0 or more (wall-clock ms)");
+		goto out;
+	}
 	json_object_object_get_ex(m->obj, "argv", &o);
 	if (kind == NULL || (strcmp(kind, "command") != 0 &&
 	    strcmp(kind, "terminal") != 0) || mode == NULL ||
@@ -198,8 +315,31 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	s.kind = strcmp(kind, "terminal") == 0 ? SPAWN_TERMINAL :
 	    SPAWN_COMMAND;
 	s.mode = strcmp(mode, "direct") == 0 ? MODE_DIRECT : MODE_SANDBOX;
-	if (broker_workspace(s.user, ws, sizeof(ws), err, sizeof(err)) == -1 ||
-	    spawn_cwd(ws, cwd, wd, sizeof(wd), err, sizeof(err)) == -1) {
+	if (broker_ids(m, &s, err, sizeof(err)) == -1) {
+		log_warnx("spawn refused: %s", err);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
+		goto out;
+	}
+	if (s.mode == MODE_DIRECT && deadline > 0) {
+		/* sandboxd holds the grant's end itself, brokerd up or down */
+		if (grant_expired(deadline)) {
+			log_warnx("direct spawn refused: its grant ended %lld "
+			    "ms ago", (long long)(now_wall_ms() - deadline));
+			ipc_reply_error(p, m, ERR_FORBIDDEN, "the direct-mode "
+			    "grant has ended (deadline_ms %lld is past)",
+			    (long long)deadline);
+			goto out;
+		}
+		if (s.session != NULL && grant_set(s.session, s.user, deadline,
+		    err, sizeof(err)) == -1) {
+			ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
+			goto out;
+		}
+		s.deadline_ms = deadline;
+	}
+	if (broker_workspace(s.user, s.uid, s.gid, ws, sizeof(ws), err,
+	    sizeof(err)) == -1 || broker_cwd(&s, ws, cwd, wd, sizeof(wd), err,
+	    sizeof(err)) == -1) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		goto out;
 	}
@@ -282,7 +422,7 @@ broker_kill_session(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*res;
 	const char		*session, *mode;
-	int			 n;
+	int			 n, k = 0;
 
 	session = json_str(m->obj, "session");
 	mode = json_str(m->obj, "mode");
@@ -293,11 +433,92 @@ broker_kill_session(struct ipc_peer *p, struct ipc_msg *m)
 	}
 	n = spawn_kill_session(session, strcmp(mode, "direct") == 0 ?
 	    MODE_DIRECT : MODE_SANDBOX);
-	if (n > 0)
-		log_info("killed %d %s-mode process groups of session %.8s", n,
-		    mode, session);
+	/* A direct grant ended: its spawns' whole cgroups, and its deadline. */
+	if (strcmp(mode, "direct") == 0) {
+		k = cgroup_session_kill(session);
+		grant_end(session);
+	}
+	if (n > 0 || k > 0)
+		log_info("killed %d %s-mode spawns of session %.8s (%d "
+		    "processes in their cgroups)", n, mode, session, k);
 	res = json_object_new_object();
 	json_object_object_add(res, "killed", json_object_new_int(n));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* A direct grant started or was renewed: hold its deadline. */
+static void
+broker_grant(struct ipc_peer *p, struct ipc_msg *m)
+{
+	const char	*session, *user;
+	char		 err[256];
+	int64_t		 deadline;
+
+	broker_ctx(m);
+	session = json_str(m->obj, "session");
+	user = json_str(m->obj, "user");
+	if (!broker_user_ok(user) || json_int(m->obj, "deadline_ms",
+	    &deadline) == -1 || grant_set(session, user, deadline, err,
+	    sizeof(err)) == -1) {
+		log_warnx("malformed grant");
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "a grant needs "
+		    "\"session\" (32 hex digits), \"user\" and "
+		    "\"deadline_ms\" (wall-clock ms; 0: none)");
+	} else	/* one already past ends at once, by its timer */
+		ipc_reply(p, m, NULL, NULL, 0);
+	log_ctx_clear();
+}
+
+/* A user was deleted: kill everything of theirs, their whole cgroup. */
+static void
+broker_kill_user(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res, *procs, *o;
+	const char		*user, *u, *id;
+	size_t			 i;
+	int			 n = 0, k;
+
+	broker_ctx(m);
+	if (!broker_user_ok(user = json_str(m->obj, "user"))) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad \"user\"");
+		log_ctx_clear();
+		return;
+	}
+	/* The table's entries (they end as killed), then the cgroups. */
+	procs = spawn_list();
+	for (i = 0; i < json_object_array_length(procs); i++) {
+		o = json_object_array_get_idx(procs, i);
+		u = json_str(o, "user");
+		id = json_str(o, "id");
+		if (u != NULL && id != NULL && strcmp(u, user) == 0 &&
+		    spawn_hangup(id) == 0)
+			n++;
+	}
+	json_object_put(procs);
+	k = cgroup_user_kill(user);
+	log_info("user %s deleted: killed %d spawns, %d processes in their "
+	    "cgroups", user, n, k);
+	res = json_object_new_object();
+	json_object_object_add(res, "killed", json_object_new_int(n));
+	json_object_object_add(res, "processes", json_object_new_int(k));
+	ipc_reply(p, m, res, NULL, 0);
+	log_ctx_clear();
+}
+
+/* A user's current usage and limits. */
+static void
+broker_usage(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+	const char		*user;
+
+	if (!broker_user_ok(user = json_str(m->obj, "user"))) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad \"user\"");
+		return;
+	}
+	res = cgroup_usage(user);
+	/* no disk quota in this build */
+	json_object_object_add(res, "disk", NULL);
 	ipc_reply(p, m, res, NULL, 0);
 }
 
@@ -354,6 +575,8 @@ broker_proc_exited(struct proc *pr)
 	    json_object_new_string(spawn_id(pr)));
 	json_object_object_add(req, "status",
 	    json_object_new_int(spawn_status(pr)));
+	json_object_object_add(req, "oom",
+	    json_object_new_boolean(spawn_oom(pr)));
 	if (spawn_recording(pr) != NULL)
 		json_object_object_add(req, "recording",
 		    json_object_get(spawn_recording(pr)));

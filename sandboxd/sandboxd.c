@@ -3,6 +3,7 @@
  * alone and never falls back to a weaker backend.
  */
 #include <sys/types.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -40,10 +41,22 @@ static const char *const sandboxd_denied[] = {
 	NULL
 };
 
+/*
+ * What sandboxd keeps when started as root, each for one reason:
+ * CAP_SETUID, CAP_SETGID: each spawn runs as its user's uid and gid;
+ * CAP_KILL: signal the spawns of those other uids;
+ * CAP_CHOWN: a new workspace belongs to its user;
+ * CAP_FOWNER: set up a workspace that is no longer sandboxd's own.
+ * Every spawned child clears all of them before exec.
+ */
+static const int sandboxd_caps[] = {
+	CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_CHOWN, CAP_FOWNER, -1
+};
+
 static struct event_base	*sandboxd_base;
 
 /*
- * The workspace root belongs to sandboxd (0700); so does the recordings
+ * The workspace root belongs to sandboxd (0711); so does the recordings
  * directory in the state directory. When sandboxd starts first it creates
  * the state directory as brokerd would (the broker user's, 0711 under
  * separate users, so that sandboxd can pass through), and brokerd finds it
@@ -53,7 +66,8 @@ static void
 sandboxd_dirs(struct config *conf, uid_t uid, gid_t gid,
     uid_t broker_uid, gid_t broker_gid, int separate)
 {
-	char	*parent, *slash;
+	struct stat	 st;
+	char		*parent, *slash;
 
 	priv_dir("state directory", conf->state_dir, broker_uid, broker_gid,
 	    separate ? 0711 : 0700);
@@ -66,7 +80,29 @@ sandboxd_dirs(struct config *conf, uid_t uid, gid_t gid,
 			fatal("mkdir %s", parent);
 	}
 	free(parent);
-	priv_dir("workspace root", conf->workspace_root, uid, gid, 0700);
+	/*
+	 * 0711: each user's workspace inside belongs to that user (0700),
+	 * who must pass through; nobody can list the root. One left 0700 by
+	 * an earlier version is opened up.
+	 */
+	if (stat(conf->workspace_root, &st) == 0 && S_ISDIR(st.st_mode) &&
+	    st.st_uid == uid && (st.st_mode & 07777) == 0700 &&
+	    chmod(conf->workspace_root, 0711) == -1)
+		fatal("chmod %s", conf->workspace_root);
+	priv_dir("workspace root", conf->workspace_root, uid, gid, 0711);
+}
+
+/*
+ * The name of sandboxd's cgroup subtree: stable for one configuration
+ * (its run directory), so that a restarted sandboxd finds what it left.
+ */
+static void
+sandboxd_instance(struct config *conf, char *out, size_t outsz)
+{
+	char	hex[65];
+
+	sha256_hex(conf->run_dir, strlen(conf->run_dir), hex);
+	snprintf(out, outsz, "hostgate-%.8s", hex);
 }
 
 /* SIGCHLD: reap. */
@@ -83,10 +119,10 @@ main(int argc, char *argv[])
 	struct config	 conf;
 	struct priv_plan plan;
 	struct event	*ev_chld;
-	char		*path;
+	char		*path, instance[32];
 	uid_t		 uid, broker_uid;
 	gid_t		 gid, broker_gid;
-	int		 debug, check, fd, separate;
+	int		 debug, check, fd, separate, root;
 
 	proc_options(argc, argv, "sandboxd", &debug, &check);
 
@@ -107,7 +143,13 @@ main(int argc, char *argv[])
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 	sandboxd_dirs(&conf, uid, gid, broker_uid, broker_gid, separate);
-	cgroup_init(uid, gid);
+	root = geteuid() == 0;
+	if (root)
+		ids_init(&conf);
+	sandboxd_instance(&conf, instance, sizeof(instance));
+	cgroup_init("", instance, uid, gid);
+	/* Nothing a previous sandboxd started outlives it (crash safety). */
+	cgroup_sweep();
 	record_setup(&conf, uid, gid);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);
@@ -122,15 +164,19 @@ main(int argc, char *argv[])
 	plan.syscalls = sandboxd_denied;
 	plan.deny = 1;
 	plan.debug = conf.seccomp_debug;
+	if (root)
+		plan.keep_caps = sandboxd_caps;
 	priv_drop(&plan);
 
 	sandboxd_base = proc_base();
+	cgroup_loop(sandboxd_base);
 	ev_chld = evsignal_new(sandboxd_base, SIGCHLD, sandboxd_sigchld, NULL);
 	evsignal_add(ev_chld, NULL);
 
 	spawn_init(sandboxd_base, &conf, broker_proc_exited);
 	backend_init(&conf);
 	record_init(sandboxd_base);
+	grant_init(sandboxd_base);
 	broker_init(sandboxd_base, &conf, broker_uid, fd);
 
 	priv_seccomp(&plan);

@@ -129,6 +129,8 @@ const char *spawn_backend(struct proc *);
 const char *spawn_sha256(struct proc *);
 void	 spawn_where_json(struct proc *, struct json_object *);
 int	 spawn_status(struct proc *);
+/* Whether the kernel's OOM killer ended a process of the spawn. */
+int	 spawn_oom(struct proc *);
 struct json_object *spawn_list(void);
 int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 	    size_t outsz, char *err, size_t errsz);
@@ -146,10 +148,111 @@ int	 record_open(const char *id);
 struct json_object *record_finish(const char *id, int relay_status);
 
 /* cgroup.c */
-void	 cgroup_init(uid_t, gid_t);
+/* Limits of a user's or a spawn's cgroup; -1 (or 0 where noted): none. */
+struct cg_limits {
+	int64_t	memory_max;	/* bytes */
+	int64_t	swap_max;	/* bytes */
+	int64_t	pids_max;
+	int64_t	cpu_weight;	/* 1..10000; 0: the kernel's default */
+	int64_t	cpu_max;	/* percent of one CPU; 0: none */
+	int64_t	io_weight;	/* 1..10000; 0: the kernel's default */
+};
+/*
+ * As root, before the privilege drop: find or make sandboxd's subtree in
+ * every hierarchy (fsroot "" for the real /sys/fs/cgroup, or a fake tree
+ * for tests), move sandboxd into its leaf, hand the tree to uid:gid, and
+ * log which mechanism enforces what. instance names the subtree, stable
+ * across restarts of one configuration. Never fatal.
+ */
+void	 cgroup_init(const char *fsroot, const char *instance, uid_t, gid_t);
+/* From now on, retry removals of cgroups on a timer of base's loop. */
+void	 cgroup_loop(struct event_base *);
+/* Kill everything a previous sandboxd left in the tree; the count. */
+int	 cgroup_sweep(void);
+/* Whether spawns get a cgroup each (membership and kill). */
 int	 cgroup_enabled(void);
-int	 cgroup_user(const char *user, int pids_max, char *procs, size_t);
+/*
+ * {"base", "membership", "kill", "memory", "swap", "pids", "cpu",
+ * "cpu_max", "io", "spawn_memory", "spawn_pids": how, or null;
+ * "not_enforced": {the same keys: why}}
+ */
+struct json_object *cgroup_json(void);
+/* The limits of HOSTGATE_USER_* and of HOSTGATE_SPAWN_*. */
+void	 cgroup_limits_user(const struct config *, struct cg_limits *);
+void	 cgroup_limits_spawn(const struct config *, struct cg_limits *);
+/* Make (or update) a user's cgroups with limits: 0, or -1 and err. */
+int	 cgroup_user(const char *user, const struct cg_limits *, char *err,
+	    size_t);
+/* In a spawner child: join the user's cgroups (v1 limits, v2 leaf). */
+int	 cgroup_user_join(const char *user);
+/*
+ * Make a spawn's cgroup under its user's (in d-SESSION for a direct
+ * spawn with a session). *v2fd: an O_PATH fd of the v2 directory for
+ * clone3(CLONE_INTO_CGROUP), or -1; procs: a cgroup.procs path the child
+ * must join by writing (v1 only hosts), or "". 0, or -1 and err.
+ * Disabled (!cgroup_enabled()): 0 with neither.
+ */
+int	 cgroup_spawn(const char *user, const char *session, const char *id,
+	    const struct cg_limits *, int *v2fd, char *procs, size_t procssz,
+	    char *err, size_t errsz);
+/*
+ * Kill every process in a spawn's cgroup, then remove it (later, when
+ * processes are still dying). The number of processes it held, or -1.
+ */
+int	 cgroup_spawn_kill(const char *user, const char *session,
+	    const char *id);
+/* The same for every direct spawn of a session, or all of a user. */
+int	 cgroup_session_kill(const char *session);
+int	 cgroup_user_kill(const char *user);
+/*
+ * OOM kills so far in a spawn's cgroup (memory on v2), else in its user's
+ * (id NULL, or memory on v1: the caller compares before and after); -1
+ * unknown.
+ */
+int64_t	 cgroup_oom_kills(const char *user, const char *id);
+/*
+ * {"memory": {"current", "max"}, "pids": {"current", "max"}, "oom_kills"}
+ * of a user; null where unknown or unlimited.
+ */
+struct json_object *cgroup_usage(const char *user);
+/* The cgroup path of a spawn, for audit records, or NULL. */
+const char *cgroup_path(const char *user, const char *session,
+	    const char *id, char *buf, size_t);
 void	 cgroup_fini(void);
+
+/* grant.c */
+void	 grant_init(struct event_base *);
+/*
+ * Hold a session's direct-mode deadline (absolute, wall ms; 0: none, the
+ * session's is dropped): at it, every direct spawn of the session is
+ * killed, whole cgroups. A later call replaces it. 0, or -1 and err.
+ */
+int	 grant_set(const char *session, const char *user, int64_t deadline_ms,
+	    char *err, size_t);
+/* Whether a deadline (0: none) has passed. */
+int	 grant_expired(int64_t deadline_ms);
+/* The grant of a session ended otherwise (revert, logout): forget it. */
+void	 grant_end(const char *session);
+/* [{session, user, deadline_ms}] */
+struct json_object *grant_json(void);
+
+/* ids.c */
+/* Remember the uid range and the daemons' ids (ids_init does too). */
+void	 ids_setup(const struct config *);
+/*
+ * As root, at start: ids_setup, then fatal when an id of
+ * HOSTGATE_UID_RANGE is known to NSS or overlaps /etc/subuid or
+ * /etc/subgid.
+ */
+void	 ids_init(const struct config *);
+/* The NSS and subordinate-id checks alone: 0, or -1 and err. */
+int	 ids_check_nss(long lo, long hi, char *err, size_t);
+int	 ids_check_subid(const char *path, long lo, long hi, char *err,
+	    size_t);
+/* Whether a spawn may run as uid:gid (range, or mapped account). */
+int	 ids_check(int64_t uid, int64_t gid, char *err, size_t);
+/* Whether spawns get their users' own ids (sandboxd holds CAP_SETUID). */
+int	 ids_per_user(void);
 
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,

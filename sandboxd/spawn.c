@@ -192,9 +192,10 @@ spawn_child(const struct spawn_spec *s, char *const argv[],
 	/* Die with sandboxd. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
 		_exit(126);
-	/* Into the spawn's own pids cgroup, before anything can fork. */
+	/* Into its user's cgroups and its own, before anything can fork. */
 	if (cg != NULL) {
-		if ((fd = open(cg, O_WRONLY | O_CLOEXEC)) == -1 ||
+		if (cgroup_user_join(s->user) == -1 ||
+		    (fd = open(cg, O_WRONLY | O_CLOEXEC)) == -1 ||
 		    write(fd, "0", 1) != 1)
 			_exit(126);
 		close(fd);
@@ -445,6 +446,9 @@ spawn_reap(void)
 		 * group: the pid itself is reaped and may be reused.
 		 */
 		kill(-p->pid, SIGKILL);
+		if (p->cgroup[0] != '\0')
+			cgroup_spawn_kill(p->user, p->mode == MODE_DIRECT &&
+			    p->session[0] != '\0' ? p->session : NULL, p->id);
 		if (p->kind == SPAWN_COMMAND) {
 			if (p->ev_timeout != NULL)
 				evtimer_del(p->ev_timeout);
@@ -725,8 +729,9 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	struct net	 net = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
 	int		 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
 	int		 devnull = -1, slave = -1, in, keep[SPAWN_MAX_KEEP], nkeep = 0;
-	int		 cg;
-	char		 cgprocs[1024], *q;
+	struct cg_limits ulim, slim;
+	int		 cg, v2fd = -1;
+	char		 cgprocs[1024];
 	pid_t		 pid;
 
 	p = spawn_proc_new(s, backend);
@@ -741,15 +746,26 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		goto fail_errno;
-	cg = cgroup_user(s->user, SPAWN_PIDS_MAX, cgprocs,
-	    sizeof(cgprocs)) == 0;
+	/*
+	 * Interim (until the spawner): the child migrates into its user's
+	 * cgroups and into its own, which dies with the spawn (spawn_reap).
+	 */
+	cgroup_limits_user(spawn_conf, &ulim);
+	cgroup_limits_spawn(spawn_conf, &slim);
+	cg = cgroup_enabled() && cgroup_user(s->user, &ulim, err,
+	    errsz) == 0 && cgroup_spawn(s->user, s->mode == MODE_DIRECT ?
+	    s->session : NULL, p->id, &slim, &v2fd, cgprocs, sizeof(cgprocs),
+	    err, errsz) == 0 && cgroup_path(s->user, s->mode == MODE_DIRECT ?
+	    s->session : NULL, p->id, p->cgroup, sizeof(p->cgroup)) != NULL;
+	if (cgroup_enabled() && !cg)
+		goto fail;
+	if (v2fd != -1) {
+		close(v2fd);
+		snprintf(cgprocs, sizeof(cgprocs), "%s/cgroup.procs",
+		    p->cgroup);
+	}
 	/* The child keeps sandboxd's uid: no setuid between fork and exec. */
 	p->uid = getuid();
-	if (cg) {
-		snprintf(p->cgroup, sizeof(p->cgroup), "%s", cgprocs);
-		if ((q = strrchr(p->cgroup, '/')) != NULL)
-			*q = '\0';
-	}
 	snprintf(p->cwd, sizeof(p->cwd), "%s", s->cwd ? s->cwd : "");
 	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
 	if (s->seccomp_fd != -1)
@@ -947,6 +963,16 @@ int
 spawn_status(struct proc *p)
 {
 	return p->status;
+}
+
+/*
+ * INTERIM (wt-cg, to be dropped at the merge for the spawner's own): no
+ * OOM kill is known yet.
+ */
+int
+spawn_oom(struct proc *p)
+{
+	return 0;
 }
 
 /* The process table as JSON. */
