@@ -135,6 +135,8 @@ def test_unix_user_mapping(hostgate_factory):
 SPAWN_LINE = (r"command for %s: uid (\d+) gid (\d+), (sandbox|direct), "
               r"deadline_ms (\d+)")
 GRANT_LINE = r"session (\w{8}) of alice: grant until (\d+) told to sandboxd"
+# sandboxd's, once it holds the deadline.
+HELD_LINE = r"direct grant of session (\w{8}) ends at (\d+)"
 
 
 def test_spawn_carries_ids_and_deadline(hostgate_factory):
@@ -160,6 +162,8 @@ def test_spawn_carries_ids_and_deadline(hostgate_factory):
         (deadline, g)
     grants = lines_of(hg, "brokerd", GRANT_LINE)
     assert grants and grants[-1][1] == deadline, grants
+    hglib.wait_for(lambda: grants[-1] in lines_of(hg, "sandboxd", HELD_LINE),
+                   5, what="sandboxd holding the deadline")
 
     # A renewal tells sandboxd the later deadline.
     hglib.wait_for(lambda: pl.mode_of(alice)["remaining_seconds"] < 600, 5,
@@ -169,6 +173,8 @@ def test_spawn_carries_ids_and_deadline(hostgate_factory):
     assert len(later) == len(grants) + 1, later
     assert int(later[-1][1]) > int(deadline), (later, deadline)
     assert int(later[-1][1]) // 1000 == pl.iso_secs(again["expires_at"])
+    hglib.wait_for(lambda: later[-1] in lines_of(hg, "sandboxd", HELD_LINE),
+                   5, what="sandboxd holding the renewed deadline")
 
 
 def test_grants_sent_again_when_sandboxd_comes_back(hostgate_factory):
@@ -179,10 +185,13 @@ def test_grants_sent_again_when_sandboxd_comes_back(hostgate_factory):
     pl.grant(alice)
     n = len(lines_of(hg, "brokerd", GRANT_LINE))
     hg.stop("sandboxd")
+    held = len(lines_of(hg, "sandboxd", HELD_LINE))
     hg.start("sandboxd")
     hg.wait_healthy()
     hglib.wait_for(lambda: len(lines_of(hg, "brokerd", GRANT_LINE)) > n, 10,
                    what="the grant sent again")
+    hglib.wait_for(lambda: len(lines_of(hg, "sandboxd", HELD_LINE)) > held,
+                   10, what="the new sandboxd holding the deadline")
 
 
 def test_keep_on_expiry_sends_no_deadline(hostgate_factory):
@@ -222,10 +231,15 @@ def test_logout_ends_the_grant_and_its_processes(hostgate_factory):
 
 
 def test_user_delete_kills_their_processes(hostgate_factory):
+    """hgctl user del: sandboxd hears of it (kill_user) and kills what is
+    left of the user; the record says so."""
     hg = pl.own(hostgate_factory, "userdel")
     hg.hgctl_ok("user", "del", "bob")
     rec = pl.audit_records(hg, action="user_deleted", user="bob")[-1]
     assert rec["detail"]["processes"] == "terminated", rec
+    hglib.wait_for(lambda: lines_of(hg, "sandboxd", r"user bob deleted: "
+                                    r"killed \d+ spawns"), 5,
+                   what="sandboxd killing bob's processes")
 
 
 # -- limits, usage, containment -------------------------------------------------
