@@ -301,3 +301,51 @@ def test_status_limits_usage_containment(hostgate_factory):
     st = r.json()
     assert st["usage"] is None and "unreachable" in st["usage_reason"], st
     assert "unreachable" in st["containment"]["reason"], st
+
+
+# -- out of memory --------------------------------------------------------------
+
+HOG = "python3 -c \"x = b'x' * (512 << 20); print(len(x))\""
+
+
+def test_oom_reported_in_results_records_and_events(hostgate_factory):
+    """A command or a terminal that its user's memory limit stops says so:
+    the HTTP result's and the spawn_end record's oom, the terminal's exit
+    event and terminal_exited record with reason oom. Where sandboxd
+    cannot enforce memory (rootless), oom is never true."""
+    hg = pl.own(hostgate_factory, "oom", HOSTGATE_USER_MEMORY_MAX="96M",
+                HOSTGATE_USER_SWAP_MAX=0)
+    bob = hg.login(*pl.USER)
+    st = bob.get("/api/status").json()
+    enforced = isinstance(st["containment"].get("memory"), str)
+    r = bob.post("/api/run_command", {"command": "true", "timeout": 20},
+                 timeout=30)
+    assert r.status == 200 and r.json()["oom"] in (False, None), r
+    r = bob.post("/api/run_command", {"command": HOG, "timeout": 30},
+                 timeout=40)
+    assert r.status == 200, r
+    res = r.json()
+    end = pl.wait_audit(hg, action="spawn_end", user="bob")[-1]
+    if not enforced:
+        assert res["oom"] in (False, None) and end["detail"]["oom"] in \
+            (False, None), (res, end)
+        return
+    assert res["oom"] is True, res
+    assert end["detail"]["oom"] is True, end
+    assert "out of memory" in end["reason"], end
+
+    es = pl.EventStream(hg, cookie=bob.cookie)
+    try:
+        t = sl.Terminal(bob)
+        ws = t.attach()
+        ws.send_binary(("exec %s\n" % HOG).encode())
+        ev = es.wait("terminal_exited", 30,
+                     lambda e: e["data"]["id"] == t.id)
+        assert ev["data"]["reason"] == "oom", ev
+        rec = pl.wait_audit(hg, action="terminal_exited", detail_id=t.id)
+        assert rec[-1]["reason"] == "oom", rec
+    finally:
+        es.close()
+    # Another user's commands go on.
+    alice = hg.login(*pl.ADMIN)
+    assert pl.run(alice, "echo ok")["stdout"] == "ok\n"
