@@ -44,7 +44,8 @@ static char		*auth_path;
 static char		 auth_dummy[AUTH_ENCODED_MAX];
 /* Where uids come from (HOSTGATE_UID_RANGE) and which a mapping may not be. */
 #define AUTH_RESERVED_MAX	8
-static int64_t		 auth_uid_lo = 1879048192, auth_uid_hi = 1879113727;
+static int64_t		 auth_uid_lo = 1879048192;
+static int64_t		 auth_uid_hi = 1879113727;
 static struct {
 	uid_t		 uid;
 	char		 why[80];
@@ -406,8 +407,8 @@ auth_assign_ids(char *err, size_t errsz)
 			    u->name, (long long)u->uid);
 		u->uid = -1;
 		if ((u->uid = auth_uid_alloc()) == -1) {
-			snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE "
-			    "for user %s", u->name);
+			snprintf(err, errsz, "no uid left in "
+			    "HOSTGATE_UID_RANGE for user %s", u->name);
 			return -1;
 		}
 		u->gid = u->uid;

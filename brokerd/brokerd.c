@@ -38,9 +38,11 @@ static struct event		*brokerd_sweep_ev;
 static void
 brokerd_reserve(struct config *conf, uid_t self, uid_t front, uid_t sandbox)
 {
-	const char *const	 names[][2] = { { "brokerd", conf->broker_user },
-				    { "frontd", conf->front_user },
-				    { "sandboxd", conf->sandbox_user } };
+	const char *const	 names[][2] = {
+		{ "brokerd", conf->broker_user },
+		{ "frontd", conf->front_user },
+		{ "sandboxd", conf->sandbox_user }
+	};
 	struct passwd		*pw;
 	char			 why[80];
 	size_t			 i;
