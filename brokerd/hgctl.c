@@ -1313,8 +1313,13 @@ hgctl_containment_rows(struct json_object *c)
 		    "reason"));
 		return rows;
 	}
+	/* Whose uid spawns run as first, then in sandboxd's order. */
+	hgctl_containment_row(rows, "uid", json_str(c, "uid") != NULL ?
+	    json_str(c, "uid") : "unknown", hgctl_containment_reason(c, "uid"));
 	json_object_object_foreach(c, key, v) {
-		if (strcmp(key, "not_enforced") == 0)
+		/* Where the cgroup tree is, when there is one: no mechanism. */
+		if (strcmp(key, "not_enforced") == 0 || strcmp(key, "uid") == 0 ||
+		    (strcmp(key, "base") == 0 && v == NULL))
 			continue;
 		if (json_object_is_type(v, json_type_string))
 			how = json_object_get_string(v);
