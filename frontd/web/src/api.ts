@@ -89,6 +89,8 @@ export interface AdminSession {
   permission?: Permission;
   terminals: { id: string; running: boolean; mode: Mode }[];
   container?: string | null;
+  usage?: Usage | null;
+  usage_reason?: string | null;
 }
 
 export type AuditRecord = Record<string, unknown>;

@@ -6,7 +6,7 @@ import { installConstructedStyles } from './cspstyle';
 import './style.css';
 
 import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status } from './api';
-import { bytes } from './format';
+import { usageLine } from './format';
 import { AdminView } from './admin';
 import { h, icon } from './dom';
 import { startEvents, stopEvents } from './events';
@@ -38,12 +38,6 @@ interface App {
 // How often the top bar's usage is read again while the tab is visible.
 const USAGE_REFRESH_MS = 20000;
 
-// "used / limit" of one resource; the limit alone when usage is unknown.
-function gauge(used: number | null, max: number | null, fmt: (n: number) => string): string {
-  const limit = max === null ? 'no limit' : fmt(max);
-  return used === null ? limit : `${fmt(used)} / ${limit}`;
-}
-
 // The user's memory, processes and disk against their limits, one line.
 function renderUsage(el: HTMLElement, st: Status): void {
   const lim = st.limits;
@@ -52,14 +46,7 @@ function renderUsage(el: HTMLElement, st: Status): void {
     return;
   }
   const u = st.usage ?? null;
-  const count = (n: number): string => String(n);
-  const parts = [
-    `mem ${gauge(u ? u.memory.current : null, u ? u.memory.max : lim.memory_max, bytes)}`,
-    `pids ${gauge(u ? u.pids.current : null, u ? u.pids.max : lim.pids_max, count)}`,
-  ];
-  if (u?.disk) parts.push(`disk ${gauge(u.disk.used, u.disk.max, bytes)}`);
-  else if (lim.disk_max !== null) parts.push(`disk ${gauge(null, lim.disk_max, bytes)}`);
-  el.textContent = (u ? '' : 'limits: ') + parts.join(' · ');
+  el.textContent = usageLine(u, lim, st.containment);
   el.title = u
     ? `Your usage against your limits${u.oom_kills ? `; ${u.oom_kills} out-of-memory kills` : ''}`
     : `Your limits (usage unknown: ${st.usage_reason ?? 'not reported'})`;
