@@ -59,7 +59,7 @@ FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
-	  backend_wsl spawn policy cgroup grant ids record
+	  backend_wsl spawn spawner policy cgroup grant ids record
 HGCTL	= hgctl
 
 O	 = $(B)/obj

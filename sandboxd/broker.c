@@ -551,6 +551,7 @@ broker_list(struct ipc_peer *p, struct ipc_msg *m)
 
 	res = json_object_new_object();
 	json_object_object_add(res, "procs", spawn_list());
+	json_object_object_add(res, "grants", grant_json());
 	ipc_reply(p, m, res, NULL, 0);
 }
 

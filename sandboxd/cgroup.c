@@ -1406,11 +1406,17 @@ cgroup_fini(void)
 		event_free(cg_ev_retry);
 		cg_ev_retry = NULL;
 	}
-	/* Empty user cgroups go; BASE and daemon stay while we are in it. */
+	/*
+	 * Empty user cgroups go, and v1's BASE when empty; v2's BASE and
+	 * its daemon leaf stay while we are in it (the next start's).
+	 */
 	for (; cg_nusers > 0; cg_nusers--)
 		for (h = 0; h < H_N; h++)
 			if (cg_user_dir(h, cg_users[cg_nusers - 1].name, path,
 			    sizeof(path)) == 0)
 				(void)cg_remove(path);
+	for (h = H_MEMORY; h < H_N; h++)
+		if (cg_base[h][0] != '\0' && h != cg_member)
+			(void)rmdir(cg_base[h]);
 	cg_member = -1;
 }

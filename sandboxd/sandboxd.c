@@ -124,6 +124,8 @@ main(int argc, char *argv[])
 	gid_t		 gid, broker_gid;
 	int		 debug, check, fd, separate, root;
 
+	/* A direct-mode spawn's first stage (spawner.c), not the daemon. */
+	spawner_direct_main(argc, argv);
 	proc_options(argc, argv, "sandboxd", &debug, &check);
 
 	log_init("sandboxd", debug || check);

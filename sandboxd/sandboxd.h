@@ -112,6 +112,12 @@ int	 docker_exec_argv(const char *docker, const struct spawn_spec *,
 	    struct strv *, char *err, size_t errsz);
 
 /* spawn.c */
+/* Limits set on every spawned process (setrlimit before exec). */
+#define SPAWN_NOFILE	1024
+#define SPAWN_NPROC	512	/* per uid: all sandboxes together */
+#define SPAWN_NPROC_CG	16384	/* the same with a pids cgroup per spawn */
+#define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
+#define SPAWN_MAX_KEEP	4	/* fds passed to bwrap: 3, 4, 5, 6 */
 struct proc;
 void	 spawn_init(struct event_base *, struct config *,
 	    void (*exit_cb)(struct proc *));
@@ -134,6 +140,43 @@ int	 spawn_oom(struct proc *);
 struct json_object *spawn_list(void);
 int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 	    size_t outsz, char *err, size_t errsz);
+/* 1 when spawns run as their user's uid (root mode), 0: one uid for all. */
+int	 spawn_per_user(void);
+/* A spawner's answer (spawner.c): the pid, or why it did not start. */
+void	 spawn_started(uint64_t seq, pid_t pid, pid_t slirp, int slirp_exit,
+	    const char *err);
+
+/* spawner.c */
+/* One spawn for a user's spawner: what the new process gets. */
+struct spawner_job {
+	uint64_t	 seq;		/* spawn_started() names it so */
+	const char	*user;
+	int		 tty;		/* stdio[0] is a pty slave, for all 3 */
+	int		 stdio[3];
+	int		 keep;		/* the seccomp program for fd 3, or -1 */
+	int		 netgate;	/* bwrap waits for slirp4netns (4-6) */
+	int		 cgfd;		/* v2 cgroup directory, or -1 */
+	const char	*procs;		/* v1 only: cgroup.procs to join */
+	int		 setid;		/* switch to uid/gid */
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*cwd;		/* chdir before exec, or NULL */
+	/* directories to hide in a mount namespace (NULL-terminated), and
+	 * the workspace to keep; NULL: the host's mounts as they are */
+	const char *const *hide;
+	const char	*workspace;
+	int		 nproc;		/* RLIMIT_NPROC */
+	char *const	*argv;
+	char *const	*envp;
+};
+void	 spawner_init(struct event_base *, struct config *);
+/* Returns unless argv[0] is the direct-mode hider's (then never). */
+void	 spawner_direct_main(int argc, char *argv[]);
+int	 spawner_user(const char *user, char *err, size_t);
+int	 spawner_submit(const struct spawner_job *, char *err, size_t);
+size_t	 spawner_pending(void);
+int	 spawner_reaped(pid_t, int status);
+int	 spawner_pids(pid_t *, int max);
 
 struct json_object *spawn_recording(struct proc *);
 

@@ -1,14 +1,16 @@
 /*
- * The spawn engine: fork, child hygiene, exec of what a backend built, and
- * the process table. Commands run with pipes, a time limit and an output
- * cap; terminals get a pty whose master fd goes back to brokerd.
+ * The spawn engine: the process table, and each spawn's life around its
+ * process. Every spawn gets a cgroup of its own (cgroup_spawn) and is
+ * started by its user's spawner (spawner.c) as sandboxd's child, born in
+ * that cgroup; sandboxd never waits for the spawner. Commands run with
+ * pipes, a time limit and an output cap; terminals get a pty whose master
+ * fd goes back to brokerd. When a spawn's process ends, its whole cgroup
+ * is killed: nothing it forked, setsid'd or daemonized outlives it.
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,7 +19,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,19 +26,13 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <sys/capability.h>
+
 #include "sandboxd.h"
 
-/* Limits set on every spawned process (setrlimit before exec). */
-#define SPAWN_NOFILE	1024
-#define SPAWN_NPROC	512	/* per uid: all sandboxes together */
-#define SPAWN_NPROC_CG	16384	/* the same with a pids cgroup per spawn */
-#define SPAWN_PIDS_MAX	1024	/* processes of one user (pids.max) */
-#define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
-
 #define SPAWN_DRAIN_MS	200	/* output read after exit before replying */
-#define SPAWN_MAX_KEEP	4	/* fds passed to bwrap: 3, 4, 5, 6 */
-#define SPAWN_NET_MS	5000	/* to set the network of a sandbox up */
 #define SPAWN_HUP_GRACE	2	/* seconds from SIGHUP to SIGKILL */
+#define SPAWN_DISCARDS	1024	/* children to reap that belong to no spawn */
 
 struct proc {
 	char			 id[17];
@@ -48,8 +43,15 @@ struct proc {
 	char			 request_id[LOG_REQUEST_ID_LEN + 1]; /* "": none */
 	char			*backend;
 	char			 cmd_sha256[65];
+	uint64_t		 seq;		/* its request to the spawner */
 	uid_t			 uid;		/* the uid it runs as */
 	char			 cgroup[700];	/* "": none */
+	int			 cg;		/* has a cgroup of its own */
+	int64_t			 oom_start;	/* OOM kills when it started */
+	int			 oom;		/* died of an OOM kill */
+	int			 pending_sig;	/* to send once the pid is known */
+	int			 killed;	/* sandboxd killed it (not OOM) */
+	char			 error[512];	/* why it did not start, or "" */
 	char			 cwd[4096];	/* where it starts */
 	struct json_object	*container;	/* docker: its container */
 	pid_t			 pid;		/* process group leader */
@@ -86,6 +88,26 @@ static TAILQ_HEAD(, proc)	 procs = TAILQ_HEAD_INITIALIZER(procs);
 static struct event_base	*spawn_base;
 static struct config		*spawn_conf;
 static void			(*spawn_exit_cb)(struct proc *);
+static uint64_t			 spawn_seq;
+static int			 spawn_setid;	/* CAP_SETUID: a uid per user */
+static pid_t			 spawn_discards[SPAWN_DISCARDS];
+static int			 spawn_ndiscards;
+
+/* A child to reap that belongs to no spawn any more (killed, leftover). */
+static void
+spawn_discard(pid_t pid)
+{
+	if (pid > 0 && spawn_ndiscards < SPAWN_DISCARDS)
+		spawn_discards[spawn_ndiscards++] = pid;
+}
+
+/* The session a spawn's cgroup is grouped under: direct spawns only. */
+static const char *
+spawn_cg_session(const struct proc *p)
+{
+	return p->mode == MODE_DIRECT && p->session[0] != '\0' ?
+	    p->session : NULL;
+}
 
 /* The proc of an id, or NULL. */
 struct proc *
@@ -126,6 +148,8 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
 	p->pid = p->slirp = p->relay = -1;
 	p->slirp_exit = -1;
+	p->oom_start = -1;
+	p->seq = ++spawn_seq;
 	return p;
 }
 
@@ -164,80 +188,16 @@ spawn_proc_free(struct proc *p)
 	/* slirp4netns leaves when its exit fd closes. */
 	if (p->slirp_exit != -1)
 		close(p->slirp_exit);
+	/* Children of its that are still to be reaped. */
+	spawn_discard(p->slirp);
+	if (!p->relay_exited)
+		spawn_discard(p->relay);
+	if (!p->exited)
+		spawn_discard(p->pid);
 	json_object_put(p->container);
 	free(p->user);
 	free(p->backend);
 	free(p);
-}
-
-/*
- * In the child, between fork and exec: a clean slate. Only async-signal-
- * safe calls here; on failure, report on stderr and _exit.
- */
-static void
-spawn_child(const struct spawn_spec *s, char *const argv[],
-    char *const envp[], int in, int out, int err, int tty, const int *keep,
-    int nkeep, const char *cg)
-{
-	int	high[SPAWN_MAX_KEEP], i, fd;
-	struct rlimit	rl;
-	sigset_t	none;
-	int		sig;
-
-	/* Signals: nothing blocked, nothing ignored or handled. */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (sig = 1; sig < NSIG; sig++)
-		signal(sig, SIG_DFL);
-	/* Die with sandboxd. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) == -1)
-		_exit(126);
-	/* Into its user's cgroups and its own, before anything can fork. */
-	if (cg != NULL) {
-		if (cgroup_user_join(s->user) == -1 ||
-		    (fd = open(cg, O_WRONLY | O_CLOEXEC)) == -1 ||
-		    write(fd, "0", 1) != 1)
-			_exit(126);
-		close(fd);
-	}
-	if (tty != -1) {
-		/* A session of its own with the pty as controlling tty. */
-		if (setsid() == -1 || ioctl(tty, TIOCSCTTY, 0) == -1)
-			_exit(126);
-	} else if (setpgid(0, 0) == -1)
-		_exit(126);
-
-	/*
-	 * The fds bwrap is told about go to 3, 4, ... (seccomp program, info,
-	 * user-namespace and start gates); out of the way first, so that no
-	 * dup2 overwrites one still to be moved.
-	 */
-	for (i = 0; i < nkeep; i++)
-		if ((high[i] = fcntl(keep[i], F_DUPFD, 64)) == -1)
-			_exit(126);
-	if (dup2(in, 0) == -1 || dup2(out, 1) == -1 || dup2(err, 2) == -1)
-		_exit(126);
-	for (i = 0; i < nkeep; i++)
-		if (dup2(high[i], 3 + i) == -1)
-			_exit(126);
-	close_range(3 + nkeep, ~0U, 0);
-
-	rl.rlim_cur = rl.rlim_max = 0;
-	setrlimit(RLIMIT_CORE, &rl);
-	rl.rlim_cur = rl.rlim_max = SPAWN_FSIZE;
-	setrlimit(RLIMIT_FSIZE, &rl);
-	rl.rlim_cur = rl.rlim_max = SPAWN_NOFILE;
-	setrlimit(RLIMIT_NOFILE, &rl);
-	rl.rlim_cur = rl.rlim_max = cg != NULL ? SPAWN_NPROC_CG : SPAWN_NPROC;
-	setrlimit(RLIMIT_NPROC, &rl);
-	umask(077);
-	if (s->mode == MODE_DIRECT && chdir(s->cwd) == -1) {
-		dprintf(2, "hostgate: cannot enter %s\n", s->cwd);
-		_exit(126);
-	}
-	execve(argv[0], argv, envp);
-	dprintf(2, "hostgate: cannot run %s: %s\n", argv[0], strerror(errno));
-	_exit(127);
 }
 
 /*
@@ -250,6 +210,12 @@ spawn_signal(struct proc *p, int sig)
 {
 	if (p->exited)
 		return;		/* reaped: its pid may be another's now */
+	if (p->pid <= 0) {
+		/* Not started yet: the spawner has not answered. */
+		if (p->pending_sig != SIGKILL)
+			p->pending_sig = sig;
+		return;
+	}
 	if (kill(-p->pid, sig) == -1 && errno == ESRCH)
 		kill(p->pid, sig);
 }
@@ -296,6 +262,16 @@ spawn_reply(struct proc *p)
 	struct ipc_msg		 m;
 	int			 fds[2], code = -1, sig = 0;
 
+	memset(&m, 0, sizeof(m));
+	m.id = p->req_id;
+	if (p->error[0] != '\0') {
+		/* It never ran: an error, as before it was started. */
+		if (p->peer != NULL)
+			ipc_reply_error(p->peer, &m, strstr(p->error,
+			    "unavailable") != NULL ? ERR_UNAVAILABLE :
+			    ERR_INTERNAL, "%s", p->error);
+		return;
+	}
 	if (WIFEXITED(p->status))
 		code = WEXITSTATUS(p->status);
 	else if (WIFSIGNALED(p->status))
@@ -326,19 +302,16 @@ spawn_reply(struct proc *p)
 		json_object_object_add(res, "container",
 		    json_object_get(p->container));
 	spawn_where_json(p, res);
-	/* A pids cgroup holds no memory events: an OOM kill is not known. */
-	json_object_object_add(res, "oom", NULL);
-	memset(&m, 0, sizeof(m));
-	m.id = p->req_id;
+	json_object_object_add(res, "oom", json_object_new_boolean(p->oom));
 	fds[0] = p->mem[0];
 	fds[1] = p->mem[1];
 	lseek(fds[0], 0, SEEK_SET);
 	lseek(fds[1], 0, SEEK_SET);
 	/* Logged first: whoever reads the answer finds the line written. */
-	log_info("command %s of %s: %s %d, %zu+%zu bytes%s%s", p->id, p->user,
-	    sig ? "signal" : "exit", sig ? sig : code, p->len[0], p->len[1],
-	    p->timed_out ? ", timed out" : "",
-	    p->truncated ? ", truncated" : "");
+	log_info("command %s of %s: %s %d, %zu+%zu bytes%s%s%s", p->id,
+	    p->user, sig ? "signal" : "exit", sig ? sig : code, p->len[0],
+	    p->len[1], p->timed_out ? ", timed out" : "",
+	    p->truncated ? ", truncated" : "", p->oom ? ", OOM kill" : "");
 	if (p->peer != NULL)
 		ipc_reply(p->peer, &m, res, fds, 2);
 	else
@@ -368,7 +341,7 @@ spawn_timeout(evutil_socket_t fd, short ev, void *arg)
 {
 	struct proc	*p = arg;
 
-	p->timed_out = 1;
+	p->timed_out = p->killed = 1;
 	spawn_proc_ctx(p);
 	log_info("command %s of %s timed out; killing its group", p->id,
 	    p->user);
@@ -416,266 +389,123 @@ spawn_term_done(struct proc *p)
 	spawn_proc_free(p);
 }
 
-/* Reap children; finish what they leave. */
-void
-spawn_reap(void)
+/*
+ * A spawn's process ended: kill its whole cgroup (and group), then answer
+ * or report once its output or recording is done.
+ */
+static void
+spawn_exited(struct proc *p, int status)
 {
-	struct proc	*p;
 	struct timeval	 tv = { 0, SPAWN_DRAIN_MS * 1000 };
 	struct timeval	 rtv = { SPAWN_HUP_GRACE, 0 };
-	pid_t		 pid;
-	int		 status;
+	int64_t		 ooms;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		TAILQ_FOREACH(p, &procs, entry)
-			if (p->pid == pid || p->relay == pid)
-				break;
-		if (p == NULL)
-			continue;
-		if (p->relay == pid) {
+	p->exited = 1;
+	p->status = status;
+	if (p->cg) {
+		/* Read before the cgroup goes. An OOM kill is a SIGKILL. */
+		ooms = cgroup_oom_kills(p->user, p->id);
+		p->oom = p->oom_start >= 0 && ooms > p->oom_start &&
+		    WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+		    !p->killed;
+		if (cgroup_spawn_kill(p->user, spawn_cg_session(p), p->id) == -1)
+			log_warnx("spawn %s: cannot kill its cgroup", p->id);
+	}
+	/*
+	 * Whatever it left behind in its group goes too (without a cgroup,
+	 * all there is). Only the group: the pid itself is reaped and may be
+	 * reused.
+	 */
+	if (p->pid > 0)
+		kill(-p->pid, SIGKILL);
+	if (p->kind == SPAWN_COMMAND) {
+		if (p->ev_timeout != NULL)
+			evtimer_del(p->ev_timeout);
+		p->ev_drain = evtimer_new(spawn_base, spawn_drained, p);
+		if (p->out[0] == -1 && p->out[1] == -1)
+			event_active(p->ev_drain, EV_TIMEOUT, 0);
+		else
+			evtimer_add(p->ev_drain, &tv);
+	} else if (p->relay != -1 && !p->relay_exited) {
+		/* The relay drains what is left, then exits. */
+		p->ev_relay = evtimer_new(spawn_base, spawn_relay_late, p);
+		evtimer_add(p->ev_relay, &rtv);
+	} else
+		spawn_term_done(p);
+}
+
+/* A reaped child: whose it was, and what follows. */
+static void
+spawn_dispatch(pid_t pid, int status)
+{
+	struct proc	*p;
+	int		 i;
+
+	TAILQ_FOREACH(p, &procs, entry) {
+		if (p->pid == pid && !p->exited) {
+			spawn_exited(p, status);
+			return;
+		}
+		if (p->relay == pid && !p->relay_exited) {
 			p->relay_exited = 1;
 			p->relay_status = status;
 			if (p->exited)
 				spawn_term_done(p);
-			continue;
+			return;
 		}
-		p->exited = 1;
-		p->status = status;
-		/*
-		 * Whatever it left behind in its group goes too. Only the
-		 * group: the pid itself is reaped and may be reused.
-		 */
-		kill(-p->pid, SIGKILL);
-		if (p->cgroup[0] != '\0')
-			cgroup_spawn_kill(p->user, p->mode == MODE_DIRECT &&
-			    p->session[0] != '\0' ? p->session : NULL, p->id);
-		if (p->kind == SPAWN_COMMAND) {
-			if (p->ev_timeout != NULL)
-				evtimer_del(p->ev_timeout);
-			p->ev_drain = evtimer_new(spawn_base, spawn_drained, p);
-			if (p->out[0] == -1 && p->out[1] == -1)
-				event_active(p->ev_drain, EV_TIMEOUT, 0);
-			else
-				evtimer_add(p->ev_drain, &tv);
-		} else if (p->relay != -1 && !p->relay_exited) {
-			/* The relay drains what is left, then exits. */
-			p->ev_relay = evtimer_new(spawn_base, spawn_relay_late,
-			    p);
-			evtimer_add(p->ev_relay, &rtv);
-		} else
-			spawn_term_done(p);
-	}
-}
-
-/* The pipes of a network sandbox's start-up. */
-struct net {
-	int	info[2];	/* bwrap --info-fd: the sandbox's pid */
-	int	ublock[2];	/* bwrap --userns-block-fd: maps written */
-	int	block[2];	/* bwrap --block-fd: the network is up */
-};
-
-static void
-net_close(struct net *n)
-{
-	int	i;
-
-	for (i = 0; i < 2; i++) {
-		if (n->info[i] != -1)
-			close(n->info[i]);
-		if (n->ublock[i] != -1)
-			close(n->ublock[i]);
-		if (n->block[i] != -1)
-			close(n->block[i]);
-		n->info[i] = n->ublock[i] = n->block[i] = -1;
-	}
-}
-
-/* Read from fd until pat appears or the deadline passes; 0 when found. */
-static int
-net_wait(int fd, const char *pat, char *buf, size_t bufsz, int64_t deadline)
-{
-	struct pollfd	pfd = { fd, POLLIN, 0 };
-	size_t		len = 0;
-	ssize_t		n;
-	int		left;
-
-	buf[0] = '\0';
-	while (strstr(buf, pat) == NULL) {
-		if ((left = (int)(deadline - now_mono_ms())) <= 0)
-			return -1;
-		if (poll(&pfd, 1, left) <= 0)
-			continue;
-		if (len + 1 >= bufsz)
-			return -1;
-		n = read(fd, buf + len, bufsz - len - 1);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		len += n;
-		buf[len] = '\0';
-	}
-	return 0;
-}
-
-/* Write a /proc/PID file (uid_map, gid_map, setgroups). */
-static int
-net_proc_write(pid_t pid, const char *name, const char *text)
-{
-	char	path[64];
-	int	fd, ok;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
-		return -1;
-	ok = write(fd, text, strlen(text)) == (ssize_t)strlen(text);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
-/* Wait until pid sits in read(6, ...): bwrap waiting on its --block-fd. */
-static int
-net_wait_blocked(pid_t pid, int64_t deadline)
-{
-	char	path[64], buf[64];
-	ssize_t	n;
-	int	fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
-	while (now_mono_ms() < deadline) {
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-			return -1;	/* gone */
-		n = read(fd, buf, sizeof(buf) - 1);
-		close(fd);
-		if (n > 0) {
-			buf[n] = '\0';
-			if (strncmp(buf, "0 0x6 ", 6) == 0)
-				return 0;
+		if (p->slirp == pid) {
+			p->slirp = -1;
+			return;
 		}
-		usleep(500);
 	}
-	return -1;
+	if (spawner_reaped(pid, status))
+		return;
+	for (i = 0; i < spawn_ndiscards; i++)
+		if (spawn_discards[i] == pid) {
+			spawn_discards[i] = spawn_discards[--spawn_ndiscards];
+			return;
+		}
 }
 
 /*
- * Give a workspace-write+network sandbox its way out: bwrap waits (its
- * --userns-block-fd) while sandboxd maps the user namespace it made, then
- * builds the sandbox and waits again (--block-fd) while slirp4netns puts a
- * tap device into its network namespace, with the host's loopback out of
- * reach (--disable-host-loopback). Only then does the command start.
+ * Reap children; finish what they leave. Spawns are sandboxd's children
+ * but started by a spawner, so a spawn may exit before its pid arrives:
+ * while a spawner owes an answer, only known pids are reaped (an unknown
+ * zombie keeps its pid, never reused before it is known and reaped).
  */
-static int
-net_start(struct net *n, pid_t bwrap, struct proc *p, char *err,
-    size_t errsz)
+void
+spawn_reap(void)
 {
-	char		 buf[512], map[64], pidarg[16], userns[64], netns[64];
-	char		 readyarg[16], exitarg[16];
-	int		 ready[2] = { -1, -1 }, ex[2] = { -1, -1 }, errp[2];
-	int64_t		 deadline = now_mono_ms() + SPAWN_NET_MS;
-	const char	*q;
-	pid_t		 child, sp;
-	sigset_t	 none;
-	int		 devnull;
+	struct proc	*p;
+	pid_t		*pids, pid;
+	size_t		 n = 0, max, i;
+	int		 status;
 
-	if (net_wait(n->info[0], "child-pid", buf, sizeof(buf), deadline) ||
-	    (q = strstr(buf, "\"child-pid\":")) == NULL) {
-		snprintf(err, errsz, "network sandbox: bwrap gave no pid");
-		return -1;
+	if (spawner_pending() == 0) {
+		while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
+			spawn_dispatch(pid, status);
+		return;
 	}
-	child = (pid_t)strtol(q + strlen("\"child-pid\":"), NULL, 10);
-	if (child <= 1) {
-		snprintf(err, errsz, "network sandbox: bad pid from bwrap");
-		return -1;
+	max = 3 * 4096 + SPAWN_DISCARDS + 1024;
+	if ((pids = calloc(max, sizeof(*pids))) == NULL)
+		fatal("%s", __func__);
+	TAILQ_FOREACH(p, &procs, entry) {
+		if (n + 3 > max - SPAWN_DISCARDS - 1024)
+			break;
+		if (p->pid > 0 && !p->exited)
+			pids[n++] = p->pid;
+		if (p->relay > 0 && !p->relay_exited)
+			pids[n++] = p->relay;
+		if (p->slirp > 0)
+			pids[n++] = p->slirp;
 	}
-	/* The sandbox's ids are sandboxd's own, as bwrap would map them. */
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getuid(),
-	    (unsigned)getuid());
-	if (net_proc_write(child, "uid_map", map) == -1 ||
-	    net_proc_write(child, "setgroups", "deny\n") == -1)
-		goto maperr;
-	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)getgid(),
-	    (unsigned)getgid());
-	if (net_proc_write(child, "gid_map", map) == -1)
-		goto maperr;
-	if (write(n->ublock[1], "1", 1) != 1)
-		goto maperr;
-	/*
-	 * bwrap now sets up the sandbox, its loopback first; slirp4netns
-	 * must not configure the namespace at the same time (both then fail).
-	 * Wait until bwrap blocks reading its --block-fd (fd 6): the kernel
-	 * shows that in /proc/PID/syscall as "0 0x6 ..." (read(6, ...)).
-	 */
-	if (net_wait_blocked(child, deadline) == -1) {
-		snprintf(err, errsz, "network sandbox: bwrap did not get ready");
-		return -1;
-	}
-
-	if (pipe2(ready, O_CLOEXEC) == -1 || pipe2(ex, O_CLOEXEC) == -1 ||
-	    pipe2(errp, O_CLOEXEC) == -1) {
-		snprintf(err, errsz, "network sandbox: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(pidarg, sizeof(pidarg), "%d", (int)child);
-	snprintf(userns, sizeof(userns), "--userns-path=/proc/%d/ns/user",
-	    (int)child);
-	snprintf(netns, sizeof(netns), "/proc/%d/ns/net", (int)child);
-	snprintf(readyarg, sizeof(readyarg), "--ready-fd=3");
-	snprintf(exitarg, sizeof(exitarg), "--exit-fd=4");
-	switch (sp = fork()) {
-	case -1:
-		snprintf(err, errsz, "network sandbox: fork: %s",
-		    strerror(errno));
-		return -1;
-	case 0: {
-		char *argv[] = { "/usr/bin/slirp4netns", "--configure",
-		    "--mtu=65520", "--disable-host-loopback", userns,
-		    "--netns-type=path", readyarg, exitarg, netns, "tap0",
-		    NULL };
-		char *envp[] = { "PATH=/usr/bin:/bin", NULL };
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setpgid(0, 0);
-		devnull = open("/dev/null", O_RDWR);
-		dup2(devnull, 0);
-		dup2(devnull, 1);
-		dup2(errp[1], 2);
-		dup2(ready[1], 3);
-		dup2(ex[0], 4);
-		close_range(5, ~0U, 0);
-		execve(argv[0], argv, envp);
-		dprintf(2, "cannot run slirp4netns: %s\n", strerror(errno));
-		_exit(127);
-	}
-	}
-	close(ready[1]);
-	close(ex[0]);
-	close(errp[1]);
-	p->slirp = sp;
-	p->slirp_exit = ex[1];
-	if (net_wait(ready[0], "1", buf, sizeof(buf), deadline) == -1) {
-		net_wait(errp[0], "\n", buf, sizeof(buf), now_mono_ms() + 200);
-		buf[strcspn(buf, "\n")] = '\0';
-		snprintf(err, errsz, "the network profile is unavailable: "
-		    "slirp4netns: %s", buf[0] ? buf : "did not start");
-		close(ready[0]);
-		close(errp[0]);
-		kill(sp, SIGKILL);
-		return -1;
-	}
-	close(ready[0]);
-	close(errp[0]);
-	/* The network is up: let the command start. */
-	if (write(n->block[1], "1", 1) != 1) {
-		snprintf(err, errsz, "network sandbox: bwrap went away");
-		return -1;
-	}
-	return 0;
-maperr:
-	snprintf(err, errsz, "network sandbox: cannot map the user namespace: "
-	    "%s", strerror(errno));
-	return -1;
+	n += spawner_pids(pids + n, 1024);
+	for (i = 0; i < (size_t)spawn_ndiscards; i++)
+		pids[n++] = spawn_discards[i];
+	for (i = 0; i < n; i++)
+		if (waitpid(pids[i], &status, WNOHANG) == pids[i])
+			spawn_dispatch(pids[i], status);
+	free(pids);
 }
 
 /* Put a recording relay between a terminal and frontd: 0, or -1, err. */
@@ -711,10 +541,82 @@ spawn_memfd(const char *name)
 	return fd;
 }
 
+/* A spawn that could not start: it fails as a whole, cgroup and all. */
+static void
+spawn_failed(struct proc *p, const char *err)
+{
+	snprintf(p->error, sizeof(p->error), "%s", err);
+	spawn_proc_ctx(p);
+	log_warnx("spawn %s: %s", p->id, err);
+	log_ctx_clear();
+	/* A terminal reports an exit (127, as a shell does for "not found"). */
+	spawn_exited(p, W_EXITCODE(127, 0));
+}
+
+/*
+ * The spawner answered: the spawn's pid, or why it did not start (a pid
+ * with an error is a child it killed). The child may have exited already.
+ */
+void
+spawn_started(uint64_t seq, pid_t pid, pid_t slirp, int slirp_exit,
+    const char *err)
+{
+	struct proc	*p;
+
+	TAILQ_FOREACH(p, &procs, entry)
+		if (p->seq == seq)
+			break;
+	if (p == NULL || p->pid != -1 || p->exited) {
+		if (pid > 0)
+			kill(pid, SIGKILL);
+		spawn_discard(pid);
+		spawn_discard(slirp);
+		if (slirp_exit != -1)
+			close(slirp_exit);
+		spawn_reap();
+		return;
+	}
+	p->slirp = slirp;
+	p->slirp_exit = slirp_exit;
+	if (err[0] != '\0') {
+		snprintf(p->error, sizeof(p->error), "%s", err);
+		if (pid <= 0) {
+			spawn_failed(p, err);
+			spawn_reap();
+			return;
+		}
+		spawn_proc_ctx(p);
+		log_warnx("spawn %s: %s", p->id, err);
+		log_ctx_clear();
+	}
+	p->pid = pid;
+	/* The parent makes the group too, so kill(-pid) works at once. */
+	if (p->kind == SPAWN_COMMAND)
+		setpgid(pid, pid);
+	if (p->pending_sig != 0)
+		spawn_signal(p, p->pending_sig);
+	spawn_reap();
+}
+
+/* The uid and gid a spawn runs as, and whether the child switches. */
+static int
+spawn_ids(const struct spawn_spec *s, const char *backend, int *setid,
+    char *err, size_t errsz)
+{
+	/* The docker CLI needs sandboxd's access to the engine's socket. */
+	*setid = spawn_setid && strcmp(backend, "docker") != 0;
+	if (*setid && (s->uid == 0 || s->gid == 0 || s->uid == getuid())) {
+		snprintf(err, errsz, "no uid of its own for user %s", s->user);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Start an approved spawn with the argv (and envp) a backend built.
  * Commands answer brokerd (peer, req_id) when done; terminals return at
- * once. Returns the entry, or NULL with err.
+ * once. The process itself is started by the user's spawner: its pid
+ * arrives later (spawn_started). Returns the entry, or NULL with err.
  */
 struct proc *
 spawn_start(const struct spawn_spec *s, const char *backend,
@@ -722,17 +624,15 @@ spawn_start(const struct spawn_spec *s, const char *backend,
     int timeout_ms, size_t cap, int cols, int rows, struct ipc_peer *peer,
     int64_t req_id, char *err, size_t errsz)
 {
-	struct proc	*p;
-	struct winsize	 ws;
-	struct timeval	 tv;
-	char		*line, ptsname_buf[64];
-	struct net	 net = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
-	int		 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
-	int		 devnull = -1, slave = -1, in, keep[SPAWN_MAX_KEEP], nkeep = 0;
-	struct cg_limits ulim, slim;
-	int		 cg, v2fd = -1;
-	char		 cgprocs[1024];
-	pid_t		 pid;
+	struct spawner_job	 j;
+	struct cg_limits	 lim;
+	struct proc		*p;
+	struct winsize		 ws;
+	struct timeval		 tv;
+	char			*line, ptsname_buf[64], cgprocs[1024];
+	const char		*hide[4];
+	int			 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
+	int			 devnull = -1, slave = -1, cgfd = -1, setid;
 
 	p = spawn_proc_new(s, backend);
 	line = strv_join(argv);
@@ -744,42 +644,25 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	log_debug("spawn %s: %s", p->id, line);
 	free(line);
 
+	if (spawn_ids(s, backend, &setid, err, errsz) == -1 ||
+	    spawner_user(s->user, err, errsz) == -1)
+		goto fail;
+	p->uid = setid ? s->uid : getuid();
+	snprintf(p->cwd, sizeof(p->cwd), "%s", s->cwd ? s->cwd : "");
+	cgprocs[0] = '\0';
+	if (cgroup_enabled()) {
+		cgroup_limits_spawn(spawn_conf, &lim);
+		if (cgroup_spawn(s->user, spawn_cg_session(p), p->id, &lim,
+		    &cgfd, cgprocs, sizeof(cgprocs), err, errsz) == -1)
+			goto fail;
+		p->cg = 1;
+		p->oom_start = cgroup_oom_kills(s->user, p->id);
+		if (cgroup_path(s->user, spawn_cg_session(p), p->id, p->cgroup,
+		    sizeof(p->cgroup)) == NULL)
+			p->cgroup[0] = '\0';
+	}
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		goto fail_errno;
-	/*
-	 * Interim (until the spawner): the child migrates into its user's
-	 * cgroups and into its own, which dies with the spawn (spawn_reap).
-	 */
-	cgroup_limits_user(spawn_conf, &ulim);
-	cgroup_limits_spawn(spawn_conf, &slim);
-	cg = cgroup_enabled() && cgroup_user(s->user, &ulim, err,
-	    errsz) == 0 && cgroup_spawn(s->user, s->mode == MODE_DIRECT ?
-	    s->session : NULL, p->id, &slim, &v2fd, cgprocs, sizeof(cgprocs),
-	    err, errsz) == 0 && cgroup_path(s->user, s->mode == MODE_DIRECT ?
-	    s->session : NULL, p->id, p->cgroup, sizeof(p->cgroup)) != NULL;
-	if (cgroup_enabled() && !cg)
-		goto fail;
-	if (v2fd != -1) {
-		close(v2fd);
-		snprintf(cgprocs, sizeof(cgprocs), "%s/cgroup.procs",
-		    p->cgroup);
-	}
-	/* The child keeps sandboxd's uid: no setuid between fork and exec. */
-	p->uid = getuid();
-	snprintf(p->cwd, sizeof(p->cwd), "%s", s->cwd ? s->cwd : "");
-	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
-	if (s->seccomp_fd != -1)
-		keep[nkeep++] = s->seccomp_fd;
-	if (s->netgate) {
-		if (pipe2(net.info, O_CLOEXEC) == -1 ||
-		    pipe2(net.ublock, O_CLOEXEC) == -1 ||
-		    pipe2(net.block, O_CLOEXEC) == -1)
-			goto fail_errno;
-		keep[nkeep++] = net.info[1];
-		keep[nkeep++] = net.ublock[0];
-		keep[nkeep++] = net.block[0];
-	}
-	in = stdin_fd != -1 ? stdin_fd : devnull;
 	if (stdin_fd != -1)
 		lseek(stdin_fd, 0, SEEK_SET);
 
@@ -792,10 +675,16 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 		if ((slave = open(ptsname_buf, O_RDWR | O_NOCTTY |
 		    O_CLOEXEC)) == -1)
 			goto fail_errno;
+		/* The user's shell owns its terminal (root mode). */
+		if (setid)
+			(void)!fchown(slave, s->uid, -1);
 		memset(&ws, 0, sizeof(ws));
 		ws.ws_col = cols > 0 ? cols : 80;
 		ws.ws_row = rows > 0 ? rows : 24;
 		ioctl(p->master, TIOCSWINSZ, &ws);
+		if (record_wanted(s) &&
+		    spawn_record(p, s, ws.ws_col, ws.ws_row, err, errsz) == -1)
+			goto fail;
 	} else {
 		if (pipe2(pout, O_CLOEXEC) == -1 ||
 		    pipe2(perr, O_CLOEXEC) == -1)
@@ -805,44 +694,40 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 			goto fail_errno;
 	}
 
-	switch (pid = fork()) {
-	case -1:
-		goto fail_errno;
-	case 0:
-		if (slave != -1)
-			spawn_child(s, argv->v, envp, slave, slave, slave, slave,
-			    keep, nkeep, cg ? cgprocs : NULL);
-		else
-			spawn_child(s, argv->v, envp, in, pout[1], perr[1], -1,
-			    keep, nkeep, cg ? cgprocs : NULL);
-		_exit(127);
+	memset(&j, 0, sizeof(j));
+	j.seq = p->seq;
+	j.user = s->user;
+	j.tty = slave != -1;
+	j.stdio[0] = slave != -1 ? slave : stdin_fd != -1 ? stdin_fd : devnull;
+	j.stdio[1] = slave != -1 ? slave : pout[1];
+	j.stdio[2] = slave != -1 ? slave : perr[1];
+	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
+	j.keep = s->seccomp_fd;
+	j.netgate = s->netgate;
+	j.cgfd = cgfd;
+	j.procs = cgprocs;
+	j.setid = setid;
+	j.uid = s->uid;
+	j.gid = s->gid;
+	j.cwd = s->mode == MODE_DIRECT ? s->cwd : NULL;
+	/* One uid for everything: direct mode cannot see hostgate's files. */
+	if (s->mode == MODE_DIRECT && !setid) {
+		hide[0] = spawn_conf->state_dir;
+		hide[1] = spawn_conf->run_dir;
+		hide[2] = spawn_conf->workspace_root;
+		hide[3] = NULL;
+		j.hide = hide;
+		j.workspace = s->workspace;
 	}
-	if (net.info[1] != -1) {
-		close(net.info[1]);
-		net.info[1] = -1;
-		close(net.ublock[0]);
-		net.ublock[0] = -1;
-		close(net.block[0]);
-		net.block[0] = -1;
-		if (net_start(&net, pid, p, err, errsz) == -1) {
-			kill(pid, SIGKILL);
-			waitpid(pid, NULL, 0);
-			net_close(&net);
-			goto fail;
-		}
-	}
-	/* The parent makes the group too, so kill(-pid) works at once. */
-	if (s->kind == SPAWN_COMMAND)
-		setpgid(pid, pid);
-	p->pid = pid;
-	p->started = now_mono_ms();
-	if (s->kind == SPAWN_TERMINAL && record_wanted(s) &&
-	    spawn_record(p, s, ws.ws_col, ws.ws_row, err, errsz) == -1) {
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+	j.nproc = p->cg ? SPAWN_NPROC_CG : SPAWN_NPROC;
+	j.argv = argv->v;
+	j.envp = envp;
+	if (spawner_submit(&j, err, errsz) == -1)
 		goto fail;
-	}
+	p->started = now_mono_ms();
 	close(devnull);
+	if (cgfd != -1)
+		close(cgfd);
 	if (slave != -1)
 		close(slave);
 	if (s->kind == SPAWN_COMMAND) {
@@ -873,7 +758,12 @@ fail_errno:
 	snprintf(err, errsz, "cannot spawn: %s", strerror(errno));
 fail:
 	log_warnx("spawn %s: %s", p->id, err);
-	net_close(&net);
+	if (p->relay != -1)
+		kill(p->relay, SIGKILL);
+	if (p->cg)
+		cgroup_spawn_kill(s->user, spawn_cg_session(p), p->id);
+	if (cgfd != -1)
+		close(cgfd);
 	if (devnull != -1)
 		close(devnull);
 	if (slave != -1)
@@ -899,6 +789,7 @@ spawn_hangup(const char *id)
 
 	if ((p = spawn_find(id)) == NULL || p->exited)
 		return -1;
+	p->killed = 1;
 	spawn_signal(p, SIGHUP);
 	spawn_signal(p, SIGCONT);
 	if (p->ev_kill == NULL)
@@ -907,7 +798,10 @@ spawn_hangup(const char *id)
 	return 0;
 }
 
-/* Kill every live process group of a session in a mode. */
+/*
+ * Kill every live spawn of a session in a mode; for direct mode the whole
+ * cgroup of the session's direct spawns too (what they left running).
+ */
 int
 spawn_kill_session(const char *session, enum exec_mode mode)
 {
@@ -917,10 +811,22 @@ spawn_kill_session(const char *session, enum exec_mode mode)
 	TAILQ_FOREACH(p, &procs, entry)
 		if (p->session[0] != '\0' && strcmp(p->session, session) == 0 &&
 		    p->mode == mode && !p->exited) {
+			p->killed = 1;
 			spawn_signal(p, SIGKILL);
 			n++;
 		}
+	if (mode == MODE_DIRECT && cgroup_enabled() &&
+	    cgroup_session_kill(session) == -1)
+		log_warnx("session %.8s: cannot kill its direct cgroup",
+		    session);
 	return n;
+}
+
+/* Whether a spawn died of an OOM kill in its cgroup (terminals). */
+int
+spawn_oom(struct proc *p)
+{
+	return p->oom;
 }
 
 /* A terminal's master fd (sandboxd keeps its own; callers dup). */
@@ -943,7 +849,10 @@ spawn_sha256(struct proc *p)
 	return p->cmd_sha256;
 }
 
-/* Where a spawn runs, for its audit records: uid, cgroup (or null), cwd. */
+/*
+ * Where a spawn runs, for its audit records: the uid it runs as, its
+ * cgroup (or null), cwd.
+ */
 void
 spawn_where_json(struct proc *p, struct json_object *o)
 {
@@ -963,16 +872,6 @@ int
 spawn_status(struct proc *p)
 {
 	return p->status;
-}
-
-/*
- * INTERIM (wt-cg, to be dropped at the merge for the spawner's own): no
- * OOM kill is known yet.
- */
-int
-spawn_oom(struct proc *p)
-{
-	return 0;
 }
 
 /* The process table as JSON. */
@@ -1059,12 +958,32 @@ spawn_cwd(const char *workspace, const char *cwd, char *out, size_t outsz,
 	return 0;
 }
 
+/* Whether spawns run as their user's own uid (CAP_SETUID kept). */
+int
+spawn_per_user(void)
+{
+	return spawn_setid;
+}
+
 /* The spawn engine's event base and the terminal-exit callback. */
 void
 spawn_init(struct event_base *base, struct config *conf,
     void (*exit_cb)(struct proc *))
 {
+	cap_t			caps;
+	cap_flag_value_t	v = CAP_CLEAR, w = CAP_CLEAR;
+
 	spawn_base = base;
 	spawn_conf = conf;
 	spawn_exit_cb = exit_cb;
+	/* Root mode keeps CAP_SETUID and CAP_SETGID for exactly this. */
+	if ((caps = cap_get_proc()) != NULL) {
+		cap_get_flag(caps, CAP_SETUID, CAP_EFFECTIVE, &v);
+		cap_get_flag(caps, CAP_SETGID, CAP_EFFECTIVE, &w);
+		cap_free(caps);
+	}
+	spawn_setid = v == CAP_SET && w == CAP_SET && getuid() != 0;
+	log_info("spawns run as %s", spawn_setid ? "their user's own uid" :
+	    "sandboxd's uid (one uid for everything)");
+	spawner_init(base, conf);
 }

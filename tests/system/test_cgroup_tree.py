@@ -192,6 +192,8 @@ def test_deadline_without_brokerd(box):
     assert err is None, err
     wait_running(t)
     # the grant is cut short: its new deadline is just ahead
+    res, err = fb.call("list")
+    assert [g["session"] for g in res["grants"]] == [s], res
     res, err = fb.call("grant", session=s, user="alice",
                        deadline_ms=now_ms() + 300)
     assert err is None, err
@@ -202,6 +204,7 @@ def test_deadline_without_brokerd(box):
                    10, what="the deadline's log line")
     res, err = fb.call("list")
     assert not [p for p in res["procs"] if p["running"]], res
+    assert res["grants"] == [], res
 
 
 def test_past_deadline_refused(box):
