@@ -44,10 +44,11 @@ static char		*auth_path;
 static char		 auth_dummy[AUTH_ENCODED_MAX];
 /* Where uids come from (HOSTGATE_UID_RANGE) and which a mapping may not be. */
 #define AUTH_RESERVED_MAX	8
-static int64_t		 auth_uid_lo = 1879048192, auth_uid_hi = 1879113727;
+static int64_t		 auth_uid_lo = 1879048192;
+static int64_t		 auth_uid_hi = 1879113727;
 static struct {
 	uid_t		 uid;
-	char		 why[48];
+	char		 why[80];
 } auth_reserved[AUTH_RESERVED_MAX];
 static size_t		 auth_nreserved;
 
@@ -108,7 +109,7 @@ auth_uid_reserved(int64_t uid)
 	size_t	i;
 
 	if (uid == 0)
-		return "root";
+		return "root's";
 	for (i = 0; i < auth_nreserved; i++)
 		if ((int64_t)auth_reserved[i].uid == uid)
 			return auth_reserved[i].why;
@@ -179,7 +180,7 @@ auth_ids_ok(int64_t uid, int64_t gid, const struct user *except, char *err,
 		return 0;
 	}
 	if ((why = auth_uid_reserved(uid)) != NULL) {
-		snprintf(err, errsz, "uid %lld is that of %s", (long long)uid, why);
+		snprintf(err, errsz, "uid %lld is %s", (long long)uid, why);
 		return 0;
 	}
 	if (gid == 0) {
@@ -392,7 +393,7 @@ auth_assign_ids(char *err, size_t errsz)
 		}
 		if (u->unix_user != NULL) {
 			if (auth_uid_reserved(u->uid) != NULL)
-				log_warnx("user %s: uid %lld is that of %s; sandboxd "
+				log_warnx("user %s: uid %lld is %s; sandboxd "
 				    "will refuse their spawns", u->name,
 				    (long long)u->uid,
 				    auth_uid_reserved(u->uid));
@@ -406,8 +407,8 @@ auth_assign_ids(char *err, size_t errsz)
 			    u->name, (long long)u->uid);
 		u->uid = -1;
 		if ((u->uid = auth_uid_alloc()) == -1) {
-			snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE "
-			    "for user %s", u->name);
+			snprintf(err, errsz, "no uid left in "
+			    "HOSTGATE_UID_RANGE for user %s", u->name);
 			return -1;
 		}
 		u->gid = u->uid;

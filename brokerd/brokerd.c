@@ -38,20 +38,27 @@ static struct event		*brokerd_sweep_ev;
 static void
 brokerd_reserve(struct config *conf, uid_t self, uid_t front, uid_t sandbox)
 {
-	const char *const	 names[] = { conf->broker_user, conf->front_user,
-				    conf->sandbox_user };
+	const char *const	 names[][2] = {
+		{ "brokerd", conf->broker_user },
+		{ "frontd", conf->front_user },
+		{ "sandboxd", conf->sandbox_user }
+	};
 	struct passwd		*pw;
+	char			 why[80];
 	size_t			 i;
 
 	auth_uid_range(conf->uid_range[0], conf->uid_range[1]);
-	auth_uid_reserve(self, "brokerd");
-	auth_uid_reserve(front, "frontd");
-	auth_uid_reserve(sandbox, "sandboxd");
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (names[i] != NULL && (pw = getpwnam(names[i])) != NULL)
-			auth_uid_reserve(pw->pw_uid, names[i]);
+		if (names[i][1] != NULL &&
+		    (pw = getpwnam(names[i][1])) != NULL) {
+			snprintf(why, sizeof(why), "%s's service user %s",
+			    names[i][0], names[i][1]);
+			auth_uid_reserve(pw->pw_uid, why);
+		}
+	auth_uid_reserve(self, "brokerd's own");
+	auth_uid_reserve(front, "frontd's own");
+	auth_uid_reserve(sandbox, "sandboxd's own");
 }
-
 
 /* Every 30 s: drop expired sessions and write last-seen times. */
 static void

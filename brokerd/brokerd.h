@@ -17,7 +17,7 @@ struct user {
 	int			 admin;
 	char			*hash;		/* argon2id encoded string */
 	int64_t			 created;	/* wall seconds */
-	int64_t			 uid;		/* its own, or unix_user's */
+	int64_t			 uid;		/* its own or unix_user's */
 	int64_t			 gid;
 	char			*unix_user;	/* NULL unless mapped */
 	TAILQ_ENTRY(user)	 entry;
@@ -62,8 +62,8 @@ struct user *auth_find(const char *name);
 int	 auth_name_valid(const char *name);
 int	 auth_user_add(const char *name, int admin, const char *password,
 	    char *err, size_t errsz);
-int	 auth_user_add_unix(const char *name, int admin, const char *password,
-	    const char *unix_user, int64_t uid, int64_t gid, char *err,
+int	 auth_user_add_unix(const char *name, int admin,
+	    const char *password, const char *unix_user, int64_t uid, int64_t gid, char *err,
 	    size_t errsz);
 /* Before auth_init: the uid range, and the uids no user may have. */
 void	 auth_uid_range(int64_t lo, int64_t hi);
@@ -192,13 +192,13 @@ void	 front_init(struct event_base *, struct config *, uid_t front_uid,
 struct json_object *front_info_json(void);
 /* A request of frontd answered later (once sandboxd has). */
 struct front_pending {
-	struct ipc_peer			*peer;	/* NULL once frontd has gone */
-	int64_t				 id;
-	struct json_object		*res;	/* the answer being made */
-	int				 waiting;	/* answers still due */
-	char				 rid[LOG_REQUEST_ID_LEN + 1];
-	char				 user[USER_NAME_MAX + 1];
-	TAILQ_ENTRY(front_pending)	 entry;
+	struct ipc_peer		*peer;		/* NULL once frontd gone */
+	int64_t			 id;
+	struct json_object	*res;		/* the answer being made */
+	int			 waiting;	/* answers still due */
+	char			 rid[LOG_REQUEST_ID_LEN + 1];
+	char			 user[USER_NAME_MAX + 1];
+	TAILQ_ENTRY(front_pending) entry;
 };
 struct front_pending *front_pending_new(struct ipc_peer *, struct ipc_msg *);
 void	 front_pending_reply(struct front_pending *, struct json_object *);

@@ -403,7 +403,8 @@ void
 front_pending_reply(struct front_pending *fp, struct json_object *res)
 {
 	struct ipc_msg	m;
-	char		rid[LOG_REQUEST_ID_LEN + 1], user[USER_NAME_MAX + 1];
+	char		rid[LOG_REQUEST_ID_LEN + 1];
+	char		user[USER_NAME_MAX + 1];
 
 	/* Maybe called while another request is served: keep its context. */
 	snprintf(rid, sizeof(rid), "%s", log_ctx_request_id() ?
@@ -442,7 +443,8 @@ front_limits_json(void)
 	    FRONT_LIMIT(c->user_memory_max, -1));
 	json_object_object_add(o, "swap_max",
 	    FRONT_LIMIT(c->user_swap_max, -1));
-	json_object_object_add(o, "pids_max", FRONT_LIMIT(c->user_pids_max, -1));
+	json_object_object_add(o, "pids_max",
+	    FRONT_LIMIT(c->user_pids_max, -1));
 	json_object_object_add(o, "cpu_weight",
 	    json_object_new_int64(c->user_cpu_weight));
 	json_object_object_add(o, "cpu_max_percent",
@@ -497,7 +499,8 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(res, "execution_mode", mode_json(id));
 	json_object_object_add(res, "permission",
 	    json_object_new_string(session_permission(id->session)));
-	json_object_object_add(res, "uid", json_object_new_int64(id->user->uid));
+	json_object_object_add(res, "uid",
+	    json_object_new_int64(id->user->uid));
 	json_object_object_add(res, "containment", sandbox_containment_json());
 	json_object_object_add(res, "limits", front_limits_json());
 	fp = front_pending_new(p, m);

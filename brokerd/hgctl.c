@@ -1272,60 +1272,66 @@ static const char *
 hgctl_containment_reason(struct json_object *c, const char *key)
 {
 	struct json_object	*r;
-	char			 name[64];
 
-	if (json_object_object_get_ex(c, "reasons", &r) &&
+	if (json_object_object_get_ex(c, "not_enforced", &r) &&
 	    json_str(r, key) != NULL)
 		return json_str(r, key);
-	snprintf(name, sizeof(name), "%s_reason", key);
-	return json_str(c, name);
+	return NULL;
+}
+
+/* One row of the containment table. */
+static void
+hgctl_containment_row(struct json_object *rows, const char *what,
+    const char *how, const char *why)
+{
+	struct json_object	*row;
+
+	row = json_object_new_object();
+	json_object_object_add(row, "what", json_object_new_string(what));
+	json_object_object_add(row, "enforced_by", json_object_new_string(how));
+	json_object_object_add(row, "reason", why != NULL ?
+	    json_object_new_string(why) : NULL);
+	json_object_array_add(rows, row);
 }
 
 /*
- * The containment as rows {"what", "enforced_by", "reason"}: each
- * mechanism sandboxd reported, and loudly what is not enforced.
+ * The containment as rows {"what", "enforced_by", "reason"}: each thing
+ * sandboxd reported with the mechanism that enforces it, and loudly what
+ * is not enforced, with why.
  */
 static struct json_object *
 hgctl_containment_rows(struct json_object *c)
 {
-	static const char *const keys[] = { "uid", "membership", "kill",
-	    "memory", "pids", "cpu", "io", "disk_quota", NULL };
-	struct json_object	*rows, *row, *v;
-	const char		*how, *why;
-	size_t			 i;
-	int			 b;
+	struct json_object	*rows;
+	const char		*how;
 
 	rows = json_object_new_array();
 	if (c == NULL || !json_object_is_type(c, json_type_object))
 		return rows;
 	if (!json_object_object_get_ex(c, "uid", NULL)) {
-		row = json_object_new_object();
-		json_object_object_add(row, "what",
-		    json_object_new_string("all"));
-		json_object_object_add(row, "enforced_by",
-		    json_object_new_string("unknown"));
-		json_object_object_add(row, "reason", json_object_get(
-		    json_object_object_get(c, "reason")));
-		json_object_array_add(rows, row);
+		hgctl_containment_row(rows, "all", "unknown", json_str(c,
+		    "reason"));
 		return rows;
 	}
-	for (i = 0; keys[i] != NULL; i++) {
-		v = json_object_object_get(c, keys[i]);
-		how = NULL;
+	/* Whose uid spawns run as first, then in sandboxd's order. */
+	hgctl_containment_row(rows, "uid", json_str(c, "uid") != NULL ?
+	    json_str(c, "uid") : "unknown", hgctl_containment_reason(c, "uid"));
+	json_object_object_foreach(c, key, v) {
+		/* Where the cgroup tree is, when there is one: no mechanism. */
+		if (strcmp(key, "not_enforced") == 0 || strcmp(key, "uid") == 0 ||
+		    (strcmp(key, "base") == 0 && v == NULL))
+			continue;
 		if (json_object_is_type(v, json_type_string))
 			how = json_object_get_string(v);
-		else if (json_flag(c, keys[i], &b) == 0 && b)
+		else if (json_object_is_type(v, json_type_boolean) &&
+		    json_object_get_boolean(v))
 			how = "yes";
-		why = how == NULL || strcmp(keys[i], "uid") == 0 ?
-		    hgctl_containment_reason(c, keys[i]) : NULL;
-		row = json_object_new_object();
-		json_object_object_add(row, "what",
-		    json_object_new_string(keys[i]));
-		json_object_object_add(row, "enforced_by", json_object_new_string(
-		    how != NULL ? how : "NOT ENFORCED"));
-		json_object_object_add(row, "reason", why != NULL ?
-		    json_object_new_string(why) : NULL);
-		json_object_array_add(rows, row);
+		else if (v == NULL || json_object_is_type(v, json_type_boolean))
+			how = "NOT ENFORCED";
+		else
+			continue;
+		hgctl_containment_row(rows, key, how,
+		    hgctl_containment_reason(c, key));
 	}
 	return rows;
 }

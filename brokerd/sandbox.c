@@ -308,9 +308,8 @@ sandbox_kill_session(const char *session_id)
 static void
 sandbox_told_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 {
-	const char	*what = arg;
-	struct json_object *e;
-	const char	*why = NULL;
+	struct json_object	*e;
+	const char		*what = arg, *why = NULL;
 
 	if (m != NULL && !json_object_object_get_ex(m->obj, "error", &e))
 		return;
@@ -360,7 +359,8 @@ sandbox_kill_user(const char *user)
 
 	if ((p = sandbox_peer()) == NULL) {
 		if (sandbox_npending_users < SANDBOX_PENDING)
-			snprintf(sandbox_pending_users[sandbox_npending_users++],
+			snprintf(sandbox_pending_users[
+			    sandbox_npending_users++],
 			    sizeof(sandbox_pending_users[0]), "%s", user);
 		else
 			log_warnx("too many pending kills; the processes of "

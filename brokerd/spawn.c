@@ -26,6 +26,7 @@
 #define SPAWN_TEXT_MAX		4096	/* longer command text: hash and size */
 #define SPAWN_SUMMARY_MAX	160	/* the one-line reason of a record */
 #define SPAWN_CODE_MAX		(16L * 1024 * 1024) /* code read to record */
+#define SPAWN_DEADLINE_SLACK_MS	1000	/* sandboxd's kill at a deadline */
 
 /* A terminal brokerd knows of. */
 struct term {
@@ -334,6 +335,12 @@ spawn_request(struct ident *id, const char *kind)
 	    spawn_conf->on_expiry == EXPIRY_TERMINATE)
 		json_object_object_add(req, "deadline_ms",
 		    json_object_new_int64(id->session->direct_until));
+	log_debug("%s for %s: uid %lld gid %lld, %s, deadline_ms %lld", kind,
+	    id->user->name, (long long)id->user->uid,
+	    (long long)id->user->gid, mode_is_direct(id->session) ? "direct" :
+	    "sandbox", mode_is_direct(id->session) &&
+	    spawn_conf->on_expiry == EXPIRY_TERMINATE ?
+	    (long long)id->session->direct_until : 0LL);
 	json_object_object_add(req, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	spawn_add_request_id(req);
@@ -802,6 +809,23 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 }
 
 /*
+ * Whether a session's direct-mode grant has run out, or is within a second
+ * of it: sandboxd's clock and timer are not ours, and ours may be late.
+ */
+static int
+spawn_grant_over(const char *session_id)
+{
+	struct session	*s;
+
+	for (s = session_first(); s != NULL; s = session_next(s))
+		if (strcmp(s->id, session_id) == 0)
+			return s->direct_until > 0 &&
+			    now_wall_ms() + SPAWN_DEADLINE_SLACK_MS >=
+			    s->direct_until;
+	return 0;
+}
+
+/*
  * sandboxd says a terminal's process is gone; oom: the kernel's OOM killer
  * ended it (its user's memory limit), which is its reason then.
  */
@@ -813,6 +837,14 @@ spawn_exited(const char *proc_id, int status, int oom)
 
 	if ((t = spawn_term_find(proc_id)) == NULL || !t->running)
 		return;
+	/*
+	 * sandboxd holds the deadline too: its kill may come before our
+	 * timer has ended the grant. A direct terminal whose grant has run
+	 * out ended by expiry.
+	 */
+	if (t->end_reason == NULL && strcmp(t->mode, "direct") == 0 &&
+	    spawn_grant_over(t->session_id))
+		t->end_reason = "expiry";
 	log_info("terminal %s of %s exited (status %d%s)", t->id, t->user,
 	    status, oom ? ", out of memory" : "");
 	d = spawn_term_end(t, status, oom ? "oom" : t->end_reason ?

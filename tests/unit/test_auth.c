@@ -431,7 +431,7 @@ test_unix_user(void **state)
 	struct user	*u;
 
 	auth_uid_range(5000, 5009);
-	auth_uid_reserve(998, "hostgate-front");
+	auth_uid_reserve(998, "frontd's service user hostgate-front");
 	map_fails(f, "alice", 0, 1500, "root");
 	map_fails(f, "alice", 998, 998, "hostgate-front");
 	map_fails(f, "alice", 1500, 0, "gid 0");

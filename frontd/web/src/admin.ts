@@ -2,10 +2,10 @@
 // revert button), every terminal with its running state (and a kill
 // button), the audit log with filters, and a debug page.
 
-import { ApiError, del, get, post, type AdminSession, type AuditRecord, type DebugInfo } from './api';
+import { ApiError, del, get, post, type AdminSession, type AuditRecord, type DebugInfo, type Limits } from './api';
 import { confirmDialog } from './dialog';
 import { h, icon, replace } from './dom';
-import { countdown, dateTime, permissionLabel, uptime } from './format';
+import { countdown, dateTime, permissionLabel, uptime, usageLine } from './format';
 import { playButton } from './player';
 import { errorToast } from './popover';
 import { store } from './state';
@@ -190,8 +190,18 @@ export class AdminView {
     if (focusKey) this.body.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(focusKey)}"]`)?.focus();
   }
 
+  private limits: Limits | null = null;
+  private containment: Record<string, unknown> | null = null;
+
   private async fetchSessions(): Promise<AdminSession[]> {
-    return (await get<{ sessions: AdminSession[] }>('/api/admin/sessions')).sessions ?? [];
+    const r = await get<{
+      sessions: AdminSession[];
+      limits?: Limits;
+      containment?: Record<string, unknown>;
+    }>('/api/admin/sessions');
+    this.limits = r.limits ?? null;
+    this.containment = r.containment ?? null;
+    return r.sessions ?? [];
   }
 
   private async sessions(): Promise<HTMLElement> {
@@ -224,13 +234,20 @@ export class AdminView {
         mode,
         s.permission ? permissionLabel(s.permission) : '—',
         `${running} running${s.terminals.length > running ? `, ${s.terminals.length - running} ended` : ''}`,
+        this.limits
+          ? h('span', {
+              class: 'usage-cell',
+              text: usageLine(s.usage ?? null, this.limits, this.containment),
+              title: s.usage ? '' : `usage unknown: ${s.usage_reason ?? 'not reported'}`,
+            })
+          : '—',
         ...(containers ? [s.container ? h('code', { text: s.container }) : '—'] : []),
         h('span', { class: 'row-actions' }, this.auditLink(s), revert),
       ];
     });
     return table(
       'Login sessions',
-      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', 'Terminals', ...(containers ? ['Container'] : []), ''],
+      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', 'Terminals', 'Usage', ...(containers ? ['Container'] : []), ''],
       rows,
       'table-sessions',
     );

@@ -22,6 +22,33 @@ export interface Backend {
   reason: string | null;
 }
 
+// A resource's use against its limit (max null: no limit).
+export interface Gauge {
+  current: number;
+  max: number | null;
+}
+
+// A user's usage as sandboxd measures it.
+export interface Usage {
+  memory: Gauge;
+  pids: Gauge;
+  disk: { used: number; max: number | null } | null;
+  oom_kills: number;
+}
+
+// The configured limits of a user's spawns (null: none).
+export interface Limits {
+  memory_max: number | null;
+  swap_max: number | null;
+  pids_max: number | null;
+  cpu_weight: number;
+  cpu_max_percent: number | null;
+  io_weight: number;
+  disk_max: number | null;
+  spawn_memory_max: number | null;
+  spawn_pids_max: number | null;
+}
+
 export interface Status {
   user: string;
   role: 'admin' | 'user';
@@ -30,6 +57,10 @@ export interface Status {
   backend: Backend;
   execution_mode: ExecutionMode;
   permission: Permission;
+  limits?: Limits;
+  usage?: Usage | null;
+  usage_reason?: string | null;
+  containment?: Record<string, unknown>;
 }
 
 export interface LoginAnswer {
@@ -58,6 +89,8 @@ export interface AdminSession {
   permission?: Permission;
   terminals: { id: string; running: boolean; mode: Mode }[];
   container?: string | null;
+  usage?: Usage | null;
+  usage_reason?: string | null;
 }
 
 export type AuditRecord = Record<string, unknown>;

@@ -11,7 +11,7 @@ import { toast } from './toast';
 import { clock, duration } from './format';
 
 export interface EventHandlers {
-  terminalExited(id: string): void;
+  terminalExited(id: string, reason?: string): void;
   // The session ended (a logout in another tab).
   sessionEnded(): void;
   // Events were missed: read the state afresh.
@@ -123,8 +123,8 @@ function connect(): void {
     if (d) store.setPermission(d.permission);
   });
   es.addEventListener('terminal_exited', (ev) => {
-    const d = parse<{ id: string }>(ev);
-    if (d) handlers?.terminalExited(d.id);
+    const d = parse<{ id: string; reason?: string }>(ev);
+    if (d) handlers?.terminalExited(d.id, d.reason);
   });
   es.addEventListener('session_ended', () => {
     es.close();

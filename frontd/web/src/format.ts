@@ -1,6 +1,6 @@
 // Display texts: labels of the permission profiles, durations, clock times.
 
-import type { Permission } from './api';
+import type { Limits, Permission, Usage } from './api';
 
 export const PERMISSIONS: { value: Permission; label: string; help: string }[] = [
   {
@@ -78,4 +78,46 @@ export function uptime(seconds: number): string {
   if (hh) return `${hh} h ${mm} min`;
   if (mm) return `${mm} min ${s % 60} s`;
   return `${s} s`;
+}
+
+// "used / limit" of one resource; the limit alone when usage is unknown.
+function gauge(used: number | null, max: number | null, fmt: (n: number) => string): string {
+  const limit = max === null ? 'no limit' : fmt(max);
+  return used === null ? limit : `${fmt(used)} / ${limit}`;
+}
+
+// Memory, processes and disk against their limits, one short line:
+// "mem 12 M / 4.0 G · pids 3 / 1024 · disk 1.2 G / 10 G". A limit that
+// sandboxd says it cannot enforce here (containment) reads "not enforced",
+// never as a limit; with no usage known, "limits: mem 4.0 G · ...".
+export function usageLine(u: Usage | null, lim: Limits, c?: Record<string, unknown> | null): string {
+  const count = (n: number): string => String(n);
+  const known = !!c && 'uid' in c;
+  const off = (key: string): boolean => known && c![key] !== undefined && typeof c![key] !== 'string';
+  const parts = [
+    off('memory')
+      ? 'mem not enforced'
+      : `mem ${gauge(u?.memory.current ?? null, u?.memory.max ?? lim.memory_max, bytes)}`,
+    off('pids')
+      ? 'pids not enforced'
+      : `pids ${gauge(u?.pids.current ?? null, u?.pids.max ?? lim.pids_max, count)}`,
+  ];
+  if (known && c!.disk_quota === false) {
+    if (lim.disk_max !== null) parts.push('disk not enforced');
+  } else if (u?.disk) parts.push(`disk ${gauge(u.disk.used, u.disk.max ?? lim.disk_max, bytes)}`);
+  else if (lim.disk_max !== null) parts.push(`disk ${gauge(null, lim.disk_max, bytes)}`);
+  return (u ? '' : 'limits: ') + parts.join(' · ');
+}
+
+// A size in bytes, short: "512 B", "12 M", "4.0 G".
+export function bytes(n: number): string {
+  const units = ['B', 'K', 'M', 'G', 'T'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  const text = i === 0 || v >= 10 ? String(Math.round(v)) : v.toFixed(1);
+  return `${text} ${units[i]}`;
 }

@@ -6,6 +6,7 @@ import { installConstructedStyles } from './cspstyle';
 import './style.css';
 
 import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status } from './api';
+import { usageLine } from './format';
 import { AdminView } from './admin';
 import { h, icon } from './dom';
 import { startEvents, stopEvents } from './events';
@@ -31,6 +32,25 @@ interface App {
   onVisible: () => void;
   onKey: (ev: KeyboardEvent) => void;
   renderTop: () => void;
+  usageTimer: number;
+}
+
+// How often the top bar's usage is read again while the tab is visible.
+const USAGE_REFRESH_MS = 20000;
+
+// The user's memory, processes and disk against their limits, one line.
+function renderUsage(el: HTMLElement, st: Status): void {
+  const lim = st.limits;
+  if (!lim) {
+    el.hidden = true;
+    return;
+  }
+  const u = st.usage ?? null;
+  el.textContent = usageLine(u, lim, st.containment);
+  el.title = u
+    ? `Your usage against your limits${u.oom_kills ? `; ${u.oom_kills} out-of-memory kills` : ''}`
+    : `Your limits (usage unknown: ${st.usage_reason ?? 'not reported'})`;
+  el.hidden = false;
 }
 
 let app: App | null = null;
@@ -41,6 +61,7 @@ function buildApp(): App {
   const s = store.status!;
   const mode = new ModeControl();
   const live = h('span', { class: 'live-state', role: 'status' });
+  const usage = h('span', { class: 'usage-state', id: 'usage' });
   const nav = h('nav', { class: 'mainnav', attrs: { 'aria-label': 'Main' } });
   const logout = h(
     'button',
@@ -59,6 +80,7 @@ function buildApp(): App {
     ),
     nav,
     h('div', { class: 'topbar-spacer' }),
+    usage,
     live,
     mode.el,
     h(
@@ -78,6 +100,7 @@ function buildApp(): App {
   const renderTop = (): void => {
     const st = store.status;
     if (!st) return;
+    renderUsage(usage, st);
     live.textContent = store.live ? '' : 'Live updates paused';
     live.hidden = store.live;
     const path = currentPath();
@@ -114,7 +137,15 @@ function buildApp(): App {
     if (document.visibilityState === 'visible') store.refresh().catch(() => undefined);
   };
   document.addEventListener('visibilitychange', onVisible);
-  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, onKey, renderTop };
+  // Usage changes without an event: read it again now and then, for the
+  // top bar alone.
+  const usageTimer = window.setInterval(() => {
+    if (document.visibilityState !== 'visible') return;
+    get<Status>('/api/status')
+      .then((fresh) => renderUsage(usage, fresh))
+      .catch(() => undefined);
+  }, USAGE_REFRESH_MS);
+  return { shell, main, nav, terminals, admin, mode, unsub, onVisible, onKey, renderTop, usageTimer };
 }
 
 // Draw the page of path.
@@ -147,7 +178,7 @@ function startApp(): void {
   root.replaceChildren(app.shell);
   setSessionLostHandler((why) => showLogin(why));
   startEvents({
-    terminalExited: (id) => app?.terminals.terminalExited(id),
+    terminalExited: (id, reason) => app?.terminals.terminalExited(id, reason),
     sessionEnded: () => {
       setCsrfToken(null);
       forgetTerminals();
@@ -166,6 +197,7 @@ function teardown(): void {
   clearToasts();
   if (app) {
     app.unsub();
+    window.clearInterval(app.usageTimer);
     app.mode.destroy();
     app.terminals.destroy();
     app.admin.stop();

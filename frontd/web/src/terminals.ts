@@ -87,6 +87,7 @@ class TermView {
   private retries = 0;
   private retryTimer: number | null = null;
   private opened = false;
+  private oomShown = false;
   // Whether this tab was attached to the terminal before (a reload counts).
   attachedBefore = false;
   onChange: () => void = () => undefined;
@@ -237,7 +238,13 @@ class TermView {
     ws?.close();
   }
 
-  markExited(): void {
+  // The shell is gone; reason (from the terminal_exited event) says why
+  // when it was not its own doing, e.g. "oom": its user's memory limit.
+  markExited(reason?: string): void {
+    if (reason === 'oom' && !this.oomShown) {
+      this.oomShown = true;
+      this.term.write('\r\n\x1b[31m[killed: out of memory (your memory limit)]\x1b[0m\r\n');
+    }
     if (this.conn === 'exited') return;
     if (this.retryTimer !== null) window.clearTimeout(this.retryTimer);
     this.retryTimer = null;
@@ -484,8 +491,11 @@ export class TerminalsView {
   }
 
   // The server said a shell exited (event stream).
-  terminalExited(id: string): void {
-    this.views.get(id)?.markExited();
+  terminalExited(id: string, reason?: string): void {
+    this.views.get(id)?.markExited(reason);
+    if (reason === 'oom') {
+      toast('error', 'Terminal killed', 'It ran out of memory: your memory limit was reached.', `oom-${id}`);
+    }
     this.known = this.known.map((t) => (t.id === id ? { ...t, running: false } : t));
     this.renderList();
   }
