@@ -113,27 +113,20 @@ broker_strings(struct json_object *arr, struct strv *sv, size_t max)
 	return 0;
 }
 
-/* The user's workspace, created 0700 on first use. */
+/*
+ * The user's workspace (workspace.c), as the uid and gid brokerd sent,
+ * else sandboxd's own.
+ */
 static int
-broker_workspace(const char *user, char *out, size_t outsz, char *err,
-    size_t errsz)
+broker_workspace(struct ipc_msg *m, const char *user, char *out,
+    size_t outsz, char *err, size_t errsz)
 {
-	struct stat	st;
+	int64_t	uid = geteuid(), gid = getegid();
 
-	snprintf(out, outsz, "%s/%s", broker_conf->workspace_root, user);
-	if (mkdir(out, 0700) == -1 && errno != EEXIST) {
-		snprintf(err, errsz, "cannot create the workspace: %s",
-		    strerror(errno));
-		return -1;
-	}
-	/* A workspace must be a real directory of ours, not a symlink. */
-	if (lstat(out, &st) == -1 || !S_ISDIR(st.st_mode) ||
-	    st.st_uid != geteuid()) {
-		snprintf(err, errsz, "the workspace is not a directory of "
-		    "sandboxd's");
-		return -1;
-	}
-	return 0;
+	json_int(m->obj, "uid", &uid);
+	json_int(m->obj, "gid", &gid);
+	return workspace_ensure(user, (uid_t)uid, (gid_t)gid, out, outsz, err,
+	    errsz);
 }
 
 /* Run an approved spawn. Commands answer when done; terminals at once. */
@@ -198,7 +191,7 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	s.kind = strcmp(kind, "terminal") == 0 ? SPAWN_TERMINAL :
 	    SPAWN_COMMAND;
 	s.mode = strcmp(mode, "direct") == 0 ? MODE_DIRECT : MODE_SANDBOX;
-	if (broker_workspace(s.user, ws, sizeof(ws), err, sizeof(err)) == -1 ||
+	if (broker_workspace(m, s.user, ws, sizeof(ws), err, sizeof(err)) == -1 ||
 	    spawn_cwd(ws, cwd, wd, sizeof(wd), err, sizeof(err)) == -1) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		goto out;

@@ -109,6 +109,8 @@ main(int argc, char *argv[])
 	sandboxd_dirs(&conf, uid, gid, broker_uid, broker_gid, separate);
 	cgroup_init(uid, gid);
 	record_setup(&conf, uid, gid);
+	/* Before the listening socket: the disk helper must not hold it. */
+	workspace_init(&conf);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);
 	free(path);

@@ -1,0 +1,316 @@
+/*
+ * Workspaces: WORKSPACE_ROOT/USER, owned by the user's uid:gid, mode 0700.
+ * In root mode with HOSTGATE_USER_DISK_MAX > 0, each is the mount point of
+ * the user's own quota-limited filesystem, which the disk helper (disk.c,
+ * the one part that stays root) mounts on the first spawn of the user
+ * after sandboxd starts. Rootless, no quota is possible, and sandboxd
+ * says so at start and in its health.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sandboxd.h"
+
+#define WORKSPACE_HELPER_MS	10000	/* the longest a first mount takes */
+
+/* A workspace the helper has mounted, as far as sandboxd knows. */
+struct ws_mounted {
+	char			 user[DISK_USER_MAX + 1];
+	char			 fsid[40];
+	int64_t			 max;
+	TAILQ_ENTRY(ws_mounted)	 entry;
+};
+
+static TAILQ_HEAD(, ws_mounted) ws_list = TAILQ_HEAD_INITIALIZER(ws_list);
+static struct config	*ws_conf;
+static int		 ws_fd = -1;		/* the disk helper */
+static int		 ws_project;		/* project quotas, no images */
+static char		 ws_why[300] = "not initialised";
+
+/*
+ * Decide whether workspaces get quotas, and start the helper when they
+ * do. Never fatal: where no quota can be had, sandboxd says why, loudly.
+ */
+void
+workspace_init(struct config *conf)
+{
+	char	kind[16], why[256];
+	pid_t	pid;
+
+	ws_conf = conf;
+	if (conf->user_disk_max == 0 || conf->user_disk_max == -1) {
+		snprintf(ws_why, sizeof(ws_why), "HOSTGATE_USER_DISK_MAX is %s",
+		    conf->user_disk_max == 0 ? "0" : "max");
+		log_info("disk quota: none (%s)", ws_why);
+		return;
+	}
+	if (geteuid() != 0) {
+		snprintf(ws_why, sizeof(ws_why), "sandboxd does not run as "
+		    "root: a filesystem per user needs mounts and loop "
+		    "devices");
+		log_warnx("disk quota: not enforced: %s", ws_why);
+		return;
+	}
+	if ((ws_fd = disk_start(conf, &pid, kind, sizeof(kind), why,
+	    sizeof(why))) == -1) {
+		snprintf(ws_why, sizeof(ws_why), "%s", why);
+		log_warnx("disk quota: not enforced: %s", ws_why);
+		return;
+	}
+	ws_project = strcmp(kind, "project") == 0;
+	ws_why[0] = '\0';
+	log_info("disk quota: %lld bytes per user, %s (helper pid %d)",
+	    (long long)conf->user_disk_max, ws_project ?
+	    "project quotas of the workspace root's filesystem" :
+	    "a btrfs image per user with a qgroup limit", (int)pid);
+}
+
+/* Whether workspaces get a quota the kernel enforces. */
+int
+workspace_quota_enabled(void)
+{
+	return ws_fd != -1;
+}
+
+/* Why they do not, or NULL when they do. */
+const char *
+workspace_quota_why(void)
+{
+	return ws_fd != -1 ? NULL : ws_why;
+}
+
+/* What sandboxd knows of a user's mounted workspace, or NULL. */
+static struct ws_mounted *
+workspace_find(const char *user)
+{
+	struct ws_mounted	*m;
+
+	TAILQ_FOREACH(m, &ws_list, entry)
+		if (strcmp(m->user, user) == 0)
+			return m;
+	return NULL;
+}
+
+/*
+ * Whether path is still a mount point (its device is not its parent's):
+ * a workspace unmounted behind sandboxd's back is mounted again rather
+ * than written to without a quota.
+ */
+static int
+workspace_is_mounted(const char *path)
+{
+	struct stat	st, pst;
+
+	return stat(path, &st) == 0 && stat(ws_conf->workspace_root,
+	    &pst) == 0 && st.st_dev != pst.st_dev;
+}
+
+/* Ask the helper for a user's workspace; fills m. 0, or -1 and err. */
+static int
+workspace_helper(const char *user, uid_t uid, gid_t gid,
+    struct ws_mounted *m, char *err, size_t errsz)
+{
+	struct disk_req	 rq;
+	struct disk_rep	 r;
+	struct pollfd	 pfd;
+	int64_t		 t0 = now_mono_ms();
+
+	memset(&rq, 0, sizeof(rq));
+	rq.op = DISK_OP_ENSURE;
+	rq.uid = uid;
+	rq.gid = gid;
+	rq.max = ws_conf->user_disk_max;
+	snprintf(rq.user, sizeof(rq.user), "%s", user);
+	if (send(ws_fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq)) {
+		snprintf(err, errsz, "the disk quota helper is gone");
+		return -1;
+	}
+	pfd.fd = ws_fd;
+	pfd.events = POLLIN;
+	if (poll(&pfd, 1, WORKSPACE_HELPER_MS) != 1 ||
+	    recv(ws_fd, &r, sizeof(r), 0) != sizeof(r)) {
+		snprintf(err, errsz, "the disk quota helper did not answer");
+		return -1;
+	}
+	r.err[sizeof(r.err) - 1] = '\0';
+	r.fsid[sizeof(r.fsid) - 1] = '\0';
+	if (!r.ok) {
+		snprintf(err, errsz, "workspace disk: %s", r.err);
+		return -1;
+	}
+	snprintf(m->user, sizeof(m->user), "%s", user);
+	snprintf(m->fsid, sizeof(m->fsid), "%s", r.fsid);
+	m->max = rq.max;
+	log_debug("disk quota: %s's workspace ready in %lld ms", user,
+	    (long long)(now_mono_ms() - t0));
+	return 0;
+}
+
+/* Without quotas: make or check a plain directory of the user's. */
+static int
+workspace_dir(const char *path, uid_t uid, gid_t gid, char *err,
+    size_t errsz)
+{
+	struct stat	st;
+	int		fd, made;
+
+	made = mkdir(path, 0700) == 0;
+	if (!made && errno != EEXIST) {
+		snprintf(err, errsz, "cannot create the workspace: %s",
+		    strerror(errno));
+		return -1;
+	}
+	/* A workspace must be a real directory, not a symlink. */
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 || fstat(fd, &st) == -1) {
+		snprintf(err, errsz, "the workspace is not a directory");
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	if (made && st.st_uid != uid && fchown(fd, uid, gid) == -1) {
+		snprintf(err, errsz, "cannot give the workspace to %u:%u: %s",
+		    (unsigned)uid, (unsigned)gid, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!made && st.st_uid != uid) {
+		snprintf(err, errsz, "the workspace belongs to uid %u, not "
+		    "%u (chown -R %u:%u it)", (unsigned)st.st_uid,
+		    (unsigned)uid, (unsigned)uid, (unsigned)gid);
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+/* The user's workspace, made on first use, its quota mounted. */
+int
+workspace_ensure(const char *user, uid_t uid, gid_t gid, char *path,
+    size_t pathsz, char *err, size_t errsz)
+{
+	struct ws_mounted	*m, n;
+
+	if (!disk_user_ok(user)) {
+		snprintf(err, errsz, "bad user name");
+		return -1;
+	}
+	if ((size_t)snprintf(path, pathsz, "%s/%s", ws_conf->workspace_root,
+	    user) >= pathsz) {
+		snprintf(err, errsz, "workspace path too long");
+		return -1;
+	}
+	if (ws_fd == -1 || ws_project) {
+		if (ws_project && workspace_helper(user, uid, gid, &n, err,
+		    errsz) == -1)
+			return -1;
+		return workspace_dir(path, uid, gid, err, errsz);
+	}
+	if ((m = workspace_find(user)) != NULL && m->max ==
+	    ws_conf->user_disk_max && workspace_is_mounted(path))
+		return 0;
+	if (workspace_helper(user, uid, gid, &n, err, errsz) == -1)
+		return -1;
+	if (m == NULL) {
+		if ((m = calloc(1, sizeof(*m))) == NULL)
+			fatal("calloc");
+		TAILQ_INSERT_TAIL(&ws_list, m, entry);
+	}
+	memcpy(m->user, n.user, sizeof(m->user));
+	memcpy(m->fsid, n.fsid, sizeof(m->fsid));
+	m->max = n.max;
+	return 0;
+}
+
+/* A number from a one-line sysfs file; -1 when it cannot be read. */
+static int
+workspace_sysfs(const char *path, int64_t *out)
+{
+	char	*text, *end;
+	long long v;
+
+	if ((text = file_read(path, 64, NULL)) == NULL)
+		return -1;
+	errno = 0;
+	v = strtoll(text, &end, 10);
+	if (errno != 0 || end == text || (*end != '\n' && *end != '\0')) {
+		free(text);
+		return -1;
+	}
+	free(text);
+	*out = v;
+	return 0;
+}
+
+/*
+ * What qgroup 1/1 of a btrfs filesystem has referenced, and its limit,
+ * from /sys/fs/btrfs/FSID/qgroups/1_1/ (world-readable: sandboxd needs
+ * no privilege for it). Counted at each transaction commit.
+ */
+int
+workspace_btrfs_usage(const char *sysroot, const char *fsid, int64_t *used,
+    int64_t *max)
+{
+	char	path[512];
+	const char *c;
+
+	for (c = fsid; *c != '\0'; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f') ||
+		    *c == '-'))
+			return -1;
+	if (*fsid == '\0')
+		return -1;
+	snprintf(path, sizeof(path), "%s/sys/fs/btrfs/%s/qgroups/1_1/"
+	    "referenced", sysroot, fsid);
+	if (workspace_sysfs(path, used) == -1)
+		return -1;
+	snprintf(path, sizeof(path), "%s/sys/fs/btrfs/%s/qgroups/1_1/"
+	    "max_referenced", sysroot, fsid);
+	return workspace_sysfs(path, max);
+}
+
+/*
+ * A user's disk use and limit: {"used", "max"} in bytes, "used" null
+ * while the workspace has not been mounted since sandboxd started; NULL
+ * when no quota applies.
+ */
+struct json_object *
+workspace_usage(const char *user)
+{
+	struct json_object	*o;
+	struct ws_mounted	*m;
+	struct statfs		 sf;
+	char			 path[4200];
+	int64_t			 used, max = ws_conf != NULL ?
+				    ws_conf->user_disk_max : 0;
+
+	if (ws_fd == -1 || !disk_user_ok(user))
+		return NULL;
+	o = json_object_new_object();
+	snprintf(path, sizeof(path), "%s/%s", ws_conf->workspace_root, user);
+	if (ws_project) {
+		/* ext4 and xfs report a project's limit in its statfs. */
+		if (statfs(path, &sf) == 0) {
+			json_object_object_add(o, "used", json_object_new_int64(
+			    (int64_t)(sf.f_blocks - sf.f_bfree) * sf.f_bsize));
+		} else
+			json_object_object_add(o, "used", NULL);
+	} else if ((m = workspace_find(user)) != NULL &&
+	    workspace_btrfs_usage("", m->fsid, &used, &max) == 0)
+		json_object_object_add(o, "used", json_object_new_int64(used));
+	else
+		json_object_object_add(o, "used", NULL);
+	json_object_object_add(o, "max", json_object_new_int64(max));
+	return o;
+}
