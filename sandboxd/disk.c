@@ -982,6 +982,13 @@ disk_main(struct config *conf, int sock)
 			    conf->workspace_root);
 			_exit(1);
 		}
+		/* Loads the btrfs module when it is one. */
+		if ((i = fsopen("btrfs", FSOPEN_CLOEXEC)) == -1) {
+			disk_reply(sock, 0, NULL, NULL, "no btrfs in this "
+			    "kernel: %s", strerror(errno));
+			_exit(1);
+		}
+		close(i);
 		if (access("/dev/loop-control", R_OK | W_OK) == -1) {
 			disk_reply(sock, 0, NULL, NULL, "/dev/loop-control: %s",
 			    strerror(errno));

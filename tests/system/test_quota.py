@@ -264,3 +264,39 @@ def test_zero_means_no_quota(hostgate_factory):
     assert not os.path.exists(os.path.join(hg.state, "disks"))
     assert "disk quota: none (HOSTGATE_USER_DISK_MAX is 0)" \
         in hg.log_text("sandboxd")
+
+
+def helper_pid(hg):
+    """The pid of sandboxd's disk helper (its child "sandboxd-disk")."""
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            st = hglib.proc_status(int(d))
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if st.get("Name") == "sandboxd-disk" and \
+                int(st["PPid"]) == hg.pid("sandboxd"):
+            return int(d)
+    return None
+
+
+def test_helper_keeps_only_what_it_needs(hostgate_factory):
+    hg = quota_hg(hostgate_factory, "quotacaps")
+    pid = hglib.wait_for(lambda: helper_pid(hg), 5, what="the disk helper")
+    st = hglib.proc_status(pid)
+    # CAP_CHOWN (0), CAP_DAC_OVERRIDE (1), CAP_SYS_ADMIN (21); nothing
+    # inheritable or ambient, and the bounding set holds no more either.
+    want = (1 << 0) | (1 << 1) | (1 << 21)
+    assert int(st["CapEff"], 16) == want, st["CapEff"]
+    assert int(st["CapPrm"], 16) == want, st["CapPrm"]
+    assert int(st["CapBnd"], 16) == want, st["CapBnd"]
+    assert int(st["CapInh"], 16) == 0 and int(st["CapAmb"], 16) == 0, st
+    assert st["NoNewPrivs"] == "1" and st["Seccomp"] == "2", st
+    assert st["Uid"].split() == ["0"] * 4, st["Uid"]
+    # Only its socket to sandboxd, the log and the standard fds are open.
+    fds = os.listdir("/proc/%d/fd" % pid)
+    socks = [f for f in fds
+             if os.readlink("/proc/%d/fd/%s" % (pid, f)).startswith("socket:")]
+    assert len(socks) == 1, [os.readlink("/proc/%d/fd/%s" % (pid, f))
+                             for f in fds]

@@ -4,8 +4,11 @@
  * usage read from a fake sysfs tree, project-quota detection, and
  * workspaces without quotas.
  */
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -186,6 +189,138 @@ test_ensure_plain(void **state)
 	assert_int_equal(system(cmd), 0);
 }
 
+/* One request to the helper and its answer. */
+static struct disk_rep
+ask(int fd, const char *user, size_t ulen, uint32_t uid, int64_t max,
+    uint32_t op)
+{
+	struct disk_req	rq;
+	struct disk_rep	r;
+
+	memset(&rq, 0, sizeof(rq));
+	memset(&r, 0, sizeof(r));
+	rq.op = op;
+	rq.uid = uid;
+	rq.gid = uid;
+	rq.max = max;
+	memcpy(rq.user, user, ulen);
+	assert_int_equal(send(fd, &rq, sizeof(rq), 0), sizeof(rq));
+	assert_int_equal(recv(fd, &r, sizeof(r), 0), sizeof(r));
+	return r;
+}
+
+/* The number of entries of a directory but . and .. */
+static int
+entries(const char *dir)
+{
+	struct dirent	*de;
+	DIR		*d;
+	int		 n = 0;
+
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* Whether path is a mount point in /proc/self/mountinfo. */
+static int
+mounted(const char *path)
+{
+	char	 line[8192], *mnt, *fstype, *src;
+	FILE	*f;
+	int	 found = 0;
+
+	assert_non_null(f = fopen("/proc/self/mountinfo", "r"));
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (disk_mountinfo_line(line, &mnt, &fstype, &src) == 0 &&
+		    strcmp(mnt, path) == 0)
+			found = 1;
+	fclose(f);
+	return found;
+}
+
+/*
+ * The helper itself (root only): it refuses every request that is not a
+ * plain user name, a uid and gid other than 0 and a sane size, making
+ * nothing; it mounts a good one, the user's and 0700; and it unmounts it
+ * when its socket closes.
+ */
+static void
+test_helper(void **state)
+{
+	struct config	conf;
+	struct disk_rep	r;
+	struct stat	st;
+	char		dir[] = "/tmp/hg-test-disk.XXXXXX", sd[PATH_MAX];
+	char		wr[PATH_MAX], ws[PATH_MAX], kind[16], why[256];
+	char		cmd[PATH_MAX], disks[PATH_MAX], longname[40];
+	const char	*bad[] = { "../x", "a/b", "", "..", "Alice", "-x" };
+	pid_t		pid;
+	size_t		i;
+	int		fd, n;
+
+	if (geteuid() != 0 || access("/usr/sbin/mkfs.btrfs", X_OK) != 0)
+		skip();
+	assert_non_null(mkdtemp(dir));
+	snprintf(sd, sizeof(sd), "%s/state", dir);
+	snprintf(wr, sizeof(wr), "%s/ws", dir);
+	snprintf(disks, sizeof(disks), "%s/disks", sd);
+	assert_int_equal(mkdir(sd, 0700), 0);
+	assert_int_equal(mkdir(wr, 0700), 0);
+	memset(&conf, 0, sizeof(conf));
+	conf.state_dir = sd;
+	conf.workspace_root = wr;
+	conf.user_disk_max = 64LL << 20;
+	fd = disk_start(&conf, &pid, kind, sizeof(kind), why, sizeof(why));
+	assert_true(fd != -1);
+	assert_string_equal(kind, "btrfs");
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = ask(fd, bad[i], strlen(bad[i]), 4242, 64LL << 20,
+		    DISK_OP_ENSURE);
+		assert_int_equal(r.ok, 0);
+	}
+	memset(longname, 'a', sizeof(longname));
+	r = ask(fd, longname, DISK_USER_MAX + 1, 4242, 64LL << 20,
+	    DISK_OP_ENSURE);	/* no NUL */
+	assert_int_equal(r.ok, 0);
+	r = ask(fd, "alice", 5, 0, 64LL << 20, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 0);
+	r = ask(fd, "alice", 5, 4242, 0, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 0);
+	r = ask(fd, "alice", 5, 4242, 64LL << 20, 99);
+	assert_int_equal(r.ok, 0);
+	assert_int_equal(send(fd, "short", 5, 0), 5);
+	assert_int_equal(recv(fd, &r, sizeof(r), 0), sizeof(r));
+	assert_int_equal(r.ok, 0);
+	assert_string_equal(r.err, "malformed disk request");
+	assert_int_equal(entries(disks), 0);
+	assert_int_equal(entries(wr), 0);
+
+	r = ask(fd, "alice", 5, 4242, 64LL << 20, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 1);
+	assert_true(strlen(r.fsid) == 36);
+	snprintf(ws, sizeof(ws), "%s/alice", wr);
+	assert_true(mounted(ws));
+	assert_int_equal(stat(ws, &st), 0);
+	assert_int_equal(st.st_uid, 4242);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	/* again: nothing more is mounted */
+	r = ask(fd, "alice", 5, 4242, 64LL << 20, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 1);
+
+	close(fd);
+	assert_int_equal(waitpid(pid, &n, 0), pid);
+	assert_true(WIFEXITED(n) && WEXITSTATUS(n) == 0);
+	assert_false(mounted(ws));
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 int
 main(void)
 {
@@ -196,6 +331,7 @@ main(void)
 		cmocka_unit_test(test_btrfs_usage),
 		cmocka_unit_test(test_project_detect),
 		cmocka_unit_test(test_ensure_plain),
+		cmocka_unit_test(test_helper),
 	};
 
 	log_init("test_workspace", 1);
