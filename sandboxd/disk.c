@@ -962,6 +962,11 @@ disk_main(struct config *conf, int sock)
 	sigaddset(&block, SIGINT);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	prctl(PR_SET_NAME, "sandboxd-disk", 0, 0, 0);
+	/*
+	 * A session of its own: its life follows sandboxd's socket, not a
+	 * terminal's signals or a supervisor's process group.
+	 */
+	(void)setsid();
 
 	snprintf(disk_dir, sizeof(disk_dir), "%s/disks", conf->state_dir);
 	for (p = disk_mkfs_paths; *p != NULL; p++)

@@ -138,6 +138,7 @@ main(int argc, char *argv[])
 	priv_seccomp(&plan);
 	log_info("sandboxd %s ready", HG_VERSION);
 	event_base_dispatch(sandboxd_base);
+	workspace_fini();
 	cgroup_fini();
 	config_free(&conf);
 	return 0;

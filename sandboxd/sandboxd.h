@@ -191,6 +191,8 @@ int	 workspace_ensure(const char *user, uid_t, gid_t, char *path,
 	    size_t, char *err, size_t);
 /* {"used", "max"} in bytes, or NULL when no quota applies. */
 struct json_object *workspace_usage(const char *user);
+/* sandboxd stops: the helper unmounts everything and exits. */
+void	 workspace_fini(void);
 /* Whether workspaces get a quota the kernel enforces; why not. */
 int	 workspace_quota_enabled(void);
 const char *workspace_quota_why(void);

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sandboxd.h"
@@ -34,6 +36,7 @@ struct ws_mounted {
 static TAILQ_HEAD(, ws_mounted) ws_list = TAILQ_HEAD_INITIALIZER(ws_list);
 static struct config	*ws_conf;
 static int		 ws_fd = -1;		/* the disk helper */
+static pid_t		 ws_pid = -1;
 static int		 ws_project;		/* project quotas, no images */
 static char		 ws_why[300] = "not initialised";
 
@@ -67,6 +70,7 @@ workspace_init(struct config *conf)
 		log_warnx("disk quota: not enforced: %s", ws_why);
 		return;
 	}
+	ws_pid = pid;
 	ws_project = strcmp(kind, "project") == 0;
 	ws_why[0] = '\0';
 	log_info("disk quota: %lld bytes per user, %s (helper pid %d)",
@@ -313,4 +317,28 @@ workspace_usage(const char *user)
 		json_object_object_add(o, "used", NULL);
 	json_object_object_add(o, "max", json_object_new_int64(max));
 	return o;
+}
+
+/*
+ * sandboxd stops: close the helper's socket, and wait a little for it to
+ * unmount every workspace and exit, so that nothing stays mounted once
+ * sandboxd is gone. A helper that takes longer finishes on its own.
+ */
+void
+workspace_fini(void)
+{
+	struct timespec	ts = { 0, 10 * 1000000 };
+	int		i;
+
+	if (ws_fd == -1)
+		return;
+	close(ws_fd);
+	ws_fd = -1;
+	for (i = 0; i < 500; i++) {
+		if (waitpid(ws_pid, NULL, WNOHANG) != 0)
+			return;	/* gone, or reaped already (ECHILD) */
+		nanosleep(&ts, NULL);
+	}
+	log_warnx("disk quota: the helper (pid %d) still unmounts",
+	    (int)ws_pid);
 }
