@@ -583,7 +583,8 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 	char		 name[DISK_USER_MAX + 8], path[4200], dev[64];
 	int		 img, loop = -1, tm = -1, top = -1, wm = -1, mnt = -1;
 	int		 mp = -1, ws;
-	int64_t		 want = disk_image_size(max);
+	int64_t		 want = disk_image_size(max), t0 = now_mono_ms();
+	int64_t		 t_mkfs = 0, t_setup = 0;
 	int		 grown = 0;
 
 	snprintf(name, sizeof(name), "%s.img", user);
@@ -612,6 +613,7 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 		}
 		if (disk_mkfs_run(path, err, errsz) == -1)
 			goto fail;
+		t_mkfs = now_mono_ms() - t0;
 	} else if (st.st_size < want) {
 		if (ftruncate(img, want) == -1) {
 			snprintf(err, errsz, "grow %s: %s", path,
@@ -628,8 +630,10 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 		goto fail;
 	if ((ws = openat(top, DISK_SUBVOL, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1) {
+		t_setup = now_mono_ms();
 		if (disk_setup(top, uid, gid, err, errsz) == -1)
 			goto fail;
+		t_setup = now_mono_ms() - t_setup;
 	} else {
 		if (fstat(ws, &st) == -1 || st.st_uid != uid ||
 		    st.st_gid != gid) {
@@ -678,8 +682,11 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 	w->max = max;
 	disk_fsid(mnt, w->fsid, sizeof(w->fsid));
 	TAILQ_INSERT_TAIL(&disk_mounts, w, entry);
-	log_info("disk: %s: %s mounted on %s/%s (%s, limit %lld bytes)", user,
-	    path, disk_conf->workspace_root, user, dev, (long long)max);
+	log_info("disk: %s: %s mounted on %s/%s (%s, limit %lld bytes) in "
+	    "%lld ms (mkfs %lld, quota set-up %lld)", user, path,
+	    disk_conf->workspace_root, user, dev, (long long)max,
+	    (long long)(now_mono_ms() - t0), (long long)t_mkfs,
+	    (long long)t_setup);
 	return w;
 fail:
 	if (wm != -1)
