@@ -454,21 +454,70 @@ disk_fsid(int fd, char *out, size_t outsz)
 	    u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
 
-/* Take the lock of an image, waiting a little for a helper releasing it. */
+/*
+ * Whether a loop device is still bound to the image: its filesystem is
+ * still alive somewhere (unmounted lazily, and a process still has a file
+ * or its working directory in it). Mounting the image again then would
+ * run two filesystems on one image.
+ */
 static int
-disk_lock(int img)
+disk_image_bound(const struct stat *img)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	char		 path[300], back[4200], *nl;
+	ssize_t		 n;
+	int		 fd, bound = 0;
+
+	if ((d = opendir("/sys/block")) == NULL)
+		return 0;
+	while (!bound && (de = readdir(d)) != NULL) {
+		if (strncmp(de->d_name, "loop", 4) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file",
+		    de->d_name);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+			continue;
+		n = read(fd, back, sizeof(back) - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		back[n] = '\0';
+		if ((nl = strchr(back, '\n')) != NULL)
+			*nl = '\0';
+		if (stat(back, &st) == 0 && st.st_dev == img->st_dev &&
+		    st.st_ino == img->st_ino)
+			bound = 1;
+	}
+	closedir(d);
+	return bound;
+}
+
+/*
+ * Take the lock of an image and make sure no filesystem of it is alive,
+ * waiting a little for a helper that is letting it go.
+ */
+static int
+disk_lock(int img, const struct stat *st, char *err, size_t errsz)
 {
 	struct timespec	ts = { 0, 20 * 1000000 };
-	int		i;
+	int		i, locked = 0;
 
 	for (i = 0; i < DISK_LOCK_MS / 20; i++) {
-		if (flock(img, LOCK_EX | LOCK_NB) == 0)
-			return 0;
-		if (errno != EWOULDBLOCK)
+		if (!locked && flock(img, LOCK_EX | LOCK_NB) == 0)
+			locked = 1;
+		else if (!locked && errno != EWOULDBLOCK) {
+			snprintf(err, errsz, "lock: %s", strerror(errno));
 			return -1;
+		}
+		if (locked && !disk_image_bound(st))
+			return 0;
 		nanosleep(&ts, NULL);
 	}
-	errno = EWOULDBLOCK;
+	snprintf(err, errsz, locked ? "the image is still mounted from "
+	    "before (a process keeps its old mount busy)" : "the image is "
+	    "in use (another helper holds it)");
 	return -1;
 }
 
@@ -518,14 +567,12 @@ disk_mountpoint(const char *user, char *err, size_t errsz)
 		close(fd);
 		return -1;
 	}
-	if (st.st_uid != 0 && (fchown(fd, 0, 0) == -1 || fchmod(fd, 0) ==
-	    -1)) {
+	if (fchown(fd, 0, 0) == -1 || fchmod(fd, 0) == -1) {
 		snprintf(err, errsz, "workspace mount point: %s",
 		    strerror(errno));
 		close(fd);
 		return -1;
 	}
-	fchmod(fd, 0);
 	return fd;
 }
 
@@ -582,7 +629,7 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 	struct stat	 st;
 	char		 name[DISK_USER_MAX + 8], path[4200], dev[64];
 	int		 img, loop = -1, tm = -1, top = -1, wm = -1, mnt = -1;
-	int		 mp = -1, ws;
+	int		 mp = -1, back = -1, ws;
 	int64_t		 want = disk_image_size(max), t0 = now_mono_ms();
 	int64_t		 t_mkfs = 0, t_setup = 0;
 	int		 grown = 0;
@@ -600,11 +647,8 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 		goto fail;
 	}
 	/* One mount per image, whichever helper holds it. */
-	if (disk_lock(img) == -1) {
-		snprintf(err, errsz, "image %s is in use (a helper still "
-		    "releases it?)", path);
+	if (disk_lock(img, &st, err, errsz) == -1)
 		goto fail;
-	}
 	if (st.st_size == 0) {
 		if (ftruncate(img, want) == -1) {
 			snprintf(err, errsz, "image %s: %s", path,
@@ -622,8 +666,17 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 		}
 		grown = 1;
 	}
+	/*
+	 * The loop device gets a file description of its own: the lock is
+	 * the helper's, and must go with it, whatever the loop device keeps.
+	 */
+	if ((back = openat(disk_dirfd, name, O_RDWR | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "image %s: %s", path, strerror(errno));
+		goto fail;
+	}
 	if ((mp = disk_mountpoint(user, err, errsz)) == -1 ||
-	    (loop = disk_loop_attach(img, path, dev, sizeof(dev), err,
+	    (loop = disk_loop_attach(back, path, dev, sizeof(dev), err,
 	    errsz)) == -1 ||
 	    (tm = disk_fsmount(dev, NULL, err, errsz)) == -1 ||
 	    (top = disk_opendir(tm, err, errsz)) == -1)
@@ -673,6 +726,7 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 	close(top);
 	close(tm);
 	close(mp);
+	close(back);
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		fatal("calloc");
 	snprintf(w->user, sizeof(w->user), "%s", user);
@@ -699,6 +753,8 @@ fail:
 		close(loop);
 	if (mp != -1)
 		close(mp);
+	if (back != -1)
+		close(back);
 	close(img);
 	return NULL;
 }

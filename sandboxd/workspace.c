@@ -37,6 +37,7 @@ static TAILQ_HEAD(, ws_mounted) ws_list = TAILQ_HEAD_INITIALIZER(ws_list);
 static struct config	*ws_conf;
 static int		 ws_fd = -1;		/* the disk helper */
 static pid_t		 ws_pid = -1;
+static int		 ws_gone;		/* the helper exited */
 static int		 ws_project;		/* project quotas, no images */
 static char		 ws_why[300] = "not initialised";
 
@@ -83,14 +84,31 @@ workspace_init(struct config *conf)
 int
 workspace_quota_enabled(void)
 {
-	return ws_fd != -1;
+	return ws_fd != -1 && !ws_gone;
 }
 
 /* Why they do not, or NULL when they do. */
 const char *
 workspace_quota_why(void)
 {
-	return ws_fd != -1 ? NULL : ws_why;
+	return workspace_quota_enabled() ? NULL : ws_why;
+}
+
+/*
+ * The helper is gone (killed, crashed): no workspace can be mounted any
+ * more, and none is made without its quota: spawns are refused until
+ * sandboxd restarts (and its new helper mounts them again).
+ */
+static void
+workspace_gone(char *err, size_t errsz)
+{
+	if (!ws_gone)
+		log_warnx("disk quota: the helper exited: spawns that need a "
+		    "workspace mounted are refused until sandboxd restarts");
+	ws_gone = 1;
+	snprintf(ws_why, sizeof(ws_why), "the disk quota helper exited; "
+	    "restart sandboxd");
+	snprintf(err, errsz, "%s", ws_why);
 }
 
 /* What sandboxd knows of a user's mounted workspace, or NULL. */
@@ -135,15 +153,23 @@ workspace_helper(const char *user, uid_t uid, gid_t gid,
 	rq.gid = gid;
 	rq.max = ws_conf->user_disk_max;
 	snprintf(rq.user, sizeof(rq.user), "%s", user);
+	if (ws_gone) {
+		snprintf(err, errsz, "%s", ws_why);
+		return -1;
+	}
 	if (send(ws_fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq)) {
-		snprintf(err, errsz, "the disk quota helper is gone");
+		workspace_gone(err, errsz);
 		return -1;
 	}
 	pfd.fd = ws_fd;
 	pfd.events = POLLIN;
-	if (poll(&pfd, 1, WORKSPACE_HELPER_MS) != 1 ||
-	    recv(ws_fd, &r, sizeof(r), 0) != sizeof(r)) {
-		snprintf(err, errsz, "the disk quota helper did not answer");
+	if (poll(&pfd, 1, WORKSPACE_HELPER_MS) != 1) {
+		/* Its answer would come late, to the next request: no more. */
+		workspace_gone(err, errsz);
+		return -1;
+	}
+	if (recv(ws_fd, &r, sizeof(r), 0) != sizeof(r)) {
+		workspace_gone(err, errsz);
 		return -1;
 	}
 	r.err[sizeof(r.err) - 1] = '\0';
@@ -213,6 +239,10 @@ workspace_ensure(const char *user, uid_t uid, gid_t gid, char *path,
 	if ((size_t)snprintf(path, pathsz, "%s/%s", ws_conf->workspace_root,
 	    user) >= pathsz) {
 		snprintf(err, errsz, "workspace path too long");
+		return -1;
+	}
+	if (ws_gone) {
+		snprintf(err, errsz, "%s", ws_why);
 		return -1;
 	}
 	if (ws_fd == -1 || ws_project) {
@@ -299,7 +329,7 @@ workspace_usage(const char *user)
 	int64_t			 used, max = ws_conf != NULL ?
 				    ws_conf->user_disk_max : 0;
 
-	if (ws_fd == -1 || !disk_user_ok(user))
+	if (!workspace_quota_enabled() || !disk_user_ok(user))
 		return NULL;
 	o = json_object_new_object();
 	snprintf(path, sizeof(path), "%s/%s", ws_conf->workspace_root, user);

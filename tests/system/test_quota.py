@@ -300,3 +300,33 @@ def test_helper_keeps_only_what_it_needs(hostgate_factory):
              if os.readlink("/proc/%d/fd/%s" % (pid, f)).startswith("socket:")]
     assert len(socks) == 1, [os.readlink("/proc/%d/fd/%s" % (pid, f))
                              for f in fds]
+
+
+def test_a_killed_helper_refuses_spawns_and_its_mounts_are_swept(
+        hostgate_factory):
+    hg = quota_hg(hostgate_factory, "quotahelper")
+    alice = hg.login(*pl.ADMIN)
+    bob = hg.login(*pl.USER)
+    pl.run(alice, "echo kept > f")
+    pid = helper_pid(hg)
+    os.kill(pid, signal.SIGKILL)
+    # No new workspace without its quota: bob's spawn is refused, with why.
+    def refused():
+        r = bob.post("/api/run_command", {"command": "true"}, timeout=30)
+        return r if r.status != 200 else None
+    r = hglib.wait_for(refused, 10, what="bob's spawn refused")
+    assert "disk quota helper exited" in r.error()["message"], r
+    assert not os.path.exists(workspace(hg, "bob")) or \
+        workspace(hg, "bob") not in [m[0] for m in mounts_under(hg.dir)]
+    # alice's mount outlived its helper; the next sandboxd's helper
+    # unmounts it at start and mounts her image again, once.
+    assert mounts_under(workspace(hg, "alice"))
+    assert hg.stop("sandboxd") == 0
+    hg.start("sandboxd")
+    hg.wait_healthy()
+    res = pl.run(alice, "cat f")
+    assert res["stdout"] == "kept\n", res
+    ws = workspace(hg, "alice")
+    assert len([m for m in mounts_under(hg.dir) if m[0] == ws]) == 1
+    assert len(loops_of(hg.dir)) == 1, loops_of(hg.dir)
+    assert "left by an earlier helper" in hg.log_text("sandboxd")
