@@ -859,7 +859,8 @@ disk_request(int sock, const struct disk_req *rq)
 	user[DISK_USER_MAX] = '\0';
 	if (rq->op != DISK_OP_ENSURE || memchr(rq->user, '\0',
 	    sizeof(rq->user)) == NULL || !disk_user_ok(user) || rq->uid == 0 ||
-	    rq->gid == 0 || rq->max <= 0 || rq->max > (1LL << 50)) {
+	    rq->gid == 0 || rq->uid == (uint32_t)-1 || rq->gid == (uint32_t)-1 ||
+	    rq->max <= 0 || rq->max > (1LL << 50)) {
 		log_warnx("disk: refused a malformed request");
 		disk_reply(sock, 0, NULL, NULL, "malformed disk request");
 		return;

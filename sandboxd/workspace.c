@@ -194,6 +194,13 @@ workspace_dir(const char *path, uid_t uid, gid_t gid, char *err,
 	struct stat	st;
 	int		fd, made;
 
+	/*
+	 * An empty mount point of root's, mode 0, is what disk quotas left
+	 * (turned off since): sandboxd owns the parent, and makes it anew.
+	 */
+	if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (st.st_mode & 07777) == 0 && rmdir(path) == 0)
+		log_info("removed the disk quota mount point %s", path);
 	made = mkdir(path, 0700) == 0;
 	if (!made && errno != EEXIST) {
 		snprintf(err, errsz, "cannot create the workspace: %s",

@@ -330,3 +330,19 @@ def test_a_killed_helper_refuses_spawns_and_its_mounts_are_swept(
     assert len([m for m in mounts_under(hg.dir) if m[0] == ws]) == 1
     assert len(loops_of(hg.dir)) == 1, loops_of(hg.dir)
     assert "left by an earlier helper" in hg.log_text("sandboxd")
+
+
+def test_turning_quotas_off_gives_plain_workspaces_again(hostgate_factory):
+    hg = quota_hg(hostgate_factory, "quotaoff")
+    alice = hg.login(*pl.ADMIN)
+    pl.run(alice, "echo in-image > f")
+    hg.stop("sandboxd")
+    hglib.wait_for(lambda: nothing_left(hg), 10, what="unmounted")
+    hg.env["HOSTGATE_USER_DISK_MAX"] = "0"
+    hg.start("sandboxd")
+    hg.wait_healthy()
+    res = pl.run(alice, "ls; echo plain > g; stat -c '%u %a' .")
+    uid, _ = pl.spawn_uid(hg)
+    assert res["stdout"].split() == [str(uid), "700"], res
+    assert not mounts_under(hg.dir)
+    assert os.path.exists(image(hg, "alice"))
