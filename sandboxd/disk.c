@@ -1142,8 +1142,9 @@ disk_start(struct config *conf, pid_t *pidp, char *kind, size_t kindsz,
 	close(sv[1]);
 	pfd.fd = sv[0];
 	pfd.events = POLLIN;
-	if ((n = poll(&pfd, 1, 10000)) != 1 ||
-	    recv(sv[0], &r, sizeof(r), 0) != sizeof(r)) {
+	while ((n = poll(&pfd, 1, 10000)) == -1 && errno == EINTR)
+		continue;
+	if (n != 1 || recv(sv[0], &r, sizeof(r), 0) != sizeof(r)) {
 		snprintf(why, whysz, "the disk helper did not answer");
 		close(sv[0]);
 		return -1;

@@ -145,7 +145,9 @@ workspace_helper(const char *user, uid_t uid, gid_t gid,
 	struct disk_req	 rq;
 	struct disk_rep	 r;
 	struct pollfd	 pfd;
-	int64_t		 t0 = now_mono_ms();
+	int64_t		 t0 = now_mono_ms(), left;
+	ssize_t		 got;
+	int		 n;
 
 	memset(&rq, 0, sizeof(rq));
 	rq.op = DISK_OP_ENSURE;
@@ -157,18 +159,28 @@ workspace_helper(const char *user, uid_t uid, gid_t gid,
 		snprintf(err, errsz, "%s", ws_why);
 		return -1;
 	}
-	if (send(ws_fd, &rq, sizeof(rq), MSG_NOSIGNAL) != sizeof(rq)) {
+	while ((got = send(ws_fd, &rq, sizeof(rq), MSG_NOSIGNAL)) == -1 &&
+	    errno == EINTR)
+		continue;
+	if (got != sizeof(rq)) {
 		workspace_gone(err, errsz);
 		return -1;
 	}
 	pfd.fd = ws_fd;
 	pfd.events = POLLIN;
-	if (poll(&pfd, 1, WORKSPACE_HELPER_MS) != 1) {
+	/* SIGCHLD of the spawns that end meanwhile interrupts the wait. */
+	do {
+		left = t0 + WORKSPACE_HELPER_MS - now_mono_ms();
+		n = poll(&pfd, 1, left > 0 ? (int)left : 0);
+	} while (n == -1 && errno == EINTR);
+	if (n != 1) {
 		/* Its answer would come late, to the next request: no more. */
 		workspace_gone(err, errsz);
 		return -1;
 	}
-	if (recv(ws_fd, &r, sizeof(r), 0) != sizeof(r)) {
+	while ((got = recv(ws_fd, &r, sizeof(r), 0)) == -1 && errno == EINTR)
+		continue;
+	if (got != sizeof(r)) {
 		workspace_gone(err, errsz);
 		return -1;
 	}
