@@ -234,16 +234,22 @@ disk_reply(int sock, int ok, const char *kind, const char *fsid,
 		log_warn("disk: reply to sandboxd");
 }
 
-/* Run mkfs.btrfs on an image, with no capability (SECBIT_NOROOT). */
+/*
+ * Run mkfs.btrfs on an image, with no capability (SECBIT_NOROOT); on a
+ * failure, its first line of complaint goes into err.
+ */
 static int
 disk_mkfs_run(const char *path, char *err, size_t errsz)
 {
 	char *const	 envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
 	    "LANG=C", NULL };
+	char		 out[512], *line;
+	size_t		 len = 0;
+	ssize_t		 n;
 	pid_t		 pid;
-	int		 status, fd;
+	int		 status, fd, p[2];
 
-	if ((pid = fork()) == -1) {
+	if (pipe2(p, O_CLOEXEC) == -1 || (pid = fork()) == -1) {
 		snprintf(err, errsz, "fork: %s", strerror(errno));
 		return -1;
 	}
@@ -252,21 +258,81 @@ disk_mkfs_run(const char *path, char *err, size_t errsz)
 			dup2(fd, STDIN_FILENO);
 			dup2(fd, STDOUT_FILENO);
 		}
+		dup2(p[1], STDERR_FILENO);
 		/* -q: no banner; -K: a sparse file needs no discard. */
 		execle(disk_mkfs, "mkfs.btrfs", "-q", "-K", "-L", "hostgate",
 		    path, (char *)NULL, envp);
 		_exit(127);
 	}
+	close(p[1]);
+	while ((n = read(p[0], out + len, sizeof(out) - 1 - len)) > 0 ||
+	    (n == -1 && errno == EINTR))
+		if (n > 0)
+			len += (size_t)n;
+	close(p[0]);
+	out[len] = '\0';
 	while (waitpid(pid, &status, 0) == -1)
 		if (errno != EINTR) {
 			snprintf(err, errsz, "waitpid: %s", strerror(errno));
 			return -1;
 		}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(err, errsz, "%s failed (status %d)", disk_mkfs, status);
+		if ((line = strstr(out, "ERROR: ")) == NULL)
+			line = out;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(err, errsz, "mkfs.btrfs failed (status %d): %s",
+		    status, *line != '\0' ? line : "no message");
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * Make a user's image whole: a sparse file made under a temporary name,
+ * formatted, then renamed into place, so that an interrupted mkfs never
+ * leaves an image that is no filesystem. Under the lock of the directory.
+ */
+static int
+disk_image_make(const char *name, int64_t size, char *err, size_t errsz)
+{
+	char	tmp[DISK_USER_MAX + 16], path[4200];
+	int	fd, rc = -1;
+
+	snprintf(tmp, sizeof(tmp), "%s.new", name);
+	snprintf(path, sizeof(path), "%s/%s", disk_dir, tmp);
+	if (flock(disk_dirfd, LOCK_EX) == -1) {
+		snprintf(err, errsz, "lock %s: %s", disk_dir, strerror(errno));
+		return -1;
+	}
+	if (faccessat(disk_dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		rc = 0;		/* another helper made it meanwhile */
+		goto out;
+	}
+	if ((fd = openat(disk_dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC |
+	    O_NOFOLLOW | O_CLOEXEC, 0600)) == -1) {
+		snprintf(err, errsz, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (ftruncate(fd, size) == -1) {
+		snprintf(err, errsz, "%s: %s", path, strerror(errno));
+		close(fd);
+		goto gone;
+	}
+	close(fd);
+	if (disk_mkfs_run(path, err, errsz) == -1)
+		goto gone;
+	if (renameat(disk_dirfd, tmp, disk_dirfd, name) == -1) {
+		snprintf(err, errsz, "rename %s: %s", path, strerror(errno));
+		goto gone;
+	}
+	fsync(disk_dirfd);
+	rc = 0;
+	goto out;
+gone:
+	unlinkat(disk_dirfd, tmp, 0);
+out:
+	flock(disk_dirfd, LOCK_UN);
+	return rc;
 }
 
 /* Bind an image to a free loop device; its fd and /dev/loopN in dev. */
@@ -636,8 +702,14 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 
 	snprintf(name, sizeof(name), "%s.img", user);
 	snprintf(path, sizeof(path), "%s/%s", disk_dir, name);
-	if ((img = openat(disk_dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW |
-	    O_CLOEXEC, 0600)) == -1) {
+	if ((img = openat(disk_dirfd, name, O_RDWR | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1 && errno == ENOENT) {
+		if (disk_image_make(name, want, err, errsz) == -1)
+			return NULL;
+		t_mkfs = now_mono_ms() - t0;
+		img = openat(disk_dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (img == -1) {
 		snprintf(err, errsz, "image %s: %s", path, strerror(errno));
 		return NULL;
 	}
@@ -649,16 +721,7 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 	/* One mount per image, whichever helper holds it. */
 	if (disk_lock(img, &st, err, errsz) == -1)
 		goto fail;
-	if (st.st_size == 0) {
-		if (ftruncate(img, want) == -1) {
-			snprintf(err, errsz, "image %s: %s", path,
-			    strerror(errno));
-			goto fail;
-		}
-		if (disk_mkfs_run(path, err, errsz) == -1)
-			goto fail;
-		t_mkfs = now_mono_ms() - t0;
-	} else if (st.st_size < want) {
+	if (st.st_size < want) {
 		if (ftruncate(img, want) == -1) {
 			snprintf(err, errsz, "grow %s: %s", path,
 			    strerror(errno));

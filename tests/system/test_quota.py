@@ -346,3 +346,33 @@ def test_turning_quotas_off_gives_plain_workspaces_again(hostgate_factory):
     assert res["stdout"].split() == [str(uid), "700"], res
     assert not mounts_under(hg.dir)
     assert os.path.exists(image(hg, "alice"))
+
+
+def test_no_room_for_an_image_says_why_and_leaves_nothing(hostgate_factory):
+    """A state directory too full for a new image: the spawn is refused
+    with mkfs.btrfs's reason, and no half-made image stays behind."""
+    if hostgate_factory.mode != "root":
+        pytest.skip("root mode only")
+    import subprocess
+    hg = hostgate_factory(env=dict(hglib.LIFTED_ENV,
+                                   HOSTGATE_USER_DISK_MAX="64M"),
+                          name="quotafull", start=False)
+    mnt = os.path.join(hg.dir, "statefs")
+    os.mkdir(mnt, 0o755)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755",
+                    "hg-quota-full", mnt], check=True)
+    try:
+        hg.state = os.path.join(mnt, "state")
+        hg.env["HOSTGATE_STATE_DIR"] = hg.state
+        hg.env["HOSTGATE_WORKSPACE_ROOT"] = os.path.join(hg.dir, "ws")
+        hg.start_all()
+        hg.add_user(*pl.ADMIN, admin=True)
+        alice = hg.login(*pl.ADMIN)
+        r = alice.post("/api/run_command", {"command": "true"}, timeout=30)
+        err = pl.assert_error(r, 400)
+        assert "mkfs.btrfs failed" in err["message"], err
+        assert os.listdir(os.path.join(hg.state, "disks")) == []
+        assert not [m for m in mounts_under(hg.dir) if m[1] == "btrfs"]
+        hg.cleanup()
+    finally:
+        subprocess.run(["umount", "-l", mnt], check=False)
