@@ -51,6 +51,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,6 +126,7 @@ static int		 disk_rootfd = -1;	/* the workspace root */
 static int		 disk_dirfd = -1;	/* disk_dir */
 static const char	*disk_mkfs;
 static int		 disk_project;		/* project quotas instead */
+static uid_t		 disk_daemon_uids[2];	/* frontd's, brokerd's */
 static volatile sig_atomic_t disk_stop;
 
 static int	disk_umount_fd(int);
@@ -923,6 +925,7 @@ disk_request(int sock, const struct disk_req *rq)
 	if (rq->op != DISK_OP_ENSURE || memchr(rq->user, '\0',
 	    sizeof(rq->user)) == NULL || !disk_user_ok(user) || rq->uid == 0 ||
 	    rq->gid == 0 || rq->uid == (uint32_t)-1 || rq->gid == (uint32_t)-1 ||
+	    rq->uid == disk_daemon_uids[0] || rq->uid == disk_daemon_uids[1] ||
 	    rq->max <= 0 || rq->max > (1LL << 50)) {
 		log_warnx("disk: refused a malformed request");
 		disk_reply(sock, 0, NULL, NULL, "malformed disk request");
@@ -1063,6 +1066,7 @@ disk_main(struct config *conf, int sock)
 	struct sigaction	 sa;
 	struct disk_req		 rq;
 	struct disk_ws		*w;
+	struct passwd		*pw;
 	struct pollfd		 pfd;
 	sigset_t		 block, old;
 	const char *const	*p;
@@ -1096,6 +1100,14 @@ disk_main(struct config *conf, int sock)
 	(void)setsid();
 
 	snprintf(disk_dir, sizeof(disk_dir), "%s/disks", conf->state_dir);
+	/* No workspace is ever given to frontd's or brokerd's user. */
+	disk_daemon_uids[0] = disk_daemon_uids[1] = 0;
+	if (conf->front_user != NULL && (pw = getpwnam(conf->front_user)) !=
+	    NULL)
+		disk_daemon_uids[0] = pw->pw_uid;
+	if (conf->broker_user != NULL && (pw = getpwnam(conf->broker_user)) !=
+	    NULL)
+		disk_daemon_uids[1] = pw->pw_uid;
 	for (p = disk_mkfs_paths; *p != NULL; p++)
 		if (access(*p, X_OK) == 0)
 			break;

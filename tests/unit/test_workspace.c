@@ -275,6 +275,7 @@ test_helper(void **state)
 	conf.state_dir = sd;
 	conf.workspace_root = wr;
 	conf.user_disk_max = 64LL << 20;
+	conf.broker_user = "nobody";	/* a daemon's user: never given one */
 	fd = disk_start(&conf, &pid, kind, sizeof(kind), why, sizeof(why));
 	assert_true(fd != -1);
 	assert_string_equal(kind, "btrfs");
@@ -291,6 +292,10 @@ test_helper(void **state)
 	r = ask(fd, "alice", 5, 0, 64LL << 20, DISK_OP_ENSURE);
 	assert_int_equal(r.ok, 0);
 	r = ask(fd, "alice", 5, 4242, 0, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 0);
+	r = ask(fd, "alice", 5, 65534, 64LL << 20, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 0);
+	r = ask(fd, "alice", 5, (uint32_t)-1, 64LL << 20, DISK_OP_ENSURE);
 	assert_int_equal(r.ok, 0);
 	r = ask(fd, "alice", 5, 4242, 64LL << 20, 99);
 	assert_int_equal(r.ok, 0);
