@@ -286,22 +286,29 @@ workspace_ensure(const char *user, uid_t uid, gid_t gid, char *path,
 	return 0;
 }
 
-/* A number from a one-line sysfs file; -1 when it cannot be read. */
+/*
+ * A number from a one-line sysfs file; -1 when it cannot be read. (Read
+ * by hand: sysfs files say they are 4096 bytes long, whatever they hold.)
+ */
 static int
 workspace_sysfs(const char *path, int64_t *out)
 {
-	char	*text, *end;
-	long long v;
+	char		 text[64], *end;
+	long long	 v;
+	ssize_t		 n;
+	int		 fd;
 
-	if ((text = file_read(path, 64, NULL)) == NULL)
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return -1;
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
 	errno = 0;
 	v = strtoll(text, &end, 10);
-	if (errno != 0 || end == text || (*end != '\n' && *end != '\0')) {
-		free(text);
+	if (errno != 0 || end == text || (*end != '\n' && *end != '\0'))
 		return -1;
-	}
-	free(text);
 	*out = v;
 	return 0;
 }

@@ -6,6 +6,7 @@
  */
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 
 #include <dirent.h>
@@ -258,6 +259,9 @@ test_helper(void **state)
 	char		dir[] = "/tmp/hg-test-disk.XXXXXX", sd[PATH_MAX];
 	char		wr[PATH_MAX], ws[PATH_MAX], kind[16], why[256];
 	char		cmd[PATH_MAX], disks[PATH_MAX], longname[40];
+	char		img[PATH_MAX];
+	struct statvfs	sv;
+	int64_t		used, max;
 	const char	*bad[] = { "../x", "a/b", "", "..", "Alice", "-x" };
 	pid_t		pid;
 	size_t		i;
@@ -317,6 +321,26 @@ test_helper(void **state)
 	/* again: nothing more is mounted */
 	r = ask(fd, "alice", 5, 4242, 64LL << 20, DISK_OP_ENSURE);
 	assert_int_equal(r.ok, 1);
+	assert_int_equal(workspace_btrfs_usage("", r.fsid, &used, &max), 0);
+	assert_int_equal(max, 64LL << 20);
+	/* a raised limit while mounted: the image grows, the limit follows */
+	r = ask(fd, "alice", 5, 4242, 512LL << 20, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 1);
+	snprintf(img, sizeof(img), "%s/alice.img", disks);
+	assert_int_equal(stat(img, &st), 0);
+	assert_int_equal(st.st_size, disk_image_size(512LL << 20));
+	assert_int_equal(workspace_btrfs_usage("", r.fsid, &used, &max), 0);
+	assert_int_equal(max, 512LL << 20);
+	assert_int_equal(statvfs(ws, &sv), 0);
+	assert_true((int64_t)sv.f_blocks * (int64_t)sv.f_frsize >
+	    (512LL << 20));
+	/* lowered: the limit only */
+	r = ask(fd, "alice", 5, 4242, 64LL << 20, DISK_OP_ENSURE);
+	assert_int_equal(r.ok, 1);
+	assert_int_equal(workspace_btrfs_usage("", r.fsid, &used, &max), 0);
+	assert_int_equal(max, 64LL << 20);
+	assert_int_equal(stat(img, &st), 0);
+	assert_int_equal(st.st_size, disk_image_size(512LL << 20));
 
 	close(fd);
 	assert_int_equal(waitpid(pid, &n, 0), pid);
