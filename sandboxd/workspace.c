@@ -198,12 +198,18 @@ workspace_helper(const char *user, uid_t uid, gid_t gid,
 	return 0;
 }
 
-/* Without quotas: make or check a plain directory of the user's. */
+/*
+ * Without quotas: make or check a plain directory of the user's. It is
+ * opened O_PATH: a workspace of another uid is closed to sandboxd (0700).
+ * One that sandboxd made (just now, or an earlier version without a uid
+ * per user) is handed over to the user.
+ */
 static int
 workspace_dir(const char *path, uid_t uid, gid_t gid, char *err,
     size_t errsz)
 {
 	struct stat	st;
+	char		proc[64];
 	int		fd, made;
 
 	/*
@@ -220,20 +226,27 @@ workspace_dir(const char *path, uid_t uid, gid_t gid, char *err,
 		return -1;
 	}
 	/* A workspace must be a real directory, not a symlink. */
-	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	if ((fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1 || fstat(fd, &st) == -1) {
 		snprintf(err, errsz, "the workspace is not a directory");
 		if (fd != -1)
 			close(fd);
 		return -1;
 	}
-	if (made && st.st_uid != uid && fchown(fd, uid, gid) == -1) {
-		snprintf(err, errsz, "cannot give the workspace to %u:%u: %s",
-		    (unsigned)uid, (unsigned)gid, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (!made && st.st_uid != uid) {
+	if (st.st_uid != uid && st.st_uid == geteuid()) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		if (chmod(proc, 0700) == -1 ||
+		    fchownat(fd, "", uid, gid, AT_EMPTY_PATH) == -1) {
+			snprintf(err, errsz, "cannot give the workspace to "
+			    "%u:%u: %s", (unsigned)uid, (unsigned)gid,
+			    strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (!made)
+			log_info("workspace %s handed over to uid %u", path,
+			    (unsigned)uid);
+	} else if (st.st_uid != uid) {
 		snprintf(err, errsz, "the workspace belongs to uid %u, not "
 		    "%u (chown -R %u:%u it)", (unsigned)st.st_uid,
 		    (unsigned)uid, (unsigned)uid, (unsigned)gid);

@@ -180,12 +180,21 @@ test_ensure_plain(void **state)
 	    sizeof(path), err, sizeof(err)), -1);
 	assert_string_equal(err, "bad user name");
 
-	/* a workspace of another uid is never taken over */
+	/* a new workspace of another uid needs CAP_CHOWN */
 	assert_int_equal(workspace_ensure("carol", geteuid() + 1, getegid(),
 	    path, sizeof(path), err, sizeof(err)), geteuid() == 0 ? 0 : -1);
-	if (geteuid() == 0)
+	if (geteuid() == 0) {
+		/* one of sandboxd's own (no uid per user before) is handed over */
 		assert_int_equal(workspace_ensure("alice", 4242, 4242, path,
+		    sizeof(path), err, sizeof(err)), 0);
+		assert_int_equal(lstat(path, &st), 0);
+		assert_int_equal(st.st_uid, 4242);
+		assert_int_equal(st.st_mode & 07777, 0700);
+		/* one of another uid's, never */
+		assert_int_equal(workspace_ensure("alice", 4343, 4343, path,
 		    sizeof(path), err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "belongs to uid 4242"));
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
 	assert_int_equal(system(cmd), 0);
 }
