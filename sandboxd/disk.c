@@ -487,22 +487,24 @@ disk_setup(int top, uid_t uid, gid_t gid, char *err, size_t errsz)
 	a.assign = 1;
 	a.dst = DISK_QGROUP;
 	/* The subvolume's tree id is its level-0 qgroup. */
-	if (ioctl(ws, BTRFS_IOC_INO_LOOKUP, &il) == -1 ||
-	    (ioctl(top, BTRFS_IOC_QGROUP_CREATE, &c) == -1 &&
-	    errno != EEXIST) ||
-	    ((a.src = il.treeid), ioctl(top, BTRFS_IOC_QGROUP_ASSIGN, &a)) ==
-	    -1 ||
-	    fchmod(ws, 0700) == -1 || fchown(ws, uid, gid) == -1) {
-		snprintf(err, errsz, "set up the workspace subvolume: %s",
-		    strerror(errno));
-		close(ws);
-		return -1;
-	}
+	if (ioctl(ws, BTRFS_IOC_INO_LOOKUP, &il) == -1)
+		goto bad;
+	a.src = il.treeid;
+	/* Assigning may answer 1: "rescan needed", moot for an empty one. */
+	if ((ioctl(top, BTRFS_IOC_QGROUP_CREATE, &c) == -1 &&
+	    errno != EEXIST) || ioctl(top, BTRFS_IOC_QGROUP_ASSIGN, &a) == -1 ||
+	    fchmod(ws, 0700) == -1 || fchown(ws, uid, gid) == -1)
+		goto bad;
 	close(ws);
 	log_info("disk: new workspace filesystem, %s quotas",
 	    simple ? "simple" : "full (Linux < 6.7: nested subvolumes "
 	    "escape the qgroup; the image size bounds them)");
 	return 0;
+bad:
+	snprintf(err, errsz, "set up the workspace subvolume: %s",
+	    strerror(errno));
+	close(ws);
+	return -1;
 }
 
 /* The filesystem id of a btrfs fd as the text of /sys/fs/btrfs/. */
