@@ -59,7 +59,8 @@ FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
-	  backend_wsl spawn spawner policy cgroup grant ids record
+	  backend_wsl spawn spawner policy cgroup grant ids record \
+	  workspace disk
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -73,7 +74,7 @@ BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
-	  test_policy test_ttl test_audit test_cgroup
+	  test_policy test_ttl test_audit test_cgroup test_workspace
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -122,6 +123,8 @@ $(B)/tests/test_ttl: $(O)/tests/unit/test_ttl.o $(O)/brokerd/ttl.o $(COMMON_O)
 $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \
 	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o $(COMMON_O)
+$(B)/tests/test_workspace: $(O)/tests/unit/test_workspace.o \
+	$(O)/sandboxd/workspace.o $(O)/sandboxd/disk.o $(COMMON_O)
 $(UNIT_BINS):
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  LD      $@")

@@ -71,10 +71,12 @@ broker_containment(void)
 		json_object_object_add(why, "uid", json_object_new_string(
 		    "sandboxd was not started as root: every spawn runs as "
 		    "sandboxd's own uid"));
-	json_object_object_add(o, "disk_quota", json_object_new_boolean(0));
-	if (json_object_object_get_ex(o, "not_enforced", &why))
-		json_object_object_add(why, "disk_quota", json_object_new_string(
-		    "no disk quota for workspaces in this build"));
+	json_object_object_add(o, "disk_quota",
+	    json_object_new_boolean(workspace_quota_enabled()));
+	if (!workspace_quota_enabled() &&
+	    json_object_object_get_ex(o, "not_enforced", &why))
+		json_object_object_add(why, "disk_quota",
+		    json_object_new_string(workspace_quota_why()));
 	return o;
 }
 
@@ -146,39 +148,14 @@ broker_strings(struct json_object *arr, struct strv *sv, size_t max)
 }
 
 /*
- * The user's workspace, created on first use: the user's own uid:gid,
- * 0700. One that an earlier version left as sandboxd's is handed over.
+ * The user's workspace (workspace.c): the user's own uid:gid, 0700, with
+ * its quota filesystem mounted where quotas apply.
  */
 static int
 broker_workspace(const char *user, uid_t uid, gid_t gid, char *out,
     size_t outsz, char *err, size_t errsz)
 {
-	struct stat	st;
-
-	snprintf(out, outsz, "%s/%s", broker_conf->workspace_root, user);
-	if (mkdir(out, 0700) == -1 && errno != EEXIST) {
-		snprintf(err, errsz, "cannot create the workspace: %s",
-		    strerror(errno));
-		return -1;
-	}
-	/* A workspace must be a real directory, not a symlink. */
-	if (lstat(out, &st) == -1 || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errsz, "the workspace is not a directory");
-		return -1;
-	}
-	if (st.st_uid != uid && st.st_uid == geteuid() &&
-	    (chown(out, uid, gid) == -1 || chmod(out, 0700) == -1 ||
-	    lstat(out, &st) == -1)) {
-		snprintf(err, errsz, "cannot give the workspace to uid %ld: %s",
-		    (long)uid, strerror(errno));
-		return -1;
-	}
-	if (st.st_uid != uid) {
-		snprintf(err, errsz, "the workspace belongs to uid %ld, not to "
-		    "the user's uid %ld", (long)st.st_uid, (long)uid);
-		return -1;
-	}
-	return 0;
+	return workspace_ensure(user, uid, gid, out, outsz, err, errsz);
 }
 
 /*
@@ -517,8 +494,7 @@ broker_usage(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	res = cgroup_usage(user);
-	/* no disk quota in this build */
-	json_object_object_add(res, "disk", NULL);
+	json_object_object_add(res, "disk", workspace_usage(user));
 	ipc_reply(p, m, res, NULL, 0);
 }
 

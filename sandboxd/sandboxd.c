@@ -153,6 +153,8 @@ main(int argc, char *argv[])
 	/* Nothing a previous sandboxd started outlives it (crash safety). */
 	cgroup_sweep();
 	record_setup(&conf, uid, gid);
+	/* Before the listening socket: the disk helper must not hold it. */
+	workspace_init(&conf);
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);
 	free(path);
@@ -184,6 +186,7 @@ main(int argc, char *argv[])
 	priv_seccomp(&plan);
 	log_info("sandboxd %s ready", HG_VERSION);
 	event_base_dispatch(sandboxd_base);
+	workspace_fini();
 	cgroup_fini();
 	config_free(&conf);
 	return 0;

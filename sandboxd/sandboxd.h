@@ -297,6 +297,55 @@ int	 ids_check(int64_t uid, int64_t gid, char *err, size_t);
 /* Whether spawns get their users' own ids (sandboxd holds CAP_SETUID). */
 int	 ids_per_user(void);
 
+/* disk.c: the root helper that mounts per-user quota filesystems */
+#define DISK_USER_MAX	32	/* the longest user name */
+#define DISK_OP_ENSURE	1	/* mount (or make) a user's workspace */
+/* sandboxd -> helper, one datagram: what the helper trusts, no more. */
+struct disk_req {
+	uint32_t	op;
+	uint32_t	uid;
+	uint32_t	gid;
+	uint32_t	pad;
+	int64_t		max;		/* the limit, bytes */
+	char		user[DISK_USER_MAX + 1];
+};
+/* helper -> sandboxd: the hello, and the answer to each request. */
+struct disk_rep {
+	int32_t		ok;
+	char		kind[16];	/* "btrfs" or "project" */
+	char		fsid[40];	/* btrfs: /sys/fs/btrfs/FSID */
+	char		err[256];
+};
+int	 disk_start(struct config *, pid_t *, char *kind, size_t,
+	    char *why, size_t);
+int	 disk_user_ok(const char *);
+int64_t	 disk_image_size(int64_t max);
+void	 disk_unescape(char *);
+int	 disk_mountinfo_line(char *, char **mnt, char **fstype,
+	    char **source);
+int	 disk_project_detect(int rootfd);
+
+/* workspace.c */
+/* As root before the drop: start the disk helper when quotas apply. */
+void	 workspace_init(struct config *);
+/*
+ * Make or check WORKSPACE_ROOT/USER, owned by uid:gid, 0700, with its
+ * quota filesystem mounted when quotas apply; its path into path.
+ * 0, or -1 and err.
+ */
+int	 workspace_ensure(const char *user, uid_t, gid_t, char *path,
+	    size_t, char *err, size_t);
+/* {"used", "max"} in bytes, or NULL when no quota applies. */
+struct json_object *workspace_usage(const char *user);
+/* sandboxd stops: the helper unmounts everything and exits. */
+void	 workspace_fini(void);
+/* Whether workspaces get a quota the kernel enforces; why not. */
+int	 workspace_quota_enabled(void);
+const char *workspace_quota_why(void);
+/* btrfs qgroup 1/1 of fsid under sysroot ("" or a test tree). */
+int	 workspace_btrfs_usage(const char *sysroot, const char *fsid,
+	    int64_t *used, int64_t *max);
+
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,
 	    int fd);

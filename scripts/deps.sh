@@ -4,7 +4,9 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libjson-c-dev libseccomp-dev
 libcap-dev libssl-dev libargon2-dev libcmocka-dev libwslay-dev libsystemd-dev bubblewrap
-slirp4netns python3 python3-pytest python3-websocket openssl curl"
+slirp4netns btrfs-progs python3 python3-pytest python3-websocket openssl curl"
+# btrfs-progs: mkfs.btrfs makes each user's workspace image (disk quotas,
+# docs/sandbox.md); a fresh Debian 12 has e2fsprogs but not it.
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||

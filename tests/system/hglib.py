@@ -410,6 +410,38 @@ class Hostgate:
         return ["%s: sanitizer report in its log" % name for name in BINARIES
                 if any(m in self.log_text(name) for m in marks)]
 
+    def mounts(self):
+        """Workspace images mounted below this hostgate's directory:
+        btrfs on a loop device (a test's own tmpfs is its business)."""
+        out = []
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                mnt = left.split()[4].encode().decode("unicode_escape")
+                fstype, source = (right.split() + ["", ""])[:2]
+                if mnt.startswith(self.dir + "/") and fstype == "btrfs" \
+                        and source.startswith("/dev/loop"):
+                    out.append(mnt)
+        return out
+
+    def unmount_leftovers(self, timeout=10):
+        """The safety net for workspace images: sandboxd's disk helper
+        unmounts them when sandboxd goes; wait for that, then unmount
+        lazily whatever is still there (so that removing the directory
+        never reaches into a mounted image) and report it."""
+        if not IS_ROOT:
+            return []
+        try:
+            wait_for(lambda: not self.mounts(), timeout,
+                     what="workspace mounts to go")
+            return []
+        except AssertionError:
+            left = self.mounts()
+        for mnt in sorted(left, reverse=True):
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+        return ["mounts left under %s after the daemons stopped: %s"
+                % (self.dir, ", ".join(left))]
+
     def logs(self):
         out = []
         for name in BINARIES:
@@ -434,6 +466,7 @@ class Hostgate:
         """Stop the daemons; keep the directory when something failed,
         else remove it. Raises when a daemon misbehaved on the way out."""
         problems = self.shutdown() + self.sanitizer_reports()
+        problems += self.unmount_leftovers()
         _LIVE.discard(self)
         if problems:
             self.failed = True
