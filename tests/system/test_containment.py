@@ -534,6 +534,8 @@ def two_users(hostgate_factory):
     doc = pl.run(bob, "echo %s-secret > secret.txt; echo ok" % prefix(t))
     assert doc["stdout"] == "ok\n", doc
     assert os.path.exists(os.path.join(workspace(hg, "bob"), "secret.txt"))
+    # alice's first spawn: her spawner runs too (a target below).
+    assert pl.run(alice, "true")["exit_code"] == 0
     term = sl.Terminal(bob)
     try:
         term.attach()
@@ -664,6 +666,7 @@ def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
     alice = hg.login(*pl.ADMIN)
     files, socks = state_targets(hg)
     pl.grant(alice)
+    assert pl.run(alice, "true")["exit_code"] == 0   # her spawner runs
     pids = daemon_pids(hg)
     args = {"dirs": [hg.state, hg.run], "files": files, "sockets": socks,
             "pids": pids}
