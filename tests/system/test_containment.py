@@ -657,19 +657,23 @@ report(res)
 
 def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
     """Rootless (one uid for all): a direct-mode command cannot see the
-    state and run directories (mount namespace) and can neither ptrace
-    any daemon nor read its memory (every daemon non-dumpable)."""
+    state and run directories (mount namespace: nothing of them but the
+    way to its own workspace, no other user's workspace) and can neither
+    ptrace any daemon nor read its memory (every daemon non-dumpable)."""
     if hglib.IS_ROOT and hostgate_factory.mode != "user":
         pytest.skip("the rootless case: [user] mode")
     hg = own(hostgate_factory, "cont-rootless",
              HOST_EXECUTION_DIRECT_TTL_SECONDS=LONG_TTL)
     alice = hg.login(*pl.ADMIN)
+    # bob's workspace exists: one that must not be in reach.
+    assert pl.run(hg.login(*pl.USER), "true")["exit_code"] == 0
     files, socks = state_targets(hg)
     pl.grant(alice)
     assert pl.run(alice, "true")["exit_code"] == 0   # her spawner runs
     pids = daemon_pids(hg)
-    args = {"dirs": [hg.state, hg.run], "files": files, "sockets": socks,
-            "pids": pids}
+    wsroot = pl.workspace_root(hg)
+    args = {"dirs": [hg.state, hg.run, wsroot], "files": files,
+            "sockets": socks, "pids": pids}
     r = alice.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1", "stdin": PTRACE % json.dumps(
             args), "timeout": 30}, timeout=45)
@@ -684,9 +688,14 @@ def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
     # flag stand in the way.
     assert got["uid"] == hg.daemon_uid, got
     problems = []
-    for d in (hg.state, hg.run):
+    mine = workspace(hg, "alice")
+    for d in (hg.state, hg.run, wsroot):
         seen = got["list " + d]
         real = set(os.listdir(d))
+        # Only the way to the spawn's own workspace may be there.
+        rel = os.path.relpath(mine, d)
+        if not rel.startswith(".."):
+            real.discard(rel.split(os.sep)[0])
         if isinstance(seen, list) and set(seen) & real:
             problems.append("direct mode sees %s: %r"
                             % (d, sorted(set(seen) & real)))
