@@ -1086,7 +1086,8 @@ def spawn_rows(res):
          "%.2f ms" % rc["hostgate_ms"],
          "%.2f ms (same bwrap line, spawned directly)" % rc["direct_ms"],
          "%.3f (%+.1f %%)" % (rc["hostgate_ms"] / rc["direct_ms"],
-                              (rc["hostgate_ms"] / rc["direct_ms"] - 1) * 100)),
+                              (rc["hostgate_ms"] / rc["direct_ms"] - 1)
+                              * 100)),
         ("POST /api/run_command `true`, back to back, p90",
          "%.2f ms" % rc["hostgate_p90_ms"], "%.2f ms" % rc["direct_p90_ms"],
          "%.3f" % (rc["hostgate_p90_ms"] / rc["direct_p90_ms"])),

@@ -493,7 +493,7 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
     assert doc["stdout"] == "back\n", doc
 
 
-# -- identity: a uid per user, and direct mode as the user's own ---------------
+# -- identity: a uid per user, and direct mode as the user's own -------------
 
 # Tries every reach across users and into the daemons; ARGS is JSON:
 # {"ws": [dirs], "files": [paths], "pids": {name: pid}, "sockets": [paths],
@@ -514,7 +514,8 @@ for f in P["files"]:
 for name, pid in P["pids"].items():
     res["kill %%s %%d" %% (name, pid)] = oserr(lambda: os.kill(pid, 0))
 for pid in P["procroot"]:
-    res["root %%d" %% pid] = oserr(lambda: os.listdir("/proc/%%d/root/" %% pid))
+    res["root %%d" %% pid] = oserr(
+        lambda: os.listdir("/proc/%%d/root/" %% pid))
     res["cwd %%d" %% pid] = oserr(lambda: os.listdir("/proc/%%d/cwd/" %% pid))
 for s in P["sockets"]:
     res["connect " + s] = oserr(lambda: seq(s))
@@ -737,7 +738,7 @@ def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
     assert not problems, "; ".join(problems)
 
 
-# -- the workspace quota --------------------------------------------------------
+# -- the workspace quota ------------------------------------------------------
 
 QUOTA_WRITER = r'''
 import errno, os
