@@ -4,6 +4,7 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
 
     /usr/bin/python3 tests/bench/bench.py --bpfdump PATH
         [--policy-bench PATH] [--mode user|root] [--out FILE]
+        [--only spawn]
 
 1. GET /api/status through frontd and brokerd with wrk, against nginx
    serving a static file on another loopback port;
@@ -13,6 +14,10 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
    (b) terminal throughput: cat of a 64 MiB file read over the WebSocket,
    against cat of the same file to a plain pty;
    (c) VmRSS of each daemon idle and with 100 attached terminals;
+   (d) spawn ratios (issue 9): `true` through the API against the same
+   bwrap line run directly, isolated (one every 500 ms) and back to back,
+   runs interleaved; and another user's `true` latency during 20
+   concurrent network-profile spawns against its idle latency;
 3. bench_policy's figures (brokerd's decision beside an IPC round trip),
    when given.
 
@@ -38,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -45,9 +51,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "system"))
 import hglib  # noqa: E402
 
 BENCH_USER = ("bench", "bench-password-1")
+OTHER_USER = ("bench2", "bench2-password-1")   # the user beside the load
 WRK_ARGS = ["-t2", "-c32", "-d10s", "--latency"]
 WRK_ROUNDS = 3
 RUNS, WARMUP = 50, 5
+ISO_RUNS, ISO_GAP = 30, 0.5     # isolated spawns: one every 500 ms
+NET_SPAWNS = 20                 # concurrent network-profile spawns
+LAT_RUNS = 20                   # the other user's `true`, idle and loaded
 BIG_BYTES = 64 * 1024 * 1024
 CAT_ROUNDS = 5
 TERMINALS = 100
@@ -282,6 +292,7 @@ def start_hostgate(mode):
             hg.start(name, extra_env=extra)
         hg.wait_healthy(20)
         hg.add_user(*BENCH_USER, admin=True)
+        hg.add_user(*OTHER_USER)
     except BaseException:
         stop_hostgate(hg, failed=True)
         raise
@@ -310,12 +321,36 @@ def stop_hostgate(hg, failed=False):
     return problems
 
 
-def sandbox_user(hg):
-    """(uid, gid) that sandboxd spawns as, or None for ourselves: the
-    references run as that user too."""
+def sandbox_user(hg, user=BENCH_USER[0]):
+    """(uid, gid) that sandboxd spawns the user's commands as, or None for
+    ourselves: the references run as that user too. In root mode that is
+    the user's own uid (users.json), or sandboxd's where users have none."""
     if hg.mode == "root":
+        try:
+            with open(os.path.join(hg.state, "users.json")) as f:
+                doc = json.load(f)
+            users = doc.get("users", doc) if isinstance(doc, dict) else doc
+            if isinstance(users, list):
+                users = {u.get("name"): u for u in users}
+            u = users.get(user) or {}
+            if isinstance(u.get("uid"), int):
+                return u["uid"], u.get("gid", u["uid"])
+        except (OSError, ValueError, AttributeError):
+            pass
         return hglib.account(hglib.SERVICE_USERS["sandboxd"])
     return hg.run_as
+
+
+def containment(api):
+    """The containment object of /api/status (what enforces what), or
+    None when this build reports none."""
+    st, doc = api.request("GET", "/api/status")
+    if st != 200 or not isinstance(doc, dict):
+        return None
+    for d in (doc, doc.get("sandboxd") or {}):
+        if isinstance(d.get("containment"), dict):
+            return d["containment"]
+    return None
 
 
 def login(hg):
@@ -536,8 +571,8 @@ def bwrap_line(hg, since):
     """The argv of the last command spawn logged by sandboxd after offset
     since of its log."""
     text = hg.log_text("sandboxd")[since:]
-    lines = re.findall(r"DEBUG: spawn [0-9a-f]+: (/\S*bwrap .*--new-session"
-                       r".*)$", text, re.M)
+    lines = re.findall(r"DEBUG:? .*?\bspawn [0-9a-f]+: (/\S*bwrap "
+                       r".*--new-session.*)$", text, re.M)
     if not lines:
         raise BenchError("no bwrap command line in sandboxd's log (is the "
                          "backend bwrap?)")
@@ -653,7 +688,7 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
                     bpf], check=True, timeout=30)
     os.chmod(bpf, 0o644)
     direct = DirectSpawner(argv, bpf, sandbox_user(hg))
-    times, ref = [], []
+    times, ref, itimes, iref = [], [], [], []
     try:
         for i in range(WARMUP + RUNS):
             # Alternate which goes first, so neither always follows the other.
@@ -666,14 +701,31 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
             if i >= WARMUP:
                 times.append(a)
                 ref.append(b)
+        log("   isolated: %d of each, one spawn every %d ms, alternating"
+            % (ISO_RUNS, ISO_GAP * 1000))
+        for i in range(ISO_RUNS):
+            first, second = (hostgate, direct.run) if i % 2 else \
+                (direct.run, hostgate)
+            time.sleep(ISO_GAP)
+            x = retrying("isolated spawn", first)
+            time.sleep(ISO_GAP)
+            y = retrying("isolated spawn", second)
+            a, b = (x, y) if i % 2 else (y, x)
+            itimes.append(a)
+            iref.append(b)
     finally:
         direct.close()
     hm, rm = statistics.median(times), statistics.median(ref)
+    ihm, irm = statistics.median(itimes), statistics.median(iref)
     res["run_command"] = {
         "hostgate_ms": hm * 1000, "direct_ms": rm * 1000,
         "hostgate_p90_ms": quantile(times, 0.9) * 1000,
         "direct_p90_ms": quantile(ref, 0.9) * 1000,
+        "iso_hostgate_ms": ihm * 1000, "iso_direct_ms": irm * 1000,
+        "iso_hostgate_p90_ms": quantile(itimes, 0.9) * 1000,
+        "iso_direct_p90_ms": quantile(iref, 0.9) * 1000,
         "argv": " ".join(shlex.quote(a) for a in argv),
+        "as": sandbox_user(hg),
     }
     # For context: the HTTP round trip alone (frontd, brokerd, no spawn).
     rtt = []
@@ -684,11 +736,110 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
     res["run_command"]["status_rtt_ms"] = statistics.median(rtt) * 1000
     res["run_command"]["duration_ms"] = statistics.mean(
         durations[-RUNS:])
-    log("   hostgate median %.2f ms (p90 %.2f), bwrap direct median %.2f ms "
-        "(p90 %.2f): ratio %.3f; GET /api/status round trip %.3f ms"
-        % (hm * 1000, quantile(times, 0.9) * 1000, rm * 1000,
-           quantile(ref, 0.9) * 1000, hm / rm,
-           res["run_command"]["status_rtt_ms"]))
+    log("   back to back: hostgate median %.2f ms (p90 %.2f), bwrap direct "
+        "median %.2f ms (p90 %.2f): ratio %.3f; GET /api/status round trip "
+        "%.3f ms" % (hm * 1000, quantile(times, 0.9) * 1000, rm * 1000,
+                     quantile(ref, 0.9) * 1000, hm / rm,
+                     res["run_command"]["status_rtt_ms"]))
+    log("   isolated: hostgate median %.2f ms (p90 %.2f), bwrap direct "
+        "median %.2f ms (p90 %.2f): ratio %.3f"
+        % (ihm * 1000, quantile(itimes, 0.9) * 1000, irm * 1000,
+           quantile(iref, 0.9) * 1000, ihm / irm))
+
+
+# -- 2d. another user's spawn during network-profile spawns ----------------
+
+def timed_true(api, what):
+    """Seconds of one POST /api/run_command `true`."""
+    t0 = time.perf_counter()
+    st, doc = api.request("POST", "/api/run_command", {"command": "true"},
+                          timeout=60)
+    dt = time.perf_counter() - t0
+    if st != 200 or doc.get("exit_code") != 0:
+        raise BenchError("%s: run_command true: %d %r" % (what, st, doc))
+    return dt
+
+
+def other_latency(other, n):
+    """n sequential `true` of the other user: their times."""
+    return [retrying("other user's true",
+                     lambda: timed_true(other, "other user"))
+            for _ in range(n)]
+
+
+def bench_network_load(hg, res):
+    """The other user's `true` idle, then while NET_SPAWNS network-profile
+    spawns of the bench user run at once (each of NET_SPAWNS threads
+    spawning `true` again and again on its own connection), then idle
+    again; medians and their ratio."""
+    log("2d. another user's `true` (%d runs) idle and during %d concurrent "
+        "network-profile spawns" % (LAT_RUNS, NET_SPAWNS))
+    s = hg.login(*OTHER_USER)
+    other = Api(hg.port, s.cookie, s.csrf)
+    b = hg.login(*BENCH_USER)
+    net = Api(hg.port, b.cookie, b.csrf)
+    st, doc = net.request("POST", "/api/permission",
+                          {"permission": "workspace-write+network"})
+    if st != 200:
+        raise BenchError("POST /api/permission network: %d %r" % (st, doc))
+    net.close()
+    # One network spawn first: the profile works on this machine.
+    first = Api(hg.port, b.cookie, b.csrf)
+    retrying("network spawn", lambda: timed_true(first, "network"))
+    first.close()
+    other_latency(other, 3)                         # warm-up
+    idle = other_latency(other, LAT_RUNS // 2)
+
+    stop = threading.Event()
+    up = threading.Barrier(NET_SPAWNS + 1)
+    done, errors = [], []
+
+    def loader():
+        api = Api(hg.port, b.cookie, b.csrf)
+        try:
+            up.wait(30)
+            while not stop.is_set():
+                done.append(timed_true(api, "network spawn"))
+        except (BenchError, OSError, http.client.HTTPException,
+                threading.BrokenBarrierError) as e:
+            errors.append(str(e))
+        finally:
+            api.close()
+
+    threads = [threading.Thread(target=loader, daemon=True)
+               for _ in range(NET_SPAWNS)]
+    for t in threads:
+        t.start()
+    try:
+        up.wait(30)
+        # Until every loader has a spawn under way (the first ones back).
+        deadline = time.monotonic() + 30
+        while len(done) < NET_SPAWNS and time.monotonic() < deadline \
+                and not errors:
+            time.sleep(0.05)
+        loaded = other_latency(other, LAT_RUNS)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    if errors:
+        raise BenchError("network-profile spawns failed: %s" % errors[0])
+    idle += other_latency(other, LAT_RUNS - LAT_RUNS // 2)
+    other.close()
+    im, lm = statistics.median(idle), statistics.median(loaded)
+    res["network_load"] = {
+        "idle_ms": im * 1000, "loaded_ms": lm * 1000,
+        "idle_p90_ms": quantile(idle, 0.9) * 1000,
+        "loaded_p90_ms": quantile(loaded, 0.9) * 1000,
+        "net_spawns": len(done),
+        "net_ms": statistics.median(done) * 1000 if done else 0.0,
+    }
+    n = res["network_load"]
+    log("   other user's true: idle median %.2f ms (p90 %.2f), during the "
+        "network spawns %.2f ms (p90 %.2f): ratio %.3f; %d network spawns, "
+        "median %.1f ms each" % (n["idle_ms"], n["idle_p90_ms"],
+                                 n["loaded_ms"], n["loaded_p90_ms"],
+                                 lm / im, n["net_spawns"], n["net_ms"]))
 
 
 def quantile(xs, q):
@@ -927,38 +1078,77 @@ def wrk_rounds(r):
                      for x in r["rounds"])
 
 
-def markdown(res):
-    h, n = res["http"]["hostgate"], res["http"]["nginx"]
-    rc, t = res["run_command"], res["terminal"]
-    ri, rt = res["rss_idle"], res["rss_terminals"]
+def spawn_rows(res):
+    """The rows of the spawn figures (2a, 2d)."""
+    rc = res["run_command"]
     rows = [
-        ("GET /api/status, requests/s (wrk %s), median of %d"
-         % (" ".join(WRK_ARGS), WRK_ROUNDS),
-         "%.0f" % h["rps"], "%.0f (nginx, %d-byte static file)"
-         % (n["rps"], STATIC_BYTES), "%.3f" % (h["rps"] / n["rps"])),
-        ("GET /api/status, p99 latency (median of rounds)", "%.2f ms" % h["p99_ms"],
-         "%.2f ms (nginx)" % n["p99_ms"], "%.2f" % (h["p99_ms"] / n["p99_ms"])),
-        ("GET /api/status, p50 latency (median of rounds)", "%.2f ms" % h["p50_ms"],
-         "%.2f ms (nginx)" % n["p50_ms"], "%.2f" % (h["p50_ms"] / n["p50_ms"])),
-        ("GET /api/execution-mode, requests/s, median of %d" % WRK_ROUNDS,
-         "%.0f" % res["http_mode"]["rps"], "%.0f (nginx)" % n["rps"],
-         "%.3f" % (res["http_mode"]["rps"] / n["rps"])),
-        ("GET /api/execution-mode, p99 latency",
-         "%.2f ms" % res["http_mode"]["p99_ms"], "%.2f ms (nginx)" % n["p99_ms"],
-         "%.2f" % (res["http_mode"]["p99_ms"] / n["p99_ms"])),
-        ("POST /api/run_command `true`, median of %d" % RUNS,
+        ("POST /api/run_command `true`, back to back, median of %d" % RUNS,
          "%.2f ms" % rc["hostgate_ms"],
          "%.2f ms (same bwrap line, spawned directly)" % rc["direct_ms"],
          "%.3f (%+.1f %%)" % (rc["hostgate_ms"] / rc["direct_ms"],
-                              (rc["hostgate_ms"] / rc["direct_ms"] - 1) * 100)),
-        ("POST /api/run_command `true`, p90", "%.2f ms" % rc["hostgate_p90_ms"],
-         "%.2f ms" % rc["direct_p90_ms"],
+                              (rc["hostgate_ms"] / rc["direct_ms"] - 1)
+                              * 100)),
+        ("POST /api/run_command `true`, back to back, p90",
+         "%.2f ms" % rc["hostgate_p90_ms"], "%.2f ms" % rc["direct_p90_ms"],
          "%.3f" % (rc["hostgate_p90_ms"] / rc["direct_p90_ms"])),
-        ("terminal: cat 64 MiB file, median of %d" % CAT_ROUNDS,
-         "%.1f MiB/s (WebSocket)" % t["ws_mib_s"],
-         "%.1f MiB/s (plain pty)" % t["pty_mib_s"],
-         "%.3f" % (t["ws_mib_s"] / t["pty_mib_s"])),
+        ("POST /api/run_command `true`, isolated (one every %d ms), median "
+         "of %d" % (ISO_GAP * 1000, ISO_RUNS),
+         "%.2f ms" % rc["iso_hostgate_ms"],
+         "%.2f ms (same bwrap line, spawned directly)" % rc["iso_direct_ms"],
+         "%.3f (%+.1f %%)" % (rc["iso_hostgate_ms"] / rc["iso_direct_ms"],
+                              (rc["iso_hostgate_ms"] / rc["iso_direct_ms"]
+                               - 1) * 100)),
+        ("POST /api/run_command `true`, isolated, p90",
+         "%.2f ms" % rc["iso_hostgate_p90_ms"],
+         "%.2f ms" % rc["iso_direct_p90_ms"],
+         "%.3f" % (rc["iso_hostgate_p90_ms"] / rc["iso_direct_p90_ms"])),
     ]
+    if "network_load" in res:
+        n = res["network_load"]
+        rows.append(("another user's `true` during %d concurrent "
+                     "network-profile spawns, median of %d"
+                     % (NET_SPAWNS, LAT_RUNS),
+                     "%.2f ms" % n["loaded_ms"],
+                     "%.2f ms (the same, idle)" % n["idle_ms"],
+                     "%.3f" % (n["loaded_ms"] / n["idle_ms"])))
+        rows.append(("the same, p90", "%.2f ms" % n["loaded_p90_ms"],
+                     "%.2f ms" % n["idle_p90_ms"],
+                     "%.3f" % (n["loaded_p90_ms"] / n["idle_p90_ms"])))
+    return rows
+
+
+def markdown(res):
+    rows = []
+    if "http" in res:
+        h, n = res["http"]["hostgate"], res["http"]["nginx"]
+        rows += [
+            ("GET /api/status, requests/s (wrk %s), median of %d"
+             % (" ".join(WRK_ARGS), WRK_ROUNDS),
+             "%.0f" % h["rps"], "%.0f (nginx, %d-byte static file)"
+             % (n["rps"], STATIC_BYTES), "%.3f" % (h["rps"] / n["rps"])),
+            ("GET /api/status, p99 latency (median of rounds)",
+             "%.2f ms" % h["p99_ms"], "%.2f ms (nginx)" % n["p99_ms"],
+             "%.2f" % (h["p99_ms"] / n["p99_ms"])),
+            ("GET /api/status, p50 latency (median of rounds)",
+             "%.2f ms" % h["p50_ms"], "%.2f ms (nginx)" % n["p50_ms"],
+             "%.2f" % (h["p50_ms"] / n["p50_ms"])),
+            ("GET /api/execution-mode, requests/s, median of %d"
+             % WRK_ROUNDS, "%.0f" % res["http_mode"]["rps"],
+             "%.0f (nginx)" % n["rps"],
+             "%.3f" % (res["http_mode"]["rps"] / n["rps"])),
+            ("GET /api/execution-mode, p99 latency",
+             "%.2f ms" % res["http_mode"]["p99_ms"],
+             "%.2f ms (nginx)" % n["p99_ms"],
+             "%.2f" % (res["http_mode"]["p99_ms"] / n["p99_ms"])),
+        ]
+    rc = res["run_command"]
+    rows += spawn_rows(res)
+    if "terminal" in res:
+        t = res["terminal"]
+        rows.append(("terminal: cat 64 MiB file, median of %d" % CAT_ROUNDS,
+                     "%.1f MiB/s (WebSocket)" % t["ws_mib_s"],
+                     "%.1f MiB/s (plain pty)" % t["pty_mib_s"],
+                     "%.3f" % (t["ws_mib_s"] / t["pty_mib_s"])))
     if "policy" in res:
         pol = res["policy"]
         rows.append(("brokerd policy decision (session, CSRF, spawn bucket, "
@@ -967,13 +1157,16 @@ def markdown(res):
                      "%.2f us (one IPC round trip frontd-brokerd)"
                      % pol["ipc_us"],
                      "%.3f" % (pol["decision_us"] / pol["ipc_us"])))
-    for d in hglib.DAEMONS:
-        rows.append(("VmRSS %s: idle / %d terminals" % (d, TERMINALS),
-                     "%d KiB / %d KiB" % (ri[d], rt[d]), "-",
-                     "%.2f" % (rt[d] / ri[d])))
-    rows.append(("VmRSS all three: idle / %d terminals" % TERMINALS,
-                 "%d KiB / %d KiB" % (sum(ri.values()), sum(rt.values())),
-                 "-", "%.2f" % (sum(rt.values()) / sum(ri.values()))))
+    if "rss_terminals" in res:
+        ri, rt = res["rss_idle"], res["rss_terminals"]
+        for d in hglib.DAEMONS:
+            rows.append(("VmRSS %s: idle / %d terminals" % (d, TERMINALS),
+                         "%d KiB / %d KiB" % (ri[d], rt[d]), "-",
+                         "%.2f" % (rt[d] / ri[d])))
+        rows.append(("VmRSS all three: idle / %d terminals" % TERMINALS,
+                     "%d KiB / %d KiB" % (sum(ri.values()),
+                                          sum(rt.values())),
+                     "-", "%.2f" % (sum(rt.values()) / sum(ri.values()))))
     out = ["# hostgate benchmark results", "",
            "- date: %s" % res["date"],
            "- machine: %s" % res["machine"],
@@ -982,35 +1175,55 @@ def markdown(res):
            "- daemons: %s mode (%s), build `%s`" % (
                res["mode"], res["run_as"], os.environ.get("HG_BUILD",
                                                           "build")),
+           "- containment (what enforces what, from /api/status): %s"
+           % (json.dumps({k: v for k, v in res["containment"].items()
+                          if k != "not_enforced"}, sort_keys=True)
+              if res.get("containment") is not None else "not reported"),
            "", "| benchmark | hostgate | reference | ratio |",
            "|---|---|---|---|"]
     out += ["| %s | %s | %s | %s |" % r for r in rows]
-    out += ["", "Notes:", "",
-            "- /api/status body: %d bytes of JSON; nginx file: %d bytes; "
-            "non-2xx: hostgate %d, nginx %d; wrk rounds (req/s, p99 ms): "
-            "hostgate %s; nginx %s."
-            % (res["http"]["status_bytes"], STATIC_BYTES, h["non2xx"],
-               n["non2xx"], wrk_rounds(h), wrk_rounds(n)),
-            "- terminal bytes received (file %d bytes, onlcr adds CRs): "
-            "WebSocket %d, plain pty %d; rounds: WebSocket %s MiB/s, pty %s "
-            "MiB/s." % (t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
-                        fmt_list(t["ws_all"]), fmt_list(t["pty_all"])),
-            "- run_command: the same keep-alive connection; a sequential "
-            "GET /api/status round trip on it takes %.3f ms (median of 200);"
-            " the duration_ms hostgate reports (sandboxd's own clock, whole "
-            "ms) averages %.2f ms. sandboxd logs at debug level (one line "
-            "per spawn) to capture the command line."
-            % (rc["status_rtt_ms"], rc["duration_ms"]),
-            "- %d terminals created and attached in %.1f s (%.1f ms each); "
-            "%d running when the RSS was read."
-            % (TERMINALS, res["terminal_setup_s"],
-               res["terminal_setup_s"] * 1000 / TERMINALS,
-               res["terminals_live"]),
-            "- failures retried: %s." % ("; ".join(RETRIED) if RETRIED
-                                         else "none"),
-            "- commands: `%s`; `%s`" % (res["http"]["cmd_hostgate"],
-                                        res["http"]["cmd_nginx"]),
-            "- reference bwrap command line (fd 3: the BPF written by "
+    out += ["", "Notes:", ""]
+    if "http" in res:
+        out.append("- /api/status body: %d bytes of JSON; nginx file: %d "
+                   "bytes; non-2xx: hostgate %d, nginx %d; wrk rounds (req/s,"
+                   " p99 ms): hostgate %s; nginx %s."
+                   % (res["http"]["status_bytes"], STATIC_BYTES, h["non2xx"],
+                      n["non2xx"], wrk_rounds(h), wrk_rounds(n)))
+    if "terminal" in res:
+        out.append("- terminal bytes received (file %d bytes, onlcr adds "
+                   "CRs): WebSocket %d, plain pty %d; rounds: WebSocket %s "
+                   "MiB/s, pty %s MiB/s." % (
+                       t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
+                       fmt_list(t["ws_all"]), fmt_list(t["pty_all"])))
+    out.append("- run_command: the same keep-alive connection; a sequential "
+               "GET /api/status round trip on it takes %.3f ms (median of "
+               "200); the duration_ms hostgate reports (sandboxd's own "
+               "clock, whole ms) averages %.2f ms. sandboxd logs at debug "
+               "level (one line per spawn) to capture the command line. The "
+               "reference runs as uid %s, the uid of the user's spawns."
+               % (rc["status_rtt_ms"], rc["duration_ms"],
+                  rc["as"][0] if rc.get("as") else os.geteuid()))
+    if "network_load" in res:
+        nl = res["network_load"]
+        out.append("- network load: %d threads, each on its own connection, "
+                   "spawned `true` with the workspace-write+network profile "
+                   "(slirp4netns) again and again while the other user ran "
+                   "%d `true` one after another; %d network spawns in all, "
+                   "median %.1f ms each. Idle: %d runs before and %d after."
+                   % (NET_SPAWNS, LAT_RUNS, nl["net_spawns"], nl["net_ms"],
+                      LAT_RUNS // 2, LAT_RUNS - LAT_RUNS // 2))
+    if "rss_terminals" in res:
+        out.append("- %d terminals created and attached in %.1f s (%.1f ms "
+                   "each); %d running when the RSS was read."
+                   % (TERMINALS, res["terminal_setup_s"],
+                      res["terminal_setup_s"] * 1000 / TERMINALS,
+                      res["terminals_live"]))
+    out.append("- failures retried: %s." % ("; ".join(RETRIED) if RETRIED
+                                            else "none"))
+    if "http" in res:
+        out.append("- commands: `%s`; `%s`" % (res["http"]["cmd_hostgate"],
+                                               res["http"]["cmd_nginx"]))
+    out += ["- reference bwrap command line (fd 3: the BPF written by "
             "bpfdump from the same policy): `%s`" % rc["argv"], ""]
     return "\n".join(out)
 
@@ -1024,6 +1237,9 @@ def main():
                     help="the bench_policy binary, when built")
     ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
                     choices=hglib.MODES)
+    ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
+                    choices=("", "spawn"),
+                    help="spawn: only the spawn figures (2a, 2d)")
     args = ap.parse_args()
 
     missing = hglib.missing_binaries()
@@ -1053,12 +1269,21 @@ def main():
         log("2c. idle RSS (started, no session yet): %s"
             % fmt_rss(res["rss_idle"]))
         api, cookie = login(hg)
-        bench_http(hg, cookie, tmp, res)
+        res["containment"] = containment(api)
+        log("containment: %s" % json.dumps(res["containment"],
+                                           sort_keys=True))
+        if args.mode == "root" and not (res["containment"] or {}).get(
+                "membership"):
+            log("warning: root mode, but no cgroup per spawn is reported")
+        if not args.only:
+            bench_http(hg, cookie, tmp, res)
         bench_run_command(hg, api, args.bpfdump, tmp, res)
-        bench_terminal(hg, api, cookie, res)
-        bench_rss_terminals(hg, api, cookie, res)
+        bench_network_load(hg, res)
+        if not args.only:
+            bench_terminal(hg, api, cookie, res)
+            bench_rss_terminals(hg, api, cookie, res)
         api.close()
-        if args.policy_bench:
+        if args.policy_bench and not args.only:
             bench_policy(args.policy_bench, res)
         failed = False
     finally:

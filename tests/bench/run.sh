@@ -63,7 +63,7 @@ san=""
 case "$HG_BUILD" in
 *san*) san="-fsanitize=address,undefined" ;;
 esac
-pc="libevent libevent_openssl json-c libseccomp libcap openssl libargon2"
+pc="libevent libevent_openssl json-c libseccomp libcap openssl libargon2 libsystemd"
 ${CC:-cc} -std=gnu11 -O2 -Wall -Wextra -D_GNU_SOURCE -Icommon -Isandboxd $san \
     $(pkg-config --cflags $pc) -o "$tmp/bpfdump" tests/bench/bpfdump.c \
     "$HG_BUILD/obj/sandboxd/policy.o" "$HG_BUILD"/obj/common/*.o \
