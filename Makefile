@@ -21,6 +21,7 @@ MANDIR		?= $(PREFIX)/share/man
 UNITDIR		?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR	?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR	?= $(PREFIX)/lib/tmpfiles.d
+MODULESLOADDIR	?= $(PREFIX)/lib/modules-load.d
 STATEDIR	 = $(LOCALSTATEDIR)/lib/hostgate
 RUNDIR		 = $(RUNSTATEDIR)/hostgate
 ENVFILE		 = $(SYSCONFDIR)/hostgate/hostgate.env
@@ -173,7 +174,7 @@ install: all $(B)/hostgate.env
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) \
 		$(DESTDIR)$(PKGDATADIR)/profiles $(DESTDIR)$(PKGDATADIR)/web \
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/hostgate \
+		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(MODULESLOADDIR) $(DESTDIR)$(SYSCONFDIR)/hostgate \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(SBINDIR)/
@@ -187,6 +188,7 @@ install: all $(B)/hostgate.env
 	install -m 0644 systemd/hostgate.sysusers $(DESTDIR)$(SYSUSERSDIR)/hostgate.conf
 	$(SUBST) systemd/hostgate.tmpfiles.in > $(DESTDIR)$(TMPFILESDIR)/hostgate.conf
 	chmod 0644 $(DESTDIR)$(TMPFILESDIR)/hostgate.conf
+	install -m 0644 systemd/hostgate.modules $(DESTDIR)$(MODULESLOADDIR)/hostgate.conf
 	for m in $(MAN5) $(MAN7) $(MAN8); do \
 	  $(SUBST) man/$$m > $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m && \
 	  chmod 0644 $(DESTDIR)$(MANDIR)/man$${m##*.}/$$m || exit 1; done

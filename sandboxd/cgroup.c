@@ -15,7 +15,7 @@
  * The layout under BASE, the same in every hierarchy used:
  *	BASE/daemon			sandboxd itself (v2: no internal process)
  *	BASE/u-USER			the user's limits
- *	BASE/u-USER/spawner		the user's spawner process
+ *	BASE/u-USER/spawner-PID		the user's spawner process
  *	BASE/u-USER/s-ID		a spawn (sandboxed, or direct without session)
  *	BASE/u-USER/d-SESSION/s-ID	a direct spawn of a login session
  * BASE is the unit's own cgroup under systemd (Delegate=yes), else, as
@@ -1129,7 +1129,7 @@ cgroup_user(const char *user, const struct cg_limits *l, char *err,
     size_t errsz)
 {
 	struct cg_user	*u;
-	char		 dir[PATH_MAX + 64], leaf[PATH_MAX + 80];
+	char		 dir[PATH_MAX + 64];
 	int		 h;
 
 	if (!cgroup_enabled())
@@ -1150,14 +1150,6 @@ cgroup_user(const char *user, const struct cg_limits *l, char *err,
 			snprintf(err, errsz, "mkdir %s: %s", dir,
 			    strerror(errno));
 			return -1;
-		}
-		if (h == cg_member) {
-			snprintf(leaf, sizeof(leaf), "%s/spawner", dir);
-			if (cg_mkdir(leaf) == -1) {
-				snprintf(err, errsz, "mkdir %s: %s", leaf,
-				    strerror(errno));
-				return -1;
-			}
 		}
 		if (h == H_V2 && cg_v2ctl[0] != '\0' &&
 		    cg_writef(cg_v2ctl, dir, "cgroup.subtree_control") == -1) {
@@ -1183,7 +1175,7 @@ cgroup_user(const char *user, const struct cg_limits *l, char *err,
 int
 cgroup_user_join(const char *user)
 {
-	char	dir[PATH_MAX + 64];
+	char	dir[PATH_MAX + 64], leaf[PATH_MAX + 96];
 	int	h;
 
 	if (!cgroup_enabled())
@@ -1193,10 +1185,33 @@ cgroup_user_join(const char *user)
 		    cg_user_dir(h, user, dir, sizeof(dir)) == 0 &&
 		    cg_writef("0", dir, "cgroup.procs") == -1)
 			return -1;
-	if (cg_user_dir(cg_member, user, dir, sizeof(dir)) == -1 ||
-	    cg_writef("0", dir, "spawner/cgroup.procs") == -1)
+	/*
+	 * A leaf of its own, never one that was killed before: the kernel
+	 * (6.18) SIGKILLs a clone3(CLONE_INTO_CGROUP) child whenever the
+	 * parent's cgroup has seen more cgroup.kill writes than the child's
+	 * (it compares the kill counters of two different cgroups), so a
+	 * spawner in a reused, once-killed leaf would have every spawn die.
+	 */
+	if (cg_user_dir(cg_member, user, dir, sizeof(dir)) == -1)
+		return -1;
+	if ((size_t)snprintf(leaf, sizeof(leaf), "%s/spawner-%d", dir,
+	    (int)getpid()) >= sizeof(leaf) || cg_mkdir(leaf) == -1 ||
+	    cg_writef("0", leaf, "cgroup.procs") == -1)
 		return -1;
 	return 0;
+}
+
+/* A spawner is gone: remove its leaf once the kernel lets go of it. */
+void
+cgroup_spawner_gone(const char *user, pid_t pid)
+{
+	char	dir[PATH_MAX + 64], leaf[PATH_MAX + 96];
+
+	if (!cgroup_enabled() ||
+	    cg_user_dir(cg_member, user, dir, sizeof(dir)) == -1)
+		return;
+	snprintf(leaf, sizeof(leaf), "%s/spawner-%d", dir, (int)pid);
+	cg_remove_soon(leaf);
 }
 
 int
@@ -1333,8 +1348,7 @@ cgroup_sweep(void)
 				n += k;
 				ncg++;
 			}
-			if (strcmp(se->d_name, "spawner") != 0)
-				cg_remove_soon(dir);
+			cg_remove_soon(dir);
 		}
 		closedir(sd);
 	}

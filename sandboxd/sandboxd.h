@@ -228,6 +228,8 @@ int	 cgroup_user(const char *user, const struct cg_limits *, char *err,
 	    size_t);
 /* In a spawner child: join the user's cgroups (v1 limits, v2 leaf). */
 int	 cgroup_user_join(const char *user);
+/* A user's spawner exited: its leaf goes. */
+void	 cgroup_spawner_gone(const char *user, pid_t);
 /*
  * Make a spawn's cgroup under its user's (in d-SESSION for a direct
  * spawn with a session). *v2fd: an O_PATH fd of the v2 directory for

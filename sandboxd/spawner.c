@@ -1173,6 +1173,7 @@ spawner_reaped(pid_t pid, int status)
 	if (WIFSIGNALED(status) || WEXITSTATUS(status) != 0)
 		log_warnx("the spawner of %s exited (status %d)", s->user,
 		    status);
+	cgroup_spawner_gone(s->user, pid);
 	s->pid = -1;
 	spawner_free(s);
 	return 1;

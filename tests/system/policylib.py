@@ -113,11 +113,15 @@ def assert_error(r, status, code=None, message=None):
     return err
 
 
-def spawn_uid(hg):
-    """(uid, gid) that direct-mode commands run as: hostgate-sandbox in
-    root mode, the daemons' user otherwise."""
+def spawn_uid(hg, user=ADMIN[0]):
+    """(uid, gid) that a hostgate user's commands run as: the user's own
+    (from users.json) in root mode, the daemons' user otherwise."""
     if hg.mode == "root":
-        return hglib.account(hglib.SERVICE_USERS["sandboxd"])
+        with open(os.path.join(hg.state, "users.json")) as f:
+            for u in json.load(f)["users"]:
+                if u["name"] == user:
+                    return u["uid"], u["gid"]
+        raise KeyError(user)
     if hg.run_as:
         return hg.run_as
     return os.geteuid(), os.getegid()

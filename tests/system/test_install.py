@@ -35,7 +35,7 @@ MANPAGES = ("man5/hostgate.env.5", "man7/hostgate.7", "man8/frontd.8",
 EXPOSURE_MAX = {
     "hostgate-frontd.service": 2.0,
     "hostgate-brokerd.service": 2.5,
-    "hostgate-sandboxd.service": 4.8,
+    "hostgate-sandboxd.service": 5.1,
 }
 
 
@@ -97,6 +97,8 @@ def test_layout(dest):
         assert os.path.isfile(installed(d, UNITDIR + "/" + u)), u
     assert os.path.isfile(installed(d, PREFIX + "/lib/sysusers.d/hostgate.conf"))
     assert os.path.isfile(installed(d, PREFIX + "/lib/tmpfiles.d/hostgate.conf"))
+    with open(installed(d, PREFIX + "/lib/modules-load.d/hostgate.conf")) as f:
+        assert set(f.read().split()) >= {"btrfs", "loop"}
     for m in MANPAGES:
         assert os.path.isfile(installed(d, PREFIX + "/share/man/" + m)), m
     env = installed(d, "/etc/hostgate/hostgate.env")
@@ -249,7 +251,7 @@ def test_tmpfiles(dest):
     assert owner_mode(root + "/var/lib/hostgate") == \
         ("hostgate-broker", "hostgate-broker", 0o711)
     assert owner_mode(root + "/var/lib/hostgate/workspaces") == \
-        ("hostgate-sandbox", "hostgate-sandbox", 0o700)
+        ("hostgate-sandbox", "hostgate-sandbox", 0o711)
     assert owner_mode(root + "/run/hostgate") == \
         ("hostgate-broker", "hostgate-front", 0o1770)
 
@@ -288,7 +290,7 @@ def make_dirs_as_tmpfiles(state, run):
     front = grp.getgrnam("hostgate-front")
     for path, mode, uid, gid in (
             (state, 0o711, broker.pw_uid, broker.pw_gid),
-            (os.path.join(state, "workspaces"), 0o700, sandbox.pw_uid,
+            (os.path.join(state, "workspaces"), 0o711, sandbox.pw_uid,
              sandbox.pw_gid),
             (run, 0o1770, broker.pw_uid, front.gr_gid)):
         if not os.path.isdir(path):

@@ -267,7 +267,8 @@ test_v2_limits(void **state)
 	assert_string_equal(get(B "u-alice/io.bfq.weight"), "100");
 	assert_string_equal(get(B "u-alice/cgroup.subtree_control"),
 	    "+memory +pids +cpu +io");
-	assert_true(has(B "u-alice/spawner"));
+	/* the spawner's leaf is its own, made when it joins */
+	assert_false(has(B "u-alice/spawner"));
 
 	/* raised limits are written again; a CPU cap */
 	l.memory_max = -1;
@@ -394,14 +395,13 @@ test_v2_kill(void **state)
 	assert_int_equal(read(rd, buf, sizeof(buf)), 1);
 	close(rd);
 	assert_false(has(B "u-alice/d-" SESS));
-	assert_true(has(B "u-alice/spawner"));
 	assert_int_equal(cgroup_session_kill(SESS), 0);
 
 	/* a user: everything, the spawner and the limits included */
 	assert_int_equal(cgroup_spawn("alice", NULL, ID2, NULL, &fd, procs,
 	    sizeof(procs), err, sizeof(err)), 0);
 	close(fd);
-	put(B "u-alice/spawner/cgroup.procs", "4000005\n");
+	put(B "u-alice/spawner-4000005/cgroup.procs", "4000005\n");
 	snprintf(path, sizeof(path), "%s/" B "u-alice/cgroup.kill", root);
 	assert_int_equal(mkfifo(path, 0600), 0);
 	assert_true((rd = open(path, O_RDONLY | O_NONBLOCK)) >= 0);
@@ -424,16 +424,16 @@ test_v2_sweep(void **state)
 	put(B "u-bob/pids.max", "1024");
 	put(B "u-bob/s-" ID1 "/cgroup.procs", "4000001\n");
 	put(B "u-bob/d-" SESS "/s-" ID2 "/cgroup.procs", "4000002\n4000003\n");
-	put(B "u-bob/spawner/cgroup.procs", "4000004\n");
+	put(B "u-bob/spawner-4000004/cgroup.procs", "4000004\n");
 	put(B "u-carol/s-" ID2 "/cgroup.procs", "");
 	cgroup_init(root, INST, getuid(), getgid());
 	assert_int_equal(cgroup_sweep(), 4);
 	assert_false(has(B "u-bob/s-" ID1));
 	assert_false(has(B "u-bob/d-" SESS));
 	assert_false(has(B "u-carol/s-" ID2));
-	assert_string_equal(get(B "u-bob/spawner/cgroup.kill"), "1");
+	assert_string_equal(get(B "u-bob/spawner-4000004/cgroup.kill"), "1");
 	assert_string_equal(get(B "u-bob/pids.max"), "1024");
-	put(B "u-bob/spawner/cgroup.procs", "");	/* as the kernel does */
+	put(B "u-bob/spawner-4000004/cgroup.procs", "");	/* as the kernel does */
 	assert_int_equal(cgroup_sweep(), 0);
 #undef B
 }
@@ -561,7 +561,6 @@ test_hybrid(void **state)
 	    "cpu.shares"), "512");
 	assert_string_equal(get("sys/fs/cgroup/cpu/" INST "/u-alice/"
 	    "cpu.cfs_quota_us"), "-1");
-	assert_true(has("sys/fs/cgroup/unified/" INST "/u-alice/spawner"));
 	assert_false(has("sys/fs/cgroup/unified/" INST "/u-alice/pids.max"));
 
 	/* a spawn: v2 only, no limits of its own */
@@ -582,8 +581,15 @@ test_hybrid(void **state)
 	    "/u-alice/cgroup.procs"), "0");
 	assert_string_equal(get("sys/fs/cgroup/cpu/" INST
 	    "/u-alice/cgroup.procs"), "0");
-	assert_string_equal(get("sys/fs/cgroup/unified/" INST
-	    "/u-alice/spawner/cgroup.procs"), "0");
+	{
+		char	leaf[256];
+
+		snprintf(leaf, sizeof(leaf), "sys/fs/cgroup/unified/" INST
+		    "/u-alice/spawner-%d/cgroup.procs", (int)pid);
+		assert_string_equal(get(leaf), "0");
+	}
+	/* reaped, its leaf goes (the fake one holds a file: it stays) */
+	cgroup_spawner_gone("alice", pid);
 
 	/* usage and OOM kills from the v1 files */
 	put(M "memory.usage_in_bytes", "1000\n");
@@ -662,7 +668,6 @@ test_v1_freezer(void **state)
 
 	user_limits(&l);
 	assert_int_equal(cgroup_user("alice", &l, err, sizeof(err)), 0);
-	assert_true(has(F "u-alice/spawner"));
 	assert_int_equal(cgroup_spawn("alice", NULL, ID1, NULL, &fd, procs,
 	    sizeof(procs), err, sizeof(err)), 0);
 	assert_int_equal(fd, -1);
