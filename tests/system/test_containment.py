@@ -323,6 +323,11 @@ def test_sandboxd_kill9_leaves_nothing(hostgate_factory, when):
         hg.wait_chain()
         cmd.join()
         term.ws.close()
+        # The new sandboxd serves everyone, the user whose spawns it just
+        # killed too, in direct mode and sandboxed.
+        assert pl.mode_of(alice)["mode"] == "direct"
+        doc = pl.run(alice, "echo ok")
+        assert doc["stdout"] == "ok\n" and doc["mode"] == "direct", doc
         doc = pl.run(hg.login(*pl.USER), "echo ok")
         assert doc["stdout"] == "ok\n", doc
     finally:
