@@ -314,6 +314,14 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 		}
 		s.deadline_ms = deadline;
 	}
+	/*
+	 * Under the docker runtime the docker CLI, which runs as sandboxd,
+	 * hands the workspace to the container: it stays sandboxd's.
+	 */
+	if (broker_conf->runtime == RUNTIME_DOCKER) {
+		s.uid = geteuid();
+		s.gid = getegid();
+	}
 	if (broker_workspace(s.user, s.uid, s.gid, ws, sizeof(ws), err,
 	    sizeof(err)) == -1 || broker_cwd(&s, ws, cwd, wd, sizeof(wd), err,
 	    sizeof(err)) == -1) {

@@ -167,7 +167,8 @@ def test_health_containment(box):
     for key in ("uid", "membership", "kill", "memory", "pids", "cpu", "io",
                 "disk_quota", "not_enforced"):
         assert key in c, c
-    assert c["disk_quota"] is False
+    # root: workspace images with a quota (HOSTGATE_USER_DISK_MAX's default)
+    assert c["disk_quota"] is (hg.mode == "root"), c
     if hg.mode == "root":
         assert c["uid"] == "per-user", c
         assert c["membership"].startswith("cgroup v2"), c
@@ -274,7 +275,12 @@ def test_usage(box):
     res, err = fb.call("usage", user="alice")
     assert err is None, err
     assert set(res) >= {"memory", "pids", "disk", "oom_kills"}, res
-    assert res["disk"] is None
+    if hg.mode == "root":
+        # alice's workspace image, made by her first spawn
+        assert res["disk"]["max"] == 10 << 30, res
+        assert res["disk"]["used"] >= 0, res
+    else:
+        assert res["disk"] is None, res
     if hg.mode == "root":
         assert res["memory"]["max"] == 4 << 30, res     # the default
         assert res["memory"]["current"] > 0, res
