@@ -7,6 +7,7 @@ import contextlib
 import errno
 import http.client
 import json
+import hashlib
 import os
 import pwd
 import shutil
@@ -442,6 +443,37 @@ class Hostgate:
         return ["mounts left under %s after the daemons stopped: %s"
                 % (self.dir, ", ".join(left))]
 
+    def remove_cgroups(self):
+        """Remove the cgroup subtree sandboxd made for this instance in
+        every hierarchy (hostgate- and 8 hex of the run directory's
+        SHA-256, under the cgroup the test itself is in): sandboxd cannot
+        leave its own leaf after dropping root. Only empty directories go;
+        nothing is killed here."""
+        if not IS_ROOT:
+            return
+        name = "hostgate-" + hashlib.sha256(
+            os.path.abspath(self.run).encode()).hexdigest()[:8]
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+        for line in lines:
+            _, ctrls, path = line.split(":", 2)
+            mount = "unified" if ctrls == "" else \
+                ctrls.split(",")[0].replace("name=", "")
+            top = os.path.join("/sys/fs/cgroup", mount, path.lstrip("/"),
+                               name)
+            if not os.path.isdir(top):
+                continue
+            for root, dirs, _ in os.walk(top, topdown=False):
+                for d in dirs:
+                    try:
+                        os.rmdir(os.path.join(root, d))
+                    except OSError:
+                        pass
+            try:
+                os.rmdir(top)
+            except OSError:
+                pass
+
     def logs(self):
         out = []
         for name in BINARIES:
@@ -467,6 +499,7 @@ class Hostgate:
         else remove it. Raises when a daemon misbehaved on the way out."""
         problems = self.shutdown() + self.sanitizer_reports()
         problems += self.unmount_leftovers()
+        self.remove_cgroups()
         _LIVE.discard(self)
         if problems:
             self.failed = True
