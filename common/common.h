@@ -238,7 +238,8 @@ struct priv_plan {
 	const char	*user;		/* switch to this user when root */
 	int		 never_forks;	/* RLIMIT_NPROC 0 */
 	const char *const *syscalls;	/* allowlist, or denylist when deny */
-	int		 deny;		/* 1: default allow, listed calls EPERM */
+	int		 deny;		/* 1: default allow, priv_host_denied
+					   and the listed calls EPERM */
 	int		 unix_sockets;	/* socket(2) only for AF_UNIX */
 	int		 debug;		/* trap and name an offending syscall */
 	/*
@@ -263,6 +264,7 @@ void	 priv_drop(const struct priv_plan *);
 void	 priv_seccomp(const struct priv_plan *);
 /* The syscalls every daemon's event loop needs (NULL-terminated). */
 extern const char *const priv_base_syscalls[];
+extern const char *const priv_host_denied[];
 
 /* util.c */
 /*
@@ -288,6 +290,8 @@ void	 sha256_hex(const void *data, size_t len, char out[65]);
 int	 str_ct_equal(const char *, const char *);
 /* Whether s is exactly len lower-case hex digits (ids, hashes). */
 int	 str_is_hex(const char *s, size_t len);
+/* Decode the \ooo escapes of a /proc/self/mountinfo field in place. */
+void	 mountinfo_unescape(char *);
 /* Monotonic and wall clocks in milliseconds. */
 int64_t	 now_mono_ms(void);
 int64_t	 now_wall_ms(void);

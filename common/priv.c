@@ -56,6 +56,30 @@ const char *const priv_base_syscalls[] = {
 	NULL
 };
 
+/*
+ * What no process of hostgate's, nor anything it spawns, has any business
+ * doing on a shared host: the base of every deny-list filter (sandboxd's,
+ * inherited by its spawns, and its disk helper's). Each with its reason.
+ */
+const char *const priv_host_denied[] = {
+	"kexec_load", "kexec_file_load",	/* replace the running kernel */
+	"init_module", "finit_module",		/* load kernel code */
+	"delete_module",
+	"reboot",				/* host power state */
+	"swapon", "swapoff",			/* host memory layout */
+	"acct",					/* host process accounting */
+	"settimeofday", "clock_settime",	/* host clock */
+	"clock_adjtime", "adjtimex",
+	"iopl", "ioperm",			/* raw port I/O */
+	"syslog",				/* kernel log: info leaks */
+	"open_by_handle_at",			/* the 2014 "shocker" container escape */
+	"lookup_dcookie",			/* kernel profiling internals */
+	"uselib",				/* obsolete loader, old bugs */
+	"vhangup",				/* hang up other terminals */
+	"nfsservctl",
+	NULL
+};
+
 /* Find a service user. */
 void
 priv_lookup(const char *user, uid_t *uid, gid_t *gid)
@@ -358,8 +382,11 @@ priv_seccomp(const struct priv_plan *pp)
 #endif
 	if ((ctx = seccomp_init(def)) == NULL)
 		fatalx("seccomp_init");
-	if (pp->deny)
+	if (pp->deny) {
+		priv_seccomp_rules(ctx, priv_host_denied,
+		    SCMP_ACT_ERRNO(EPERM), 0);
 		priv_seccomp_rules(ctx, pp->syscalls, SCMP_ACT_ERRNO(EPERM), 0);
+	}
 	else {
 		priv_seccomp_rules(ctx, priv_base_syscalls, SCMP_ACT_ALLOW,
 		    pp->unix_sockets);

@@ -364,6 +364,27 @@ str_ct_equal(const char *a, const char *b)
 	return (0);
 }
 
+/*
+ * Decode a field of /proc/self/mountinfo in place: the kernel writes space,
+ * tab, newline and backslash as \ooo octal escapes.
+ */
+void
+mountinfo_unescape(char *s)
+{
+	char	*w = s;
+
+	for (; *s != '\0'; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+			    (s[3] - '0'));
+			s += 3;
+		} else
+			*w++ = *s;
+	}
+	*w = '\0';
+}
+
 /* Whether s is exactly len lower-case hex digits (ids, hashes). */
 int
 str_is_hex(const char *s, size_t len)

@@ -142,24 +142,6 @@ wsl_detect(const char *root, char *why, size_t whysz)
 	return 0;
 }
 
-/* Decode the octal escapes (\040 and the like) of a mountinfo field. */
-static void
-wsl_unescape(char *s)
-{
-	char	*d = s;
-
-	for (; *s != '\0'; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-			    (s[3] - '0'));
-			s += 3;
-		} else
-			*d++ = *s;
-	}
-	*d = '\0';
-}
-
 /*
  * Whether a mount is a Windows drive: drvfs (WSL1 style, or mount -t
  * drvfs), 9p or virtiofs with drvfs options, or a "C:\"-like source.
@@ -224,7 +206,7 @@ wsl_mask_drives(const char *root, struct strv *masks, char *err,
 		opts = i + 3 < n ? f[i + 3] : "";
 		if (!wsl_is_drvfs(fstype, source, opts))
 			continue;
-		wsl_unescape(f[4]);
+		mountinfo_unescape(f[4]);
 		if (wsl_under(f[4], "/mnt"))
 			continue;	/* under the /mnt mask already */
 		if (path_check("Windows drive mount point", f[4], err,

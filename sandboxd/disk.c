@@ -83,17 +83,7 @@ static const char *const disk_mkfs_paths[] = {
  * too. Each entry with its reason.
  */
 static const char *const disk_denied[] = {
-	"kexec_load", "kexec_file_load",	/* replace the running kernel */
-	"init_module", "finit_module",		/* load kernel code */
-	"delete_module",
-	"reboot",				/* host power state */
-	"swapon", "swapoff",			/* host memory layout */
-	"acct",					/* host process accounting */
-	"settimeofday", "clock_settime",	/* host clock */
-	"clock_adjtime", "adjtimex",
-	"iopl", "ioperm",			/* raw port I/O */
-	"syslog",				/* kernel log: info leaks */
-	"open_by_handle_at",			/* the 2014 "shocker" escape */
+	/* priv_host_denied (common/priv.c), and: */
 	"ptrace", "process_vm_readv",		/* other processes' memory */
 	"process_vm_writev", "kcmp",
 	"bpf", "perf_event_open",		/* kernel programs, profiling */
@@ -104,7 +94,6 @@ static const char *const disk_denied[] = {
 	"setuid", "setgid", "setreuid",		/* stays uid 0, never another */
 	"setregid", "setresuid", "setresgid", "setgroups",
 	"io_uring_setup",			/* a syscall surface of its own */
-	"uselib", "lookup_dcookie", "nfsservctl", "vhangup",
 	NULL
 };
 
@@ -165,27 +154,6 @@ disk_image_size(int64_t max)
 }
 
 /*
- * Decode a path of /proc/self/mountinfo in place: the kernel writes
- * space, tab, newline and backslash as \ooo octal escapes.
- */
-void
-disk_unescape(char *s)
-{
-	char	*w = s;
-
-	for (; *s != '\0'; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
-		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-			    (s[3] - '0'));
-			s += 3;
-		} else
-			*w++ = *s;
-	}
-	*w = '\0';
-}
-
-/*
  * One line of mountinfo: its mount point, filesystem type and source,
  * pointers into line (decoded). 0, or -1 when the line is not one.
  */
@@ -210,8 +178,8 @@ disk_mountinfo_line(char *line, char **mnt, char **fstype, char **source)
 	    (*source = strtok_r(NULL, " ", &save)) == NULL)
 		return -1;
 	*mnt = f[4];
-	disk_unescape(*mnt);
-	disk_unescape(*source);
+	mountinfo_unescape(*mnt);
+	mountinfo_unescape(*source);
 	return 0;
 }
 

@@ -322,7 +322,6 @@ int	 disk_start(struct config *, pid_t *, char *kind, size_t,
 	    char *why, size_t);
 int	 disk_user_ok(const char *);
 int64_t	 disk_image_size(int64_t max);
-void	 disk_unescape(char *);
 int	 disk_mountinfo_line(char *, char **mnt, char **fstype,
 	    char **source);
 int	 disk_project_detect(int rootfd);

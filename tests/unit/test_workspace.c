@@ -75,7 +75,7 @@ test_mountinfo(void **state)
 	assert_string_equal(fstype, "btrfs");
 	assert_string_equal(src, "/dev/loop3");
 	assert_int_equal(disk_mountinfo_line(bad, &mnt, &fstype, &src), -1);
-	disk_unescape(esc);
+	mountinfo_unescape(esc);
 	assert_string_equal(esc, "a\\b\tc\\0");
 }
 
