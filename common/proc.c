@@ -18,8 +18,19 @@ void
 proc_options(int argc, char *argv[], const char *name, int *debug,
     int *check)
 {
-	int	ch;
+	sigset_t	term;
+	int		ch;
 
+	/*
+	 * SIGTERM and SIGINT wait until proc_base() has their handlers: a
+	 * daemon stopped during its start-up then still exits cleanly
+	 * (closing its peers, unmounting, removing what it made), not by
+	 * the signal's default action.
+	 */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGINT);
+	sigprocmask(SIG_BLOCK, &term, NULL);
 	*debug = *check = 0;
 	while ((ch = getopt(argc, argv, "dn")) != -1) {
 		switch (ch) {
@@ -53,6 +64,7 @@ struct event_base *
 proc_base(void)
 {
 	struct event_base	*base;
+	sigset_t		 term;
 
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new");
@@ -65,5 +77,10 @@ proc_base(void)
 		fatalx("evsignal_new");
 	evsignal_add(proc_ev_term, NULL);
 	evsignal_add(proc_ev_int, NULL);
+	/* One that came during start-up is handled now (proc_options). */
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigaddset(&term, SIGINT);
+	sigprocmask(SIG_UNBLOCK, &term, NULL);
 	return base;
 }

@@ -1062,6 +1062,9 @@ disk_main(struct config *conf, int sock)
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	/* Forked during sandboxd's start-up, when these wait (proc.c). */
+	sigdelset(&old, SIGTERM);
+	sigdelset(&old, SIGINT);
 	prctl(PR_SET_NAME, "sandboxd-disk", 0, 0, 0);
 	/*
 	 * A session of its own: its life follows sandboxd's socket, not a

@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 import hglib
 
 
@@ -128,3 +130,24 @@ def test_brokerd_sigterm_exits_cleanly(hostgate_factory):
     assert_down(hg.wait_status(503, timeout=3), "brokerd")
     for name in ("frontd", "sandboxd"):
         assert hg.stop(name) == 0, hg.log_text(name)
+
+
+# Exec the rest with SIGTERM blocked and already pending: the signal a
+# daemon gets while it is still starting up.
+TERM_PENDING = [
+    "/usr/bin/python3", "-c",
+    "import os, signal, sys\n"
+    "signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\n"
+    "os.kill(os.getpid(), signal.SIGTERM)\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"]
+
+
+@pytest.mark.parametrize("name", hglib.DAEMONS)
+def test_sigterm_during_start_up_exits_cleanly(hostgate_factory, name):
+    """A SIGTERM that arrives while a daemon is still starting up waits
+    for its handler, then ends the daemon the clean way (exit 0, its
+    exit line), never by the signal's default action half set up."""
+    hg = hostgate_factory(start=False)
+    p = hg.start(name, prefix=TERM_PENDING)
+    assert p.wait(15) == 0, hg.log_text(name)
+    assert "signal 15, exiting" in hg.log_text(name), hg.log_text(name)
