@@ -493,6 +493,31 @@ disk_fsid(int fd, char *out, size_t outsz)
 }
 
 /*
+ * The backing file of loop device dev ("loop3"), from sysfs, into out:
+ * 0, or -1 when it has none or cannot be read.
+ */
+static int
+disk_loop_backing(const char *dev, char *out, size_t outsz)
+{
+	char	path[300], *nl;
+	ssize_t	n;
+	int	fd;
+
+	if ((size_t)snprintf(path, sizeof(path),
+	    "/sys/block/%s/loop/backing_file", dev) >= sizeof(path) ||
+	    (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, out, outsz - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	out[n] = '\0';
+	if ((nl = strchr(out, '\n')) != NULL)
+		*nl = '\0';
+	return 0;
+}
+
+/*
  * Whether a loop device is still bound to the image: its filesystem is
  * still alive somewhere (unmounted lazily, and a process still has a file
  * or its working directory in it). Mounting the image again then would
@@ -504,26 +529,16 @@ disk_image_bound(const struct stat *img)
 	struct dirent	*de;
 	struct stat	 st;
 	DIR		*d;
-	char		 path[300], back[4200], *nl;
-	ssize_t		 n;
-	int		 fd, bound = 0;
+	char		 back[4200];
+	int		 bound = 0;
 
 	if ((d = opendir("/sys/block")) == NULL)
 		return 0;
 	while (!bound && (de = readdir(d)) != NULL) {
 		if (strncmp(de->d_name, "loop", 4) != 0)
 			continue;
-		snprintf(path, sizeof(path), "/sys/block/%s/loop/backing_file",
-		    de->d_name);
-		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		if (disk_loop_backing(de->d_name, back, sizeof(back)) == -1)
 			continue;
-		n = read(fd, back, sizeof(back) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		back[n] = '\0';
-		if ((nl = strchr(back, '\n')) != NULL)
-			*nl = '\0';
 		if (stat(back, &st) == 0 && st.st_dev == img->st_dev &&
 		    st.st_ino == img->st_ino)
 			bound = 1;
@@ -935,11 +950,9 @@ static void
 disk_sweep(void)
 {
 	FILE	*f;
-	char	 line[8192], back[4200], sys[128], *mnt, *fstype, *src, *base;
-	char	*nl;
+	char	 line[8192], back[4200], *mnt, *fstype, *src, *base;
 	size_t	 rl = strlen(disk_conf->workspace_root);
-	int	 img, fd;
-	ssize_t	 n;
+	int	 img;
 
 	if ((f = fopen("/proc/self/mountinfo", "re")) == NULL)
 		return;
@@ -950,17 +963,8 @@ disk_sweep(void)
 		    strncmp(mnt, disk_conf->workspace_root, rl) != 0 ||
 		    mnt[rl] != '/' || !disk_user_ok(base = mnt + rl + 1))
 			continue;
-		snprintf(sys, sizeof(sys), "/sys/block/%s/loop/backing_file",
-		    src + 5);
-		if ((fd = open(sys, O_RDONLY | O_CLOEXEC)) == -1)
+		if (disk_loop_backing(src + 5, back, sizeof(back)) == -1)
 			continue;
-		n = read(fd, back, sizeof(back) - 1);
-		close(fd);
-		if (n <= 0)
-			continue;
-		back[n] = '\0';
-		if ((nl = strchr(back, '\n')) != NULL)
-			*nl = '\0';
 		if (strncmp(back, disk_dir, strlen(disk_dir)) != 0 ||
 		    back[strlen(disk_dir)] != '/')
 			continue;

@@ -593,6 +593,16 @@ spawner_lo_watch(pid_t child, int ready)
 	_exit(0);
 }
 
+/* Close both ends of a pipe that are still open (-1: closed). */
+static void
+spawner_close_pair(int p[2])
+{
+	if (p[0] != -1)
+		close(p[0]);
+	if (p[1] != -1)
+		close(p[1]);
+}
+
 /*
  * Bring a workspace-write+network sandbox's network up. bwrap reports
  * the sandbox's pid (--info-fd), waits while its user namespace is mapped
@@ -719,22 +729,10 @@ out:
 		while (waitpid(w, NULL, 0) == -1 && errno == EINTR)
 			;
 	}
-	if (lo[0] != -1)
-		close(lo[0]);
-	if (lo[1] != -1)
-		close(lo[1]);
-	if (ready[0] != -1)
-		close(ready[0]);
-	if (ready[1] != -1)
-		close(ready[1]);
-	if (ex[0] != -1)
-		close(ex[0]);
-	if (ex[1] != -1)
-		close(ex[1]);
-	if (errp[0] != -1)
-		close(errp[0]);
-	if (errp[1] != -1)
-		close(errp[1]);
+	spawner_close_pair(lo);
+	spawner_close_pair(ready);
+	spawner_close_pair(ex);
+	spawner_close_pair(errp);
 	return rc;
 }
 
