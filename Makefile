@@ -27,7 +27,8 @@ RUNDIR		 = $(RUNSTATEDIR)/hostgate
 ENVFILE		 = $(SYSCONFDIR)/hostgate/hostgate.env
 CC	?= cc
 B	 = build
-PKGS	 = libevent libevent_openssl json-c libseccomp libcap openssl libargon2 libsystemd
+PKGS	 = libevent libevent_openssl json-c libseccomp libcap openssl libargon2 libsystemd \
+	   sqlite3
 
 # Installs Debian packages when something is missing (only then).
 DEPS_STAMP := $(shell scripts/deps.sh --quiet >&2 || echo missing)

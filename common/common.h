@@ -89,6 +89,9 @@ struct config {
 	char		*sandbox_user;		/* HOSTGATE_SANDBOX_USER */
 	/* limits */
 	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
+	int		 max_conns;		/* HOSTGATE_MAX_CONNECTIONS */
+	int		 max_conns_per_addr;	/* ..._PER_ADDRESS */
+	int		 header_timeout;	/* HOSTGATE_HEADER_TIMEOUT_SECONDS */
 	int		 login_rate;		/* HOSTGATE_LOGIN_RATE_PER_MINUTE */
 	int		 login_burst;		/* HOSTGATE_LOGIN_BURST */
 	int		 session_lifetime;	/* HOSTGATE_SESSION_LIFETIME_SECONDS */
