@@ -169,8 +169,7 @@ main(int argc, char *argv[])
 	log_info("brokerd %s ready (state %s)", HG_VERSION, conf.state_dir);
 	event_base_dispatch(brokerd_base);
 
-	session_flush();
-	store_close();
+	session_close();
 	audit_close();
 	config_free(&conf);
 	return 0;

@@ -114,6 +114,8 @@ struct json_object *token_list(void);
 int	 session_sweep(void);
 /* Store every pending last_seen time (at exit). */
 int	 session_flush(void);
+/* Store the pending last_seen times and close the store (at exit). */
+void	 session_close(void);
 /* Store a session's changed fields (grant, profile, last_seen). */
 int	 session_save(struct session *);
 

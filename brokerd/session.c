@@ -979,6 +979,15 @@ session_flush(void)
 	return 0;
 }
 
+/* Store the pending last_seen times, forget everything, close the store. */
+void
+session_close(void)
+{
+	if (session_open)
+		session_flush();
+	session_clear();
+}
+
 /* Store what changed in a session (grant, profile, last_seen): 0 or -1. */
 int
 session_save(struct session *s)
