@@ -96,7 +96,7 @@ def test_state_dir_unreadable(shared, bob, channel):
         host_users = f.read()
     assert "argon2" in host_users or "scrypt" in host_users, host_users[:200]
     files = [users] + [os.path.join(shared.state, n)
-                       for n in ("sessions.json", "tokens.json", "audit.log")
+                       for n in ("store.db", "sessions.json", "tokens.json", "audit.log")
                        if os.path.exists(os.path.join(shared.state, n))]
     res = sl.run_shell(bob, channel,
                        "for f in %s; do cat \"$f\"; echo \"cat=$?\"; done\n"
