@@ -104,7 +104,7 @@ def test_state_dir_unreadable(shared, bob, channel):
                        % (" ".join(files), shared.state))
     assert "argon2" not in res.output and "scrypt" not in res.output, res
     for f in files:
-        with open(f) as fh:
+        with open(f, errors="replace") as fh:
             for line in fh.read().splitlines():
                 if len(line.strip()) >= 16:
                     assert line.strip() not in res.output, (f, res)
