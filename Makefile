@@ -233,7 +233,12 @@ $(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-bench: all $(B)/bench_policy
+$(B)/bench_store: $(O)/tests/bench/bench_store.o $(O)/brokerd/session.o \
+	$(O)/brokerd/store.o $(O)/brokerd/auth.o $(COMMON_O)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+bench: all $(B)/bench_policy $(B)/bench_store
 	HG_BUILD=$(B) tests/bench/run.sh
 
 clean:
