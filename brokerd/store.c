@@ -287,6 +287,7 @@ store_open(const char *path, char *err, size_t errsz)
 	if (store_exec("PRAGMA synchronous = FULL;"
 	    "PRAGMA temp_store = MEMORY;"
 	    "PRAGMA journal_size_limit = 4194304;"
+	    "PRAGMA cache_size = -16384;"
 	    "PRAGMA foreign_keys = OFF", err, errsz) == -1)
 		goto broken;
 	/* Take the exclusive lock now, not at the first login. */
