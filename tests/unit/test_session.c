@@ -675,11 +675,16 @@ test_migrate(void **state)
 	struct session	*s;
 	struct token	*t;
 	char		*done;
+	char		 before[64];
 	int64_t		 exp = now_wall_ms() / 1000 + 3600;
 
+	/* A session already in the store (no mark yet) stays beside them. */
+	create_ok(f, "bob");
+	snprintf(before, sizeof before, "%s", f->cookie);
 	session_close();
 	write_json(f, "cookie-1", "csrf-1", "hgt_bound-1", "hgt_alone-1", exp);
 	reopen(f);
+	assert_non_null(session_lookup(before));
 	done = path_join(f->dir, "sessions.json.migrated");
 	assert_int_equal(access(f->json, F_OK), -1);
 	assert_int_equal(access(done, F_OK), 0);
@@ -703,7 +708,7 @@ test_migrate(void **state)
 
 	/* Read from the store from now on: never from a JSON file again. */
 	session_close();
-	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 1);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 2);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 2);
 	assert_int_equal(file_write_atomic(done, "garbage", 7, 0600), 0);
 	write_json(f, "cookie-2", "csrf-2", "hgt_bound-2", "hgt_alone-2", exp);
