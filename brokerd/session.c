@@ -623,7 +623,11 @@ session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 	if (rc == -1)
 		return -1;
 	if (store_load(session_add_loaded, token_add_loaded, err,
-	    errsz) == -1 || session_migrate(state_dir, err, errsz) == -1)
+	    errsz) == -1) {
+		store_unusable(err, errsz);
+		goto fail;
+	}
+	if (session_migrate(state_dir, err, errsz) == -1)
 		goto fail;
 	if (session_expire_all(session_now()) == -1) {
 		snprintf(err, errsz, "%s: cannot remove expired sessions",

@@ -847,7 +847,7 @@ test_corrupt(void **state)
 	db_sql(f, "INSERT INTO sessions (id, token_hash, csrf_hash, user, "
 	    "created, last_seen, expires) VALUES ('nothex', 'a', 'b', 'u', "
 	    "1, 1, 99999999999)");
-	open_fails(f, "missing or invalid field", NULL);
+	open_fails(f, "missing or invalid field", "restore it from a backup");
 
 	/* A symbolic link is not followed. */
 	assert_int_equal(unlink(f->path), 0);
