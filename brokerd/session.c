@@ -963,6 +963,7 @@ session_sweep(void)
 	char		 ids[SESSION_BATCH][33];
 	struct session	*s;
 	size_t		 i, n;
+	int		 failed = 0;
 
 	if (!session_open)
 		return 0;
@@ -976,12 +977,16 @@ session_sweep(void)
 			log_debug("session %.8s of %s expired", s->id, s->user);
 			session_remove(s);
 		}
-		if (store_commit() == -1)
+		if (store_commit() == -1) {
 			log_warnx("%zu expired sessions could not be removed "
 			    "from the store", n);
+			failed = 1;
+		}
 	}
-	session_store_dirty(SESSION_BATCH);
-	return n == SESSION_BATCH || !TAILQ_EMPTY(&dirty);
+	if (session_store_dirty(SESSION_BATCH) == -1)
+		failed = 1;
+	/* A failing store waits for the next tick, not a busy loop. */
+	return !failed && (n == SESSION_BATCH || !TAILQ_EMPTY(&dirty));
 }
 
 /* Store every pending last_seen time (at exit); 0 or -1. */
