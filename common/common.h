@@ -251,6 +251,13 @@ struct priv_plan {
 	 * daemon started as root has any to keep.
 	 */
 	const int	*keep_caps;
+	/*
+	 * The user's ids when looked up beforehand (have_ids): a daemon that
+	 * has left the host's filesystem (frontd's jail) has no passwd file.
+	 */
+	int		 have_ids;
+	uid_t		 uid;
+	gid_t		 gid;
 };
 /* Look up a service user; fatalx when missing. */
 void	 priv_lookup(const char *user, uid_t *, gid_t *);

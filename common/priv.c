@@ -240,12 +240,14 @@ priv_trim_bounding(const int *keep)
 
 /* Switch to the service user for good. */
 static void
-priv_switch_user(const char *name, const char *user)
+priv_switch_user(const struct priv_plan *pp)
 {
-	uid_t	uid;
-	gid_t	gid;
+	const char	*name = pp->name, *user = pp->user;
+	uid_t		 uid = pp->uid;
+	gid_t		 gid = pp->gid;
 
-	priv_lookup(user, &uid, &gid);
+	if (!pp->have_ids)
+		priv_lookup(user, &uid, &gid);
 	if (setgroups(1, &gid) == -1)
 		fatal("setgroups");
 	if (setresgid(gid, gid, gid) == -1)
@@ -297,7 +299,7 @@ priv_drop(const struct priv_plan *pp)
 		/* Kept capabilities survive the switch from uid 0. */
 		if (keep != NULL && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1)
 			fatal("PR_SET_KEEPCAPS");
-		priv_switch_user(pp->name, pp->user);
+		priv_switch_user(pp);
 		if (keep != NULL && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) == -1)
 			fatal("PR_SET_KEEPCAPS");
 	}
