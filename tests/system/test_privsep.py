@@ -90,6 +90,8 @@ if enter:
         check(libc.setns(fd, 0))
         os.close(fd)
     os.chdir("/")
+if args.get("newpidns"):
+    check(libc.unshare(0x20000000))     # CLONE_NEWPID: for the child
 if (uid, gid) != (os.geteuid(), os.getegid()):
     os.setgroups([])
     os.setresgid(gid, gid, gid)
@@ -360,3 +362,29 @@ def test_no_user_namespace_no_frontd(hostgate_factory, mode):
     assert "refuses it a user namespace" in text, text
     assert not os.path.exists(hg.listen_path())
     assert "listening on" not in text, text
+
+
+@needs_root
+def test_same_uid_elsewhere_is_refused(shared):
+    """Rootless, the uid does not tell brokerd from frontd: sandboxd and
+    brokerd's control socket also refuse a peer of their own uid that runs
+    in another PID namespace (as frontd's jail does), even one that can
+    reach the socket file, while the same hello from the daemons' own PID
+    namespace is answered."""
+    hg = shared
+    if hg.mode != "user":
+        pytest.skip("user mode: in root mode the uids differ")
+    sockets, _, _ = targets(hg)
+    direct = {k: v for k, v in sockets.items() if not k.startswith("/proc")}
+    uid, gid = front_ids(hg)
+    args = {"uid": uid, "gid": gid, "sockets": direct, "files": [],
+            "pids": {}}
+    assert set(probe(args).values()) == {"ok"}
+    got = probe(dict(args, newpidns=True))
+    hellos = {k: v for k, v in got.items() if k.startswith("hello ")}
+    # Closed at accept: the hello finds no one (closed, EPIPE, ECONNRESET).
+    assert len(hellos) == 2 and "ok" not in hellos.values(), got
+    assert set(hellos.values()) <= {"closed", "EPIPE", "ECONNRESET"}, got
+    for name in ("sandboxd", "brokerd"):
+        assert "connection from uid %d" % uid in hg.log_text(name) and \
+            "another PID namespace" in hg.log_text(name), name
