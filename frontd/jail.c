@@ -50,6 +50,7 @@ static const int jail_forwarded[] = {
 };
 
 static int	jail_tie = -1;	/* frontd's end: EOF once the keeper is gone */
+static int	jail_ready = -1; /* the other way: a byte once frontd dropped */
 
 /* Write a short text to a file of /proc/self, or die saying which. */
 static void
@@ -233,7 +234,7 @@ jail_enter(const char *front_dir, const char *mountpoint, int userns,
 	sigset_t	set, old;
 	pid_t		pid;
 	size_t		i;
-	int		tie[2];
+	int		tie[2], ready[2];
 
 	/* Local time is read now, while /etc/localtime is still there. */
 	tzset();
@@ -251,17 +252,21 @@ jail_enter(const char *front_dir, const char *mountpoint, int userns,
 		sigaddset(&set, jail_forwarded[i]);
 	if (sigprocmask(SIG_BLOCK, &set, &old) == -1)
 		fatal("sigprocmask");
-	if (pipe2(tie, O_CLOEXEC) == -1)
+	if (pipe2(tie, O_CLOEXEC) == -1 || pipe2(ready, O_CLOEXEC) == -1)
 		fatal("pipe2");
 	if ((pid = fork()) == -1)
 		fatal("jail: fork");
 	if (pid != 0) {
 		close(tie[0]);
+		close(ready[1]);
 		/* tie[1] stays open for as long as the keeper lives. */
+		jail_ready = ready[0];
 		return (pid);
 	}
 	close(tie[1]);
+	close(ready[0]);
 	jail_tie = tie[0];
+	jail_ready = ready[1];
 	if (sigprocmask(SIG_SETMASK, &old, NULL) == -1)
 		fatal("sigprocmask");
 	return (0);
@@ -280,6 +285,7 @@ jail_keeper(pid_t child, const struct priv_plan *pp)
 	size_t			i;
 	pid_t			r;
 	int			sig, status;
+	char			c;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -289,6 +295,13 @@ jail_keeper(pid_t child, const struct priv_plan *pp)
 	priv_drop(&plan);
 	plan.syscalls = jail_keeper_syscalls;
 	priv_seccomp(&plan);
+	/*
+	 * Signals wait (blocked) until frontd has switched to the uid the
+	 * keeper now has: a root frontd could not be sent them.
+	 */
+	while (read(jail_ready, &c, 1) == -1 && errno == EINTR)
+		;
+	close(jail_ready);
 	log_debug("frontd: jailed as pid %d", (int)child);
 	for (;;) {
 		if ((sig = sigwaitinfo(&set, &si)) == -1) {
@@ -330,4 +343,9 @@ jail_tie_to_keeper(void)
 		fatalx("frontd's keeper is gone");
 	close(jail_tie);
 	jail_tie = -1;
+	/* The keeper may pass signals on now. */
+	if (write(jail_ready, "", 1) != 1)
+		fatal("frontd's keeper");
+	close(jail_ready);
+	jail_ready = -1;
 }
