@@ -119,7 +119,14 @@ main(int argc, char *argv[])
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 
-	/* frontd's socket: its group may connect, SO_PEERCRED checks the uid. */
+	/*
+	 * frontd's socket: its group may connect, SO_PEERCRED checks the uid.
+	 * In a directory of its own, which frontd's jail binds.
+	 */
+	path = path_join(conf.run_dir, SOCK_FRONT_DIR);
+	priv_dir("front socket directory", path, uid, front_gid,
+	    separate ? 0711 : 0700);
+	free(path);
 	path = path_join(conf.run_dir, SOCK_BROKER_FRONT);
 	front_fd = ipc_listen(path, uid, front_gid, separate ? 0660 : 0600);
 	free(path);

@@ -627,6 +627,8 @@ control_init(struct event_base *base, struct config *conf, const uid_t *uids,
 	control_conf = conf;
 	control_started = now_wall_ms() / 1000;
 	control_started_mono = now_mono_ms();
-	ipc_server_new(base, fd, ROLE_BROKERD, ROLE_HGCTL, uids, nuids,
-	    control_handlers, &control_cbs, NULL);
+	/* Rootless, the uid alone cannot tell hgctl from frontd's jail. */
+	ipc_server_admit(ipc_server_new(base, fd, ROLE_BROKERD, ROLE_HGCTL, uids,
+	    nuids, control_handlers, &control_cbs, NULL),
+	    priv_admit_same_pidns);
 }

@@ -215,6 +215,12 @@ struct ipc_server *ipc_server_new(struct event_base *, int fd,
 	    enum ipc_role self, unsigned expect, const uid_t *uids, int nuids,
 	    const struct ipc_handler *, const struct ipc_peer_cbs *, void *arg);
 
+/*
+ * A server's check at accept, after the uid's: admit(SO_PEERCRED pid,
+ * uid) says 0 to admit the peer, -1 to refuse it with the reason in why.
+ */
+typedef int (*ipc_admit_cb)(pid_t, uid_t, char *why, size_t whysz);
+void	 ipc_server_admit(struct ipc_server *, ipc_admit_cb);
 /* Send a copy of obj to every ready peer of a server (takes obj). */
 void	 ipc_server_broadcast(struct ipc_server *, struct json_object *);
 /* A client link that (re)connects with backoff. */
@@ -251,6 +257,13 @@ struct priv_plan {
 	 * daemon started as root has any to keep.
 	 */
 	const int	*keep_caps;
+	/*
+	 * The user's ids when looked up beforehand (have_ids): a daemon that
+	 * has left the host's filesystem (frontd's jail) has no passwd file.
+	 */
+	int		 have_ids;
+	uid_t		 uid;
+	gid_t		 gid;
 };
 /* Look up a service user; fatalx when missing. */
 void	 priv_lookup(const char *user, uid_t *, gid_t *);
@@ -263,6 +276,12 @@ void	 priv_peer(const char *self_user, const char *peer_user, uid_t *,
 int	 priv_dir(const char *what, const char *dir, uid_t, gid_t, mode_t);
 /* Steps 2-6 of the privilege drop (STYLE.md): caps, ids, rlimits, NNP. */
 void	 priv_drop(const struct priv_plan *);
+/*
+ * An ipc_peer_cbs admit check: a peer of this process's own uid (which
+ * SO_PEERCRED cannot tell from frontd's) must be in this process's PID
+ * namespace; frontd's jail, or any container, is not.
+ */
+int	 priv_admit_same_pidns(pid_t, uid_t, char *why, size_t whysz);
 /* Step 7: the steady-state seccomp filter, loaded last. */
 void	 priv_seccomp(const struct priv_plan *);
 /* The syscalls every daemon's event loop needs (NULL-terminated). */

@@ -70,6 +70,7 @@ struct ipc_server {
 	int			 nuids;
 	const struct ipc_handler *table;
 	struct ipc_peer_cbs	 cbs;
+	ipc_admit_cb		 admit;		/* after the uid check, or NULL */
 	void			*arg;
 	TAILQ_HEAD(, ipc_peer)	 peers;
 };
@@ -823,6 +824,7 @@ ipc_server_accept(evutil_socket_t lfd, short ev, void *arg)
 	struct ucred		 cred;
 	socklen_t		 len = sizeof(cred);
 	struct timeval		 tv = { 1, 0 };
+	char			 why[256];
 	int			 fd, i;
 
 	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -851,11 +853,26 @@ ipc_server_accept(evutil_socket_t lfd, short ev, void *arg)
 		close(fd);
 		return;
 	}
+	if (s->admit != NULL &&
+	    s->admit(cred.pid, cred.uid, why, sizeof(why)) == -1) {
+		log_warnx("refused %s connection from uid %u (pid %d): %s",
+		    ipc_role_name(s->expect), (unsigned)cred.uid,
+		    (int)cred.pid, why);
+		close(fd);
+		return;
+	}
 	p = ipc_peer_hold(s->base, fd, s->self, s->expect, s->table,
 	    &s->cbs, s->arg);
 	p->server = s;
 	TAILQ_INSERT_TAIL(&s->peers, p, entry);
 	ipc_peer_release(p);
+}
+
+/* Add a check at accept, after the uid's. */
+void
+ipc_server_admit(struct ipc_server *s, ipc_admit_cb admit)
+{
+	s->admit = admit;
 }
 
 /* Send a copy of obj to every ready peer of a server (takes obj). */

@@ -127,6 +127,64 @@ priv_peer(const char *self_user, const char *peer_user, uid_t *uid,
 	}
 }
 
+/* The number of PID namespace levels /proc/PID/status shows, or -1. */
+static int
+priv_pidns_depth(const char *status)
+{
+	char	 line[256], *p;
+	FILE	*f;
+	int	 n = -1;
+
+	if ((f = fopen(status, "re")) == NULL)
+		return (-1);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "NSpid:", 6) != 0)
+			continue;
+		for (n = 0, p = line + 6; *p != '\0'; ) {
+			p += strspn(p, " \t\n");
+			if (*p == '\0')
+				break;
+			n++;
+			p += strcspn(p, " \t\n");
+		}
+		break;
+	}
+	fclose(f);
+	return (n);
+}
+
+/*
+ * A peer of another uid is the uid check's business; one of our own uid
+ * must be in our PID namespace: seen from here, its NSpid has as many
+ * levels as ours (one more: it is pid 1 of frontd's jail, say).
+ */
+int
+priv_admit_same_pidns(pid_t pid, uid_t uid, char *why, size_t whysz)
+{
+	char	path[64];
+	int	mine, theirs;
+
+	if (uid != geteuid())
+		return (0);
+	if (pid <= 0) {
+		snprintf(why, whysz, "its pid is not in this PID namespace");
+		return (-1);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	mine = priv_pidns_depth("/proc/self/status");
+	theirs = priv_pidns_depth(path);
+	if (mine > 0 && theirs == mine)
+		return (0);
+	if (theirs == -1)
+		snprintf(why, whysz, "cannot read %s: %s", path,
+		    strerror(errno));
+	else
+		snprintf(why, whysz, "it runs in another PID namespace (%d "
+		    "levels, this daemon %d): frontd's jail or a container",
+		    theirs, mine);
+	return (-1);
+}
+
 /* A uid's name for a message, or its number, copied into buf. */
 static const char *
 priv_uid_name(uid_t uid, char *buf, size_t sz)
@@ -240,12 +298,14 @@ priv_trim_bounding(const int *keep)
 
 /* Switch to the service user for good. */
 static void
-priv_switch_user(const char *name, const char *user)
+priv_switch_user(const struct priv_plan *pp)
 {
-	uid_t	uid;
-	gid_t	gid;
+	const char	*name = pp->name, *user = pp->user;
+	uid_t		 uid = pp->uid;
+	gid_t		 gid = pp->gid;
 
-	priv_lookup(user, &uid, &gid);
+	if (!pp->have_ids)
+		priv_lookup(user, &uid, &gid);
 	if (setgroups(1, &gid) == -1)
 		fatal("setgroups");
 	if (setresgid(gid, gid, gid) == -1)
@@ -297,7 +357,7 @@ priv_drop(const struct priv_plan *pp)
 		/* Kept capabilities survive the switch from uid 0. */
 		if (keep != NULL && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) == -1)
 			fatal("PR_SET_KEEPCAPS");
-		priv_switch_user(pp->name, pp->user);
+		priv_switch_user(pp);
 		if (keep != NULL && prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) == -1)
 			fatal("PR_SET_KEEPCAPS");
 	}

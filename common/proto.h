@@ -16,8 +16,13 @@
 #define IPC_MAX_MSG	(64 * 1024)
 #define IPC_MAX_FDS	4
 
-/* Socket names inside HOSTGATE_RUN_DIR. */
-#define SOCK_BROKER_FRONT	"broker-front.sock"	/* frontd -> brokerd */
+/*
+ * Socket names inside HOSTGATE_RUN_DIR. frontd's is in a directory of its
+ * own, the one directory frontd's jail shows it (frontd/jail.c): a bind
+ * of the directory still shows the new socket of a restarted brokerd.
+ */
+#define SOCK_FRONT_DIR		"front"
+#define SOCK_BROKER_FRONT	SOCK_FRONT_DIR "/broker.sock"	/* frontd -> brokerd */
 #define SOCK_BROKER_CONTROL	"broker-control.sock"	/* hgctl -> brokerd */
 #define SOCK_SANDBOX		"sandbox.sock"		/* brokerd -> sandboxd */
 

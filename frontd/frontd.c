@@ -147,6 +147,47 @@ frontd_listen_publish(const char *path, const char *bound)
 		fatal("write %s", path);
 }
 
+/*
+ * Enter the jail (jail.c) with brokerd's socket directory, made here as
+ * brokerd makes it when frontd starts first. Returns in frontd proper;
+ * the keeper lets go of the listener and the key and keeps frontd.
+ */
+static void
+frontd_jail(struct config *conf, struct priv_plan *plan, int fd,
+    SSL_CTX *ssl, const char *lpath)
+{
+	char	*dir, err[512];
+	uid_t	 broker_uid, front_uid;
+	gid_t	 broker_gid, front_gid;
+	pid_t	 pid;
+	int	 root = geteuid() == 0;
+
+	priv_peer(conf->front_user, conf->broker_user, &broker_uid,
+	    &broker_gid);
+	priv_peer(conf->front_user, conf->front_user, &front_uid, &front_gid);
+	if (root) {
+		/* The passwd file stays behind: priv_drop gets the ids. */
+		plan->uid = front_uid;
+		plan->gid = front_gid;
+		plan->have_ids = 1;
+	}
+	dir = path_join(conf->run_dir, SOCK_FRONT_DIR);
+	priv_dir("front socket directory", dir, broker_uid, front_gid,
+	    root ? 0711 : 0700);
+	pid = jail_enter(dir, conf->run_dir, !root, err, sizeof(err));
+	free(dir);
+	if (pid == -1) {
+		/* No address may be left that nothing will ever serve. */
+		frontd_listen_forget(lpath);
+		fatalx("%s", err);
+	}
+	if (pid == 0)
+		return;
+	close(fd);
+	SSL_CTX_free(ssl);
+	jail_keeper(pid, plan);
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -157,7 +198,7 @@ main(int argc, char *argv[])
 	char		 err[512], bound[INET6_ADDRSTRLEN + 16], *path, *lpath;
 	uid_t		 broker_uid;
 	gid_t		 broker_gid;
-	int		 debug, check, fd;
+	int		 debug, check, fd, jailed;
 
 	proc_options(argc, argv, "frontd", &debug, &check);
 	frontd_started = now_wall_ms() / 1000;
@@ -184,6 +225,12 @@ main(int argc, char *argv[])
 
 	/* Root, or started as the front user itself: brokerd has its own. */
 	priv_peer(conf.front_user, conf.broker_user, &broker_uid, &broker_gid);
+	/*
+	 * Jailed unless started as the front user itself (systemd's User=,
+	 * whose unit confines it): as root, and always when all three
+	 * daemons share one uid, which alone would separate nothing.
+	 */
+	jailed = geteuid() == 0 || !priv_separate(conf.front_user);
 	if (mkdir(conf.run_dir, 0755) == -1 && errno != EEXIST)
 		fatal("mkdir %s", conf.run_dir);
 	lpath = path_join(conf.run_dir, FRONTD_LISTEN_FILE);
@@ -204,7 +251,11 @@ main(int argc, char *argv[])
 	plan.syscalls = frontd_syscalls;
 	plan.unix_sockets = 1;
 	plan.debug = conf.seccomp_debug;
+	if (jailed)
+		frontd_jail(&conf, &plan, fd, ssl, lpath);
 	priv_drop(&plan);
+	if (jailed)
+		jail_tie_to_keeper();
 
 	frontd_base = proc_base();
 

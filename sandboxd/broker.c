@@ -588,6 +588,8 @@ broker_init(struct event_base *base, struct config *conf, uid_t broker_uid,
 {
 	broker_conf = conf;
 	broker_started = now_wall_ms() / 1000;
-	ipc_server_new(base, fd, ROLE_SANDBOXD, ROLE_BROKERD, &broker_uid, 1,
-	    broker_handlers, &broker_cbs, NULL);
+	/* Rootless, the uid alone cannot tell brokerd from frontd's jail. */
+	ipc_server_admit(ipc_server_new(base, fd, ROLE_SANDBOXD, ROLE_BROKERD,
+	    &broker_uid, 1, broker_handlers, &broker_cbs, NULL),
+	    priv_admit_same_pidns);
 }

@@ -32,7 +32,7 @@ SERVICE_USERS = {
 }
 TEST_USER = "hostgate-test"
 
-SOCK_FRONT = "broker-front.sock"
+SOCK_FRONT = "front/broker.sock"
 SOCK_CONTROL = "broker-control.sock"
 SOCK_SANDBOX = "sandbox.sock"
 LISTEN_FILE = "frontd.listen"

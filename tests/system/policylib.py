@@ -128,7 +128,7 @@ def spawn_uid(hg, user=ADMIN[0]):
 
 
 def front_uid(hg):
-    """(uid, gid) of frontd: the one allowed on broker-front.sock."""
+    """(uid, gid) of frontd: the one allowed on front/broker.sock."""
     if hg.mode == "root":
         return hglib.account(hglib.SERVICE_USERS["frontd"])
     if hg.run_as:
@@ -377,7 +377,7 @@ def statuses(results):
 # -- a hand-made frontd -------------------------------------------------------
 
 def front_talk(hg, requests, who=None, wait=3.0):
-    """Connect to RUN_DIR/broker-front.sock as frontd's uid (or who), say
+    """Connect to RUN_DIR/front/broker.sock as frontd's uid (or who), say
     hello as frontd and send each request (a dict; "id" is added when
     missing). Returns {"hello", "replies": {id: reply}, "open": whether
     the connection was still open at the end, "outputs": {id: [text of

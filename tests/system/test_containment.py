@@ -549,7 +549,7 @@ def state_targets(hg):
               "audit.log")]
     files = [f for f in files if os.path.exists(f)]
     socks = [os.path.join(hg.run, f) for f in sorted(os.listdir(hg.run))
-             if f.endswith(".sock")]
+             if f.endswith(".sock")] + [os.path.join(hg.run, hglib.SOCK_FRONT)]
     assert len(files) >= 3 and len(socks) >= 3, (files, socks)
     return files, socks
 

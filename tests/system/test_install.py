@@ -520,8 +520,9 @@ def test_installed_service_runs(dest):
             st = hglib.proc_status(procs[unit].pid)
             uid = pwd.getpwnam(user).pw_uid
             assert st["Uid"].split()[:3] == [str(uid)] * 3, (unit, st)
-        assert owner_mode(run + "/broker-front.sock") == \
+        assert owner_mode(run + "/front/broker.sock") == \
             ("hostgate-broker", "hostgate-front", 0o660)
+        assert owner_mode(run + "/front")[0::2] == ("hostgate-broker", 0o711)
         assert owner_mode(run + "/broker-control.sock")[0::2] == \
             ("hostgate-broker", 0o600)
         assert owner_mode(run + "/sandbox.sock") == \

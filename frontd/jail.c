@@ -1,0 +1,351 @@
+/*
+ * frontd's jail: namespaces that leave frontd nothing to reach but its
+ * own link to brokerd, whatever uid it shares with the other daemons.
+ *
+ * After frontd has bound its listener, read its TLS key and loaded the
+ * panel, jail_enter() unshares a user namespace (when not root: the uid
+ * and gid mapped to themselves, setgroups denied) and mount, network,
+ * IPC, UTS and PID namespaces; builds a new root on an empty tmpfs that
+ * holds only a read-only bind of RUN_DIR/front (brokerd's socket for
+ * frontd, in a directory of its own so that a brokerd restart, which
+ * makes a new socket, is seen) and of the log socket in use; pivots into
+ * it and detaches the old root. Then it forks: the child is frontd
+ * proper, pid 1 of a PID namespace in which no other daemon has a pid to
+ * signal; the parent stays outside as its keeper, holding nothing,
+ * passing on the signals that stop frontd and ending as frontd ends, so
+ * that launchers keep one pid. The listening socket belongs to the
+ * original network namespace and goes on accepting.
+ */
+#include <sys/types.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frontd.h"
+
+#define JAIL_JOURNAL	"/run/systemd/journal/socket"
+#define JAIL_SYSLOG	"/dev/log"
+
+/* What the keeper does besides an idle process's calls: wait for frontd. */
+static const char *const jail_keeper_syscalls[] = {
+	"wait4", "waitid", "rt_sigtimedwait",
+	NULL
+};
+
+/* The signals the keeper passes on to frontd. */
+static const int jail_forwarded[] = {
+	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
+};
+
+static int	jail_tie = -1;	/* frontd's end: EOF once the keeper is gone */
+static int	jail_ready = -1; /* the other way: a byte once frontd dropped */
+
+/* Write a short text to a file of /proc/self, or die saying which. */
+static void
+jail_write(const char *path, const char *text)
+{
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) == -1)
+		fatal("jail: open %s", path);
+	n = write(fd, text, strlen(text));
+	if (n != (ssize_t)strlen(text))
+		fatal("jail: write %s", path);
+	close(fd);
+}
+
+/*
+ * Rootless: a user namespace of frontd's own, its uid and gid mapped to
+ * themselves, so that it may make the other namespaces. -1 and err when
+ * the system refuses one.
+ */
+static int
+jail_userns(char *err, size_t errsz)
+{
+	char	map[64];
+	uid_t	uid = geteuid();
+	gid_t	gid = getegid();
+
+	if (unshare(CLONE_NEWUSER) == -1) {
+		snprintf(err, errsz, "frontd runs as the same user as brokerd "
+		    "and sandboxd (uid %u) and keeps away from their sockets "
+		    "and files in namespaces of its own, but the system "
+		    "refuses it a user namespace (%s): allow unprivileged "
+		    "user namespaces (sysctl user.max_user_namespaces, "
+		    "kernel.unprivileged_userns_clone, AppArmor's "
+		    "restrict_unprivileged_userns, the unit's "
+		    "RestrictNamespaces=) or start hostgate as root",
+		    (unsigned)uid, strerror(errno));
+		return (-1);
+	}
+	jail_write("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)uid, (unsigned)uid);
+	jail_write("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "%u %u 1\n", (unsigned)gid, (unsigned)gid);
+	jail_write("/proc/self/gid_map", map);
+	return (0);
+}
+
+/* mkdir -p of an absolute path below root; the last part as a file too. */
+static void
+jail_mkpath(const char *root, const char *path, int file)
+{
+	char	buf[PATH_MAX], *p;
+	int	fd;
+
+	if (snprintf(buf, sizeof(buf), "%s%s", root, path) >= (int)sizeof(buf))
+		fatalx("jail: path too long: %s", path);
+	for (p = buf + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
+		*p = '\0';
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			fatal("jail: mkdir %s", buf);
+		*p = '/';
+	}
+	if (!file) {
+		if (mkdir(buf, 0755) == -1 && errno != EEXIST)
+			fatal("jail: mkdir %s", buf);
+		return;
+	}
+	if ((fd = open(buf, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) == -1)
+		fatal("jail: create %s", buf);
+	close(fd);
+}
+
+/*
+ * Bind what fd is (opened before the tmpfs hid it) at the same path in
+ * the new root, read-only: frontd may connect to a socket there, never
+ * create, remove or replace one.
+ */
+static void
+jail_bind(int fd, const char *root, const char *path, int file)
+{
+	char	src[64], dst[PATH_MAX];
+
+	jail_mkpath(root, path, file);
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	snprintf(dst, sizeof(dst), "%s%s", root, path);
+	if (mount(src, dst, NULL, MS_BIND, NULL) == -1)
+		fatal("jail: bind %s", path);
+	if (mount(NULL, dst, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY |
+	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1)
+		fatal("jail: read-only %s", path);
+	close(fd);
+}
+
+/*
+ * The log socket frontd writes to, opened now: the journal's (its
+ * client sends each entry to the path) or syslog's (glibc reconnects to
+ * the path when syslogd went away). -1 when logging goes to a file.
+ */
+static int
+jail_log_socket(const char **path)
+{
+	int	fd;
+
+	if (strcmp(log_destination(), "journal") == 0)
+		*path = JAIL_JOURNAL;
+	else if (strcmp(log_destination(), "syslog") == 0)
+		*path = JAIL_SYSLOG;
+	else
+		return (-1);
+	/* /dev/log is often a symlink into /run: bind what it names. */
+	if ((fd = open(*path, O_PATH | O_CLOEXEC)) == -1)
+		log_warn("jail: %s", *path);
+	return (fd);
+}
+
+/* Replace the root by an empty tmpfs with only the front directory in it. */
+static void
+jail_root(const char *front_dir, const char *mountpoint)
+{
+	const char	*logpath = NULL;
+	int		 frontfd, logfd;
+
+	if (front_dir[0] != '/')
+		fatalx("jail: %s is not an absolute path", front_dir);
+	if ((frontfd = open(front_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		fatal("jail: %s", front_dir);
+	logfd = jail_log_socket(&logpath);
+	/* Nothing done here propagates back to the host. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
+		fatal("jail: make / private");
+	if (mount("tmpfs", mountpoint, "tmpfs", MS_NOSUID | MS_NODEV |
+	    MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755") == -1)
+		fatal("jail: tmpfs on %s", mountpoint);
+	jail_bind(frontfd, mountpoint, front_dir, 0);
+	if (logfd != -1)
+		jail_bind(logfd, mountpoint, logpath, 1);
+	if (chdir(mountpoint) == -1)
+		fatal("jail: chdir %s", mountpoint);
+	/* The old root ends up under the new one, then goes for good. */
+	if (syscall(SYS_pivot_root, ".", ".") == -1)
+		fatal("jail: pivot_root");
+	if (umount2(".", MNT_DETACH) == -1)
+		fatal("jail: detach the old root");
+	if (chdir("/") == -1)
+		fatal("jail: chdir /");
+	if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY |
+	    MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == -1)
+		fatal("jail: read-only root");
+}
+
+/* The keeper ends as frontd ended: same status, or same signal. */
+static __attribute__((noreturn)) void
+jail_exit(int status)
+{
+	sigset_t	set;
+	int		sig;
+
+	if (WIFEXITED(status))
+		_exit(WEXITSTATUS(status));
+	sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	_exit(128 + sig);
+}
+
+/*
+ * Enter the jail (see the top of this file). Returns in frontd proper,
+ * with 0; in the keeper it returns the pid of frontd, and the caller lets
+ * go of what it holds and calls jail_keeper(). No user namespace: -1 and
+ * err; any other failure is fatal. frontd never runs without the
+ * separation.
+ */
+pid_t
+jail_enter(const char *front_dir, const char *mountpoint, int userns,
+    char *err, size_t errsz)
+{
+	sigset_t	set, old;
+	pid_t		pid;
+	size_t		i;
+	int		tie[2], ready[2];
+
+	/* Local time is read now, while /etc/localtime is still there. */
+	tzset();
+	if (userns && jail_userns(err, errsz) == -1)
+		return (-1);
+	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+	    CLONE_NEWPID) == -1)
+		fatal("jail: unshare");
+	jail_root(front_dir, mountpoint);
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (i = 0; i < sizeof(jail_forwarded) / sizeof(jail_forwarded[0]);
+	    i++)
+		sigaddset(&set, jail_forwarded[i]);
+	if (sigprocmask(SIG_BLOCK, &set, &old) == -1)
+		fatal("sigprocmask");
+	if (pipe2(tie, O_CLOEXEC) == -1 || pipe2(ready, O_CLOEXEC) == -1)
+		fatal("pipe2");
+	if ((pid = fork()) == -1)
+		fatal("jail: fork");
+	if (pid != 0) {
+		close(tie[0]);
+		close(ready[1]);
+		/* tie[1] stays open for as long as the keeper lives. */
+		jail_ready = ready[0];
+		return (pid);
+	}
+	close(tie[1]);
+	close(ready[0]);
+	jail_tie = tie[0];
+	jail_ready = ready[1];
+	if (sigprocmask(SIG_SETMASK, &old, NULL) == -1)
+		fatal("sigprocmask");
+	return (0);
+}
+
+/*
+ * The keeper, after the caller let go of the listener and the TLS key:
+ * pass the stop signals on to frontd (pid), end when it ends.
+ */
+void
+jail_keeper(pid_t child, const struct priv_plan *pp)
+{
+	struct priv_plan	plan = *pp;
+	sigset_t		set;
+	siginfo_t		si;
+	size_t			i;
+	pid_t			r;
+	int			sig, status;
+	char			c;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (i = 0; i < sizeof(jail_forwarded) / sizeof(jail_forwarded[0]);
+	    i++)
+		sigaddset(&set, jail_forwarded[i]);
+	priv_drop(&plan);
+	plan.syscalls = jail_keeper_syscalls;
+	priv_seccomp(&plan);
+	/*
+	 * Signals wait (blocked) until frontd has switched to the uid the
+	 * keeper now has: a root frontd could not be sent them.
+	 */
+	while (read(jail_ready, &c, 1) == -1 && errno == EINTR)
+		;
+	close(jail_ready);
+	log_debug("frontd: jailed as pid %d", (int)child);
+	for (;;) {
+		if ((sig = sigwaitinfo(&set, &si)) == -1) {
+			if (errno == EINTR)
+				continue;
+			fatal("sigwaitinfo");
+		}
+		if (sig != SIGCHLD) {
+			if (kill(child, sig) == -1 && errno != ESRCH)
+				log_warn("kill %d", (int)child);
+			continue;
+		}
+		while ((r = waitpid(child, &status, WNOHANG)) == -1 &&
+		    errno == EINTR)
+			;
+		if (r == child)
+			jail_exit(status);
+	}
+}
+
+/*
+ * In frontd proper, after its own drop (a change of uid would clear it):
+ * die with the keeper, so that no frontd outlives the pid its launcher
+ * knows.
+ */
+void
+jail_tie_to_keeper(void)
+{
+	char	c;
+
+	if (jail_tie == -1)
+		return;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) == -1)
+		fatal("PR_SET_PDEATHSIG");
+	/* Gone before the line above: nothing would ever send the signal. */
+	if (fcntl(jail_tie, F_SETFL, O_NONBLOCK) == -1)
+		fatal("fcntl");
+	if (read(jail_tie, &c, 1) == 0)
+		fatalx("frontd's keeper is gone");
+	close(jail_tie);
+	jail_tie = -1;
+	/* The keeper may pass signals on now. */
+	if (write(jail_ready, "", 1) != 1)
+		fatal("frontd's keeper");
+	close(jail_ready);
+	jail_ready = -1;
+}
