@@ -55,7 +55,8 @@ static const struct proto_field f_auth[] = {
 	F_ADDR("client", O), \
 	F_OBJ("auth", O, f_auth)
 
-static const struct proto_field f_front[] = { FRONT_COMMON, F_END };
+const struct proto_field proto_front_common[] = { FRONT_COMMON, F_END };
+#define f_front proto_front_common
 static const struct proto_field f_health[] = { F_ANY("request_id", O), F_END };
 static const struct proto_field f_login[] = {
 	F_ANY("request_id", O),

@@ -86,6 +86,8 @@ struct proto_msg {
 
 struct json_object;
 
+/* What every request of frontd may carry (request_id, client, auth). */
+extern const struct proto_field proto_front_common[];
 /* The one table of every message type, ended by a NULL type. */
 extern const struct proto_msg proto_msgs[];
 
