@@ -283,16 +283,10 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	int			 wait;
 	int64_t			 now = now_mono_ms();
 
+	/* The table made them required strings, client a numeric address. */
 	name = json_str(m->obj, "username");
 	password = json_str(m->obj, "password");
 	client = json_str(m->obj, "client");
-	if (name == NULL || password == NULL) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "username and password are required strings");
-		return;
-	}
-	if (client == NULL)
-		client = "?";
 	log_escape(name, (size_t)-1, esc, sizeof(esc));
 
 	/* Every attempt counts, right or wrong, from the address first. */
@@ -511,7 +505,7 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	const char	*want;
 
 	want = json_str(m->obj, "permission");
-	if (want == NULL || !session_permission_valid(want)) {
+	if (!session_permission_valid(want)) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"permission\" must be "
 		    "read-only, workspace-write or workspace-write+network");
 		return;
@@ -622,8 +616,7 @@ front_info(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t		 started = 0;
 
 	v = json_str(m->obj, "version");
-	if (json_int(m->obj, "started", &started) == -1 || started < 0)
-		started = 0;
+	json_int(m->obj, "started", &started);
 	front_seen.peer = p;
 	log_escape(v != NULL ? v : "?", (size_t)-1, front_seen.version,
 	    sizeof(front_seen.version));
@@ -637,10 +630,7 @@ front_info(struct ipc_peer *p, struct ipc_msg *m)
 static void
 front_resized(struct ipc_peer *p, struct ipc_msg *m)
 {
-	const char	*id;
-
-	if ((id = json_str(m->obj, "terminal")) != NULL)
-		spawn_term_resized(id);
+	spawn_term_resized(json_str(m->obj, "terminal"));
 }
 
 /* frontd as hgctl status shows it. */

@@ -55,10 +55,8 @@ sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t			 status = -1;
 	int			 oom = 0;
 
-	if ((id = json_str(m->obj, "proc")) == NULL) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"proc\" is required");
-		return;
-	}
+	/* The protocol table checked the fields (proc: 16 hex digits). */
+	id = json_str(m->obj, "proc");
 	json_int(m->obj, "status", &status);
 	json_flag(m->obj, "oom", &oom);
 	spawn_exited(id, (int)status, oom);

@@ -610,6 +610,11 @@ proto_check_value(const struct proto_field *f, struct json_object *v,
 		}
 		return 0;
 	default:
+		if (t != json_type_string && f->kind == PK_STRING) {
+			snprintf(err, errsz, "\"%s\" must be a string",
+			    f->name);
+			return -1;
+		}
 		if (t != json_type_string) {
 			snprintf(err, errsz, "\"%s\" must be a string (%s)",
 			    f->name, proto_kind_name(f->kind));
