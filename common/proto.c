@@ -12,7 +12,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -554,9 +553,10 @@ proto_check_value(const struct proto_field *f, struct json_object *v,
 			    f->name);
 			return -1;
 		}
-		errno = 0;
 		n = json_object_get_int64(v);
-		if (errno != 0 || n < f->min || n > f->max) {
+		/* json-c clamps integers above INT64_MAX: out of any range. */
+		if ((n == INT64_MAX && json_object_get_uint64(v) !=
+		    (uint64_t)INT64_MAX) || n < f->min || n > f->max) {
 			snprintf(err, errsz, "\"%s\" must be from %lld to %lld",
 			    f->name, f->min, f->max);
 			return -1;

@@ -65,9 +65,21 @@ h_takefd(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
+/* "badreply" answers with a result its reply schema refuses. */
+static void
+h_badreply(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object *res = json_object_new_object();
+
+	handled++;
+	json_object_object_add(res, "x", json_object_new_int(5));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
 static const struct ipc_handler table[] = {
 	{ "echo", h_echo },
 	{ "takefd", h_takefd },
+	{ "badreply", h_badreply },
 	{ NULL, NULL }
 };
 
@@ -81,6 +93,7 @@ static const struct proto_msg test_proto[] = {
 	{ "echo", ROLE_FRONTD, ROLE_BROKERD, 0, f_echo, NULL, "" },
 	{ "takefd", ROLE_FRONTD, ROLE_BROKERD, PM_FDS, f_none, NULL, "" },
 	{ "brokeronly", ROLE_HGCTL, ROLE_BROKERD, 0, f_none, NULL, "" },
+	{ "badreply", ROLE_FRONTD, ROLE_BROKERD, 0, f_none, f_echo, "" },
 	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 static const struct proto_msg empty_proto[] = {
@@ -540,6 +553,27 @@ test_fields_checked_before_handler(void **state)
 	ipc_peer_free(srv);
 }
 
+/* A reply that fails its schema reaches the caller as an internal error. */
+static void
+test_reply_checked(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("badreply"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_int_equal(handled, 1);
+	assert_int_equal(reply_calls, 1);
+	assert_false(json_object_object_get_ex(last_reply, "result", NULL));
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_string_equal(json_str(err, "code"), ERR_INTERNAL);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
 /* A peer whose other end says hello and then never reads. */
 static struct ipc_peer *
 make_deaf(int *fdp)
@@ -657,6 +691,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_fields_checked_before_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reply_checked, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_queue_bounded_for_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(

@@ -134,6 +134,9 @@ test_kind_user_hex_int(void **state)
 	OK("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
 	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
 	    "\"deadline_ms\": 0}", BS);
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
+	    "\"deadline_ms\": 9223372036854775808}", BS, "deadline_ms");
 	REFUSED("{\"type\": \"terminal_create\", \"id\": 1, \"cols\": 1001}",
 	    FB, "\"cols\" must be from 2 to 1000");
 }
