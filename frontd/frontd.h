@@ -14,9 +14,22 @@
 
 #define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
 #define HTTP_MAX_HEADERS	64
-#define HTTP_MAX_CONNS		1024
-#define HTTP_HEAD_TIMEOUT	10		/* seconds to send a head */
 #define HTTP_IDLE_TIMEOUT	60		/* seconds of keep-alive idle */
+/*
+ * Descriptors kept out of the connection limit: the listener, brokerd's
+ * link, the fds brokerd passes (ptys, memfds), the streams taken over
+ * (WebSocket, SSE) and the connections being answered 503.
+ */
+#define HTTP_FD_RESERVE		256
+#define HTTP_RETRY_AFTER	5		/* seconds, in a 503 at a limit */
+
+/* What the HTTP server takes from the configuration. */
+struct http_limits {
+	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
+	int		 max_conns;		/* below the descriptor limit */
+	int		 max_conns_per_addr;	/* from one client address */
+	int		 header_timeout;	/* seconds to send a head */
+};
 
 struct http_header {
 	char			*name;
@@ -65,7 +78,7 @@ const char *http_header(struct http_request *, const char *name);
 int	 http_cookie(struct http_request *, const char *name, char *out,
 	    size_t outsz);
 struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
-	    long max_body, http_handler, void *arg);
+	    const struct http_limits *, http_handler, void *arg);
 /*
  * Answer a request. extra is NULL or more header lines, each ending in
  * "\r\n". The request is freed after this call (or now, when its client
@@ -115,7 +128,7 @@ void	 sse_handle(struct http_request *);
 void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
 
 /* ws.c */
-void	 ws_init(void);
+void	 ws_init(const struct config *, const char *bound);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
 
