@@ -833,6 +833,23 @@ http_conn_next(struct http_conn *conn, int keep)
 }
 
 /*
+ * The client has shut its side and nothing more can be answered: close,
+ * once a reply still being written has gone out.
+ */
+static void
+http_conn_end(struct http_conn *conn, const char *why)
+{
+	log_debug("%s: %s", conn->peer, why);
+	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
+		http_conn_free(conn);
+		return;
+	}
+	conn->state = HTTP_CLOSING;	/* http_conn_write closes */
+	evtimer_del(conn->timer);
+	http_conn_quiet(conn, 0);
+}
+
+/*
  * The access line of a request, as a web server writes one: client, user,
  * method and path (escaped; never the query string, which may carry a
  * secret), status, body bytes sent and milliseconds since its first byte,
@@ -990,9 +1007,7 @@ http_conn_body(struct http_conn *conn)
 
 	if (evbuffer_get_length(in) < need) {
 		if (conn->eof) {
-			log_debug("%s: closed in the middle of a body",
-			    conn->peer);
-			http_conn_free(conn);
+			http_conn_end(conn, "closed in the middle of a body");
 			return;
 		}
 		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
@@ -1019,10 +1034,8 @@ http_conn_head(struct http_conn *conn)
 	if ((len = evbuffer_get_length(in)) > HTTP_MAX_HEAD)
 		len = HTTP_MAX_HEAD;
 	if (len == 0 || (p = evbuffer_pullup(in, len)) == NULL) {
-		if (conn->eof) {
-			log_debug("%s: closed by the client", conn->peer);
-			http_conn_free(conn);
-		}
+		if (conn->eof)
+			http_conn_end(conn, "closed by the client");
 		return;
 	}
 	http_conn_quiet(conn, 0);
@@ -1057,11 +1070,8 @@ http_conn_head(struct http_conn *conn)
 		conn->req = http_request_new(conn);
 	req = conn->req;
 	if ((rc = http_parse_head((const char *)p, len, req)) == 0) {
-		if (conn->eof) {
-			log_debug("%s: closed in the middle of a head",
-			    conn->peer);
-			http_conn_free(conn);
-		}
+		if (conn->eof)
+			http_conn_end(conn, "closed in the middle of a head");
 		return;
 	}
 	if (rc < 0) {
