@@ -96,9 +96,15 @@ const char *http_status_text(int status);
 /*
  * Take a request's connection over (WebSocket, SSE) to answer it with
  * status: logs its access line, frees the request and returns its
- * bufferevent, or NULL when the client has gone.
+ * bufferevent, or NULL when the client has gone. It counts against the
+ * global connection limit until http_released().
  */
 struct bufferevent *http_takeover(struct http_request *, int status);
+/*
+ * The owner of a connection taken over has closed it: it no longer counts
+ * against the connection limit.
+ */
+void	 http_released(void);
 /* Log the access line of a request: one per request, at info. */
 void	 http_access_log(struct http_request *, int status, size_t bytes);
 

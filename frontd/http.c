@@ -15,8 +15,16 @@
  * One request at a time per connection: while the handler has a request,
  * bytes the client sends (a pipelined request) wait in the input buffer and
  * are parsed after the reply. Reading goes on meanwhile, up to HTTP_MAX_HEAD
- * bytes, only so that a client that closes its connection is noticed. A
- * client that half-closes after its request is taken as gone.
+ * bytes, only so that a client that resets its connection is noticed. An
+ * end of stream is a client that shut its sending side (it may still
+ * read): each complete request it sent is answered, then the connection
+ * is closed.
+ *
+ * Limits: connections are counted per client address (a hash table) and
+ * in all. At a limit a new connection sheds the oldest quiet one (no
+ * request in progress: nothing read yet, or idle between requests) of
+ * that address or of all, else it is answered 503 at once and closed. A
+ * head must be complete within limits.header_timeout seconds (408).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -105,6 +113,13 @@ struct http_conn {
 	TAILQ_ENTRY(http_conn)	 sentry;	/* in server->quiet */
 	TAILQ_ENTRY(http_conn)	 aentry;	/* in addr->quiet */
 };
+
+/*
+ * Connections taken over (WebSocket, SSE) and not yet released: they hold
+ * a descriptor each, so they count against the global limit, though they
+ * are never shed.
+ */
+static int	http_taken;
 
 /* Why http_parse_head last refused a head, for the error reply. */
 static const char *http_parse_reason = "malformed request";
@@ -600,6 +615,10 @@ http_error_code(int status)
 		return ("not_implemented");
 	case 505:
 		return ("http_version");
+	case 408:
+		return ("timeout");
+	case 503:
+		return (ERR_UNAVAILABLE);
 	}
 	return (ERR_BAD_REQUEST);
 }
@@ -773,8 +792,8 @@ http_conn_uncount(struct http_conn *conn)
 	}
 	http_addr_remove(conn);
 	server->nconns--;
-	if (server->full &&
-	    http_episode_over(server->nconns, server->limits.max_conns)) {
+	if (server->full && http_episode_over(server->nconns + http_taken,
+	    server->limits.max_conns)) {
 		log_info("back under %d connections (%lu idle shed, %lu "
 		    "refused with 503)", server->limits.max_conns,
 		    server->shed, server->refused);
@@ -1294,11 +1313,11 @@ http_server_admit(struct http_server *server, const char *peer)
 		log_debug("%s: idle connection shed for a new one", peer);
 		http_conn_free(victim);		/* may free a */
 	}
-	if (server->nconns >= server->limits.max_conns) {
+	if (server->nconns + http_taken >= server->limits.max_conns) {
 		if (!server->full)
 			log_warnx("%d connections open, the limit: shedding "
 			    "idle ones, else refusing with 503",
-			    server->nconns);
+			    server->nconns + http_taken);
 		server->full = 1;
 		if ((victim = TAILQ_FIRST(&server->quiet)) == NULL) {
 			server->refused++;
@@ -1479,7 +1498,16 @@ http_takeover(struct http_request *req, int status)
 	conn->req = NULL;
 	http_request_free(req);
 	http_conn_uncount(conn);
+	http_taken++;
 	event_free(conn->timer);
 	free(conn);
 	return bev;
+}
+
+/* A connection taken over has been closed: it counts no more. */
+void
+http_released(void)
+{
+	if (http_taken > 0)
+		http_taken--;
 }

@@ -517,6 +517,7 @@ ws_free(struct ws *w, const char *why)
 	evbuffer_free(w->to_pty);
 	wslay_event_context_free(w->ctx);
 	bufferevent_free(w->bev);
+	http_released();
 	close(w->pty);
 	free(w);
 }

@@ -857,6 +857,7 @@ test_server_takeover(void **state)
 	assert_int_equal(recv(fd, buf, sizeof buf, 0), 3);
 	assert_memory_equal(buf, "RAW", 3);
 	bufferevent_free(taken);
+	http_released();
 	taken = NULL;
 	assert_true(client_eof(fd));
 	close(fd);
@@ -957,7 +958,8 @@ assert_refused(int fd)
 		fail_msg("not a 503: %s", buf);
 	assert_non_null(strstr(buf, "\r\nRetry-After: 5\r\n"));
 	assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
-	assert_non_null(strstr(buf, "too many connections"));
+	assert_non_null(strstr(buf, "{\"error\":{\"code\":\"unavailable\","
+	    "\"message\":\"too many connections"));
 }
 
 /* Whether a request on fd is answered 200, the connection kept. */
@@ -1056,6 +1058,80 @@ test_limits_global(void **state)
 }
 
 static void
+test_limits_takeover_counts(void **state)
+{
+	long	deadline;
+	int	c[LIM_CONNS], more, i;
+
+	/* A connection taken over still holds its place in the limit. */
+	taken = NULL;
+	c[0] = client_connect_from(lim_port, "127.0.0.11");
+	send_str(c[0], "GET /takeover HTTP/1.1\r\n\r\n");
+	for (deadline = ms_now() + 3000; taken == NULL && ms_now() < deadline;)
+		pump();
+	assert_non_null(taken);
+	for (i = 1; i < LIM_CONNS; i++) {
+		c[i] = client_connect_from(lim_port, i < 4 ? "127.0.0.12" :
+		    i < 7 ? "127.0.0.13" : "127.0.0.19");
+		pump_some();
+		send_str(c[i], "GET /slow HTTP/1.1\r\n");
+	}
+	pump_some();
+	more = client_connect_from(lim_port, "127.0.0.14");
+	assert_refused(more);
+	close(more);
+
+	/* Released, it leaves room. */
+	bufferevent_free(taken);
+	http_released();
+	taken = NULL;
+	more = client_connect_from(lim_port, "127.0.0.14");
+	assert_serves(more);
+	close(more);
+	for (i = 0; i < LIM_CONNS; i++)
+		close(c[i]);
+	pump_some();
+}
+
+static void
+test_limits_refusing_pauses(void **state)
+{
+	char	buf[8192];
+	int	c[LIM_CONNS], r[64], more, i;
+	ssize_t	n;
+
+	/*
+	 * 64 answered 503 and lingering at once: accepting stops (the kernel's
+	 * backlog holds the next one) until one of them is done.
+	 */
+	for (i = 0; i < LIM_CONNS; i++) {
+		c[i] = client_connect_from(lim_port, i < 3 ? "127.0.0.15" :
+		    i < 6 ? "127.0.0.16" : "127.0.0.17");
+		pump_some();
+		send_str(c[i], "GET /slow HTTP/1.1\r\n");
+	}
+	pump_some();
+	for (i = 0; i < 64; i++) {
+		r[i] = client_connect_from(lim_port, "127.0.0.18");
+		pump_some();
+	}
+	more = client_connect_from(lim_port, "127.0.0.18");
+	pump_some();
+	n = recv(more, buf, sizeof buf, 0);
+	assert_true(n == -1 && errno == EAGAIN);
+	for (i = 0; i < 64; i++)
+		assert_refused(r[i]);
+	close(r[0]);
+	assert_refused(more);
+	close(more);
+	for (i = 1; i < 64; i++)
+		close(r[i]);
+	for (i = 0; i < LIM_CONNS; i++)
+		close(c[i]);
+	pump_some();
+}
+
+static void
 test_header_timeout(void **state)
 {
 	char	buf[8192];
@@ -1067,7 +1143,8 @@ test_header_timeout(void **state)
 	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
 	assert_non_null(strstr(buf, "HTTP/1.1 408 Request Timeout\r\n"));
 	assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
-	assert_non_null(strstr(buf, "no complete request head within 1 s"));
+	assert_non_null(strstr(buf, "{\"error\":{\"code\":\"timeout\","
+	    "\"message\":\"no complete request head within 1 s\"}}"));
 	close(fd);
 
 	/* Nothing sent at all: the same. */
@@ -1315,6 +1392,8 @@ main(void)
 		cmocka_unit_test(test_server_half_close),
 		cmocka_unit_test(test_limits_per_address),
 		cmocka_unit_test(test_limits_global),
+		cmocka_unit_test(test_limits_takeover_counts),
+		cmocka_unit_test(test_limits_refusing_pauses),
 		cmocka_unit_test(test_header_timeout),
 		cmocka_unit_test(test_tls_ctx_errors),
 		cmocka_unit_test(test_server_tls),
