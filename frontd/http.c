@@ -1199,6 +1199,9 @@ http_conn_event(struct bufferevent *bev, short what, void *arg)
 	}
 	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING)) {
 		conn->eof = 1;
+		/* libevent's TLS stops writing at the end of stream: resume. */
+		if (conn->tls)
+			bufferevent_enable(bev, EV_WRITE);
 		switch (conn->state) {
 		case HTTP_HEAD:
 		case HTTP_BODY:
@@ -1361,6 +1364,12 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 			return;
 		}
 		conn->tls = 1;
+		/*
+		 * A client that shuts its side without close_notify still
+		 * reads our answer: an end of stream, not a fatal error
+		 * (requests are framed by Content-Length, so none is cut).
+		 */
+		SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 		/* On failure libevent frees ssl; fd stays ours to close. */
 		conn->bev = bufferevent_openssl_socket_new(server->base, fd,
 		    ssl, BUFFEREVENT_SSL_ACCEPTING, opts);

@@ -5,6 +5,7 @@ WebSocket Origin check, and a client that floods a terminal that does not
 read. Another client must be served throughout."""
 
 import contextlib
+import os
 import resource
 import select
 import socket
@@ -293,6 +294,25 @@ def test_half_closed_requests_answered_under_load(hg, bob):
     lost = [a for a in answered if not a.startswith(b"HTTP/1.1 200 ")]
     assert not lost, "%d of 100 not answered: %r" % (len(lost), lost[:3])
     assert not errors, errors[:3]
+
+
+def test_half_closed_requests_answered_tls(hostgate_factory):
+    """Under TLS too: the client's FIN comes without close_notify."""
+    hg = hostgate_factory(tls=True)
+    bob = hg.login(*hglib.USER)
+    lost = []
+    for _ in range(20):
+        s = hglib.insecure_client_context().wrap_socket(connect(hg))
+        s.sendall(b"GET /api/status HTTP/1.1\r\nHost: x\r\n"
+                  b"Cookie: hg_session=%s\r\n\r\n" % bob.cookie.encode())
+        # The TCP socket's shutdown, under the TLS layer.
+        with socket.socket(fileno=os.dup(s.fileno())) as raw:
+            raw.shutdown(socket.SHUT_WR)
+        out = read_all(s)
+        s.close()
+        if not out.startswith(b"HTTP/1.1 200 "):
+            lost.append(out)
+    assert not lost, "%d of 20 not answered: %r" % (len(lost), lost[:3])
 
 
 # -- the WebSocket Origin check -----------------------------------------------
