@@ -7,6 +7,7 @@
 #define HG_FRONTD_H
 
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <openssl/ssl.h>
 #include <event2/bufferevent.h>
 
@@ -76,6 +77,12 @@ void	 http_request_clear(struct http_request *);
 const char *http_header(struct http_request *, const char *name);
 /* Value of cookie name in the Cookie header(s) into out; -1 when absent. */
 int	 http_cookie(struct http_request *, const char *name, char *out,
+	    size_t outsz);
+/*
+ * The key of a client address (peer as logged) for the per-address
+ * connection limit: the address itself, or an IPv6 one's /64 prefix.
+ */
+void	 http_addr_key(const struct sockaddr *, const char *peer, char *out,
 	    size_t outsz);
 struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
 	    const struct http_limits *, http_handler, void *arg);

@@ -66,11 +66,12 @@ enum http_conn_state {
 TAILQ_HEAD(http_conns, http_conn);
 
 /*
- * A client address with connections open: how many, and those of them
- * with no request in progress, oldest first (the first to be shed).
+ * A client address with connections open (an IPv6 one by its /64, which a
+ * single client has to itself): how many, and those of them with no
+ * request in progress, oldest first (the first to be shed).
  */
 struct http_addr {
-	char			 peer[64];
+	char			 peer[64];	/* http_conn's key */
 	int			 nconns;
 	struct http_conns	 quiet;
 	int			 full;		/* at the limit: warned */
@@ -110,6 +111,7 @@ struct http_conn {
 	int			 linger;	/* drain the input, then close */
 	int			 tls;
 	char			 peer[64];
+	char			 key[64];	/* its address, or IPv6 /64 */
 	TAILQ_ENTRY(http_conn)	 sentry;	/* in server->quiet */
 	TAILQ_ENTRY(http_conn)	 aentry;	/* in addr->quiet */
 };
@@ -702,12 +704,12 @@ http_addr_add(struct http_conn *conn)
 	struct http_server	*server = conn->server;
 	struct http_addr	*a, **bucket;
 
-	if ((a = http_addr_find(server, conn->peer)) == NULL) {
+	if ((a = http_addr_find(server, conn->key)) == NULL) {
 		if ((a = calloc(1, sizeof *a)) == NULL)
 			fatal("calloc");
-		memcpy(a->peer, conn->peer, sizeof a->peer);
+		memcpy(a->peer, conn->key, sizeof a->peer);
 		TAILQ_INIT(&a->quiet);
-		bucket = http_addr_bucket(server, conn->peer);
+		bucket = http_addr_bucket(server, conn->key);
 		a->next = *bucket;
 		*bucket = a;
 	}
@@ -1290,10 +1292,11 @@ http_peer_name(const struct sockaddr *sa, char *out, size_t outsz)
 }
 
 /*
- * Make room for a new connection from peer: at its address's limit, or at
- * the global one, shed the oldest connection with no request in progress
- * (of that address, or of all). Returns NULL when there is room, or why
- * there is none, for a 503. One warning per episode at a limit.
+ * Make room for a new connection from peer (its address's key): at that
+ * address's limit, or at the global one, shed the oldest connection with
+ * no request in progress (of that address, or of all). Returns NULL when
+ * there is room, or why there is none, for a 503. One warning per episode
+ * at a limit.
  */
 static const char *
 http_server_admit(struct http_server *server, const char *peer)
@@ -1334,6 +1337,34 @@ http_server_admit(struct http_server *server, const char *peer)
 	return (NULL);
 }
 
+/*
+ * The key of a client address for the per-address limit: the address as
+ * shown, or for IPv6 its /64 prefix, since one client commonly holds a
+ * whole /64 and could otherwise open connections from any of its addresses.
+ */
+void
+http_addr_key(const struct sockaddr *sa, const char *peer, char *out,
+    size_t outsz)
+{
+	const struct sockaddr_in6	*sin6;
+	struct in6_addr			 prefix;
+	char				 buf[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET6) {
+		sin6 = (const struct sockaddr_in6 *)sa;
+		if (!IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+			memset(&prefix, 0, sizeof prefix);
+			memcpy(&prefix, &sin6->sin6_addr, 8);
+			if (inet_ntop(AF_INET6, &prefix, buf, sizeof buf) !=
+			    NULL) {
+				snprintf(out, outsz, "%s/64", buf);
+				return;
+			}
+		}
+	}
+	snprintf(out, outsz, "%s", peer);
+}
+
 /* A new connection: wrap it, TLS or not, and wait for its first head. */
 static void
 http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
@@ -1344,17 +1375,19 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	struct timeval		 tv = { HTTP_WRITE_TIMEOUT, 0 };
 	SSL			*ssl;
 	const char		*full;
-	char			 peer[64], extra[64];
+	char			 peer[64], key[64], extra[64];
 	int			 opts = BEV_OPT_CLOSE_ON_FREE |
 				    BEV_OPT_DEFER_CALLBACKS;
 
 	http_peer_name(sa, peer, sizeof peer);
-	full = http_server_admit(server, peer);
+	http_addr_key(sa, peer, key, sizeof key);
+	full = http_server_admit(server, key);
 
 	if ((conn = calloc(1, sizeof *conn)) == NULL)
 		fatal("calloc");
 	conn->server = server;
 	memcpy(conn->peer, peer, sizeof conn->peer);
+	memcpy(conn->key, key, sizeof conn->key);
 	if (server->ssl_ctx != NULL) {
 		if ((ssl = SSL_new(server->ssl_ctx)) == NULL) {
 			log_warnx("%s: SSL_new failed", conn->peer);

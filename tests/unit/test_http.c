@@ -1058,6 +1058,34 @@ test_limits_global(void **state)
 }
 
 static void
+test_addr_key(void **state)
+{
+	struct sockaddr_in	sin;
+	struct sockaddr_in6	sin6;
+	char			key[64];
+
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	http_addr_key((struct sockaddr *)&sin, "192.0.2.7", key, sizeof key);
+	assert_string_equal(key, "192.0.2.7");
+
+	/* Every address of an IPv6 /64 counts as one client. */
+	memset(&sin6, 0, sizeof sin6);
+	sin6.sin6_family = AF_INET6;
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+	    &sin6.sin6_addr), 1);
+	http_addr_key((struct sockaddr *)&sin6, "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+	    key, sizeof key);
+	assert_string_equal(key, "2001:db8:1:2::/64");
+
+	/* An IPv4-mapped one is its IPv4 address. */
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:192.0.2.7",
+	    &sin6.sin6_addr), 1);
+	http_addr_key((struct sockaddr *)&sin6, "192.0.2.7", key, sizeof key);
+	assert_string_equal(key, "192.0.2.7");
+}
+
+static void
 test_limits_takeover_counts(void **state)
 {
 	long	deadline;
@@ -1392,6 +1420,7 @@ main(void)
 		cmocka_unit_test(test_server_half_close),
 		cmocka_unit_test(test_limits_per_address),
 		cmocka_unit_test(test_limits_global),
+		cmocka_unit_test(test_addr_key),
 		cmocka_unit_test(test_limits_takeover_counts),
 		cmocka_unit_test(test_limits_refusing_pauses),
 		cmocka_unit_test(test_header_timeout),
