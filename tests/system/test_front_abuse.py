@@ -317,10 +317,11 @@ def test_half_closed_requests_answered_tls(hostgate_factory):
 
 # -- the WebSocket Origin check -----------------------------------------------
 
-def upgrade(hg, session, term_id, origin):
+def upgrade(hg, session, term_id, origin, host=None):
     """The status of a WebSocket upgrade with this Origin (None: none)."""
+    host = host or "127.0.0.1:%d" % hg.port
     lines = [b"GET %s HTTP/1.1" % sl.ws_path(term_id).encode(),
-             b"Host: 127.0.0.1:%d" % hg.port, b"Upgrade: websocket",
+             b"Host: " + host.encode(), b"Upgrade: websocket",
              b"Connection: Upgrade", b"Sec-WebSocket-Version: 13",
              b"Sec-WebSocket-Key: %s" % sl.ws_key().encode(),
              b"Cookie: hg_session=%s" % session.cookie.encode()]
@@ -375,6 +376,29 @@ def test_ws_allowed_origins(hostgate_factory):
                                ("https://evil.example.org", 403),
                                ("http://127.0.0.1:%d" % hg.port, 101)]:
             assert upgrade(hg, bob, t.id, origin) == status, origin
+    finally:
+        t.close()
+
+
+def test_ws_origin_wildcard_listen(hostgate_factory):
+    """Listening on 0.0.0.0, the own origin is the Host asked for, on the
+    listen port, with frontd's scheme."""
+    hg = hostgate_factory(env={"HOSTGATE_LISTEN": "0.0.0.0:0",
+                               "HOSTGATE_INSECURE_HTTP": "1"})
+    bob = hg.login(*hglib.USER)
+    t = sl.Terminal(bob)
+    here = "127.0.0.1:%d" % hg.port
+    named = "hg.example.org:%d" % hg.port
+    try:
+        for origin, host, status in [
+                ("http://" + here, here, 101),
+                ("http://" + named, named, 101),
+                ("http://" + named, here, 403),
+                ("https://" + here, here, 403),
+                ("http://hg.example.org:1", "hg.example.org:1", 403),
+                ("http://localhost:%d" % hg.port, here, 403)]:
+            assert upgrade(hg, bob, t.id, origin, host) == status, \
+                (origin, host)
     finally:
         t.close()
 
