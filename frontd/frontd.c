@@ -261,7 +261,8 @@ main(int argc, char *argv[])
 	    broker_uid, frontd_handlers, &frontd_broker_cbs, NULL);
 	free(path);
 	api_init(frontd_base, &conf, broker);
-	ws_init(&conf, bound);
+	ws_init();
+	ws_origins_init(&conf, bound);
 	sse_init(frontd_base);
 	frontd_limits(&conf, &limits);
 	if (http_server_new(frontd_base, fd, ssl, &limits, api_handle,

@@ -141,7 +141,9 @@ void	 sse_handle(struct http_request *);
 void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
 
 /* ws.c */
-void	 ws_init(const struct config *, const char *bound);
+void	 ws_init(void);
+/* The origins allowed to open terminals, from the address bound. */
+void	 ws_origins_init(const struct config *, const char *bound);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
 

@@ -1291,6 +1291,13 @@ http_peer_name(const struct sockaddr *sa, char *out, size_t outsz)
 		snprintf(out, outsz, "unknown");
 }
 
+/* Whether a quiet connection has no reply still going out either. */
+static int
+http_conn_sheddable(struct http_conn *conn)
+{
+	return (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0);
+}
+
 /*
  * Make room for a new connection from peer (its address's key): at that
  * address's limit, or at the global one, shed the oldest connection with
@@ -1311,7 +1318,10 @@ http_server_admit(struct http_server *server, const char *peer)
 			    "shedding its idle ones, else refusing with 503",
 			    peer, a->nconns);
 		a->full = 1;
-		if ((victim = TAILQ_FIRST(&a->quiet)) == NULL) {
+		TAILQ_FOREACH(victim, &a->quiet, aentry)
+			if (http_conn_sheddable(victim))
+				break;
+		if (victim == NULL) {
 			a->refused++;
 			return ("too many connections from this address");
 		}
@@ -1325,7 +1335,10 @@ http_server_admit(struct http_server *server, const char *peer)
 			    "idle ones, else refusing with 503",
 			    server->nconns + http_taken);
 		server->full = 1;
-		if ((victim = TAILQ_FIRST(&server->quiet)) == NULL) {
+		TAILQ_FOREACH(victim, &server->quiet, sentry)
+			if (http_conn_sheddable(victim))
+				break;
+		if (victim == NULL) {
 			server->refused++;
 			return ("too many connections");
 		}

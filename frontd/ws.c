@@ -171,9 +171,10 @@ ws_origin_add(const struct web_origin *o)
 
 /*
  * The allowed origins, from the address bound ("a.b.c.d:port" or
- * "[addr]:port", the port resolved) and the configuration.
+ * "[addr]:port", the port resolved) and the configuration. Until it is
+ * called, every request with an Origin is refused.
  */
-static void
+void
 ws_origins_init(const struct config *conf, const char *bound)
 {
 	struct web_origin	 o;
@@ -703,14 +704,11 @@ ws_handle(struct http_request *req)
 /*
  * Before the seccomp filter: OpenSSL loads its configuration and SHA-1
  * implementation on first use, which opens files frontd may not open later.
- * Also the origins allowed to open terminals (bound: the address bound).
  */
 void
-ws_init(const struct config *conf, const char *bound)
+ws_init(void)
 {
 	char	out[64];
-
-	ws_origins_init(conf, bound);
 
 	ws_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out);
 	if (strcmp(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") != 0)

@@ -197,6 +197,33 @@ def test_global_limit(hostgate_factory):
     assert len(warnings_for(hg, "16 connections open, the limit")) == 2
 
 
+def test_limit_kept_below_descriptors(hostgate_factory):
+    """frontd raises its soft descriptor limit to the hard one and keeps
+    the connection limit below it, less a reserve: a flood from many
+    addresses is shed before accept() can run out of descriptors."""
+    hg = hostgate_factory(start=False)
+    for name in hglib.DAEMONS:
+        hg.start(name, prefix=["prlimit", "--nofile=300:512", "--"]
+                 if name == "frontd" else ())
+    hg.wait_healthy()
+    log = hg.log_text("frontd")
+    assert "connections: at most 256, 64 per client address, 10 s for a " \
+        "request head (descriptor limit 512)" in log, log
+    assert "HOSTGATE_MAX_CONNECTIONS=1024 is above the descriptor limit " \
+        "512 less 256: using 256" in log, log
+    flood = []
+    try:
+        for i in range(400):
+            flood.append(connect(hg, "127.0.1.%d" % (i // 8 + 1)))
+        hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 144,
+                       30, what="144 idle connections shed")
+        assert hg.health().status == 200
+    finally:
+        for s in flood:
+            s.close()
+    assert "Too many open files" not in hg.log_text("frontd")
+
+
 # -- the request head timeout -------------------------------------------------
 
 def test_head_timeout_408(hostgate_factory):
