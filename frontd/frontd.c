@@ -172,7 +172,6 @@ frontd_limits(struct config *conf, struct http_limits *limits)
 	room = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX ?
 	    INT_MAX : (long)rl.rlim_cur - HTTP_FD_RESERVE;
 	memset(limits, 0, sizeof(*limits));
-	limits->max_body = conf->max_body;
 	limits->max_conns = conf->max_conns;
 	if (room < limits->max_conns) {
 		if (room < 16)
@@ -200,6 +199,7 @@ main(int argc, char *argv[])
 	struct config	 conf;
 	struct priv_plan plan;
 	struct ipc_link	*broker;
+	struct http_server *server;
 	struct http_limits limits;
 	SSL_CTX		*ssl = NULL;
 	char		 err[512], bound[INET6_ADDRSTRLEN + 16], *path, *lpath;
@@ -265,9 +265,10 @@ main(int argc, char *argv[])
 	ws_origins_init(&conf, bound);
 	sse_init(frontd_base);
 	frontd_limits(&conf, &limits);
-	if (http_server_new(frontd_base, fd, ssl, &limits, api_handle,
-	    NULL) == NULL)
+	if ((server = http_server_new(frontd_base, fd, ssl, conf.max_body,
+	    api_handle, NULL)) == NULL)
 		fatalx("http_server_new");
+	http_server_set_limits(server, &limits);
 
 	priv_seccomp(&plan);
 	log_info("frontd %s listening on %s (%s)", HG_VERSION, bound,

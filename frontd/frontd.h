@@ -24,9 +24,8 @@
 #define HTTP_FD_RESERVE		256
 #define HTTP_RETRY_AFTER	5		/* seconds, in a 503 at a limit */
 
-/* What the HTTP server takes from the configuration. */
+/* The connection limits of an HTTP server. */
 struct http_limits {
-	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
 	int		 max_conns;		/* below the descriptor limit */
 	int		 max_conns_per_addr;	/* from one client address */
 	int		 header_timeout;	/* seconds to send a head */
@@ -84,8 +83,14 @@ int	 http_cookie(struct http_request *, const char *name, char *out,
  */
 void	 http_addr_key(const struct sockaddr *, const char *peer, char *out,
 	    size_t outsz);
+/*
+ * Serve HTTP(S) on a listening socket; the limits are the configuration's
+ * defaults (1024, 64 per address, 10 s) until http_server_set_limits().
+ */
 struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
-	    const struct http_limits *, http_handler, void *arg);
+	    long max_body, http_handler, void *arg);
+void	 http_server_set_limits(struct http_server *,
+	    const struct http_limits *);
 /*
  * Answer a request. extra is NULL or more header lines, each ending in
  * "\r\n". The request is freed after this call (or now, when its client

@@ -27,6 +27,7 @@
  * head must be complete within limits.header_timeout seconds (408).
  */
 #include <sys/types.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -84,6 +85,7 @@ struct http_server {
 	struct evconnlistener	*listener;
 	struct event		*resume;	/* accepts again after EMFILE */
 	SSL_CTX			*ssl_ctx;
+	long			 max_body;
 	struct http_limits	 limits;
 	http_handler		 handler;
 	void			*arg;
@@ -1102,9 +1104,9 @@ http_conn_head(struct http_conn *conn)
 	evbuffer_drain(in, rc);
 	conn->scanned = 0;
 
-	if (req->content_length > conn->server->limits.max_body) {
+	if (req->content_length > conn->server->max_body) {
 		snprintf(msg, sizeof msg, "request body larger than %ld bytes",
-		    conn->server->limits.max_body);
+		    conn->server->max_body);
 		http_conn_refuse(conn, 413, msg, NULL);
 		return;
 	}
@@ -1291,11 +1293,19 @@ http_peer_name(const struct sockaddr *sa, char *out, size_t outsz)
 		snprintf(out, outsz, "unknown");
 }
 
-/* Whether a quiet connection has no reply still going out either. */
+/*
+ * Whether a quiet connection may be shed: no reply still going out, and
+ * no request waiting unread in the socket (sent while frontd was busy).
+ */
 static int
 http_conn_sheddable(struct http_conn *conn)
 {
-	return (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0);
+	int	n;
+
+	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) > 0)
+		return (0);
+	return (ioctl(bufferevent_getfd(conn->bev), FIONREAD, &n) == 0 &&
+	    n == 0);
 }
 
 /*
@@ -1493,7 +1503,7 @@ http_server_resume(evutil_socket_t fd, short ev, void *arg)
  */
 struct http_server *
 http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
-    const struct http_limits *limits, http_handler handler, void *arg)
+    long max_body, http_handler handler, void *arg)
 {
 	struct http_server	*server;
 
@@ -1501,7 +1511,10 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 		fatal("calloc");
 	server->base = base;
 	server->ssl_ctx = ctx;
-	server->limits = *limits;
+	server->max_body = max_body;
+	server->limits.max_conns = 1024;
+	server->limits.max_conns_per_addr = 64;
+	server->limits.header_timeout = 10;
 	TAILQ_INIT(&server->quiet);
 	server->handler = handler;
 	server->arg = arg;
@@ -1525,6 +1538,14 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 	}
 	evconnlistener_set_error_cb(server->listener, http_server_accept_error);
 	return (server);
+}
+
+/* Set a server's connection limits (before it serves). */
+void
+http_server_set_limits(struct http_server *server,
+    const struct http_limits *limits)
+{
+	server->limits = *limits;
 }
 
 /*

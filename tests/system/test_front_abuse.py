@@ -24,7 +24,8 @@ MiB = 1 << 20
 @pytest.fixture(scope="module")
 def hg(mode):
     """This module's own hostgate, at the default connection limits."""
-    with hglib.running(mode, "abuse") as h:
+    with hglib.running(mode, "abuse", env={
+            "HOSTGATE_MAX_CONNECTIONS_PER_ADDRESS": None}) as h:
         yield h
 
 
@@ -201,7 +202,8 @@ def test_limit_kept_below_descriptors(hostgate_factory):
     """frontd raises its soft descriptor limit to the hard one and keeps
     the connection limit below it, less a reserve: a flood from many
     addresses is shed before accept() can run out of descriptors."""
-    hg = hostgate_factory(start=False)
+    hg = hostgate_factory(start=False, env={
+        "HOSTGATE_MAX_CONNECTIONS_PER_ADDRESS": "64"})
     for name in hglib.DAEMONS:
         hg.start(name, prefix=["prlimit", "--nofile=300:512", "--"]
                  if name == "frontd" else ())

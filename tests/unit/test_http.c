@@ -1017,6 +1017,33 @@ test_limits_per_address(void **state)
 }
 
 static void
+test_limits_unread_request_not_shed(void **state)
+{
+	char	buf[8192];
+	int	a[LIM_PER_ADDR], extra, i;
+
+	/*
+	 * Idle connections whose request has come but is not read yet (the
+	 * new connection is accepted first) are not idle: none is shed.
+	 */
+	for (i = 0; i < LIM_PER_ADDR; i++) {
+		a[i] = client_connect_from(lim_port, "127.0.0.20");
+		pump_some();
+	}
+	extra = client_connect_from(lim_port, "127.0.0.20");
+	for (i = 0; i < LIM_PER_ADDR; i++)
+		send_str(a[i], "GET /late HTTP/1.1\r\n\r\n");
+	assert_refused(extra);
+	close(extra);
+	for (i = 0; i < LIM_PER_ADDR; i++) {
+		client_read(a[i], buf, sizeof buf, 1, 0);
+		assert_non_null(strstr(buf, "\"path\":\"\\/late\""));
+		close(a[i]);
+	}
+	pump_some();
+}
+
+static void
 test_limits_global(void **state)
 {
 	static const char *const from[LIM_CONNS] = {
@@ -1346,8 +1373,9 @@ test_server_tls(void **state)
 static int
 setup_servers(void **state)
 {
-	struct http_limits	 limits = { MAX_BODY, 1024, 1024, 10 };
-	struct http_limits	 small = { MAX_BODY, LIM_CONNS, LIM_PER_ADDR, 1 };
+	struct http_limits	 limits = { 1024, 1024, 10 };
+	struct http_limits	 small = { LIM_CONNS, LIM_PER_ADDR, 1 };
+	struct http_server	*server;
 	char		 err[512];
 	SSL_CTX		*ctx;
 	EVP_PKEY	*k;
@@ -1369,18 +1397,24 @@ setup_servers(void **state)
 	if ((base = event_base_new()) == NULL)
 		return (-1);
 	fd = listen_loopback(&plain_port);
-	if (http_server_new(base, fd, NULL, &limits, handler, NULL) == NULL)
+	if ((server = http_server_new(base, fd, NULL, MAX_BODY, handler,
+	    NULL)) == NULL)
 		return (-1);
+	http_server_set_limits(server, &limits);
 	fd = listen_loopback(&lim_port);
-	if (http_server_new(base, fd, NULL, &small, handler, NULL) == NULL)
+	if ((server = http_server_new(base, fd, NULL, MAX_BODY, handler,
+	    NULL)) == NULL)
 		return (-1);
+	http_server_set_limits(server, &small);
 	if ((ctx = tls_ctx_new(cert_path, key_path, err, sizeof err)) == NULL) {
 		fprintf(stderr, "%s\n", err);
 		return (-1);
 	}
 	fd = listen_loopback(&tls_port);
-	if (http_server_new(base, fd, ctx, &limits, handler, NULL) == NULL)
+	if ((server = http_server_new(base, fd, ctx, MAX_BODY, handler,
+	    NULL)) == NULL)
 		return (-1);
+	http_server_set_limits(server, &limits);
 	return (0);
 }
 
@@ -1419,6 +1453,7 @@ main(void)
 		cmocka_unit_test(test_server_emfile),
 		cmocka_unit_test(test_server_half_close),
 		cmocka_unit_test(test_limits_per_address),
+		cmocka_unit_test(test_limits_unread_request_not_shed),
 		cmocka_unit_test(test_limits_global),
 		cmocka_unit_test(test_addr_key),
 		cmocka_unit_test(test_limits_takeover_counts),
