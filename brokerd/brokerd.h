@@ -234,6 +234,18 @@ void	 sandbox_kill_user(const char *user);
 /* Ask sandboxd for a user's usage: the result or NULL and why. */
 void	 sandbox_usage_ask(const char *user, int timeout_ms,
 	    sandbox_health_cb, void *);
+/*
+ * A user's usage from sandboxd, kept at most SANDBOX_USAGE_MAX_MS and asked
+ * again after SANDBOX_USAGE_FRESH_MS: the object (borrowed) and its age, or
+ * NULL and why.
+ */
+#define SANDBOX_USAGE_FRESH_MS	500
+#define SANDBOX_USAGE_MAX_MS	1000
+typedef void (*sandbox_usage_cb)(struct json_object *, int64_t age_ms,
+	    const char *, void *);
+void	 sandbox_usage_get(const char *user, sandbox_usage_cb, void *);
+struct json_object *sandbox_usage_kept(const char *user, int64_t *age_ms);
+void	 sandbox_usage_drop(const char *user);
 /* What enforces what ({"uid", "membership", ...}), as last reported. */
 struct json_object *sandbox_containment_json(void);
 

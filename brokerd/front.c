@@ -461,30 +461,42 @@ front_limits_json(void)
 	return o;
 }
 
+/* The usage of a status reply, its age in ms and why it is null. */
+static void
+front_status_add_usage(struct json_object *res, struct json_object *usage,
+    int64_t age_ms, const char *why)
+{
+	json_object_object_add(res, "usage", json_object_get(usage));
+	json_object_object_add(res, "usage_age_ms", usage != NULL ?
+	    json_object_new_int64(age_ms) : NULL);
+	json_object_object_add(res, "usage_reason",
+	    usage == NULL ? json_object_new_string(why) : NULL);
+}
+
 /* sandboxd's usage for a status request came (or not): answer it. */
 static void
-front_status_usage(struct json_object *usage, const char *why, void *arg)
+front_status_usage(struct json_object *usage, int64_t age_ms, const char *why,
+    void *arg)
 {
 	struct front_pending	*fp = arg;
 	struct json_object	*res = fp->res;
 
-	json_object_object_add(res, "usage", json_object_get(usage));
-	json_object_object_add(res, "usage_reason",
-	    usage == NULL ? json_object_new_string(why) : NULL);
+	front_status_add_usage(res, usage, age_ms, why);
 	fp->res = NULL;
 	front_pending_reply(fp, res);
 }
 
 /*
  * Who the caller is and what state their session is in, with their limits
- * and usage (sandboxd is asked; the reply waits for it, briefly) and what
- * enforces them.
+ * and usage (as sandboxd reported it at most a second ago; else it is
+ * asked, and the reply waits for it, briefly) and what enforces them.
  */
 static void
 front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct front_pending	*fp;
-	struct json_object	*res;
+	struct json_object	*res, *usage;
+	int64_t			 age;
 
 	res = json_object_new_object();
 	json_object_object_add(res, "user",
@@ -503,10 +515,14 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    json_object_new_int64(id->user->uid));
 	json_object_object_add(res, "containment", sandbox_containment_json());
 	json_object_object_add(res, "limits", front_limits_json());
+	if ((usage = sandbox_usage_kept(id->user->name, &age)) != NULL) {
+		front_status_add_usage(res, usage, age, NULL);
+		ipc_reply(p, m, res, NULL, 0);
+		return;
+	}
 	fp = front_pending_new(p, m);
 	fp->res = res;
-	sandbox_usage_ask(id->user->name, FRONT_USAGE_MS, front_status_usage,
-	    fp);
+	sandbox_usage_get(id->user->name, front_status_usage, fp);
 }
 
 /* {"permission": "..."} of the caller's session. */

@@ -28,6 +28,7 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 void	log_init(const char *name, int foreground);
 void	log_init_cli(const char *name);
 void	log_setlevel(enum log_level);
+int	log_enabled(enum log_level);
 void	log_warn(const char *, ...) HG_PRINTF(1, 2);
 void	log_warnx(const char *, ...) HG_PRINTF(1, 2);
 void	log_info(const char *, ...) HG_PRINTF(1, 2);
