@@ -37,6 +37,8 @@ static char			 sandbox_pending_users[SANDBOX_PENDING][40];
 static int			 sandbox_npending_users;
 static struct json_object	*sandbox_backend;	/* last report */
 static struct json_object	*sandbox_containment;	/* last report */
+static struct json_object	*sandbox_backend_text;	/* printed once */
+static struct json_object	*sandbox_containment_text;
 
 /* A status request waiting for a user's usage. */
 struct sandbox_usage_wait {
@@ -106,12 +108,16 @@ sandbox_keep_backend(struct ipc_msg *m)
 	    json_object_is_type(b, json_type_object)) {
 		json_object_put(sandbox_containment);
 		sandbox_containment = json_object_get(b);
+		json_object_put(sandbox_containment_text);
+		sandbox_containment_text = NULL;
 	}
 	if (!json_object_object_get_ex(res, "backend", &b) ||
 	    !json_object_is_type(b, json_type_object))
 		return;
 	json_object_put(sandbox_backend);
 	sandbox_backend = json_object_get(b);
+	json_object_put(sandbox_backend_text);
+	sandbox_backend_text = NULL;
 }
 
 /* The reply to the health request sent when the link came up. */
@@ -158,6 +164,10 @@ sandbox_closed(struct ipc_peer *p)
 	sandbox_backend = NULL;
 	json_object_put(sandbox_containment);
 	sandbox_containment = NULL;
+	json_object_put(sandbox_backend_text);
+	sandbox_backend_text = NULL;
+	json_object_put(sandbox_containment_text);
+	sandbox_containment_text = NULL;
 	sandbox_usage_forget();
 	spawn_sandbox_gone();
 }
@@ -202,6 +212,34 @@ sandbox_containment_json(void)
 	    sandbox_peer() == NULL ? "sandboxd is unreachable" :
 	    "sandboxd did not report its containment"));
 	return o;
+}
+
+/*
+ * sandbox_backend_json() as a front_json_raw value, printed once per
+ * report of sandboxd.
+ */
+struct json_object *
+sandbox_backend_raw(void)
+{
+	if (sandbox_backend == NULL || sandbox_peer() == NULL)
+		return sandbox_backend_json();
+	if (sandbox_backend_text == NULL)
+		sandbox_backend_text = front_json_raw(sandbox_backend);
+	return json_object_get(sandbox_backend_text);
+}
+
+/*
+ * sandbox_containment_json() as a front_json_raw value, printed once per
+ * report of sandboxd.
+ */
+struct json_object *
+sandbox_containment_raw(void)
+{
+	if (sandbox_containment == NULL || sandbox_peer() == NULL)
+		return sandbox_containment_json();
+	if (sandbox_containment_text == NULL)
+		sandbox_containment_text = front_json_raw(sandbox_containment);
+	return json_object_get(sandbox_containment_text);
 }
 
 /* {"ok": b, "reason": r} */

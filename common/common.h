@@ -162,6 +162,8 @@ struct ipc_msg {
 	int64_t			 id;	/* -1 when absent */
 	int			 fds[IPC_MAX_FDS];
 	int			 nfds;	/* handler may take fds; set to -1 */
+	const char		*raw;	/* its text, during the callback */
+	size_t			 rawlen;
 };
 
 #define IPC_F_FDS	0x1	/* the message may carry fds */

@@ -616,6 +616,8 @@ ipc_read_one(struct ipc_peer *p)
 		ipc_peer_kill(p, "malformed message (%zd bytes)", n);
 		return -1;
 	}
+	m.raw = buf;
+	m.rawlen = (size_t)n;
 	m.type = json_str(m.obj, "type");
 	if (json_int(m.obj, "id", &m.id) == -1 || m.id < 0)
 		m.id = -1;
