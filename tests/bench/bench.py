@@ -547,7 +547,8 @@ def bench_http(hg, cookie, tmp, res):
     try:
         for i in range(WRK_ROUNDS):
             # Which goes first alternates from round to round.
-            pair = [(hgr, hg_url, auth, "hostgate"), (ngr, ng_url, (), "nginx")]
+            pair = [(hgr, hg_url, auth, "hostgate"),
+                    (ngr, ng_url, (), "nginx")]
             if i % 2:
                 pair.reverse()
             for out, url, hdr, who in pair:
@@ -1273,12 +1274,13 @@ def markdown(res):
                        t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
                        fmt_list(t["ws_all"]), fmt_list(t["pty_all"])))
     if rc is not None:
-        out.append("- run_command: the same keep-alive connection; a sequential "
-                   "GET /api/status round trip on it takes %.3f ms (median of "
-                   "200); the duration_ms hostgate reports (sandboxd's own "
-                   "clock, whole ms) averages %.2f ms. sandboxd logs at debug "
-                   "level (one line per spawn) to capture the command line. The "
-                   "reference runs as uid %s, the uid of the user's spawns."
+        out.append("- run_command: the same keep-alive connection; a "
+                   "sequential GET /api/status round trip on it takes %.3f "
+                   "ms (median of 200); the duration_ms hostgate reports "
+                   "(sandboxd's own clock, whole ms) averages %.2f ms. "
+                   "sandboxd logs at debug level (one line per spawn) to "
+                   "capture the command line. The reference runs as uid %s, "
+                   "the uid of the user's spawns."
                    % (rc["status_rtt_ms"], rc["duration_ms"],
                       rc["as"][0] if rc.get("as") else os.geteuid()))
     if "network_load" in res:
