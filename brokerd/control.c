@@ -51,37 +51,25 @@ static void	control_closed(struct ipc_peer *);
 
 static const struct ipc_peer_cbs control_cbs = { NULL, control_closed };
 
-static const struct ipc_handler control_handlers[] = {
-	{ "user_add",		ROLE_HGCTL, 0, control_user_add },
-	{ "user_del",		ROLE_HGCTL, 0, control_user_del },
-	{ "user_passwd",	ROLE_HGCTL, 0, control_user_passwd },
-	{ "user_list",		ROLE_HGCTL, 0, control_user_list },
-	{ "token_create",	ROLE_HGCTL, 0, control_token_create },
-	{ "token_list",		ROLE_HGCTL, 0, control_token_list },
-	{ "token_revoke",	ROLE_HGCTL, 0, control_token_revoke },
-	{ "session_list",	ROLE_HGCTL, 0, control_session_list },
-	{ "session_revoke",	ROLE_HGCTL, 0, control_session_revoke },
-	{ "session_revert",	ROLE_HGCTL, 0, control_session_revert },
-	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
-	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
-	{ "audit_flush",	ROLE_HGCTL, 0, control_audit_flush },
-	{ "status",		ROLE_HGCTL, 0, control_status },
-	{ "config",		ROLE_HGCTL, 0, control_config },
-	{ "audit_replay",	ROLE_HGCTL, 0, recording_replay },
-	{ NULL, 0, 0, NULL }
+const struct ipc_handler control_handlers[] = {
+	{ "user_add",		control_user_add },
+	{ "user_del",		control_user_del },
+	{ "user_passwd",	control_user_passwd },
+	{ "user_list",		control_user_list },
+	{ "token_create",	control_token_create },
+	{ "token_list",		control_token_list },
+	{ "token_revoke",	control_token_revoke },
+	{ "session_list",	control_session_list },
+	{ "session_revoke",	control_session_revoke },
+	{ "session_revert",	control_session_revert },
+	{ "audit_verify",	control_audit_verify },
+	{ "audit_show",		control_audit_show },
+	{ "audit_flush",	control_audit_flush },
+	{ "status",		control_status },
+	{ "config",		control_config },
+	{ "audit_replay",	recording_replay },
+	{ NULL, NULL }
 };
-
-/* A required string field, or a bad_request reply and NULL. */
-static const char *
-control_field(struct ipc_peer *p, struct ipc_msg *m, const char *key)
-{
-	const char	*v;
-
-	if ((v = json_str(m->obj, key)) == NULL)
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"%s\" is required and must be a string", key);
-	return v;
-}
 
 /*
  * {"name", "password", "admin", and for a mapped account "unix_user" with
@@ -97,17 +85,15 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t			 uid = -1, gid = -1;
 	int			 admin = 0;
 
-	if ((name = control_field(p, m, "name")) == NULL ||
-	    (password = control_field(p, m, "password")) == NULL)
-		return;
+	/* The protocol table checked the fields' types and shapes. */
+	name = json_str(m->obj, "name");
+	password = json_str(m->obj, "password");
 	json_flag(m->obj, "admin", &admin);
-	if (json_object_object_get_ex(m->obj, "unix_user", NULL) &&
-	    ((unix_user = control_field(p, m, "unix_user")) == NULL ||
-	    json_int(m->obj, "uid", &uid) == -1 ||
+	if ((unix_user = json_str(m->obj, "unix_user")) != NULL &&
+	    (json_int(m->obj, "uid", &uid) == -1 ||
 	    json_int(m->obj, "gid", &gid) == -1)) {
-		if (unix_user != NULL)
-			ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"unix_user\" "
-			    "needs the account's \"uid\" and \"gid\"");
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"unix_user\" needs the "
+		    "account's \"uid\" and \"gid\"");
 		return;
 	}
 	if (auth_user_add_unix(name, admin, password, unix_user, uid, gid, err,
@@ -139,8 +125,7 @@ control_user_del(struct ipc_peer *p, struct ipc_msg *m)
 	const char		*name;
 	char			 err[256];
 
-	if ((name = control_field(p, m, "name")) == NULL)
-		return;
+	name = json_str(m->obj, "name");
 	if (auth_user_del(name, err, sizeof(err)) == -1) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "%s", err);
 		return;
@@ -165,9 +150,8 @@ control_user_passwd(struct ipc_peer *p, struct ipc_msg *m)
 	const char	*name, *password;
 	char		 err[256];
 
-	if ((name = control_field(p, m, "name")) == NULL ||
-	    (password = control_field(p, m, "password")) == NULL)
-		return;
+	name = json_str(m->obj, "name");
+	password = json_str(m->obj, "password");
 	if (auth_user_passwd(name, password, err, sizeof(err)) == -1) {
 		ipc_reply_error(p, m, auth_find(name) ? ERR_BAD_REQUEST :
 		    ERR_NOT_FOUND, "%s", err);
@@ -205,8 +189,7 @@ control_token_create(struct ipc_peer *p, struct ipc_msg *m)
 	const char		*user;
 	char			 bearer[128];
 
-	if ((user = control_field(p, m, "user")) == NULL)
-		return;
+	user = json_str(m->obj, "user");
 	if (auth_find(user) == NULL) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such user %s", user);
 		return;
@@ -241,8 +224,7 @@ control_token_revoke(struct ipc_peer *p, struct ipc_msg *m)
 {
 	const char	*id;
 
-	if ((id = control_field(p, m, "token")) == NULL)
-		return;
+	id = json_str(m->obj, "token");
 	if (token_revoke(id) == -1) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such token %s", id);
 		return;
@@ -280,8 +262,7 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 	struct session	*s;
 	const char	*id;
 
-	if ((id = control_field(p, m, "session")) == NULL)
-		return;
+	id = json_str(m->obj, "session");
 	if ((s = session_by_id(id)) == NULL) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session %s", id);
 		return;
@@ -306,21 +287,15 @@ control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 	const char		*hash = NULL;
 	char			 err[512];
 	int64_t			 n, bad, head = 0;
-	size_t			 i;
 	int			 ok;
 
-	if (json_object_object_get_ex(m->obj, "head_seq", NULL)) {
-		hash = json_str(m->obj, "head_hash");
-		for (i = 0; hash != NULL && hash[i] != '\0'; i++)
-			if (strchr("0123456789abcdef", hash[i]) == NULL)
-				break;
-		if (json_int(m->obj, "head_seq", &head) == -1 || head < 1 ||
-		    hash == NULL || i != 64 || hash[i] != '\0') {
-			ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"head_seq\" "
-			    "must be a seq >= 1 and \"head_hash\" 64 lowercase "
-			    "hex digits");
-			return;
-		}
+	/* Shapes checked by the protocol table: here, both or neither. */
+	hash = json_str(m->obj, "head_hash");
+	if ((json_int(m->obj, "head_seq", &head) == 0) != (hash != NULL)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"head_seq\" (a seq >= "
+		    "1) and \"head_hash\" (64 lowercase hex digits) go "
+		    "together");
+		return;
 	}
 	ok = audit_verify_head(head, hash, &n, &bad, err, sizeof(err)) == 0;
 	if (!ok && bad == 0) {
@@ -373,14 +348,9 @@ control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		return;
 	}
-	if ((json_object_object_get_ex(m->obj, "limit", NULL) &&
-	    (json_int(m->obj, "limit", &limit) == -1 || limit < 1)) ||
-	    (json_object_object_get_ex(m->obj, "before_seq", NULL) &&
-	    (json_int(m->obj, "before_seq", &before) == -1 || before < 0))) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"limit\" must be a "
-		    "positive integer, \"before_seq\" one >= 0");
-		return;
-	}
+	/* The protocol table checked their ranges. */
+	json_int(m->obj, "limit", &limit);
+	json_int(m->obj, "before_seq", &before);
 	if (limit > CONTROL_AUDIT_PAGE)
 		limit = CONTROL_AUDIT_PAGE;
 	items = audit_query_filter(&f, before, limit, &more);
@@ -400,8 +370,7 @@ control_session_revert(struct ipc_peer *p, struct ipc_msg *m)
 	struct session	*s;
 	const char	*id;
 
-	if ((id = control_field(p, m, "session")) == NULL)
-		return;
+	id = json_str(m->obj, "session");
 	if ((s = session_by_id(id)) == NULL) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such session %s", id);
 		return;

@@ -66,9 +66,9 @@ static void	sandbox_closed(struct ipc_peer *);
 
 static void	sandbox_proc_exited(struct ipc_peer *, struct ipc_msg *);
 
-static const struct ipc_handler sandbox_handlers[] = {
-	{ "proc_exited", ROLE_SANDBOXD, 0, sandbox_proc_exited },
-	{ NULL, 0, 0, NULL }
+const struct ipc_handler sandbox_handlers[] = {
+	{ "proc_exited", sandbox_proc_exited },
+	{ NULL, NULL }
 };
 
 /* A terminal's process ended. */
@@ -80,10 +80,8 @@ sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t			 status = -1;
 	int			 oom = 0;
 
-	if ((id = json_str(m->obj, "proc")) == NULL) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"proc\" is required");
-		return;
-	}
+	/* The protocol table checked the fields (proc: 16 hex digits). */
+	id = json_str(m->obj, "proc");
 	json_int(m->obj, "status", &status);
 	json_flag(m->obj, "oom", &oom);
 	spawn_exited(id, (int)status, oom);

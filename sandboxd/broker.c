@@ -33,19 +33,19 @@ static void	broker_usage(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
-static const struct ipc_handler broker_handlers[] = {
-	{ "health",	ROLE_BROKERD, 0, broker_health },
+const struct ipc_handler broker_handlers[] = {
+	{ "health",	broker_health },
 	/* a command's stdin arrives as a memfd */
-	{ "spawn",	ROLE_BROKERD, IPC_F_FDS, broker_spawn },
-	{ "attach",	ROLE_BROKERD, 0, broker_attach },
-	{ "hangup",	ROLE_BROKERD, 0, broker_hangup },
-	{ "list",	ROLE_BROKERD, 0, broker_list },
-	{ "kill_session", ROLE_BROKERD, 0, broker_kill_session },
-	{ "recording",	ROLE_BROKERD, 0, broker_recording },
-	{ "grant",	ROLE_BROKERD, 0, broker_grant },
-	{ "kill_user",	ROLE_BROKERD, 0, broker_kill_user },
-	{ "usage",	ROLE_BROKERD, 0, broker_usage },
-	{ NULL, 0, 0, NULL }
+	{ "spawn",	broker_spawn },
+	{ "attach",	broker_attach },
+	{ "hangup",	broker_hangup },
+	{ "list",	broker_list },
+	{ "kill_session", broker_kill_session },
+	{ "recording",	broker_recording },
+	{ "grant",	broker_grant },
+	{ "kill_user",	broker_kill_user },
+	{ "usage",	broker_usage },
+	{ NULL, NULL }
 };
 
 static const struct ipc_peer_cbs broker_cbs = { broker_ready, broker_closed };
@@ -106,22 +106,6 @@ broker_ctx(struct ipc_msg *m)
 {
 	log_ctx_set(json_str(m->obj, "request_id"), json_str(m->obj, "user"),
 	    json_str(m->obj, "session"));
-}
-
-/* A hostgate user name, as brokerd's auth.c allows them. */
-static int
-broker_user_ok(const char *name)
-{
-	const char	*c;
-
-	if (name == NULL || !((name[0] >= 'a' && name[0] <= 'z') ||
-	    name[0] == '_') || strlen(name) > 32)
-		return 0;
-	for (c = name; *c != '\0'; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		    *c == '_' || *c == '.' || *c == '-'))
-			return 0;
-	return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
 }
 
 /* An array of strings into a strv; -1 when it is not one. */
@@ -196,13 +180,9 @@ broker_ids(struct ipc_msg *m, struct spawn_spec *s, char *err, size_t errsz)
 	int64_t	uid = -1, gid = -1;
 	int	has_uid, has_gid;
 
-	has_uid = json_object_object_get_ex(m->obj, "uid", NULL);
-	has_gid = json_object_object_get_ex(m->obj, "gid", NULL);
-	if ((has_uid && json_int(m->obj, "uid", &uid) == -1) ||
-	    (has_gid && json_int(m->obj, "gid", &gid) == -1)) {
-		snprintf(err, errsz, "\"uid\" and \"gid\" must be integers");
-		return -1;
-	}
+	/* Integers in range when present: the protocol table checked. */
+	has_uid = json_int(m->obj, "uid", &uid) == 0;
+	has_gid = json_int(m->obj, "gid", &gid) == 0;
 	if (!ids_per_user()) {
 		/* One uid for everything: the spawn runs as sandboxd. */
 		s->uid = geteuid();
@@ -255,22 +235,15 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	json_int(m->obj, "output_cap", &cap);
 	json_int(m->obj, "cols", &cols);
 	json_int(m->obj, "rows", &rows);
-	if (json_object_object_get_ex(m->obj, "deadline_ms", NULL) &&
-	    (json_int(m->obj, "deadline_ms", &deadline) == -1 ||
-	    deadline < 0)) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"deadline_ms\" must be "
-		    "an integer of 0 or more (wall-clock ms)");
-		goto out;
-	}
+	json_int(m->obj, "deadline_ms", &deadline);
+	/*
+	 * Types, ranges, the user name and the request id: checked by the
+	 * protocol table. What is left is what the values mean.
+	 */
 	json_object_object_get_ex(m->obj, "argv", &o);
-	if (kind == NULL || (strcmp(kind, "command") != 0 &&
-	    strcmp(kind, "terminal") != 0) || mode == NULL ||
+	if ((strcmp(kind, "command") != 0 && strcmp(kind, "terminal") != 0) ||
 	    (strcmp(mode, "sandbox") != 0 && strcmp(mode, "direct") != 0) ||
-	    perm == NULL || !broker_user_ok(s.user) ||
-	    broker_strings(o, &argv, BROKER_MAX_ARGV) == -1 || argv.n == 0 ||
-	    timeout < 1 || cap < 0 || cols < 1 || rows < 1 || cols > 1000 ||
-	    rows > 1000 || (json_object_object_get_ex(m->obj, "request_id",
-	    NULL) && !log_reqid_valid(json_str(m->obj, "request_id")))) {
+	    broker_strings(o, &argv, BROKER_MAX_ARGV) == -1 || argv.n == 0) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed spawn request");
 		goto out;
 	}
@@ -409,13 +382,9 @@ broker_kill_session(struct ipc_peer *p, struct ipc_msg *m)
 	const char		*session, *mode;
 	int			 n, k = 0;
 
+	/* Required, session 32 hex digits: the protocol table checked. */
 	session = json_str(m->obj, "session");
 	mode = json_str(m->obj, "mode");
-	if (session == NULL || mode == NULL) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"session\" and \"mode\" are required");
-		return;
-	}
 	n = spawn_kill_session(session, strcmp(mode, "direct") == 0 ?
 	    MODE_DIRECT : MODE_SANDBOX);
 	/* A direct grant ended: its spawns' whole cgroups, and its deadline. */
@@ -442,9 +411,9 @@ broker_grant(struct ipc_peer *p, struct ipc_msg *m)
 	broker_ctx(m);
 	session = json_str(m->obj, "session");
 	user = json_str(m->obj, "user");
-	if (!broker_user_ok(user) || json_int(m->obj, "deadline_ms",
-	    &deadline) == -1 || grant_set(session, user, deadline, err,
-	    sizeof(err)) == -1) {
+	/* Shapes checked by the protocol table; grant_set checks the rest. */
+	json_int(m->obj, "deadline_ms", &deadline);
+	if (grant_set(session, user, deadline, err, sizeof(err)) == -1) {
 		log_warnx("malformed grant");
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "a grant needs "
 		    "\"session\" (32 hex digits), \"user\" and "
@@ -464,11 +433,7 @@ broker_kill_user(struct ipc_peer *p, struct ipc_msg *m)
 	int			 n = 0, k;
 
 	broker_ctx(m);
-	if (!broker_user_ok(user = json_str(m->obj, "user"))) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad \"user\"");
-		log_ctx_clear();
-		return;
-	}
+	user = json_str(m->obj, "user");	/* a user name: the table checked */
 	/* The table's entries (they end as killed), then the cgroups. */
 	procs = spawn_list();
 	for (i = 0; i < json_object_array_length(procs); i++) {
@@ -497,10 +462,7 @@ broker_usage(struct ipc_peer *p, struct ipc_msg *m)
 	struct json_object	*res;
 	const char		*user;
 
-	if (!broker_user_ok(user = json_str(m->obj, "user"))) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad \"user\"");
-		return;
-	}
+	user = json_str(m->obj, "user");	/* a user name: the table checked */
 	log_debug("usage of %s", user);
 	res = cgroup_usage(user);
 	json_object_object_add(res, "disk", workspace_usage(user));
@@ -515,9 +477,8 @@ broker_recording(struct ipc_peer *p, struct ipc_msg *m)
 	int		 fd;
 
 	broker_ctx(m);
-	if (!record_id_ok(id = json_str(m->obj, "recording")))
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad recording id");
-	else if ((fd = record_open(id)) == -1) {
+	id = json_str(m->obj, "recording");	/* 16 hex digits: checked */
+	if ((fd = record_open(id)) == -1) {
 		if (errno != ENOENT)
 			log_warn("recording %s", id);
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such recording");

@@ -65,11 +65,39 @@ h_takefd(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
+/* "badreply" answers with a result its reply schema refuses. */
+static void
+h_badreply(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object *res = json_object_new_object();
+
+	handled++;
+	json_object_object_add(res, "x", json_object_new_int(5));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
 static const struct ipc_handler table[] = {
-	{ "echo", ROLE_FRONTD, 0, h_echo },
-	{ "takefd", ROLE_FRONTD, IPC_F_FDS, h_takefd },
-	{ "brokeronly", ROLE_HGCTL, 0, h_echo },
-	{ NULL, 0, 0, NULL }
+	{ "echo", h_echo },
+	{ "takefd", h_takefd },
+	{ "badreply", h_badreply },
+	{ NULL, NULL }
+};
+
+/* The protocol these tests speak instead of the real table. */
+static const struct proto_field f_echo[] = {
+	{ "x", PK_STRING, 0, 0, 8, NULL },
+	{ NULL, 0, 0, 0, 0, NULL }
+};
+static const struct proto_field f_none[] = { { NULL, 0, 0, 0, 0, NULL } };
+static const struct proto_msg test_proto[] = {
+	{ "echo", ROLE_FRONTD, ROLE_BROKERD, 0, f_echo, NULL, "" },
+	{ "takefd", ROLE_FRONTD, ROLE_BROKERD, PM_FDS, f_none, NULL, "" },
+	{ "brokeronly", ROLE_HGCTL, ROLE_BROKERD, 0, f_none, NULL, "" },
+	{ "badreply", ROLE_FRONTD, ROLE_BROKERD, 0, f_none, f_echo, "" },
+	{ NULL, 0, 0, 0, NULL, NULL, NULL }
+};
+static const struct proto_msg empty_proto[] = {
+	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 
 static void
@@ -94,6 +122,7 @@ static int
 setup(void **state)
 {
 	base = event_base_new();
+	ipc_proto_set(test_proto);
 	ready_count = closed_count = handled = reply_calls = 0;
 	got_fd = -1;
 	last_reply = NULL;
@@ -435,6 +464,7 @@ squatter(const char *path, uid_t uid, uid_t client)
 
 	if (setresgid(uid, uid, uid) == -1 || setresuid(uid, uid, uid) == -1)
 		_exit(1);
+	ipc_proto_set(empty_proto);
 	b = event_base_new();
 	fd = ipc_listen(path, uid, uid, 0666);
 	ipc_server_new(b, fd, ROLE_BROKERD, ROLE_FRONTD, &client, 1, NULL,
@@ -467,6 +497,7 @@ test_link_refuses_squatter(void **state)
 	for (i = 0; i < 100 && access(path, F_OK) == -1; i++)
 		usleep(10000);
 	usleep(50000);
+	ipc_proto_set(empty_proto);
 	bad = ipc_link_new(base, path, ROLE_FRONTD, ROLE_BROKERD, 12345, NULL,
 	    NULL, NULL);
 	good = ipc_link_new(base, path, ROLE_FRONTD, ROLE_BROKERD, nobody,
@@ -484,6 +515,148 @@ test_link_refuses_squatter(void **state)
 	waitpid(pid, NULL, 0);
 	unlink(path);
 	rmdir(dir);
+}
+
+/* A field of the wrong type or over its limit never reaches a handler. */
+static void
+test_fields_checked_before_handler(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "x", json_object_new_int(1));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_string_equal(json_str(err, "code"), ERR_BAD_REQUEST);
+	assert_non_null(strstr(json_str(err, "message"), "\"x\""));
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "x", json_object_new_string("123456789"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_non_null(strstr(json_str(err, "message"), "\"x\""));
+	assert_int_equal(handled, 0);
+	/* Within its limit it is served, and the connection lived on. */
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "x", json_object_new_string("12345678"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_int_equal(handled, 1);
+	assert_int_equal(closed_count, 0);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+/* A reply that fails its schema reaches the caller as an internal error. */
+static void
+test_reply_checked(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("badreply"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_int_equal(handled, 1);
+	assert_int_equal(reply_calls, 1);
+	assert_false(json_object_object_get_ex(last_reply, "result", NULL));
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_string_equal(json_str(err, "code"), ERR_INTERNAL);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+/* A peer whose other end says hello and then never reads. */
+static struct ipc_peer *
+make_deaf(int *fdp)
+{
+	struct ipc_peer	*srv;
+
+	*fdp = make_raw(&srv);
+	raw_send(*fdp, HELLO);
+	spin();
+	assert_int_equal(ready_count, 1);
+	return srv;
+}
+
+/* A big message: type (NULL: none), and an id when it is a request. */
+static struct json_object *
+big_msg(const char *type)
+{
+	struct json_object	*o;
+	char			*pad;
+
+	pad = malloc(60000);
+	memset(pad, 'p', 59999);
+	pad[59999] = '\0';
+	o = json_object_new_object();
+	if (type != NULL)
+		json_object_object_add(o, "type", json_object_new_string(type));
+	json_object_object_add(o, "pad", json_object_new_string(pad));
+	free(pad);
+	return o;
+}
+
+/*
+ * Requests to a peer that never reads: the queue stops at its bound, the
+ * requests past it fail to their caller, the peer stays connected.
+ */
+static void
+test_queue_bounded_for_requests(void **state)
+{
+	struct ipc_peer	*srv;
+	size_t		 n, most = 0;
+	int		 fd, i, failed = 0;
+
+	srv = make_deaf(&fd);
+	for (i = 0; i < 2000; i++) {
+		if (ipc_request(srv, big_msg("echo"), NULL, 0, 100000,
+		    on_reply, NULL) == -1)
+			failed++;
+		spin();
+		if (ipc_peer_queued(srv, &n) > most)
+			most = ipc_peer_queued(srv, NULL);
+		assert_true(n <= IPC_QUEUE_MAX_MSGS);
+	}
+	assert_true(most <= IPC_QUEUE_MAX_BYTES);
+	assert_true(most > IPC_QUEUE_MAX_BYTES - 70000);
+	assert_true(failed > 1500);
+	assert_int_equal(closed_count, 0);
+	/* The failed requests got no callback: their callers knew at once. */
+	assert_int_equal(reply_calls, 0);
+	ipc_peer_free(srv);
+	close(fd);
+}
+
+/*
+ * Events to a peer that never reads: past the bound it is dropped (a link
+ * would reconnect), having held no more than the bound.
+ */
+static void
+test_queue_drops_a_slow_event_peer(void **state)
+{
+	struct ipc_peer	*srv;
+	size_t		 most = 0;
+	int		 fd, i;
+
+	srv = make_deaf(&fd);
+	for (i = 0; i < 2000 && closed_count == 0; i++) {
+		ipc_send(srv, big_msg("event"), NULL, 0);
+		if (closed_count == 0 && ipc_peer_queued(srv, NULL) > most)
+			most = ipc_peer_queued(srv, NULL);
+	}
+	assert_int_equal(closed_count, 1);
+	assert_true(most <= IPC_QUEUE_MAX_BYTES);
+	assert_true(i < 2000);
+	close(fd);
 }
 
 int
@@ -516,6 +689,14 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_link_refuses_squatter,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_fields_checked_before_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reply_checked, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_queue_bounded_for_requests, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_queue_drops_a_slow_event_peer, setup, teardown),
 	};
 
 	log_init("test_ipc", 1);

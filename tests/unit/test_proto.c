@@ -1,0 +1,321 @@
+/*
+ * Unit tests of common/proto.c: the one message table and its validator,
+ * proto_validate, a pure function (message in, error or ok out), with a
+ * case for each field kind.
+ */
+#include <sys/types.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common.h"
+
+static char	 err[300];
+
+/* Validate a JSON text as sent from one role to another, with nfds fds. */
+static int
+check(const char *json, unsigned from, unsigned to, int nfds)
+{
+	struct json_object	*o;
+	int			 rc;
+
+	err[0] = '\0';
+	o = json_tokener_parse(json);
+	assert_non_null(o);
+	rc = proto_validate(o, from, to, nfds, err, sizeof(err));
+	json_object_put(o);
+	return rc;
+}
+
+/* Refused, and the error names what. */
+#define REFUSED(json, link, what) do {					\
+	assert_int_equal(check(json, link, 0), -1);			\
+	if (strstr(err, what) == NULL)					\
+		fail_msg("%s: error \"%s\" does not name %s", json, err, \
+		    what);						\
+} while (0)
+#define OK(json, link) do {						\
+	if (check(json, link, 0) != 0)					\
+		fail_msg("%s refused: %s", json, err);			\
+} while (0)
+
+#define FB	ROLE_FRONTD, ROLE_BROKERD
+#define HB	ROLE_HGCTL, ROLE_BROKERD
+#define BS	ROLE_BROKERD, ROLE_SANDBOXD
+
+static void
+test_type_sender_id_fds(void **state)
+{
+	REFUSED("{\"type\": \"nope\", \"id\": 1}", FB, "unknown");
+	REFUSED("{\"type\": 7, \"id\": 1}", FB, "type");
+	REFUSED("{\"id\": 1}", FB, "no type");
+	/* hgctl's request from frontd; sandboxd's from frontd. */
+	REFUSED("{\"type\": \"user_add\", \"id\": 1, \"name\": \"x\", "
+	    "\"password\": \"p\"}", FB, "may not be sent by frontd");
+	REFUSED("{\"type\": \"spawn\", \"id\": 1}", FB, "unknown");
+	REFUSED("{\"type\": \"mode_get\"}", FB, "no id");
+	OK("{\"type\": \"front_info\", \"version\": \"1\"}", FB);
+	assert_int_equal(check("{\"type\": \"status\", \"id\": 1}",
+	    FB, 1), -1);
+	assert_non_null(strstr(err, "fds"));
+	assert_int_equal(check("{\"type\": \"run\", \"id\": 1, \"command\": "
+	    "\"id\"}", FB, 1), 0);
+	/* The same name, two rows: hgctl's status and frontd's. */
+	OK("{\"type\": \"status\", \"id\": 1}", HB);
+	OK("{\"type\": \"status\", \"id\": 1, \"auth\": {}}", FB);
+	/* A reply passes here; proto_check_reply checks it. */
+	OK("{\"id\": 1, \"result\": {}}", BS);
+}
+
+static void
+test_kind_address(void **state)
+{
+	static const char *const bad[] = { "not-an-address\\r\\n", "",
+	    "localhost", "1.2.3", "127.0.0.1 ", " 127.0.0.1", "127.0.0.1\\n",
+	    "0x7f.0.0.1", "::1%lo", "[::1]", "1.2.3.4:80", NULL };
+	char	 buf[128];
+	size_t	 i;
+
+	for (i = 0; bad[i] != NULL; i++) {
+		snprintf(buf, sizeof(buf), "{\"type\": \"login\", \"id\": 1, "
+		    "\"username\": \"a\", \"password\": \"b\", \"client\": "
+		    "\"%s\"}", bad[i]);
+		REFUSED(buf, FB, "\"client\" must be a numeric IPv4 or IPv6");
+	}
+	REFUSED("{\"type\": \"login\", \"id\": 1, \"username\": \"a\", "
+	    "\"password\": \"b\", \"client\": 2130706433}", FB, "client");
+	REFUSED("{\"type\": \"login\", \"id\": 1, \"username\": \"a\", "
+	    "\"password\": \"b\"}", FB, "\"client\" is required");
+	OK("{\"type\": \"login\", \"id\": 1, \"username\": \"a\", "
+	    "\"password\": \"b\", \"client\": \"127.0.0.1\"}", FB);
+	OK("{\"type\": \"login\", \"id\": 1, \"username\": \"a\", "
+	    "\"password\": \"b\", \"client\": \"::ffff:10.0.0.1\"}", FB);
+	/* Every request of frontd that names a client. */
+	REFUSED("{\"type\": \"status\", \"id\": 1, \"client\": \"x\"}", FB,
+	    "client");
+	REFUSED("{\"type\": \"run\", \"id\": 1, \"client\": \"x\"}", FB,
+	    "client");
+}
+
+static void
+test_kind_user_hex_int(void **state)
+{
+	static const char *const users[] = { "Root", "../x", "", "9lives",
+	    "a b", "abcdefghijabcdefghijabcdefghijabc", NULL };
+	char	 buf[256];
+	size_t	 i;
+
+	for (i = 0; users[i] != NULL; i++) {
+		snprintf(buf, sizeof(buf), "{\"type\": \"usage\", \"id\": 1, "
+		    "\"user\": \"%s\"}", users[i]);
+		REFUSED(buf, BS, "\"user\" must be a user name");
+	}
+	OK("{\"type\": \"usage\", \"id\": 1, \"user\": \"al_ice.2-x\"}", BS);
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcde\", "
+	    "\"deadline_ms\": 0}", BS, "\"session\" must be 32");
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789ABCDEF0123456789abcdef\", "
+	    "\"deadline_ms\": 0}", BS, "session");
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
+	    "\"deadline_ms\": -1}", BS, "\"deadline_ms\" must be from 0");
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
+	    "\"deadline_ms\": \"5\"}", BS, "\"deadline_ms\" must be an integer");
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
+	    "\"deadline_ms\": 1.5}", BS, "deadline_ms");
+	OK("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
+	    "\"deadline_ms\": 0}", BS);
+	REFUSED("{\"type\": \"grant\", \"id\": 1, \"user\": \"a\", "
+	    "\"session\": \"0123456789abcdef0123456789abcdef\", "
+	    "\"deadline_ms\": 9223372036854775808}", BS, "deadline_ms");
+	REFUSED("{\"type\": \"terminal_create\", \"id\": 1, \"cols\": 1001}",
+	    FB, "\"cols\" must be from 2 to 1000");
+}
+
+static void
+test_kind_string_bool_path_object_array(void **state)
+{
+	char	buf[512];
+
+	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"\"}", FB,
+	    "\"mode\" must be 1 to 32 bytes");
+	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": "
+	    "\"abcdefghijabcdefghijabcdefghijabc\"}", FB, "mode");
+	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"a\\u0000b\"}",
+	    FB, "NUL");
+	REFUSED("{\"type\": \"mode_set\", \"id\": 1}", FB,
+	    "\"mode\" is required");
+	/* null counts as absent: required, it is missing. */
+	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": null}", FB,
+	    "\"mode\" is required");
+	REFUSED("{\"type\": \"user_add\", \"id\": 1, \"name\": \"m\", "
+	    "\"password\": \"p\", \"admin\": \"yes\"}", HB,
+	    "\"admin\" must be true or false");
+	REFUSED("{\"type\": \"run\", \"id\": 1, \"cwd\": \"a\\nb\"}", FB,
+	    "\"cwd\" must be a path");
+	OK("{\"type\": \"run\", \"id\": 1, \"cwd\": null}", FB);
+	REFUSED("{\"type\": \"status\", \"id\": 1, \"auth\": \"alice\"}", FB,
+	    "\"auth\" must be an object");
+	REFUSED("{\"type\": \"status\", \"id\": 1, \"auth\": {\"cookie\": 1}}",
+	    FB, "in \"auth\": \"cookie\" must be a string");
+	REFUSED("{\"type\": \"run\", \"id\": 1, \"env\": [1]}", FB,
+	    "\"env\" must be an object");
+	REFUSED("{\"type\": \"spawn\", \"id\": 1, \"kind\": \"command\", "
+	    "\"mode\": \"sandbox\", \"permission\": \"read-only\", \"user\": "
+	    "\"a\", \"argv\": [\"/bin/id\", 3]}", BS, "\"argv\" must hold "
+	    "strings");
+	REFUSED("{\"type\": \"spawn\", \"id\": 1, \"kind\": \"command\", "
+	    "\"mode\": \"sandbox\", \"permission\": \"read-only\", \"user\": "
+	    "\"a\", \"argv\": \"/bin/id\"}", BS, "\"argv\" must be an array");
+	snprintf(buf, sizeof(buf), "{\"type\": \"spawn\", \"id\": 1, \"kind\": "
+	    "\"command\", \"mode\": \"sandbox\", \"permission\": \"read-only\", "
+	    "\"user\": \"a\", \"argv\": [\"/bin/id\"], \"env\": [%s\"x\"]}",
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", "
+	    "\"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", \"x\", ");
+	REFUSED(buf, BS, "\"env\" has more than 64 items");
+	OK("{\"type\": \"spawn\", \"id\": 1, \"kind\": \"command\", "
+	    "\"mode\": \"sandbox\", \"permission\": \"read-only\", \"user\": "
+	    "\"a\", \"argv\": [\"/bin/id\"], \"session\": null}", BS);
+}
+
+/* Parse a reply and check it as the answer to type from brokerd to to. */
+static int
+check_reply(const char *type, unsigned to, const char *json)
+{
+	struct json_object	*o;
+	int			 rc;
+
+	o = json_tokener_parse(json);
+	assert_non_null(o);
+	rc = proto_check_reply(proto_find(proto_msgs, type, ROLE_BROKERD, to),
+	    o, err, sizeof(err));
+	json_object_put(o);
+	return rc;
+}
+
+static void
+test_sandboxd_replies(void **state)
+{
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": \"sandbox\", "
+	    "\"exit_code\": 0, \"signal\": null, \"stdout_len\": 3, "
+	    "\"where\": {}}}"), 0);
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"mode\": \"sandbox\"}}"), -1);
+	assert_non_null(strstr(err, "\"id\""));
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": \"sandbox\", "
+	    "\"stdout_len\": -5}}"), -1);
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": \"done\"}"), -1);
+	assert_int_equal(check_reply("usage", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"memory\": \"lots\"}}"), -1);
+	assert_int_equal(check_reply("usage", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"memory\": {\"current\": 1}, \"disk\": null}}"), 0);
+	assert_int_equal(check_reply("health", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"error\": {\"code\": \"internal\", \"message\": \"x\"}}"), 0);
+	assert_int_equal(check_reply("health", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"error\": {\"message\": \"x\"}}"), -1);
+	assert_int_equal(check_reply("health", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {}}"), -1);
+}
+
+/* Every row is on one of the five links, and its fields are well-formed. */
+static void
+test_table_well_formed(void **state)
+{
+	const struct proto_msg		*pm, *q;
+	const struct proto_field	*f;
+	int				 n = 0;
+
+	for (pm = proto_msgs; pm->type != NULL; pm++, n++) {
+		assert_true((pm->from == ROLE_FRONTD && pm->to ==
+		    ROLE_BROKERD) || (pm->from == ROLE_HGCTL && pm->to ==
+		    ROLE_BROKERD) || (pm->from == ROLE_BROKERD && pm->to ==
+		    ROLE_SANDBOXD) || (pm->from == ROLE_SANDBOXD && pm->to ==
+		    ROLE_BROKERD) || (pm->from == ROLE_BROKERD && pm->to ==
+		    ROLE_FRONTD));
+		assert_non_null(pm->fields);
+		assert_non_null(pm->doc);
+		for (q = proto_msgs; q != pm; q++)
+			assert_false(strcmp(q->type, pm->type) == 0 &&
+			    (q->from & pm->from) && (q->to & pm->to));
+		for (f = pm->fields; f->name != NULL; f++) {
+			assert_true(strcmp(f->name, "id") != 0 &&
+			    strcmp(f->name, "type") != 0);
+			assert_true(f->min <= f->max || f->kind == PK_STRINGS);
+		}
+		/* No field of one-way messages is named like a reply's. */
+		if (pm->flags & PM_EVENT)
+			assert_int_equal(pm->flags & PM_FDS, 0);
+	}
+	assert_true(n >= 50);
+}
+
+/* A map with a type the table lacks, or lacking one, does not match. */
+static void
+h_nop(struct ipc_peer *p, struct ipc_msg *m)
+{
+}
+
+static void
+test_maps_must_match(void **state)
+{
+	static const struct ipc_handler extra[] = {
+		{ "event", h_nop }, { "made_up", h_nop }, { NULL, NULL }
+	};
+	static const struct ipc_handler missing[] = { { NULL, NULL } };
+	static const struct ipc_handler twice[] = {
+		{ "event", h_nop }, { "event", h_nop }, { NULL, NULL }
+	};
+	static const struct ipc_handler good[] = {
+		{ "event", h_nop }, { NULL, NULL }
+	};
+
+	assert_int_equal(ipc_handlers_match(proto_msgs, extra, ROLE_FRONTD,
+	    ROLE_BROKERD, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "made_up"));
+	assert_int_equal(ipc_handlers_match(proto_msgs, missing, ROLE_FRONTD,
+	    ROLE_BROKERD, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "no handler for \"event\""));
+	assert_int_equal(ipc_handlers_match(proto_msgs, twice, ROLE_FRONTD,
+	    ROLE_BROKERD, err, sizeof(err)), -1);
+	assert_int_equal(ipc_handlers_match(proto_msgs, good, ROLE_FRONTD,
+	    ROLE_BROKERD, err, sizeof(err)), 0);
+	/* brokerd's front map handles no hgctl type. */
+	assert_int_equal(ipc_handlers_match(proto_msgs, good, ROLE_BROKERD,
+	    ROLE_HGCTL, err, sizeof(err)), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_type_sender_id_fds),
+		cmocka_unit_test(test_kind_address),
+		cmocka_unit_test(test_kind_user_hex_int),
+		cmocka_unit_test(test_kind_string_bool_path_object_array),
+		cmocka_unit_test(test_sandboxd_replies),
+		cmocka_unit_test(test_table_well_formed),
+		cmocka_unit_test(test_maps_must_match),
+	};
+
+	log_init("test_proto", 1);
+	log_setlevel(LOG_LVL_ERROR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
