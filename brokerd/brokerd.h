@@ -235,6 +235,7 @@ struct json_object *front_info_json(void);
 struct front_pending {
 	struct ipc_peer		*peer;		/* NULL once frontd gone */
 	int64_t			 id;
+	const struct proto_msg	*pm;		/* the request's row */
 	struct json_object	*res;		/* the answer being made */
 	int			 waiting;	/* answers still due */
 	char			 rid[LOG_REQUEST_ID_LEN + 1];

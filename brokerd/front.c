@@ -363,6 +363,7 @@ front_pending_new(struct ipc_peer *p, struct ipc_msg *m)
 		fatal("%s", __func__);
 	fp->peer = p;
 	fp->id = m->id;
+	fp->pm = m->pm;
 	/* The reply says who asked (frontd's access line), as now would. */
 	snprintf(fp->rid, sizeof(fp->rid), "%s", log_ctx_request_id() ?
 	    log_ctx_request_id() : "");
@@ -388,6 +389,7 @@ front_pending_reply(struct front_pending *fp, struct json_object *res)
 	TAILQ_REMOVE(&front_pendings, fp, entry);
 	memset(&m, 0, sizeof(m));
 	m.id = fp->id;
+	m.pm = fp->pm;
 	log_ctx_set(fp->rid[0] ? fp->rid : NULL, fp->user[0] ? fp->user : NULL,
 	    NULL);
 	if (fp->peer != NULL)

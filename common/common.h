@@ -164,6 +164,9 @@ struct ipc_msg {
 	int			 nfds;	/* handler may take fds; set to -1 */
 	const char		*raw;	/* its text, during the callback */
 	size_t			 rawlen;
+	const char		*body;	/* a PM_RAW reply's body, or NULL */
+	size_t			 bodylen;
+	const struct proto_msg	*pm;	/* a request's row in the table */
 };
 
 /*

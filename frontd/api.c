@@ -460,6 +460,12 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	}
 	if (api_broker_failed(req, m))
 		return;
+	if (m->body != NULL && r->reply == NULL) {
+		/* A raw body (PM_RAW), checked by ipc.c: sent as it came. */
+		http_reply(req, r->status, "application/json", m->body,
+		    m->bodylen, NULL);
+		return;
+	}
 	if (!json_object_object_get_ex(m->obj, "result", &res) ||
 	    !json_object_is_type(res, json_type_object)) {
 		http_reply_error(req, 502, ERR_INTERNAL,
