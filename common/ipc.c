@@ -204,11 +204,10 @@ ipc_listen(const char *path, uid_t uid, gid_t gid, mode_t mode)
 	return fd;
 }
 
-/* Send as much of the output queue as the socket takes. */
-static int
-ipc_flush(struct ipc_peer *p)
+/* One datagram with its fds, sent without waiting: sendmsg's result. */
+static ssize_t
+ipc_sendmsg(int fd, const char *data, size_t len, const int *fds, int nfds)
 {
-	struct ipc_out	*o;
 	struct msghdr	 mh;
 	struct iovec	 iov;
 	union {
@@ -218,30 +217,39 @@ ipc_flush(struct ipc_peer *p)
 	struct cmsghdr	*cm;
 	ssize_t		 n;
 
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = (void *)data;
+	iov.iov_len = len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		memset(&cmsgbuf, 0, sizeof(cmsgbuf));
+		mh.msg_control = cmsgbuf.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	return n;
+}
+
+/* Send as much of the output queue as the socket takes. */
+static int
+ipc_flush(struct ipc_peer *p)
+{
+	struct ipc_out	*o;
+
 	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
-		memset(&mh, 0, sizeof(mh));
-		iov.iov_base = o->data;
-		iov.iov_len = o->len;
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		if (o->nfds > 0) {
-			memset(&cmsgbuf, 0, sizeof(cmsgbuf));
-			mh.msg_control = cmsgbuf.buf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * o->nfds);
-			cm = CMSG_FIRSTHDR(&mh);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int) * o->nfds);
-			memcpy(CMSG_DATA(cm), o->fds, sizeof(int) * o->nfds);
-		}
-		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n == -1) {
+		if (ipc_sendmsg(p->fd, o->data, o->len, o->fds, o->nfds) == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				event_add(p->ev_write, NULL);
 				return 0;
 			}
-			if (errno == EINTR)
-				continue;
 			return -1;
 		}
 		TAILQ_REMOVE(&p->outq, o, entry);
@@ -281,11 +289,12 @@ ipc_queue_room(struct ipc_peer *p, const char *type, int request, size_t len)
 }
 
 /*
- * Queue a datagram of len bytes (takes data, malloc'd); fds are
- * duplicated. type and request say what it is, for the queue's bound.
+ * Send a datagram of len bytes, or queue a copy of it behind others or
+ * when the socket is full; fds are duplicated when queued. type and
+ * request say what it is, for the queue's bound.
  */
 static int
-ipc_queue(struct ipc_peer *p, const char *type, int request, char *data,
+ipc_queue(struct ipc_peer *p, const char *type, int request, const char *data,
     size_t len, const int *fds, int nfds)
 {
 	struct ipc_out	*o;
@@ -294,16 +303,23 @@ ipc_queue(struct ipc_peer *p, const char *type, int request, char *data,
 	if (len > IPC_MAX_MSG) {
 		log_warnx("%s: message of %zu bytes to %s is too large",
 		    __func__, len, ipc_role_name(p->role ? p->role : p->expect));
-		free(data);
 		return -1;
 	}
-	if (!ipc_queue_room(p, type, request, len)) {
-		free(data);
+	if (!ipc_queue_room(p, type, request, len))
 		return -1;
+	/* Nothing waiting: straight to the socket, no copy. */
+	if (TAILQ_EMPTY(&p->outq)) {
+		if (ipc_sendmsg(p->fd, data, len, fds, nfds) != -1)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			ipc_peer_kill(p, "send: %s", strerror(errno));
+			return -1;
+		}
 	}
-	if ((o = calloc(1, sizeof(*o))) == NULL)
+	if ((o = calloc(1, sizeof(*o))) == NULL ||
+	    (o->data = malloc(len)) == NULL)
 		fatal("%s", __func__);
-	o->data = data;
+	memcpy(o->data, data, len);
 	o->len = len;
 	for (i = 0; i < nfds; i++) {
 		o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
@@ -320,10 +336,7 @@ ipc_queue(struct ipc_peer *p, const char *type, int request, char *data,
 	TAILQ_INSERT_TAIL(&p->outq, o, entry);
 	p->outq_bytes += o->len;
 	p->outq_len++;
-	if (TAILQ_FIRST(&p->outq) == o && ipc_flush(p) == -1) {
-		ipc_peer_kill(p, "send: %s", strerror(errno));
-		return -1;
-	}
+	event_add(p->ev_write, NULL);
 	return 0;
 }
 
@@ -332,7 +345,6 @@ int
 ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 {
 	const char	*s, *type;
-	char		*data;
 	size_t		 len;
 	int		 request, rc;
 
@@ -342,12 +354,9 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 	}
 	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
 	    &len);
-	if ((data = malloc(len + 1)) == NULL)
-		fatal("%s", __func__);
-	memcpy(data, s, len + 1);
 	type = json_str(obj, "type");
 	request = type != NULL && json_object_object_get_ex(obj, "id", NULL);
-	rc = ipc_queue(p, type, request, data, len, fds, nfds);
+	rc = ipc_queue(p, type, request, s, len, fds, nfds);
 	json_object_put(obj);
 	return rc;
 }
@@ -447,9 +456,11 @@ static int
 ipc_reply_raw(struct ipc_peer *p, struct ipc_msg *m,
     struct json_object *result, const int *fds, int nfds)
 {
+	static char	*buf;
+	static size_t	 bufsz;
 	const char	*s, *user = log_ctx_user();
-	char		 env[128], *data;
-	size_t		 len;
+	char		 env[128];
+	size_t		 len, need;
 	int		 n, rc;
 
 	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS) {
@@ -468,12 +479,17 @@ ipc_reply_raw(struct ipc_peer *p, struct ipc_msg *m,
 	    user != NULL ? user : "", user != NULL ? "\"" : "");
 	if (n < 0 || (size_t)n >= sizeof(env))
 		fatalx("%s: envelope", __func__);
-	if ((data = malloc(n + 1 + len)) == NULL)
-		fatal("%s", __func__);
-	memcpy(data, env, n + 1);	/* with its NUL */
-	memcpy(data + n + 1, s, len);
+	/* One buffer for every raw reply: sent at once, copied if queued. */
+	need = n + 1 + len;
+	if (need > bufsz) {
+		if ((buf = realloc(buf, need)) == NULL)
+			fatal("%s", __func__);
+		bufsz = need;
+	}
+	memcpy(buf, env, n + 1);	/* with its NUL */
+	memcpy(buf + n + 1, s, len);
+	rc = ipc_queue(p, NULL, 0, buf, need, fds, nfds);
 	json_object_put(result);
-	rc = ipc_queue(p, NULL, 0, data, n + 1 + len, fds, nfds);
 	return rc;
 }
 
