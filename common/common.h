@@ -212,6 +212,9 @@ int	 ipc_request(struct ipc_peer *, struct json_object *obj,
 /* Reply to msg with a result (takes ownership of result; may be NULL). */
 int	 ipc_reply(struct ipc_peer *, struct ipc_msg *, struct json_object *result,
 	    const int *fds, int nfds);
+/* Reply to a PM_RAW request with the result's JSON text (not taken). */
+int	 ipc_reply_body(struct ipc_peer *, struct ipc_msg *, const char *body,
+	    size_t len, const int *fds, int nfds);
 int	 ipc_reply_error(struct ipc_peer *, struct ipc_msg *, const char *code,
 	    const char *fmt, ...) HG_PRINTF(4, 5);
 /* Reply error with "retry_after" seconds (rate limits). */

@@ -448,27 +448,25 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 }
 
 /*
- * Reply with a raw body (a PM_RAW request's result, takes result): the
- * envelope {"id", "body", "user"}, a NUL, the result's text. The user is
- * left out unless it needs no escape (it is for frontd's access line).
+ * Reply to a PM_RAW request with body, the result's JSON text: the
+ * envelope {"id", "body", "user"}, a NUL, the body. The user is left out
+ * unless it needs no escape (it is for frontd's access line). -1 when m
+ * is no such request.
  */
-static int
-ipc_reply_raw(struct ipc_peer *p, struct ipc_msg *m,
-    struct json_object *result, const int *fds, int nfds)
+int
+ipc_reply_body(struct ipc_peer *p, struct ipc_msg *m, const char *body,
+    size_t len, const int *fds, int nfds)
 {
 	static char	*buf;
 	static size_t	 bufsz;
-	const char	*s, *user = log_ctx_user();
+	const char	*user = log_ctx_user();
 	char		 env[128];
-	size_t		 len, need;
-	int		 n, rc;
+	size_t		 need;
+	int		 n;
 
-	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS) {
-		json_object_put(result);
+	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS || m->id < 0 ||
+	    m->pm == NULL || (m->pm->flags & PM_RAW) == 0)
 		return -1;
-	}
-	s = json_object_to_json_string_length(result, JSON_C_TO_STRING_PLAIN,
-	    &len);
 	if (user != NULL && (strchr("abcdefghijklmnopqrstuvwxyz_",
 	    user[0]) == NULL || user[0] == '\0' || strlen(user) > 32 ||
 	    strspn(user, "abcdefghijklmnopqrstuvwxyz0123456789_-.") !=
@@ -487,8 +485,22 @@ ipc_reply_raw(struct ipc_peer *p, struct ipc_msg *m,
 		bufsz = need;
 	}
 	memcpy(buf, env, n + 1);	/* with its NUL */
-	memcpy(buf + n + 1, s, len);
-	rc = ipc_queue(p, NULL, 0, buf, need, fds, nfds);
+	memcpy(buf + n + 1, body, len);
+	return ipc_queue(p, NULL, 0, buf, need, fds, nfds);
+}
+
+/* A PM_RAW request's result as a raw body (takes result). */
+static int
+ipc_reply_raw(struct ipc_peer *p, struct ipc_msg *m,
+    struct json_object *result, const int *fds, int nfds)
+{
+	const char	*s;
+	size_t		 len;
+	int		 rc;
+
+	s = json_object_to_json_string_length(result, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	rc = ipc_reply_body(p, m, s, len, fds, nfds);
 	json_object_put(result);
 	return rc;
 }

@@ -26,6 +26,34 @@ def hg(mode):
         yield h
 
 
+def test_status_printed_alike_both_ways(hg):
+    """brokerd prints a status whose usage it keeps by hand (straight into
+    one buffer), else as a json-c tree once sandboxd has answered: the two
+    have the same members in the same order, the same values but for the
+    usage figures, and the same bytes but for those."""
+    s = hg.login(*pl.ADMIN)
+    first = s.get("/api/status")       # usage not kept yet: waits for it
+    assert first.status == 200, first
+    again = s.get("/api/status")       # kept for a second: printed by hand
+    assert again.status == 200, again
+    a = json.loads(first.body, object_pairs_hook=list)
+    b = json.loads(again.body, object_pairs_hook=list)
+    assert [k for k, _ in a] == [k for k, _ in b], (a, b)
+    assert set(k for k, _ in a) == STATUS_KEYS, a
+    da, db = dict(a), dict(b)
+    for k in STATUS_KEYS - {"usage", "usage_age_ms", "execution_mode"}:
+        assert da[k] == db[k], k
+    assert set(dict(db["usage"])) == set(dict(da["usage"])), (da, db)
+
+    def cut(body):
+        """The body without the usage and its age (they may change)."""
+        head, _, rest = body.partition(b',"usage":')
+        _, _, tail = rest.partition(b',"usage_reason":')
+        return head + tail
+
+    assert cut(first.body) == cut(again.body)
+
+
 def test_hot_get_bodies_as_documented(hg):
     """GET /api/status and the other raw GETs answer a JSON object with
     docs/api.md's members, its Content-Length the body's; a token's status
