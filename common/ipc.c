@@ -245,7 +245,8 @@ ipc_flush(struct ipc_peer *p)
 	struct ipc_out	*o;
 
 	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
-		if (ipc_sendmsg(p->fd, o->data, o->len, o->fds, o->nfds) == -1) {
+		if (ipc_sendmsg(p->fd, o->data, o->len, o->fds,
+		    o->nfds) == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				event_add(p->ev_write, NULL);
 				return 0;
@@ -711,11 +712,11 @@ ipc_dispatch(struct ipc_peer *p, struct ipc_msg *m)
 	char				 err[300];
 
 	if (m->body != NULL) {
-		/* Only a reply may have a raw body: ipc_dispatch_reply checks. */
+		/* Only a reply may have a raw body (ipc_dispatch_reply). */
 		if (m->type != NULL || m->id < 0) {
 			ipc_close_fds(m->fds, m->nfds);
-			ipc_peer_kill(p, "a raw body on a message that is not a "
-			    "reply");
+			ipc_peer_kill(p, "a raw body on a message that is "
+			    "not a reply");
 			return;
 		}
 		ipc_dispatch_reply(p, m);

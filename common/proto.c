@@ -773,8 +773,8 @@ proto_check_raw(struct json_object *env, const char *body, size_t len,
 	json_object_object_get_ex(env, "body", &v);
 	blen = json_object_get_int64(v);
 	if ((size_t)blen != len) {
-		snprintf(err, errsz, "raw body of %zu bytes, its envelope says "
-		    "%lld", len, (long long)blen);
+		snprintf(err, errsz, "raw body of %zu bytes, its envelope "
+		    "says %lld", len, (long long)blen);
 		return -1;
 	}
 	if (len < 2 || body[0] != '{' || body[len - 1] != '}') {

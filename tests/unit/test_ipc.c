@@ -684,7 +684,8 @@ make_front(int *fdp)
 	cli = ipc_peer_new(base, sv[0], ROLE_FRONTD, ROLE_BROKERD, NULL, &cbs,
 	    NULL);
 	*fdp = sv[1];
-	raw_send(sv[1], "{\"type\":\"hello\",\"version\":1,\"role\":\"brokerd\"}");
+	raw_send(sv[1],
+	    "{\"type\":\"hello\",\"version\":1,\"role\":\"brokerd\"}");
 	spin();
 	return cli;
 }
@@ -781,10 +782,12 @@ test_raw_reply_hostile(void **state)
 		C("rawecho", "{\"id\":1,\"body\":11}\0{\"x\":\"hi\"}"),
 		C("rawecho", "{\"id\":2,\"body\":10}\0[\"x\",\"hi\"]"),
 		C("rawecho", "{\"id\":3,\"body\":10}\0{\"x\":\0hi\"}"),
-		C("rawecho", "{\"id\":4,\"body\":10,\"result\":{}}\0{\"x\":\"hi\"}"),
+		C("rawecho",
+		    "{\"id\":4,\"body\":10,\"result\":{}}\0{\"x\":\"hi\"}"),
 		C("rawecho", "{\"id\":5}\0{\"x\":\"hi\"}"),
 		C("rawecho", "{\"id\":6,\"body\":0}\0"),
-		C("rawecho", "{\"id\":7,\"body\":10,\"user\":\"Root\"}\0{\"x\":\"hi\"}"),
+		C("rawecho",
+		    "{\"id\":7,\"body\":10,\"user\":\"Root\"}\0{\"x\":\"hi\"}"),
 		C("echo", "{\"id\":8,\"body\":10}\0{\"x\":\"hi\"}"),
 #undef C
 	};
@@ -798,8 +801,8 @@ test_raw_reply_hostile(void **state)
 		req = json_object_new_object();
 		json_object_object_add(req, "type",
 		    json_object_new_string(cases[i].type));
-		assert_int_equal(ipc_request(cli, req, NULL, 0, 10000, on_reply,
-		    NULL), 0);
+		assert_int_equal(ipc_request(cli, req, NULL, 0, 10000,
+		    on_reply, NULL), 0);
 		raw_sendn(fd, cases[i].dgram, cases[i].len);
 		spin();
 		assert_int_equal(reply_calls, (int)i + 1);
@@ -897,8 +900,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_raw_reply_hostile, setup,
 		    teardown),
-		cmocka_unit_test_setup_teardown(test_timeouts_in_deadline_order,
-		    setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeouts_in_deadline_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_timeout, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_link_refuses_squatter,
