@@ -20,6 +20,7 @@
  */
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -707,6 +708,40 @@ http_put_num(char *p, char *end, size_t n)
 	return (http_put(p, end, d));
 }
 
+/*
+ * Write a keep-alive reply straight to the socket when nothing waits in
+ * the output: no write event to add and remove, no loop turn before it
+ * goes. What the socket does not take is left in iov (lengths cut) for
+ * the output buffer, as are all replies over TLS, or that close.
+ */
+static void
+http_reply_direct(struct http_conn *conn, int keep, struct iovec *iov)
+{
+	struct msghdr	mh;
+	ssize_t		n;
+	size_t		cut;
+	int		i;
+
+	if (!keep || conn->tls ||
+	    evbuffer_get_length(bufferevent_get_output(conn->bev)) > 0)
+		return;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 4;
+	do
+		n = sendmsg(bufferevent_getfd(conn->bev), &mh,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return;	/* the buffer sends it, and sees any error */
+	for (i = 0; i < 4 && n > 0; i++) {
+		cut = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+		iov[i].iov_base = (char *)iov[i].iov_base + cut;
+		iov[i].iov_len -= cut;
+		n -= cut;
+	}
+}
+
 /* Answer a request; see frontd.h. */
 void
 http_reply(struct http_request *req, int status, const char *ctype,
@@ -715,8 +750,9 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	struct http_conn	*conn = req->conn;
 	struct evbuffer		*out;
 	char			 head[1024], *hp, *hend;
+	struct iovec		 iov[4];
 	size_t			 sent, hlen, xlen;
-	int			 keep;
+	int			 keep, i;
 
 	if (conn == NULL) {
 		log_debug("%s: client gone, reply %d dropped", req->peer,
@@ -767,12 +803,22 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	    strcmp(req->method, "HEAD") == 0)
 		len = 0;
 	out = bufferevent_get_output(conn->bev);
-	if (evbuffer_expand(out, hlen + xlen + 2 + len) == -1 ||
-	    evbuffer_add(out, head, hlen) == -1 ||
-	    (xlen > 0 && evbuffer_add(out, extra, xlen) == -1) ||
-	    evbuffer_add(out, "\r\n", 2) == -1 ||
-	    (len > 0 && evbuffer_add(out, body, len) == -1))
-		fatalx("%s: evbuffer_add", __func__);
+	iov[0].iov_base = head;
+	iov[0].iov_len = hlen;
+	iov[1].iov_base = (void *)extra;
+	iov[1].iov_len = xlen;
+	iov[2].iov_base = (void *)"\r\n";
+	iov[2].iov_len = 2;
+	iov[3].iov_base = (void *)body;
+	iov[3].iov_len = len;
+	http_reply_direct(conn, keep, iov);
+	if (evbuffer_expand(out, iov[0].iov_len + iov[1].iov_len +
+	    iov[2].iov_len + iov[3].iov_len) == -1)
+		fatalx("%s: evbuffer_expand", __func__);
+	for (i = 0; i < 4; i++)
+		if (iov[i].iov_len > 0 && evbuffer_add(out, iov[i].iov_base,
+		    iov[i].iov_len) == -1)
+			fatalx("%s: evbuffer_add", __func__);
 	sent = len;
 
 	http_access_log(req, status, sent);
