@@ -7,7 +7,10 @@ which lives on."""
 
 import json
 import os
+import re
+import shutil
 import socket
+import tempfile
 import threading
 
 import pytest
@@ -20,10 +23,22 @@ STATUS_KEYS = {"user", "role", "auth", "runtime", "backend",
                "usage_age_ms", "usage_reason", "containment"}
 
 
+BIG = bytes(range(256)) * 1200     # a 300 KiB static file
+
+
 @pytest.fixture(scope="module")
 def hg(mode):
-    with pl.module_hostgate(mode, "raw") as h:
-        yield h
+    web = tempfile.mkdtemp(prefix="hg-rawweb-")
+    os.chmod(web, 0o755)
+    for name, data in (("index.html", b"<!doctype html>"), ("big.js", BIG)):
+        with open(os.path.join(web, name), "wb") as f:
+            f.write(data)
+        os.chmod(os.path.join(web, name), 0o644)
+    try:
+        with pl.module_hostgate(mode, "raw", HOSTGATE_WEB_DIR=web) as h:
+            yield h
+    finally:
+        shutil.rmtree(web)
 
 
 def test_status_printed_alike_both_ways(hg):
@@ -203,3 +218,45 @@ def test_hostile_raw_replies(lone_front):
     hglib.wait_for(lambda: hg.get("/api/status", cookie="0" * 64).body
                    == body, 10, what="status through the new link")
     assert hg.alive("frontd")
+
+
+def read_reply(sock, buf):
+    """One HTTP reply (with a Content-Length) from sock: (head, body, the
+    bytes after it)."""
+    while b"\r\n\r\n" not in buf:
+        d = sock.recv(65536)
+        assert d, "closed before a reply head"
+        buf += d
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    n = int(re.search(rb"(?i)\r\ncontent-length: *(\d+)", head).group(1))
+    while len(rest) < n:
+        d = sock.recv(65536)
+        assert d, "closed inside a reply body"
+        rest += d
+    return head, rest[:n], rest[n:]
+
+
+def test_large_reply_then_pipelined_one(hg):
+    """frontd writes a keep-alive reply straight to the socket and leaves
+    what the socket does not take to its output buffer: a 300 KiB static
+    file to a client with a small receive buffer arrives whole, and
+    the reply to the request pipelined behind it comes after it, whole."""
+    script = b"/big.js"
+    whole = hg.get("/big.js")
+    assert whole.status == 200 and whole.body == BIG, whole
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(10)
+    try:
+        s.connect(("127.0.0.1", hg.port))
+        s.sendall(b"GET " + script + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        head, body, rest = read_reply(s, b"")
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert body == BIG
+        head, body, rest = read_reply(s, rest)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert isinstance(json.loads(body), dict), body
+        assert rest == b""
+    finally:
+        s.close()
