@@ -452,9 +452,10 @@ proto_find(const struct proto_msg *table, const char *type, unsigned from,
 {
 	const struct proto_msg	*pm;
 
+	/* The roles and the first byte first: most rows end there. */
 	for (pm = table; type != NULL && pm->type != NULL; pm++)
-		if (strcmp(pm->type, type) == 0 && (pm->from & from) &&
-		    (pm->to & to))
+		if ((pm->from & from) && (pm->to & to) &&
+		    pm->type[0] == type[0] && strcmp(pm->type, type) == 0)
 			return pm;
 	return NULL;
 }
