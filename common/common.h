@@ -209,6 +209,13 @@ int	 ipc_send(struct ipc_peer *, struct json_object *obj, const int *fds,
 /* Send a request: sets "id" in obj, calls cb once with the reply or NULL. */
 int	 ipc_request(struct ipc_peer *, struct json_object *obj,
 	    const int *fds, int nfds, int timeout_ms, ipc_reply_cb cb, void *arg);
+/*
+ * Send a request printed by the caller: members is the JSON text of its
+ * members other than "type" and "id", without braces; as ipc_request.
+ */
+int	 ipc_request_text(struct ipc_peer *, const char *type,
+	    const char *members, size_t len, int timeout_ms, ipc_reply_cb cb,
+	    void *arg);
 /* Reply to msg with a result (takes ownership of result; may be NULL). */
 int	 ipc_reply(struct ipc_peer *, struct ipc_msg *, struct json_object *result,
 	    const int *fds, int nfds);

@@ -406,24 +406,14 @@ ipc_pending_timeout(evutil_socket_t fd, short ev, void *arg)
 		ipc_peer_destroy(p);
 }
 
-/* Send a request with a fresh id; cb gets the reply or NULL. */
-int
-ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
-    int nfds, int timeout_ms, ipc_reply_cb cb, void *arg)
+/* Wait for the reply to request id (of row msg), at most timeout_ms. */
+static void
+ipc_pending_add(struct ipc_peer *p, const struct proto_msg *msg, int64_t id,
+    int timeout_ms, ipc_reply_cb cb, void *arg)
 {
-	const struct proto_msg	*msg;
 	struct ipc_pending	*pd, *prev;
-	int64_t			 id, now;
+	int64_t			 now;
 
-	if (p == NULL || p->dead || !p->ready) {
-		json_object_put(obj);
-		return -1;
-	}
-	msg = proto_find(ipc_proto, json_str(obj, "type"), p->self, p->role);
-	id = ++p->next_id;
-	json_object_object_add(obj, "id", json_object_new_int64(id));
-	if (ipc_send(p, obj, fds, nfds) == -1)
-		return -1;
 	if ((pd = calloc(1, sizeof(*pd))) == NULL)
 		fatal("%s", __func__);
 	pd->id = id;
@@ -445,6 +435,65 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 	if (TAILQ_FIRST(&p->pending) == pd || !evtimer_pending(p->ev_timeout,
 	    NULL))
 		ipc_pending_arm(p, now);
+}
+
+/* Send a request with a fresh id; cb gets the reply or NULL. */
+int
+ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
+    int nfds, int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	const struct proto_msg	*msg;
+	int64_t			 id;
+
+	if (p == NULL || p->dead || !p->ready) {
+		json_object_put(obj);
+		return -1;
+	}
+	msg = proto_find(ipc_proto, json_str(obj, "type"), p->self, p->role);
+	id = ++p->next_id;
+	json_object_object_add(obj, "id", json_object_new_int64(id));
+	if (ipc_send(p, obj, fds, nfds) == -1)
+		return -1;
+	ipc_pending_add(p, msg, id, timeout_ms, cb, arg);
+	return 0;
+}
+
+/*
+ * Send a request printed by its caller: {"type": type, "id": <fresh>,
+ * then members, the JSON text of its other members (without braces,
+ * not empty)}. As ipc_request otherwise; type must need no escape.
+ */
+int
+ipc_request_text(struct ipc_peer *p, const char *type, const char *members,
+    size_t len, int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	static char	*buf;
+	static size_t	 bufsz;
+	char		 head[128];
+	size_t		 need;
+	int64_t		 id;
+	int		 n;
+
+	if (p == NULL || p->dead || !p->ready)
+		return -1;
+	id = ++p->next_id;
+	n = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"id\":%lld,",
+	    type, (long long)id);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return -1;
+	need = n + len + 1;
+	if (need > bufsz) {
+		if ((buf = realloc(buf, need)) == NULL)
+			fatal("%s", __func__);
+		bufsz = need;
+	}
+	memcpy(buf, head, n);
+	memcpy(buf + n, members, len);
+	buf[n + len] = '}';
+	if (ipc_queue(p, type, 1, buf, need, NULL, 0) == -1)
+		return -1;
+	ipc_pending_add(p, proto_find(ipc_proto, type, p->self, p->role), id,
+	    timeout_ms, cb, arg);
 	return 0;
 }
 

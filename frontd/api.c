@@ -150,6 +150,8 @@ struct api_call {
 
 static void	api_send(struct http_request *, const struct api_route *,
 		    struct json_object *, int);
+static void	api_send_text(struct http_request *,
+		    const struct api_route *);
 
 static struct config	*api_conf;
 static struct ipc_link	*api_broker;
@@ -1036,6 +1038,12 @@ api_handle(struct http_request *req, void *arg)
 		return;
 	}
 
+	/* A request without a body: printed straight, no tree. */
+	if (r->body == NULL && r->prepare == NULL &&
+	    strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0) {
+		api_send_text(req, r);
+		return;
+	}
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type", json_object_new_string(r->op));
 	if ((r->body != NULL && api_take_body(req, r, obj, &body) == -1) ||
@@ -1110,6 +1118,116 @@ api_send(struct http_request *req, const struct api_route *r,
 	}
 	if (fd != -1)
 		close(fd);	/* ipc_send keeps its own dup */
+}
+
+/* The members of a request printed by hand (api_send_text). */
+static char	api_text[IPC_MAX_MSG - 512];
+static size_t	api_text_len;
+static int	api_text_full;
+
+/* Append n bytes to api_text (past its end: full, nothing added). */
+static void
+api_text_add(const char *s, size_t n)
+{
+	if (api_text_full || n > sizeof(api_text) - api_text_len) {
+		api_text_full = 1;
+		return;
+	}
+	memcpy(api_text + api_text_len, s, n);
+	api_text_len += n;
+}
+
+/* Append "key":"value", the value escaped as JSON, after a comma. */
+static void
+api_text_member(const char *key, const char *v, int comma)
+{
+	static const char	hex[] = "0123456789abcdef";
+	char			esc[6] = { '\\', 'u', '0', '0', 0, 0 };
+	const char		*run;
+
+	if (comma)
+		api_text_add(",", 1);
+	api_text_add("\"", 1);
+	api_text_add(key, strlen(key));
+	api_text_add("\":\"", 3);
+	for (run = v; *v != '\0'; v++) {
+		unsigned char	c = *v;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		api_text_add(run, v - run);
+		run = v + 1;
+		if (c == '"' || c == '\\') {
+			esc[1] = c;
+			api_text_add(esc, 2);
+			esc[1] = 'u';
+		} else {
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0xf];
+			api_text_add(esc, 6);
+		}
+	}
+	api_text_add(run, v - run);
+	api_text_add("\"", 1);
+}
+
+/*
+ * Send a route's request without a body, printed straight into one
+ * buffer: the members api_add_auth and the client address make for the
+ * others, with no json-c tree built and printed twice per request.
+ */
+static void
+api_send_text(struct http_request *req, const struct api_route *r)
+{
+	struct ipc_peer	*broker;
+	struct api_call	*c;
+	const char	*h;
+	char		 cookie[512];
+	int		 n = 0;
+
+	api_text_len = 0;
+	api_text_full = 0;
+	api_text_member("request_id", req->request_id, 0);
+	api_text_member("client", req->peer, 1);
+	api_text_add(",\"auth\":{", 9);
+	if (http_cookie(req, API_COOKIE, cookie, sizeof(cookie)) == 0 &&
+	    cookie[0] != '\0')
+		api_text_member("cookie", cookie, n++ > 0);
+	if ((h = http_header(req, "Authorization")) != NULL &&
+	    strncasecmp(h, "Bearer ", 7) == 0) {
+		h += 7;
+		while (*h == ' ')
+			h++;
+		api_text_member("bearer", h, n++ > 0);
+	}
+	if ((h = http_header(req, "X-CSRF-Token")) != NULL)
+		api_text_member("csrf", h, n++ > 0);
+	api_text_add("}", 1);
+	/* What goes to brokerd must fit one IPC message. */
+	if (api_text_full) {
+		http_reply_error(req, 413, ERR_TOO_LARGE, "the request's fields "
+		    "are too large (send long input as \"stdin\")", NULL);
+		return;
+	}
+	if ((broker = ipc_link_peer(api_broker)) == NULL) {
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	c->req = req;
+	c->route = r;
+	req->pending = c;
+	if (ipc_request_text(broker, r->op, api_text, api_text_len,
+	    API_BROKER_TIMEOUT_MS, api_broker_reply, c) == -1 &&
+	    req->pending == c) {
+		/* The link died under us; the callback did not run. */
+		req->pending = NULL;
+		free(c);
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+	}
 }
 
 struct ipc_peer *

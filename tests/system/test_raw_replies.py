@@ -260,3 +260,45 @@ def test_large_reply_then_pipelined_one(hg):
         assert rest == b""
     finally:
         s.close()
+
+
+def raw_http(hg, head):
+    """Send one request head as bytes on a fresh connection; the reply's
+    status line and body."""
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+    try:
+        s.sendall(head)
+        h, body, _ = read_reply(s, b"")
+        return h.split(b"\r\n", 1)[0], body
+    finally:
+        s.close()
+
+
+def test_body_less_requests_escape_what_they_forward(hg):
+    """frontd prints the requests without a body itself: a bearer token,
+    cookie and CSRF token full of quotes, backslashes and JSON reach
+    brokerd as the strings they are (a clear 401, no malformed message:
+    the link stays up); 15 KiB of quotes (twice as long escaped) reach it
+    whole, refused by the table as longer than 512 bytes (400 naming the
+    field); control bytes are refused by frontd before (400)."""
+    nasty = '"\\},"auth":{"bearer":"x\\u0000\\t\\"'
+    r = hg.get("/api/status", bearer=nasty)
+    assert r.status == 401, r
+    r = hg.get("/api/status", cookie=nasty, headers={"X-CSRF-Token": nasty})
+    assert r.status == 401, r
+    s = hg.login(*pl.USER)
+    r = s.get("/api/status", headers={"X-CSRF-Token": nasty})
+    assert r.status == 200 and r.json()["user"] == pl.USER[0], r
+    status, body = raw_http(hg, b"GET /api/status HTTP/1.1\r\nHost: x\r\n"
+                            b"Authorization: Bearer " + b'"' * 15000 +
+                            b"\r\n\r\n")
+    assert status.split()[1] == b"400", (status, body)
+    assert "bearer" in json.loads(body)["error"]["message"], body
+    status, body = raw_http(hg, b"GET /api/status HTTP/1.1\r\nHost: x\r\n"
+                            b"Authorization: Bearer \x01\r\n\r\n")
+    assert status.split()[1] == b"400", (status, body)
+    for d in ("brokerd", "frontd"):
+        log = hg.log_text(d)
+        assert "malformed message" not in log and "dropping" not in log, d
+    assert hg.alive("brokerd") and hg.alive("frontd")
+    assert s.get("/api/status").status == 200
