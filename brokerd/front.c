@@ -363,6 +363,7 @@ front_pending_new(struct ipc_peer *p, struct ipc_msg *m)
 		fatal("%s", __func__);
 	fp->peer = p;
 	fp->id = m->id;
+	fp->pm = m->pm;
 	/* The reply says who asked (frontd's access line), as now would. */
 	snprintf(fp->rid, sizeof(fp->rid), "%s", log_ctx_request_id() ?
 	    log_ctx_request_id() : "");
@@ -388,6 +389,7 @@ front_pending_reply(struct front_pending *fp, struct json_object *res)
 	TAILQ_REMOVE(&front_pendings, fp, entry);
 	memset(&m, 0, sizeof(m));
 	m.id = fp->id;
+	m.pm = fp->pm;
 	log_ctx_set(fp->rid[0] ? fp->rid : NULL, fp->user[0] ? fp->user : NULL,
 	    NULL);
 	if (fp->peer != NULL)
@@ -435,31 +437,223 @@ front_limits_json(void)
 	return o;
 }
 
+/* json-c prints a front_json_raw object as the text it holds. */
+static int
+front_raw_print(struct json_object *o, struct printbuf *pb, int level,
+    int flags)
+{
+	return printbuf_memappend(pb, json_object_get_string(o),
+	    json_object_get_string_len(o));
+}
+
+/*
+ * A value that prints as obj prints now, without walking obj again: for
+ * the parts of a reply that change rarely. Only for sending: it reads as
+ * a string.
+ */
+struct json_object *
+front_json_raw(struct json_object *obj)
+{
+	struct json_object	*o;
+	const char		*s;
+	size_t			 len;
+
+	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	if ((o = json_object_new_string_len(s, (int)len)) == NULL)
+		fatalx("%s: json_object_new_string_len", __func__);
+	json_object_set_serializer(o, front_raw_print, NULL, NULL);
+	return o;
+}
+
+/* The configured limits, printed once (the configuration stays). */
+static struct json_object *
+front_limits_raw(void)
+{
+	static struct json_object	*raw;
+	struct json_object		*o;
+
+	if (raw == NULL) {
+		o = front_limits_json();
+		raw = front_json_raw(o);
+		json_object_put(o);
+	}
+	return json_object_get(raw);
+}
+
+/* The usage of a status reply, its age in ms and why it is null. */
+static void
+front_status_add_usage(struct json_object *res, struct json_object *usage,
+    int64_t age_ms, const char *why)
+{
+	json_object_object_add(res, "usage", json_object_get(usage));
+	json_object_object_add(res, "usage_age_ms", usage != NULL ?
+	    json_object_new_int64(age_ms) : NULL);
+	json_object_object_add(res, "usage_reason",
+	    usage == NULL ? json_object_new_string(why) : NULL);
+}
+
 /* sandboxd's usage for a status request came (or not): answer it. */
 static void
-front_status_usage(struct json_object *usage, const char *why, void *arg)
+front_status_usage(struct json_object *usage, int64_t age_ms, const char *why,
+    void *arg)
 {
 	struct front_pending	*fp = arg;
 	struct json_object	*res = fp->res;
 
-	json_object_object_add(res, "usage", json_object_get(usage));
-	json_object_object_add(res, "usage_reason",
-	    usage == NULL ? json_object_new_string(why) : NULL);
+	front_status_add_usage(res, usage, age_ms, why);
 	fp->res = NULL;
 	front_pending_reply(fp, res);
 }
 
+/* A growing text buffer for the replies printed by hand. */
+struct front_text {
+	char	*buf;
+	size_t	 len, size;
+};
+
+/* Append n bytes to t. */
+static void
+front_text_add(struct front_text *t, const char *s, size_t n)
+{
+	if (t->len + n > t->size) {
+		t->size = (t->len + n) * 2;
+		if ((t->buf = realloc(t->buf, t->size)) == NULL)
+			fatal("%s", __func__);
+	}
+	memcpy(t->buf + t->len, s, n);
+	t->len += n;
+}
+
+/* Append a JSON string, escaped as json-c escapes it. */
+static void
+front_text_str(struct front_text *t, const char *s)
+{
+	static const char	hex[] = "0123456789abcdef";
+	char			esc[6];
+	const char		*run;
+
+	front_text_add(t, "\"", 1);
+	for (run = s; *s != '\0'; s++) {
+		unsigned char	c = *s;
+
+		if (c >= 0x20 && c != '"' && c != '\\' && c != '/')
+			continue;
+		front_text_add(t, run, s - run);
+		run = s + 1;
+		esc[0] = '\\';
+		switch (c) {
+		case '\b': esc[1] = 'b'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '"': case '\\': case '/': esc[1] = c; break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0xf];
+			front_text_add(t, esc, 6);
+			continue;
+		}
+		front_text_add(t, esc, 2);
+	}
+	front_text_add(t, run, s - run);
+	front_text_add(t, "\"", 1);
+}
+
+/* Append ,"key": (no comma first when first) and a value printed. */
+static void
+front_text_member(struct front_text *t, const char *key, int first,
+    struct json_object *v)
+{
+	const char	*s;
+	size_t		 len;
+
+	if (!first)
+		front_text_add(t, ",", 1);
+	front_text_str(t, key);
+	front_text_add(t, ":", 1);
+	s = json_object_to_json_string_length(v, JSON_C_TO_STRING_PLAIN, &len);
+	front_text_add(t, s, len);
+}
+
+/* Append ,"key":"value". */
+static void
+front_text_strmember(struct front_text *t, const char *key, const char *v)
+{
+	front_text_add(t, ",", 1);
+	front_text_str(t, key);
+	front_text_add(t, ":", 1);
+	front_text_str(t, v);
+}
+
+/*
+ * The status of front_status with usage kept, printed straight into one
+ * buffer (the members and their order of the object front_status builds):
+ * no tree of 13 members to build, print and free per request. 0 when
+ * answered, -1 when it cannot go as a raw body.
+ */
+static int
+front_status_text(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    struct json_object *usage, int64_t age)
+{
+	static struct front_text	 t;
+	struct json_object		*v;
+	char				 num[32];
+	int				 n;
+
+	if (m->pm == NULL || (m->pm->flags & PM_RAW) == 0)
+		return -1;
+	t.len = 0;
+	front_text_add(&t, "{\"user\":", 8);
+	front_text_str(&t, id->user->name);
+	front_text_strmember(&t, "role", id->user->admin ? "admin" : "user");
+	front_text_strmember(&t, "auth", id->token ? "token" : "session");
+	front_text_strmember(&t, "runtime",
+	    front_conf->runtime == RUNTIME_HOST ? "host" : "docker");
+	v = sandbox_backend_raw();
+	front_text_member(&t, "backend", 0, v);
+	json_object_put(v);
+	v = mode_json(id);
+	front_text_member(&t, "execution_mode", 0, v);
+	json_object_put(v);
+	front_text_strmember(&t, "permission",
+	    session_permission(id->session));
+	n = snprintf(num, sizeof(num), ",\"uid\":%lld",
+	    (long long)id->user->uid);
+	front_text_add(&t, num, n);
+	v = sandbox_containment_raw();
+	front_text_member(&t, "containment", 0, v);
+	json_object_put(v);
+	v = front_limits_raw();
+	front_text_member(&t, "limits", 0, v);
+	json_object_put(v);
+	front_text_member(&t, "usage", 0, usage);
+	n = snprintf(num, sizeof(num), ",\"usage_age_ms\":%lld",
+	    (long long)age);
+	front_text_add(&t, num, n);
+	front_text_add(&t, ",\"usage_reason\":null}", 21);
+	/* A failure here (peer gone, queue full) is logged by ipc.c. */
+	ipc_reply_body(p, m, t.buf, t.len, NULL, 0);
+	return 0;
+}
+
 /*
  * Who the caller is and what state their session is in, with their limits
- * and usage (sandboxd is asked; the reply waits for it, briefly) and what
- * enforces them.
+ * and usage (as sandboxd reported it at most a second ago; else it is
+ * asked, and the reply waits for it, briefly) and what enforces them.
  */
 static void
 front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct front_pending	*fp;
-	struct json_object	*res;
+	struct json_object	*res, *usage;
+	int64_t			 age;
 
+	if ((usage = sandbox_usage_kept(id->user->name, &age)) != NULL &&
+	    front_status_text(p, m, id, usage, age) == 0)
+		return;
 	res = json_object_new_object();
 	json_object_object_add(res, "user",
 	    json_object_new_string(id->user->name));
@@ -469,18 +663,22 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    json_object_new_string(id->token ? "token" : "session"));
 	json_object_object_add(res, "runtime", json_object_new_string(
 	    front_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
-	json_object_object_add(res, "backend", sandbox_backend_json());
+	json_object_object_add(res, "backend", sandbox_backend_raw());
 	json_object_object_add(res, "execution_mode", mode_json(id));
 	json_object_object_add(res, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	json_object_object_add(res, "uid",
 	    json_object_new_int64(id->user->uid));
-	json_object_object_add(res, "containment", sandbox_containment_json());
-	json_object_object_add(res, "limits", front_limits_json());
+	json_object_object_add(res, "containment", sandbox_containment_raw());
+	json_object_object_add(res, "limits", front_limits_raw());
+	if (usage != NULL) {
+		front_status_add_usage(res, usage, age, NULL);
+		ipc_reply(p, m, res, NULL, 0);
+		return;
+	}
 	fp = front_pending_new(p, m);
 	fp->res = res;
-	sandbox_usage_ask(id->user->name, FRONT_USAGE_MS, front_status_usage,
-	    fp);
+	sandbox_usage_get(id->user->name, front_status_usage, fp);
 }
 
 /* {"permission": "..."} of the caller's session. */

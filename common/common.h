@@ -28,6 +28,7 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 void	log_init(const char *name, int foreground);
 void	log_init_cli(const char *name);
 void	log_setlevel(enum log_level);
+int	log_enabled(enum log_level);
 void	log_warn(const char *, ...) HG_PRINTF(1, 2);
 void	log_warnx(const char *, ...) HG_PRINTF(1, 2);
 void	log_info(const char *, ...) HG_PRINTF(1, 2);
@@ -171,6 +172,11 @@ struct ipc_msg {
 	int64_t			 id;	/* -1 when absent */
 	int			 fds[IPC_MAX_FDS];
 	int			 nfds;	/* handler may take fds; set to -1 */
+	const char		*raw;	/* its text, during the callback */
+	size_t			 rawlen;
+	const char		*body;	/* a PM_RAW reply's body, or NULL */
+	size_t			 bodylen;
+	const struct proto_msg	*pm;	/* a request's row in the table */
 };
 
 /*
@@ -213,9 +219,19 @@ int	 ipc_send(struct ipc_peer *, struct json_object *obj, const int *fds,
 /* Send a request: sets "id" in obj, calls cb once with the reply or NULL. */
 int	 ipc_request(struct ipc_peer *, struct json_object *obj,
 	    const int *fds, int nfds, int timeout_ms, ipc_reply_cb cb, void *arg);
+/*
+ * Send a request printed by the caller: members is the JSON text of its
+ * members other than "type" and "id", without braces; as ipc_request.
+ */
+int	 ipc_request_text(struct ipc_peer *, const char *type,
+	    const char *members, size_t len, int timeout_ms, ipc_reply_cb cb,
+	    void *arg);
 /* Reply to msg with a result (takes ownership of result; may be NULL). */
 int	 ipc_reply(struct ipc_peer *, struct ipc_msg *, struct json_object *result,
 	    const int *fds, int nfds);
+/* Reply to a PM_RAW request with the result's JSON text (not taken). */
+int	 ipc_reply_body(struct ipc_peer *, struct ipc_msg *, const char *body,
+	    size_t len, const int *fds, int nfds);
 int	 ipc_reply_error(struct ipc_peer *, struct ipc_msg *, const char *code,
 	    const char *fmt, ...) HG_PRINTF(4, 5);
 /* Reply error with "retry_after" seconds (rate limits). */

@@ -32,7 +32,7 @@ struct ipc_pending {
 	const struct proto_msg	*msg;		/* its row: the reply's schema */
 	ipc_reply_cb		 cb;
 	void			*arg;
-	struct event		*timer;
+	int64_t			 deadline;	/* now_mono_ms() */
 	struct ipc_peer		*peer;
 	TAILQ_ENTRY(ipc_pending) entry;
 };
@@ -56,7 +56,8 @@ struct ipc_peer {
 	TAILQ_HEAD(, ipc_out)	 outq;
 	size_t			 outq_bytes;
 	size_t			 outq_len;
-	TAILQ_HEAD(, ipc_pending) pending;
+	TAILQ_HEAD(ipc_pendings, ipc_pending) pending;	/* by deadline */
+	struct event		*ev_timeout;	/* the first deadline */
 	struct ipc_server	*server;	/* accepted by */
 	struct ipc_link		*link;		/* connected by */
 	TAILQ_ENTRY(ipc_peer)	 entry;
@@ -204,11 +205,10 @@ ipc_listen(const char *path, uid_t uid, gid_t gid, mode_t mode)
 	return fd;
 }
 
-/* Send as much of the output queue as the socket takes. */
-static int
-ipc_flush(struct ipc_peer *p)
+/* One datagram with its fds, sent without waiting: sendmsg's result. */
+static ssize_t
+ipc_sendmsg(int fd, const char *data, size_t len, const int *fds, int nfds)
 {
-	struct ipc_out	*o;
 	struct msghdr	 mh;
 	struct iovec	 iov;
 	union {
@@ -218,30 +218,40 @@ ipc_flush(struct ipc_peer *p)
 	struct cmsghdr	*cm;
 	ssize_t		 n;
 
+	memset(&mh, 0, sizeof(mh));
+	iov.iov_base = (void *)data;
+	iov.iov_len = len;
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	if (nfds > 0) {
+		memset(&cmsgbuf, 0, sizeof(cmsgbuf));
+		mh.msg_control = cmsgbuf.buf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	return n;
+}
+
+/* Send as much of the output queue as the socket takes. */
+static int
+ipc_flush(struct ipc_peer *p)
+{
+	struct ipc_out	*o;
+
 	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
-		memset(&mh, 0, sizeof(mh));
-		iov.iov_base = o->data;
-		iov.iov_len = o->len;
-		mh.msg_iov = &iov;
-		mh.msg_iovlen = 1;
-		if (o->nfds > 0) {
-			memset(&cmsgbuf, 0, sizeof(cmsgbuf));
-			mh.msg_control = cmsgbuf.buf;
-			mh.msg_controllen = CMSG_SPACE(sizeof(int) * o->nfds);
-			cm = CMSG_FIRSTHDR(&mh);
-			cm->cmsg_level = SOL_SOCKET;
-			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int) * o->nfds);
-			memcpy(CMSG_DATA(cm), o->fds, sizeof(int) * o->nfds);
-		}
-		n = sendmsg(p->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (n == -1) {
+		if (ipc_sendmsg(p->fd, o->data, o->len, o->fds,
+		    o->nfds) == -1) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK) {
 				event_add(p->ev_write, NULL);
 				return 0;
 			}
-			if (errno == EINTR)
-				continue;
 			return -1;
 		}
 		TAILQ_REMOVE(&p->outq, o, entry);
@@ -257,20 +267,17 @@ ipc_flush(struct ipc_peer *p)
 
 /*
  * Whether a message of len bytes still fits the peer's outgoing queue. A
- * request past the bound fails (its caller gets -1); a reply or an event
- * means the peer does not read what it is sent: it is dropped (a link
- * reconnects by itself).
+ * request (type and an id) past the bound fails (its caller gets -1); a
+ * reply or an event means the peer does not read what it is sent: it is
+ * dropped (a link reconnects by itself).
  */
 static int
-ipc_queue_room(struct ipc_peer *p, struct json_object *obj, size_t len)
+ipc_queue_room(struct ipc_peer *p, const char *type, int request, size_t len)
 {
-	const char	*type;
-
 	if (p->outq_len < IPC_QUEUE_MAX_MSGS &&
 	    p->outq_bytes + len <= IPC_QUEUE_MAX_BYTES)
 		return 1;
-	type = json_str(obj, "type");
-	if (type != NULL && json_object_object_get_ex(obj, "id", NULL)) {
+	if (type != NULL && request) {
 		log_warnx("request \"%s\" to %s refused: its outgoing queue is "
 		    "full (%zu messages, %zu bytes)", type,
 		    ipc_role_name(p->role ? p->role : p->expect), p->outq_len,
@@ -283,36 +290,39 @@ ipc_queue_room(struct ipc_peer *p, struct json_object *obj, size_t len)
 	return 0;
 }
 
-/* Queue a message (takes obj); fds are duplicated. */
-int
-ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
+/*
+ * Send a datagram of len bytes, or queue a copy of it behind others or
+ * when the socket is full; fds are duplicated when queued. type and
+ * request say what it is, for the queue's bound.
+ */
+static int
+ipc_queue(struct ipc_peer *p, const char *type, int request, const char *data,
+    size_t len, const int *fds, int nfds)
 {
 	struct ipc_out	*o;
-	const char	*s;
-	size_t		 len;
 	int		 i;
 
-	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS) {
-		json_object_put(obj);
-		return -1;
-	}
-	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
-	    &len);
 	if (len > IPC_MAX_MSG) {
 		log_warnx("%s: message of %zu bytes to %s is too large",
 		    __func__, len, ipc_role_name(p->role ? p->role : p->expect));
-		json_object_put(obj);
 		return -1;
 	}
-	if (!ipc_queue_room(p, obj, len)) {
-		json_object_put(obj);
+	if (!ipc_queue_room(p, type, request, len))
 		return -1;
+	/* Nothing waiting: straight to the socket, no copy. */
+	if (TAILQ_EMPTY(&p->outq)) {
+		if (ipc_sendmsg(p->fd, data, len, fds, nfds) != -1)
+			return 0;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			ipc_peer_kill(p, "send: %s", strerror(errno));
+			return -1;
+		}
 	}
 	if ((o = calloc(1, sizeof(*o))) == NULL ||
-	    (o->data = strdup(s)) == NULL)
+	    (o->data = malloc(len)) == NULL)
 		fatal("%s", __func__);
+	memcpy(o->data, data, len);
 	o->len = len;
-	json_object_put(obj);
 	for (i = 0; i < nfds; i++) {
 		o->fds[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 3);
 		if (o->fds[i] == -1) {
@@ -328,32 +338,104 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 	TAILQ_INSERT_TAIL(&p->outq, o, entry);
 	p->outq_bytes += o->len;
 	p->outq_len++;
-	if (TAILQ_FIRST(&p->outq) == o && ipc_flush(p) == -1) {
-		ipc_peer_kill(p, "send: %s", strerror(errno));
-		return -1;
-	}
+	event_add(p->ev_write, NULL);
 	return 0;
 }
 
-/* A pending request's time ran out: answer its caller with NULL. */
+/* Queue a message (takes obj); fds are duplicated. */
+int
+ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
+{
+	const char	*s, *type;
+	size_t		 len;
+	int		 request, rc;
+
+	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS) {
+		json_object_put(obj);
+		return -1;
+	}
+	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	type = json_str(obj, "type");
+	request = type != NULL && json_object_object_get_ex(obj, "id", NULL);
+	rc = ipc_queue(p, type, request, s, len, fds, nfds);
+	json_object_put(obj);
+	return rc;
+}
+
+/* Arm the peer's one timer for the first pending deadline. */
+static void
+ipc_pending_arm(struct ipc_peer *p, int64_t now)
+{
+	struct ipc_pending	*pd;
+	struct timeval		 tv;
+	int64_t			 left;
+
+	if ((pd = TAILQ_FIRST(&p->pending)) == NULL)
+		return;
+	left = pd->deadline > now ? pd->deadline - now : 0;
+	tv.tv_sec = left / 1000;
+	tv.tv_usec = (left % 1000) * 1000;
+	evtimer_add(p->ev_timeout, &tv);
+}
+
+/*
+ * The peer's timer: answer every request whose time ran out with NULL, in
+ * deadline order, then wait for the next. It may fire early (its first
+ * request was answered meanwhile): then it only waits again.
+ */
 static void
 ipc_pending_timeout(evutil_socket_t fd, short ev, void *arg)
 {
-	struct ipc_pending	*pd = arg;
-	struct ipc_peer		*p = pd->peer;
+	struct ipc_peer		*p = arg;
+	struct ipc_pending	*pd;
+	int64_t			 now = now_mono_ms();
 
-	TAILQ_REMOVE(&p->pending, pd, entry);
-	event_free(pd->timer);
-	log_debug("request %lld to %s timed out", (long long)pd->id,
-	    ipc_role_name(p->role));
-	if (pd->cb != NULL) {
-		p->busy++;
-		pd->cb(p, NULL, pd->arg);
-		p->busy--;
+	p->busy++;
+	while (!p->dead && (pd = TAILQ_FIRST(&p->pending)) != NULL &&
+	    pd->deadline <= now) {
+		TAILQ_REMOVE(&p->pending, pd, entry);
+		log_debug("request %lld to %s timed out", (long long)pd->id,
+		    ipc_role_name(p->role));
+		if (pd->cb != NULL)
+			pd->cb(p, NULL, pd->arg);
+		free(pd);
 	}
-	free(pd);
-	if (p->dead && p->busy == 0)
+	if (!p->dead)
+		ipc_pending_arm(p, now);
+	if (--p->busy == 0 && p->dead)
 		ipc_peer_destroy(p);
+}
+
+/* Wait for the reply to request id (of row msg), at most timeout_ms. */
+static void
+ipc_pending_add(struct ipc_peer *p, const struct proto_msg *msg, int64_t id,
+    int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	struct ipc_pending	*pd, *prev;
+	int64_t			 now;
+
+	if ((pd = calloc(1, sizeof(*pd))) == NULL)
+		fatal("%s", __func__);
+	pd->id = id;
+	pd->msg = msg;
+	pd->cb = cb;
+	pd->arg = arg;
+	pd->peer = p;
+	/* In deadline order, found from the end (most share a timeout). */
+	now = now_mono_ms();
+	pd->deadline = now + (timeout_ms > 0 ? timeout_ms : 0);
+	TAILQ_FOREACH_REVERSE(prev, &p->pending, ipc_pendings, entry)
+		if (prev->deadline <= pd->deadline)
+			break;
+	if (prev != NULL)
+		TAILQ_INSERT_AFTER(&p->pending, prev, pd, entry);
+	else
+		TAILQ_INSERT_HEAD(&p->pending, pd, entry);
+	/* A timer already set fires no later than this one's deadline. */
+	if (TAILQ_FIRST(&p->pending) == pd || !evtimer_pending(p->ev_timeout,
+	    NULL))
+		ipc_pending_arm(p, now);
 }
 
 /* Send a request with a fresh id; cb gets the reply or NULL. */
@@ -362,8 +444,6 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
     int nfds, int timeout_ms, ipc_reply_cb cb, void *arg)
 {
 	const struct proto_msg	*msg;
-	struct ipc_pending	*pd;
-	struct timeval		 tv;
 	int64_t			 id;
 
 	if (p == NULL || p->dead || !p->ready) {
@@ -375,21 +455,105 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 	json_object_object_add(obj, "id", json_object_new_int64(id));
 	if (ipc_send(p, obj, fds, nfds) == -1)
 		return -1;
-	if ((pd = calloc(1, sizeof(*pd))) == NULL)
-		fatal("%s", __func__);
-	pd->id = id;
-	pd->msg = msg;
-	pd->cb = cb;
-	pd->arg = arg;
-	pd->peer = p;
-	pd->timer = evtimer_new(p->base, ipc_pending_timeout, pd);
-	if (pd->timer == NULL)
-		fatalx("%s: evtimer_new", __func__);
-	tv.tv_sec = timeout_ms / 1000;
-	tv.tv_usec = (timeout_ms % 1000) * 1000;
-	evtimer_add(pd->timer, &tv);
-	TAILQ_INSERT_TAIL(&p->pending, pd, entry);
+	ipc_pending_add(p, msg, id, timeout_ms, cb, arg);
 	return 0;
+}
+
+/*
+ * Send a request printed by its caller: {"type": type, "id": <fresh>,
+ * then members, the JSON text of its other members (without braces,
+ * not empty)}. As ipc_request otherwise; type must need no escape.
+ */
+int
+ipc_request_text(struct ipc_peer *p, const char *type, const char *members,
+    size_t len, int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	static char	*buf;
+	static size_t	 bufsz;
+	char		 head[128];
+	size_t		 need;
+	int64_t		 id;
+	int		 n;
+
+	if (p == NULL || p->dead || !p->ready)
+		return -1;
+	id = ++p->next_id;
+	n = snprintf(head, sizeof(head), "{\"type\":\"%s\",\"id\":%lld,",
+	    type, (long long)id);
+	if (n < 0 || (size_t)n >= sizeof(head))
+		return -1;
+	need = n + len + 1;
+	if (need > bufsz) {
+		if ((buf = realloc(buf, need)) == NULL)
+			fatal("%s", __func__);
+		bufsz = need;
+	}
+	memcpy(buf, head, n);
+	memcpy(buf + n, members, len);
+	buf[n + len] = '}';
+	if (ipc_queue(p, type, 1, buf, need, NULL, 0) == -1)
+		return -1;
+	ipc_pending_add(p, proto_find(ipc_proto, type, p->self, p->role), id,
+	    timeout_ms, cb, arg);
+	return 0;
+}
+
+/*
+ * Reply to a PM_RAW request with body, the result's JSON text: the
+ * envelope {"id", "body", "user"}, a NUL, the body. The user is left out
+ * unless it needs no escape (it is for frontd's access line). -1 when m
+ * is no such request.
+ */
+int
+ipc_reply_body(struct ipc_peer *p, struct ipc_msg *m, const char *body,
+    size_t len, const int *fds, int nfds)
+{
+	static char	*buf;
+	static size_t	 bufsz;
+	const char	*user = log_ctx_user();
+	char		 env[128];
+	size_t		 need;
+	int		 n;
+
+	if (p->dead || nfds < 0 || nfds > IPC_MAX_FDS || m->id < 0 ||
+	    m->pm == NULL || (m->pm->flags & PM_RAW) == 0)
+		return -1;
+	if (user != NULL && (strchr("abcdefghijklmnopqrstuvwxyz_",
+	    user[0]) == NULL || user[0] == '\0' || strlen(user) > 32 ||
+	    strspn(user, "abcdefghijklmnopqrstuvwxyz0123456789_-.") !=
+	    strlen(user)))
+		user = NULL;
+	n = snprintf(env, sizeof(env), "{\"id\":%lld,\"body\":%zu%s%s%s}",
+	    (long long)m->id, len, user != NULL ? ",\"user\":\"" : "",
+	    user != NULL ? user : "", user != NULL ? "\"" : "");
+	if (n < 0 || (size_t)n >= sizeof(env))
+		fatalx("%s: envelope", __func__);
+	/* One buffer for every raw reply: sent at once, copied if queued. */
+	need = n + 1 + len;
+	if (need > bufsz) {
+		if ((buf = realloc(buf, need)) == NULL)
+			fatal("%s", __func__);
+		bufsz = need;
+	}
+	memcpy(buf, env, n + 1);	/* with its NUL */
+	memcpy(buf + n + 1, body, len);
+	return ipc_queue(p, NULL, 0, buf, need, fds, nfds);
+}
+
+/* A PM_RAW request's result as a raw body (takes result). */
+static int
+ipc_reply_raw(struct ipc_peer *p, struct ipc_msg *m,
+    struct json_object *result, const int *fds, int nfds)
+{
+	const char	*s;
+	size_t		 len;
+	int		 rc;
+
+	s = json_object_to_json_string_length(result, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	rc = ipc_reply_body(p, m, s, len, fds, nfds);
+	json_object_put(result);
+	return rc;
 }
 
 /* Reply to a request with a result (takes result). */
@@ -399,6 +563,9 @@ ipc_reply(struct ipc_peer *p, struct ipc_msg *m, struct json_object *result,
 {
 	struct json_object	*obj;
 
+	if (result != NULL && m->pm != NULL && (m->pm->flags & PM_RAW) &&
+	    m->id >= 0)
+		return ipc_reply_raw(p, m, result, fds, nfds);
 	obj = json_object_new_object();
 	json_object_object_add(obj, "id", m->id >= 0 ?
 	    json_object_new_int64(m->id) : NULL);
@@ -535,8 +702,14 @@ ipc_dispatch_reply(struct ipc_peer *p, struct ipc_msg *m)
 		return;
 	}
 	TAILQ_REMOVE(&p->pending, pd, entry);
-	event_free(pd->timer);
-	if (proto_check_reply(pd->msg, m->obj, err, sizeof(err)) == -1) {
+	if (m->body != NULL && (pd->msg == NULL ||
+	    (pd->msg->flags & PM_RAW) == 0))
+		snprintf(err, sizeof(err), "a raw body, which \"%s\" does not "
+		    "have", pd->msg != NULL ? pd->msg->type : "?");
+	if (m->body != NULL ? (pd->msg == NULL ||
+	    (pd->msg->flags & PM_RAW) == 0 || proto_check_raw(m->obj, m->body,
+	    m->bodylen, err, sizeof(err)) == -1) :
+	    proto_check_reply(pd->msg, m->obj, err, sizeof(err)) == -1) {
 		/* Its caller sees an error, never the fields it failed on. */
 		log_warnx("invalid reply from %s to \"%s\": %s",
 		    ipc_role_name(p->role), pd->msg != NULL ? pd->msg->type :
@@ -588,6 +761,17 @@ ipc_dispatch(struct ipc_peer *p, struct ipc_msg *m)
 	const struct proto_msg		*pm;
 	char				 err[300];
 
+	if (m->body != NULL) {
+		/* Only a reply may have a raw body (ipc_dispatch_reply). */
+		if (m->type != NULL || m->id < 0) {
+			ipc_close_fds(m->fds, m->nfds);
+			ipc_peer_kill(p, "a raw body on a message that is "
+			    "not a reply");
+			return;
+		}
+		ipc_dispatch_reply(p, m);
+		return;
+	}
 	if (proto_check(ipc_proto, m->obj, p->role, p->self, m->nfds, &pm, err,
 	    sizeof(err)) == -1) {
 		log_warnx("refused a message from %s: %s",
@@ -608,6 +792,7 @@ ipc_dispatch(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_INTERNAL, "no handler");
 		return;
 	}
+	m->pm = pm;
 	h->fn(p, m);
 }
 
@@ -692,7 +877,8 @@ ipc_read_one(struct ipc_peer *p)
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
 	struct ipc_msg	 m;
-	struct json_tokener *tok;
+	static struct json_tokener *tok;
+	char		*nul;
 	ssize_t		 n;
 	int		 i, nfds;
 
@@ -746,23 +932,34 @@ ipc_read_one(struct ipc_peer *p)
 		return -1;
 	}
 
-	tok = json_tokener_new();
+	/* One tokener for every message: a new one costs a malloc'd stack. */
+	if (tok == NULL && (tok = json_tokener_new()) == NULL)
+		fatal("%s: json_tokener_new", __func__);
+	json_tokener_reset(tok);
+	/* A NUL ends the envelope of a raw body (PM_RAW): the rest is it. */
+	if ((nul = memchr(buf, '\0', n)) != NULL) {
+		m.body = nul + 1;
+		m.bodylen = (size_t)(buf + n - m.body);
+		n = nul - buf;
+	}
 	m.obj = json_tokener_parse_ex(tok, buf, n);
 	if (m.obj == NULL || json_tokener_get_parse_end(tok) != (size_t)n ||
 	    !json_object_is_type(m.obj, json_type_object)) {
-		json_tokener_free(tok);
 		json_object_put(m.obj);
 		ipc_close_fds(m.fds, m.nfds);
 		ipc_peer_kill(p, "malformed message (%zd bytes)", n);
 		return -1;
 	}
-	json_tokener_free(tok);
+	m.raw = buf;
+	m.rawlen = (size_t)n;
 	m.type = json_str(m.obj, "type");
 	if (json_int(m.obj, "id", &m.id) == -1 || m.id < 0)
 		m.id = -1;
 
 	p->busy++;
-	if (!p->ready)
+	if (!p->ready && m.body != NULL)
+		ipc_peer_kill(p, "a raw body in the hello");
+	else if (!p->ready)
 		ipc_hello(p, &m);
 	else
 		ipc_dispatch(p, &m);
@@ -834,7 +1031,8 @@ ipc_peer_hold(struct event_base *base, int fd, enum ipc_role self,
 	    p);
 	p->ev_write = event_new(base, fd, EV_WRITE | EV_PERSIST,
 	    ipc_peer_write, p);
-	if (p->ev_read == NULL || p->ev_write == NULL)
+	p->ev_timeout = evtimer_new(base, ipc_pending_timeout, p);
+	if (p->ev_read == NULL || p->ev_write == NULL || p->ev_timeout == NULL)
 		fatalx("%s: event_new", __func__);
 	event_add(p->ev_read, NULL);
 	p->busy++;
@@ -881,7 +1079,6 @@ ipc_peer_destroy(struct ipc_peer *p)
 	p->busy++;
 	while ((pd = TAILQ_FIRST(&p->pending)) != NULL) {
 		TAILQ_REMOVE(&p->pending, pd, entry);
-		event_free(pd->timer);
 		if (pd->cb != NULL)
 			pd->cb(p, NULL, pd->arg);
 		free(pd);
@@ -900,6 +1097,7 @@ ipc_peer_destroy(struct ipc_peer *p)
 		TAILQ_REMOVE(&p->server->peers, p, entry);
 	event_free(p->ev_read);
 	event_free(p->ev_write);
+	event_free(p->ev_timeout);
 	close(p->fd);
 	free(p);
 	if (l != NULL) {
@@ -933,6 +1131,7 @@ ipc_peer_kill(struct ipc_peer *p, const char *fmt, ...)
 	p->dead = 1;
 	event_del(p->ev_read);
 	event_del(p->ev_write);
+	event_del(p->ev_timeout);
 	if (p->busy == 0)
 		ipc_peer_destroy(p);
 }

@@ -272,13 +272,13 @@ const struct proto_msg proto_msgs[] = {
 	    "`{user, role, csrf_token, cookie, max_age}`" },
 	{ "logout", FB, PM_IDENT, f_front, NULL,
 	    "end the login session (+ CSRF) and its tokens: `{}`" },
-	{ "status", FB, PM_IDENT, f_front, NULL,
+	{ "status", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "who the caller is: `{user, role, auth, runtime, backend, "
 	    "execution_mode, permission, uid, containment, limits, usage, "
 	    "usage_reason}`" },
 	{ "token_mint", FB, PM_IDENT, f_front, NULL,
 	    "an agent token bound to the login session (+ CSRF): `{token, id}`" },
-	{ "mode_get", FB, PM_IDENT, f_front, NULL,
+	{ "mode_get", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "the execution-mode object" },
 	{ "mode_set", FB, PM_IDENT, f_mode_set, NULL,
 	    "change the execution mode (+ CSRF; direct only for an admin "
@@ -286,24 +286,24 @@ const struct proto_msg proto_msgs[] = {
 	{ "events_subscribe", FB, PM_IDENT, f_events_subscribe, NULL,
 	    "an event stream: `{user, session, missed: [event...], complete, "
 	    "last}`" },
-	{ "prompt", FB, PM_IDENT, f_front, NULL,
+	{ "prompt", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{prompt, mode, permission, workspace, network, expires_at, "
 	    "remaining_seconds}`" },
-	{ "admin_sessions", FB, PM_IDENT, f_front, NULL,
+	{ "admin_sessions", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "every session (admin login session): see docs/api.md" },
 	{ "admin_revert", FB, PM_IDENT, f_session, NULL,
 	    "a session back to the sandbox (admin login session + CSRF): `{}`" },
 	{ "admin_kill", FB, PM_IDENT, f_terminal, NULL,
 	    "kill any user's terminal (admin login session + CSRF): `{}`" },
-	{ "admin_audit", FB, PM_IDENT, f_admin_audit, NULL,
+	{ "admin_audit", FB, PM_IDENT | PM_RAW, f_admin_audit, NULL,
 	    "audit records (admin login session): `{records, truncated}`" },
-	{ "admin_debug", FB, PM_IDENT, f_front, NULL,
+	{ "admin_debug", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "versions, uptime, backend, configuration and counters (admin "
 	    "login session)" },
 	{ "admin_recording", FB, PM_IDENT, f_admin_recording, NULL,
 	    "a terminal recording, in pieces (admin login session): `{data, "
 	    "next, eof}`" },
-	{ "permission_get", FB, PM_IDENT, f_front, NULL,
+	{ "permission_get", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{permission}` of the caller's session" },
 	{ "permission_set", FB, PM_IDENT, f_permission_set, NULL,
 	    "set the login session's permission profile (+ CSRF): "
@@ -315,7 +315,7 @@ const struct proto_msg proto_msgs[] = {
 	    "memfds" },
 	{ "terminal_create", FB, PM_IDENT, f_terminal_create, NULL,
 	    "a terminal (+ CSRF for cookies): `{id, mode, backend}`" },
-	{ "terminal_list", FB, PM_IDENT, f_front, NULL,
+	{ "terminal_list", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{terminals: [...]}`" },
 	{ "terminal_attach", FB, PM_IDENT, f_terminal, NULL,
 	    "the owner's terminal: `{}` with the pty master as an fd" },
@@ -452,9 +452,10 @@ proto_find(const struct proto_msg *table, const char *type, unsigned from,
 {
 	const struct proto_msg	*pm;
 
+	/* The roles and the first byte first: most rows end there. */
 	for (pm = table; type != NULL && pm->type != NULL; pm++)
-		if (strcmp(pm->type, type) == 0 && (pm->from & from) &&
-		    (pm->to & to))
+		if ((pm->from & from) && (pm->to & to) &&
+		    pm->type[0] == type[0] && strcmp(pm->type, type) == 0)
 			return pm;
 	return NULL;
 }
@@ -742,4 +743,48 @@ proto_check_reply(const struct proto_msg *msg, struct json_object *reply,
 		return -1;
 	}
 	return msg != NULL ? proto_check_fields(msg->reply, v, err, errsz) : 0;
+}
+
+/*
+ * Check a raw-body reply: its envelope against the envelope's schema, its
+ * stated length against the body's, and the body's framing (a JSON
+ * object's braces, no NUL). The body is not parsed: it is passed on as
+ * brokerd wrote it.
+ */
+int
+proto_check_raw(struct json_object *env, const char *body, size_t len,
+    char *err, size_t errsz)
+{
+	static const struct proto_field	f_env[] = {
+		F_INT("id", R, 0, I64_MAX), F_INT("body", R, 2, IPC_MAX_MSG),
+		F_USER("user", O), F_END
+	};
+	struct json_object		*v;
+	int64_t				 blen;
+
+	if (json_object_object_get_ex(env, "result", NULL) ||
+	    json_object_object_get_ex(env, "error", NULL) ||
+	    json_object_object_get_ex(env, "type", NULL)) {
+		snprintf(err, errsz, "a raw body's envelope holds only id, "
+		    "body and user");
+		return -1;
+	}
+	if (proto_check_fields(f_env, env, err, errsz) == -1)
+		return -1;
+	json_object_object_get_ex(env, "body", &v);
+	blen = json_object_get_int64(v);
+	if ((size_t)blen != len) {
+		snprintf(err, errsz, "raw body of %zu bytes, its envelope "
+		    "says %lld", len, (long long)blen);
+		return -1;
+	}
+	if (len < 2 || body[0] != '{' || body[len - 1] != '}') {
+		snprintf(err, errsz, "raw body is not a JSON object");
+		return -1;
+	}
+	if (memchr(body, '\0', len) != NULL) {
+		snprintf(err, errsz, "raw body holds a NUL");
+		return -1;
+	}
+	return 0;
 }

@@ -77,6 +77,13 @@ struct proto_field {
 #define PM_IDENT	0x1	/* needs an authenticated identity ("auth") */
 #define PM_FDS		0x2	/* may carry fds */
 #define PM_EVENT	0x4	/* one-way: no id, no reply */
+/*
+ * Its result travels as a raw body: the datagram is a small JSON envelope
+ * {"id", "body": <length>, "user"?}, a NUL, then the result object's JSON
+ * text, which the receiver passes on without parsing (proto_check_raw).
+ * Errors stay plain JSON replies.
+ */
+#define PM_RAW		0x8
 
 /* One message type: a request or an event, with its reply's schema. */
 struct proto_msg {
@@ -117,6 +124,13 @@ int	 proto_check_fields(const struct proto_field *fields,
 /* Check a reply's result against the reply schema of msg; 0 or -1, err. */
 int	 proto_check_reply(const struct proto_msg *msg,
 	    struct json_object *reply, char *err, size_t errsz);
+/*
+ * Check a raw-body reply (PM_RAW): the envelope env (its "id" already
+ * matched) and the body of len bytes: "body" is len, the text is framed as
+ * a JSON object and holds no NUL. 0, or -1 with err.
+ */
+int	 proto_check_raw(struct json_object *env, const char *body, size_t len,
+	    char *err, size_t errsz);
 /* The name of a field kind, for messages and the documentation. */
 const char *proto_kind_name(enum proto_kind);
 

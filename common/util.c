@@ -325,17 +325,29 @@ rand_token(char *out, size_t outsz, size_t nbytes)
 	return (0);
 }
 
-/* Lowercase hex SHA-256 of data into out. */
+/*
+ * Lowercase hex SHA-256 of data into out. The algorithm is fetched once
+ * (EVP_sha256() in a digest call fetches it from the provider each time:
+ * a session lookup hashes its cookie), and one context is reused.
+ */
 void
 sha256_hex(const void *data, size_t len, char out[65])
 {
 	static const char	hex[] = "0123456789abcdef";
+	static EVP_MD		*sha256;
+	static EVP_MD_CTX	*ctx;
 	unsigned char		md[EVP_MAX_MD_SIZE];
 	unsigned int		mdlen, i;
 
-	if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) ||
-	    mdlen != 32)
-		fatalx("%s: EVP_Digest failed", __func__);
+	if (sha256 == NULL &&
+	    (sha256 = EVP_MD_fetch(NULL, "SHA256", NULL)) == NULL)
+		fatalx("%s: EVP_MD_fetch SHA256 failed", __func__);
+	if (ctx == NULL && (ctx = EVP_MD_CTX_new()) == NULL)
+		fatalx("%s: EVP_MD_CTX_new failed", __func__);
+	if (!EVP_DigestInit_ex2(ctx, sha256, NULL) ||
+	    !EVP_DigestUpdate(ctx, data, len) ||
+	    !EVP_DigestFinal_ex(ctx, md, &mdlen) || mdlen != 32)
+		fatalx("%s: SHA-256 failed", __func__);
 	for (i = 0; i < 32; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 0xf];

@@ -150,6 +150,8 @@ struct api_call {
 
 static void	api_send(struct http_request *, const struct api_route *,
 		    struct json_object *, int);
+static void	api_send_text(struct http_request *,
+		    const struct api_route *);
 
 static struct config	*api_conf;
 static struct ipc_link	*api_broker;
@@ -343,6 +345,103 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	return 1;
 }
 
+/* The end of the JSON string that starts at p, or NULL. */
+static const char *
+api_raw_string(const char *p, const char *end, int *escaped)
+{
+	const char	*q, *b;
+
+	for (p++; p < end; p = b + 2) {
+		if ((q = memchr(p, '"', end - p)) == NULL)
+			return (NULL);
+		if ((b = memchr(p, '\\', q - p)) == NULL)
+			return (q + 1);
+		/* The quote may be escaped: go on after the escape. */
+		*escaped = 1;
+	}
+	return (NULL);
+}
+
+/* The end of the JSON value that starts at p, or NULL. */
+static const char *
+api_raw_value(const char *p, const char *end)
+{
+	int	depth = 0, escaped = 0;
+
+	if (p < end && *p != '{' && *p != '[') {
+		if (*p == '"')
+			return (api_raw_string(p, end, &escaped));
+		while (p < end && strchr(",}] \t\r\n", *p) == NULL)
+			p++;
+		return (p);
+	}
+	while (p < end) {
+		if (*p == '"') {
+			if ((p = api_raw_string(p, end, &escaped)) == NULL)
+				return (NULL);
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return (p + 1);
+		p++;
+	}
+	return (NULL);
+}
+
+/* p past JSON white space, before end. */
+static const char *
+api_raw_space(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' ||
+	    *p == '\n'))
+		p++;
+	return (p);
+}
+
+/*
+ * The text of the object that is the member "result" of the message
+ * text raw (already parsed, so valid JSON): *vp and *vlenp, and 0; -1 when
+ * it cannot be told for sure (a key with escapes), and the parsed tree is
+ * printed instead.
+ */
+static int
+api_raw_result(const char *raw, size_t len, const char **vp, size_t *vlenp)
+{
+	const char	*p = raw, *end = raw + len, *k, *v;
+	size_t		 klen;
+	int		 escaped = 0;
+
+	*vp = NULL;
+	p = api_raw_space(p, end);
+	if (p == end || *p++ != '{')
+		return (-1);
+	p = api_raw_space(p, end);
+	while (p < end && *p == '"') {
+		k = p + 1;
+		if ((p = api_raw_string(p, end, &escaped)) == NULL || escaped)
+			return (-1);
+		klen = (size_t)(p - k);
+		p = api_raw_space(p, end);
+		if (p == end || *p++ != ':')
+			return (-1);
+		v = p = api_raw_space(p, end);
+		if ((p = api_raw_value(p, end)) == NULL)
+			return (-1);
+		if (klen == 7 && memcmp(k, "result\"", 7) == 0) {
+			*vp = v;
+			*vlenp = (size_t)(p - v);
+		}
+		p = api_raw_space(p, end);
+		if (p < end && *p == ',')
+			p = api_raw_space(p + 1, end);
+	}
+	if (*vp == NULL || **vp != '{')
+		return (-1);
+	return (0);
+}
+
 /* brokerd answered (or did not, m NULL): turn it into the HTTP reply. */
 static void
 api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
@@ -351,6 +450,8 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	struct http_request	*req = c->req;
 	const struct api_route	*r = c->route;
 	struct json_object	*res;
+	const char		*raw;
+	size_t			 rawlen;
 	int			 i;
 
 	free(c);
@@ -361,6 +462,12 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	}
 	if (api_broker_failed(req, m))
 		return;
+	if (m->body != NULL && r->reply == NULL) {
+		/* A raw body (PM_RAW), checked by ipc.c: sent as it came. */
+		http_reply(req, r->status, "application/json", m->body,
+		    m->bodylen, NULL);
+		return;
+	}
 	if (!json_object_object_get_ex(m->obj, "result", &res) ||
 	    !json_object_is_type(res, json_type_object)) {
 		http_reply_error(req, 502, ERR_INTERNAL,
@@ -371,6 +478,10 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		api_reply_fds[i] = i < m->nfds ? m->fds[i] : -1;
 	if (r->reply != NULL)
 		r->reply(req, r, res);
+	else if (api_raw_result(m->raw, m->rawlen, &raw, &rawlen) == 0)
+		/* The result as brokerd wrote it: not printed again. */
+		http_reply(req, r->status, "application/json", raw, rawlen,
+		    NULL);
 	else
 		http_reply_json(req, r->status, json_object_get(res), NULL);
 }
@@ -927,6 +1038,12 @@ api_handle(struct http_request *req, void *arg)
 		return;
 	}
 
+	/* A request without a body: printed straight, no tree. */
+	if (r->body == NULL && r->prepare == NULL &&
+	    strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0) {
+		api_send_text(req, r);
+		return;
+	}
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type", json_object_new_string(r->op));
 	if ((r->body != NULL && api_take_body(req, r, obj, &body) == -1) ||
@@ -1001,6 +1118,116 @@ api_send(struct http_request *req, const struct api_route *r,
 	}
 	if (fd != -1)
 		close(fd);	/* ipc_send keeps its own dup */
+}
+
+/* The members of a request printed by hand (api_send_text). */
+static char	api_text[IPC_MAX_MSG - 512];
+static size_t	api_text_len;
+static int	api_text_full;
+
+/* Append n bytes to api_text (past its end: full, nothing added). */
+static void
+api_text_add(const char *s, size_t n)
+{
+	if (api_text_full || n > sizeof(api_text) - api_text_len) {
+		api_text_full = 1;
+		return;
+	}
+	memcpy(api_text + api_text_len, s, n);
+	api_text_len += n;
+}
+
+/* Append "key":"value", the value escaped as JSON, after a comma. */
+static void
+api_text_member(const char *key, const char *v, int comma)
+{
+	static const char	hex[] = "0123456789abcdef";
+	char			esc[6] = { '\\', 'u', '0', '0', 0, 0 };
+	const char		*run;
+
+	if (comma)
+		api_text_add(",", 1);
+	api_text_add("\"", 1);
+	api_text_add(key, strlen(key));
+	api_text_add("\":\"", 3);
+	for (run = v; *v != '\0'; v++) {
+		unsigned char	c = *v;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		api_text_add(run, v - run);
+		run = v + 1;
+		if (c == '"' || c == '\\') {
+			esc[1] = c;
+			api_text_add(esc, 2);
+			esc[1] = 'u';
+		} else {
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0xf];
+			api_text_add(esc, 6);
+		}
+	}
+	api_text_add(run, v - run);
+	api_text_add("\"", 1);
+}
+
+/*
+ * Send a route's request without a body, printed straight into one
+ * buffer: the members api_add_auth and the client address make for the
+ * others, with no json-c tree built and printed twice per request.
+ */
+static void
+api_send_text(struct http_request *req, const struct api_route *r)
+{
+	struct ipc_peer	*broker;
+	struct api_call	*c;
+	const char	*h;
+	char		 cookie[512];
+	int		 n = 0;
+
+	api_text_len = 0;
+	api_text_full = 0;
+	api_text_member("request_id", req->request_id, 0);
+	api_text_member("client", req->peer, 1);
+	api_text_add(",\"auth\":{", 9);
+	if (http_cookie(req, API_COOKIE, cookie, sizeof(cookie)) == 0 &&
+	    cookie[0] != '\0')
+		api_text_member("cookie", cookie, n++ > 0);
+	if ((h = http_header(req, "Authorization")) != NULL &&
+	    strncasecmp(h, "Bearer ", 7) == 0) {
+		h += 7;
+		while (*h == ' ')
+			h++;
+		api_text_member("bearer", h, n++ > 0);
+	}
+	if ((h = http_header(req, "X-CSRF-Token")) != NULL)
+		api_text_member("csrf", h, n++ > 0);
+	api_text_add("}", 1);
+	/* What goes to brokerd must fit one IPC message. */
+	if (api_text_full) {
+		http_reply_error(req, 413, ERR_TOO_LARGE, "the request's fields "
+		    "are too large (send long input as \"stdin\")", NULL);
+		return;
+	}
+	if ((broker = ipc_link_peer(api_broker)) == NULL) {
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+		return;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	c->req = req;
+	c->route = r;
+	req->pending = c;
+	if (ipc_request_text(broker, r->op, api_text, api_text_len,
+	    API_BROKER_TIMEOUT_MS, api_broker_reply, c) == -1 &&
+	    req->pending == c) {
+		/* The link died under us; the callback did not run. */
+		req->pending = NULL;
+		free(c);
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+	}
 }
 
 struct ipc_peer *

@@ -29,6 +29,7 @@
 #include <sys/types.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -883,6 +884,8 @@ http_access_log(struct http_request *req, int status, size_t bytes)
 {
 	char	path[LOG_ESCAPE_MAX], user[80], method[40];
 
+	if (!log_enabled(LOG_LVL_INFO))
+		return;
 	log_escape(req->path != NULL ? req->path : "-", (size_t)-1, path,
 	    sizeof path);
 	log_escape(req->user[0] != '\0' ? req->user : "-", (size_t)-1, user,
@@ -897,15 +900,79 @@ http_access_log(struct http_request *req, int status, size_t bytes)
 	log_ctx_clear();
 }
 
+/* Append the string s at p, before end; NULL once it does not fit. */
+static char *
+http_put(char *p, char *end, const char *s)
+{
+	size_t	len;
+
+	if (p == NULL)
+		return (NULL);
+	len = strlen(s);
+	if (len > (size_t)(end - p))
+		return (NULL);
+	memcpy(p, s, len);
+	return (p + len);
+}
+
+/* Append the decimal n at p, before end; NULL once it does not fit. */
+static char *
+http_put_num(char *p, char *end, size_t n)
+{
+	char	digits[24], *d = digits + sizeof(digits);
+
+	*--d = '\0';
+	do
+		*--d = '0' + n % 10;
+	while ((n /= 10) > 0);
+	return (http_put(p, end, d));
+}
+
+/*
+ * Write a keep-alive reply straight to the socket when nothing waits in
+ * the output: no write event to add and remove, no loop turn before it
+ * goes. What the socket does not take is left in iov (lengths cut) for
+ * the output buffer, as are all replies over TLS, or that close.
+ */
+static void
+http_reply_direct(struct http_conn *conn, int keep, struct iovec *iov)
+{
+	struct msghdr	mh;
+	ssize_t		n;
+	size_t		cut;
+	int		i;
+
+	if (!keep || conn->tls ||
+	    evbuffer_get_length(bufferevent_get_output(conn->bev)) > 0)
+		return;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = 4;
+	do
+		n = sendmsg(bufferevent_getfd(conn->bev), &mh,
+		    MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n == -1 && errno == EINTR);
+	if (n <= 0)
+		return;	/* the buffer sends it, and sees any error */
+	for (i = 0; i < 4 && n > 0; i++) {
+		cut = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+		iov[i].iov_base = (char *)iov[i].iov_base + cut;
+		iov[i].iov_len -= cut;
+		n -= cut;
+	}
+}
+
 /* Answer a request; see frontd.h. */
 void
 http_reply(struct http_request *req, int status, const char *ctype,
     const void *body, size_t len, const char *extra)
 {
 	struct http_conn	*conn = req->conn;
-	struct evbuffer		*buf;
-	size_t			 sent = 0;
-	int			 keep;
+	struct evbuffer		*out;
+	char			 head[1024], *hp, *hend;
+	struct iovec		 iov[4];
+	size_t			 sent, hlen, xlen;
+	int			 keep, i;
 
 	if (conn == NULL) {
 		log_debug("%s: client gone, reply %d dropped", req->peer,
@@ -919,33 +986,62 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	keep = req->keep_alive && !conn->linger && !(conn->eof &&
 	    evbuffer_get_length(bufferevent_get_input(conn->bev)) == 0);
 
-	/* One buffer, so that TLS sends it in as few records as it can. */
-	if ((buf = evbuffer_new()) == NULL)
-		fatalx("evbuffer_new");
-	evbuffer_add_printf(buf, "HTTP/1.1 %d %s\r\n", status,
-	    http_status_text(status));
-	if (ctype != NULL)
-		evbuffer_add_printf(buf, "Content-Type: %s\r\n", ctype);
-	if (status != 204 && status != 304)
-		evbuffer_add_printf(buf, "Content-Length: %zu\r\n", len);
-	evbuffer_add_printf(buf, "Connection: %s\r\n",
-	    keep ? "keep-alive" : "close");
-	evbuffer_add_printf(buf, "X-Content-Type-Options: nosniff\r\n"
+	/*
+	 * The head is built in place, then head and body go into one chain,
+	 * so that TLS sends them in as few records as it can.
+	 */
+	hp = head;
+	hend = head + sizeof(head);
+	hp = http_put(hp, hend, "HTTP/1.1 ");
+	hp = http_put_num(hp, hend, status);
+	hp = http_put(hp, hend, " ");
+	hp = http_put(hp, hend, http_status_text(status));
+	hp = http_put(hp, hend, "\r\n");
+	if (ctype != NULL) {
+		hp = http_put(hp, hend, "Content-Type: ");
+		hp = http_put(hp, hend, ctype);
+		hp = http_put(hp, hend, "\r\n");
+	}
+	if (status != 204 && status != 304) {
+		hp = http_put(hp, hend, "Content-Length: ");
+		hp = http_put_num(hp, hend, len);
+		hp = http_put(hp, hend, "\r\n");
+	}
+	hp = http_put(hp, hend, keep ? "Connection: keep-alive\r\n" :
+	    "Connection: close\r\n");
+	hp = http_put(hp, hend, "X-Content-Type-Options: nosniff\r\n"
 	    "Referrer-Policy: no-referrer\r\n"
 	    "X-Frame-Options: DENY\r\n");
 	if (extra == NULL || !http_extra_has(extra, "Cache-Control"))
-		evbuffer_add_printf(buf, "Cache-Control: no-store\r\n");
-	evbuffer_add_printf(buf, "X-Request-Id: %s\r\n", req->request_id);
-	if (extra != NULL)
-		evbuffer_add(buf, extra, strlen(extra));
-	evbuffer_add(buf, "\r\n", 2);
-	if (body != NULL && status != 204 && status != 304 &&
-	    strcmp(req->method, "HEAD") != 0) {
-		evbuffer_add(buf, body, len);
-		sent = len;
-	}
-	bufferevent_write_buffer(conn->bev, buf);
-	evbuffer_free(buf);
+		hp = http_put(hp, hend, "Cache-Control: no-store\r\n");
+	hp = http_put(hp, hend, "X-Request-Id: ");
+	hp = http_put(hp, hend, req->request_id);
+	hp = http_put(hp, hend, "\r\n");
+	if (hp == NULL)
+		fatalx("%s: head too long", __func__);
+	hlen = (size_t)(hp - head);
+	xlen = extra != NULL ? strlen(extra) : 0;
+	if (body == NULL || status == 204 || status == 304 ||
+	    strcmp(req->method, "HEAD") == 0)
+		len = 0;
+	out = bufferevent_get_output(conn->bev);
+	iov[0].iov_base = head;
+	iov[0].iov_len = hlen;
+	iov[1].iov_base = (void *)extra;
+	iov[1].iov_len = xlen;
+	iov[2].iov_base = (void *)"\r\n";
+	iov[2].iov_len = 2;
+	iov[3].iov_base = (void *)body;
+	iov[3].iov_len = len;
+	http_reply_direct(conn, keep, iov);
+	if (evbuffer_expand(out, iov[0].iov_len + iov[1].iov_len +
+	    iov[2].iov_len + iov[3].iov_len) == -1)
+		fatalx("%s: evbuffer_expand", __func__);
+	for (i = 0; i < 4; i++)
+		if (iov[i].iov_len > 0 && evbuffer_add(out, iov[i].iov_base,
+		    iov[i].iov_len) == -1)
+			fatalx("%s: evbuffer_add", __func__);
+	sent = len;
 
 	/* A 503 at a limit is counted in its episode's summary instead. */
 	if (!conn->refusing)

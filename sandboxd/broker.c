@@ -463,6 +463,7 @@ broker_usage(struct ipc_peer *p, struct ipc_msg *m)
 	const char		*user;
 
 	user = json_str(m->obj, "user");	/* a user name: the table checked */
+	log_debug("usage of %s", user);
 	res = cgroup_usage(user);
 	json_object_object_add(res, "disk", workspace_usage(user));
 	ipc_reply(p, m, res, NULL, 0);

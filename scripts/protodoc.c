@@ -136,6 +136,8 @@ doc_link(unsigned from, unsigned to)
 			strncat(flags, " fds", sizeof(flags) - strlen(flags) - 1);
 		if (pm->flags & PM_EVENT)
 			strncat(flags, " one-way", sizeof(flags) - strlen(flags) - 1);
+		if (pm->flags & PM_RAW)
+			strncat(flags, " raw", sizeof(flags) - strlen(flags) - 1);
 		printf("| `%s` | %s | ", pm->type, flags[0] ? flags + 1 : "—");
 		doc_fields(pm->fields, from == ROLE_FRONTD);
 		printf(" | %s |", pm->doc);
@@ -163,7 +165,9 @@ main(void)
 	    "Flags: *identity*, the request needs an authenticated\n"
 	    "identity from its `auth` (brokerd then checks the finer "
 	    "needs: a login session, CSRF, an admin); *fds*, it may carry\n"
-	    "fds; *one-way*, it has no `id` and no reply. A message of an "
+	    "fds; *one-way*, it has no `id` and no reply; *raw*, its result "
+	    "comes as a raw body (see Framing), which\n"
+	    "frontd sends to the client as it came. A message of an "
 	    "unknown type, from a role that may not send it, with fds\n"
 	    "it may not carry, or with a field missing, of the wrong type "
 	    "or outside its limits is answered `bad_request`, naming\n"

@@ -37,8 +37,17 @@ echo_ping(struct ipc_peer *p, struct ipc_msg *m)
 }
 
 static const struct ipc_handler echo_table[] = {
-	{ "ping", ROLE_FRONTD, 0, echo_ping },
-	{ NULL, 0, 0, NULL }
+	{ "ping", echo_ping },
+	{ NULL, NULL }
+};
+
+/* The one message of the round trip, in a table of its own. */
+static const struct proto_field ping_fields[] = {
+	{ NULL, 0, 0, 0, 0, NULL }
+};
+static const struct proto_msg ping_proto[] = {
+	{ "ping", ROLE_FRONTD, ROLE_BROKERD, 0, ping_fields, NULL, "" },
+	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 
 static void	send_ping(struct ipc_peer *);
@@ -85,6 +94,7 @@ bench_ipc(void)
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0, sv) == -1)
 		fatal("socketpair");
+	ipc_proto_set(ping_proto);
 	if ((pid = fork()) == 0) {
 		close(sv[0]);
 		base = event_base_new();

@@ -796,6 +796,17 @@ def hello(role, version=1):
                        "role": role}).encode()
 
 
+def ipc_decode(data):
+    """One datagram of the IPC protocol as a dict. A raw-body reply
+    (docs/protocol.md, Framing: envelope, NUL, the result's text) becomes
+    the envelope with its body parsed as "result"."""
+    env, nul, body = data.partition(b"\0")
+    msg = json.loads(env)
+    if nul:
+        msg["result"] = json.loads(body)
+    return msg
+
+
 def run_as(uid_gid, fn, timeout=10):
     """Run fn() in a forked child with the given (uid, gid) (None: as we
     are); returns its JSON-able result or raises what it raised."""
@@ -885,7 +896,7 @@ def seqpacket_probe(path, steps, wait=2.0):
                 closed = True
                 break
             try:
-                msgs.append(json.loads(d))
+                msgs.append(ipc_decode(d))
             except ValueError:
                 msgs.append({"raw": d[:200].decode("latin-1")})
         return {"connect": "ok", "closed": closed,

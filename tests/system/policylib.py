@@ -427,7 +427,7 @@ def front_talk(hg, requests, who=None, wait=3.0):
                     texts.append(None)
                 finally:
                     os.close(fd)
-            msg = json.loads(data)
+            msg = hglib.ipc_decode(data)
             if msg.get("type") == "hello":
                 out["hello"] = msg
             elif msg.get("type") == "event":
@@ -446,7 +446,7 @@ def front_talk(hg, requests, who=None, wait=3.0):
                     if not data:
                         out["open"] = False
                         break
-                    msg = json.loads(data)
+                    msg = hglib.ipc_decode(data)
                     if msg.get("id") == 1:
                         break
             except (socket.timeout, ConnectionResetError):

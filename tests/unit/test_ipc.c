@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,7 @@ h_badreply(struct ipc_peer *p, struct ipc_msg *m)
 
 static const struct ipc_handler table[] = {
 	{ "echo", h_echo },
+	{ "rawecho", h_echo },
 	{ "takefd", h_takefd },
 	{ "badreply", h_badreply },
 	{ NULL, NULL }
@@ -91,6 +93,7 @@ static const struct proto_field f_echo[] = {
 static const struct proto_field f_none[] = { { NULL, 0, 0, 0, 0, NULL } };
 static const struct proto_msg test_proto[] = {
 	{ "echo", ROLE_FRONTD, ROLE_BROKERD, 0, f_echo, NULL, "" },
+	{ "rawecho", ROLE_FRONTD, ROLE_BROKERD, PM_RAW, f_echo, NULL, "" },
 	{ "takefd", ROLE_FRONTD, ROLE_BROKERD, PM_FDS, f_none, NULL, "" },
 	{ "brokeronly", ROLE_HGCTL, ROLE_BROKERD, 0, f_none, NULL, "" },
 	{ "badreply", ROLE_FRONTD, ROLE_BROKERD, 0, f_none, f_echo, "" },
@@ -100,12 +103,21 @@ static const struct proto_msg empty_proto[] = {
 	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 
+static char			 last_body[256];	/* of a raw reply */
+static int			 reply_order[8];	/* args, in order */
+
 static void
 on_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 {
+	if (reply_calls < 8)
+		reply_order[reply_calls] = (int)(intptr_t)arg;
 	reply_calls++;
 	json_object_put(last_reply);
 	last_reply = m ? json_object_get(m->obj) : NULL;
+	last_body[0] = '\0';
+	if (m != NULL && m->body != NULL)
+		snprintf(last_body, sizeof(last_body), "%.*s",
+		    (int)m->bodylen, m->body);
 }
 
 /* Run the loop until nothing is left to do right now. */
@@ -659,6 +671,203 @@ test_queue_drops_a_slow_event_peer(void **state)
 	close(fd);
 }
 
+/* A brokerd-side raw end and a frontd peer: the test plays brokerd. */
+static struct ipc_peer *
+make_front(int *fdp)
+{
+	struct ipc_peer	*cli;
+	int		 sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC,
+	    0, sv), 0);
+	fcntl(sv[0], F_SETFL, O_NONBLOCK);
+	cli = ipc_peer_new(base, sv[0], ROLE_FRONTD, ROLE_BROKERD, NULL, &cbs,
+	    NULL);
+	*fdp = sv[1];
+	raw_send(sv[1],
+	    "{\"type\":\"hello\",\"version\":1,\"role\":\"brokerd\"}");
+	spin();
+	return cli;
+}
+
+/* Send n bytes as one datagram. */
+static void
+raw_sendn(int fd, const char *s, size_t n)
+{
+	assert_int_equal(send(fd, s, n, 0), (ssize_t)n);
+}
+
+/* The next datagram that is not a hello, into buf; its length. */
+static ssize_t
+raw_recv_reply(int fd, char *buf, size_t bufsz)
+{
+	ssize_t	n;
+
+	for (;;) {
+		n = recv(fd, buf, bufsz, MSG_DONTWAIT);
+		assert_true(n > 0);
+		if (memmem(buf, n, "\"hello\"", 7) == NULL)
+			return n;
+	}
+}
+
+/* A PM_RAW request's result goes as envelope, NUL, the result's text. */
+static void
+test_raw_reply_on_the_wire(void **state)
+{
+	struct ipc_peer	*srv;
+	static const char want[] = "{\"id\":7,\"body\":10}\0{\"x\":\"hi\"}";
+	char		 buf[512];
+	ssize_t		 n;
+	int		 fd;
+
+	fd = make_raw(&srv);
+	raw_send(fd, HELLO);
+	raw_send(fd, "{\"type\":\"rawecho\",\"id\":7,\"x\":\"hi\"}");
+	spin();
+	assert_int_equal(handled, 1);
+	n = raw_recv_reply(fd, buf, sizeof(buf));
+	assert_int_equal(n, sizeof(want) - 1);
+	assert_memory_equal(buf, want, sizeof(want) - 1);
+	/* Its errors stay plain JSON; other types' results too. */
+	raw_send(fd, "{\"type\":\"rawecho\",\"id\":8,\"x\":\"far too long\"}");
+	spin();
+	n = raw_recv_reply(fd, buf, sizeof(buf));
+	assert_null(memchr(buf, '\0', n));
+	assert_non_null(memmem(buf, n, "\"error\"", 7));
+	raw_send(fd, "{\"type\":\"echo\",\"id\":9,\"x\":\"hi\"}");
+	spin();
+	n = raw_recv_reply(fd, buf, sizeof(buf));
+	assert_null(memchr(buf, '\0', n));
+	ipc_peer_free(srv);
+	close(fd);
+}
+
+/* Between two peers: the caller gets the body as it was printed. */
+static void
+test_raw_reply_reaches_caller(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("rawecho"));
+	json_object_object_add(req, "x", json_object_new_string("hi"));
+	assert_int_equal(ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL),
+	    0);
+	spin();
+	assert_int_equal(reply_calls, 1);
+	assert_string_equal(last_body, "{\"x\":\"hi\"}");
+	assert_false(json_object_object_get_ex(last_reply, "result", NULL));
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+/*
+ * A hostile brokerd's raw replies: a wrong length, a body that is no
+ * object, an envelope with more in it, a raw body to a request without
+ * PM_RAW each reach the caller as an internal error, and the link lives;
+ * a raw body on a message that is not a reply drops the peer.
+ */
+static void
+test_raw_reply_hostile(void **state)
+{
+	static const struct {
+		const char	*type;
+		const char	*dgram;
+		size_t		 len;
+	} cases[] = {
+#define C(t, s) { t, s, sizeof(s) - 1 }
+		C("rawecho", "{\"id\":1,\"body\":11}\0{\"x\":\"hi\"}"),
+		C("rawecho", "{\"id\":2,\"body\":10}\0[\"x\",\"hi\"]"),
+		C("rawecho", "{\"id\":3,\"body\":10}\0{\"x\":\0hi\"}"),
+		C("rawecho",
+		    "{\"id\":4,\"body\":10,\"result\":{}}\0{\"x\":\"hi\"}"),
+		C("rawecho", "{\"id\":5}\0{\"x\":\"hi\"}"),
+		C("rawecho", "{\"id\":6,\"body\":0}\0"),
+		C("rawecho",
+		    "{\"id\":7,\"body\":10,\"user\":\"Root\"}\0{\"x\":\"hi\"}"),
+		C("echo", "{\"id\":8,\"body\":10}\0{\"x\":\"hi\"}"),
+#undef C
+	};
+	struct ipc_peer		*cli;
+	struct json_object	*req, *err;
+	size_t			 i;
+	int			 fd;
+
+	cli = make_front(&fd);
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		req = json_object_new_object();
+		json_object_object_add(req, "type",
+		    json_object_new_string(cases[i].type));
+		assert_int_equal(ipc_request(cli, req, NULL, 0, 10000,
+		    on_reply, NULL), 0);
+		raw_sendn(fd, cases[i].dgram, cases[i].len);
+		spin();
+		assert_int_equal(reply_calls, (int)i + 1);
+		assert_non_null(last_reply);
+		assert_string_equal(last_body, "");
+		assert_true(json_object_object_get_ex(last_reply, "error",
+		    &err));
+		assert_string_equal(json_str(err, "code"), ERR_INTERNAL);
+	}
+	assert_int_equal(closed_count, 0);
+	/* A good one still passes after them. */
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("rawecho"));
+	ipc_request(cli, req, NULL, 0, 10000, on_reply, NULL);
+	raw_sendn(fd, "{\"id\":9,\"body\":10}\0{\"x\":\"hi\"}", 29);
+	spin();
+	assert_string_equal(last_body, "{\"x\":\"hi\"}");
+	/* An event or a request with a raw body: the peer is dropped. */
+	raw_sendn(fd, "{\"type\":\"x\",\"id\":3}\0{}", 22);
+	spin();
+	assert_int_equal(closed_count, 1);
+	assert_true(raw_closed(fd));
+	close(fd);
+}
+
+/*
+ * Requests of several timeouts share one timer: each times out in the
+ * order of its deadline, not of its sending, and one that has time left
+ * still gets its answer.
+ */
+static void
+test_timeouts_in_deadline_order(void **state)
+{
+	struct ipc_peer		*cli;
+	struct json_object	*req;
+	static const int	 ms[] = { 60, 20, 600000 };
+	size_t			 i;
+	int			 fd, tries;
+
+	cli = make_front(&fd);
+	for (i = 0; i < 3; i++) {
+		req = json_object_new_object();
+		json_object_object_add(req, "type",
+		    json_object_new_string("echo"));
+		assert_int_equal(ipc_request(cli, req, NULL, 0, ms[i],
+		    on_reply, (void *)(intptr_t)(i + 1)), 0);
+	}
+	/* Until both short ones have timed out (never the long one). */
+	for (tries = 0; reply_calls < 2 && tries < 10000; tries++) {
+		usleep(1000);
+		spin();
+	}
+	assert_int_equal(reply_calls, 2);
+	assert_int_equal(reply_order[0], 2);
+	assert_int_equal(reply_order[1], 1);
+	assert_null(last_reply);
+	raw_send(fd, "{\"id\":3,\"result\":{\"x\":\"late\"}}");
+	spin();
+	assert_int_equal(reply_calls, 3);
+	assert_int_equal(reply_order[2], 3);
+	assert_non_null(last_reply);
+	ipc_peer_free(cli);
+	close(fd);
+}
+
 int
 main(void)
 {
@@ -685,6 +894,14 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pending_fails_on_close,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_reply_on_the_wire,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_reply_reaches_caller,
+		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_raw_reply_hostile, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_timeouts_in_deadline_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_request_timeout, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_link_refuses_squatter,
