@@ -104,11 +104,30 @@ class FakeBroker:
     requests with the datagrams it is given, one per request, and every
     other request with an empty result."""
 
-    def __init__(self, path):
+    def __init__(self, hg, path):
+        # The directory and the listener as brokerd would make them: a
+        # rootless frontd, jailed in a user namespace where root has no
+        # uid, takes only a listener of its own uid.
+        owner = hglib.TEST_USER if hg.mode == "user" else \
+            hglib.SERVICE_USERS["brokerd"]
+        uid, gid = hglib.account(owner)
+        front_gid = gid if hg.mode == "user" else \
+            hglib.account(hglib.SERVICE_USERS["frontd"])[1]
+        d = os.path.dirname(path)
+        os.makedirs(d, exist_ok=True)
+        os.chown(d, uid, front_gid)
+        os.chmod(d, 0o700 if hg.mode == "user" else 0o711)
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock.bind(path)
-        os.chmod(path, 0o666)
-        self.sock.listen(4)
+        if hg.mode == "user":
+            os.setegid(gid)
+            os.seteuid(uid)
+        try:
+            self.sock.bind(path)
+            os.chmod(path, 0o666)
+            self.sock.listen(4)
+        finally:
+            os.seteuid(0)
+            os.setegid(0)
         self.replies = []
         self.default = b'{"id":ID,"body":2}\0{}'
         self.lock = threading.Lock()
@@ -149,6 +168,15 @@ class FakeBroker:
                 c.send(json.dumps({"id": m["id"], "result": {}}).encode())
 
     def close(self):
+        # Wake the accept first and wait for its thread: closed under a
+        # thread still polling it, the descriptor's number could go to the
+        # next test's listener and this thread take its connections.
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.thread.join(10)
+        assert not self.thread.is_alive(), "the fake brokerd's accept hangs"
         self.sock.close()
 
 
@@ -156,7 +184,7 @@ class FakeBroker:
 def lone_front(mode):
     """frontd alone, its brokerd played by the test."""
     hg = hglib.Hostgate(mode, name="rawfront")
-    fake = FakeBroker(os.path.join(hg.run, hglib.SOCK_FRONT))
+    fake = FakeBroker(hg, os.path.join(hg.run, hglib.SOCK_FRONT))
     try:
         hg.start("frontd")
         hglib.wait_for(lambda: fake.connections > 0, 10,
