@@ -119,6 +119,17 @@ class Run:
         """Command lines still in run.sh's session (daemons, tail)."""
         return [" ".join(argv) for _, argv in self.members()]
 
+    def settled(self, timeout=10):
+        """left() once the session has emptied, or what is still in it
+        after timeout: a process that run.sh saw end may still be in the
+        kernel's exit path (a zombie, argv already empty) for a moment."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = self.left()
+            if not left or time.monotonic() >= deadline:
+                return left
+            time.sleep(0.05)
+
     def kill(self):
         """Whatever is left of the session, killed (teardown only)."""
         if self.p.poll() is not None and not self.left():
@@ -185,7 +196,7 @@ def test_run_says_up_after_healthz_200_then_the_password(run):
 
     r.p.send_signal(signal.SIGTERM)
     assert r.finish() == 0, r.output()
-    assert r.left() == [], r.left()
+    assert r.settled() == []
     assert "run: stopping hostgate" in r.output()
     assert not os.path.exists(hg.listen_path())
 
@@ -217,7 +228,7 @@ def test_run_fails_on_a_held_port_and_names_frontd(run):
              and "frontd" in line and "Address already in use" in line]
     assert named, out
     assert "is up" not in out and "password" not in out, out
-    assert r.left() == [], r.left()
+    assert r.settled() == []
 
 
 def test_run_fails_when_healthz_stays_503(run):
@@ -236,7 +247,7 @@ def test_run_fails_when_healthz_stays_503(run):
                                "(/healthz 503:") for line in
                out.splitlines()), out
     assert "is up" not in out and "password" not in out, out
-    assert r.left() == [], r.left()
+    assert r.settled() == []
     hg = r.hg
     hg.start("brokerd")
     hg.wait_control()
@@ -247,7 +258,7 @@ def test_run_refuses_a_bad_timeout(run):
     r = run({"HG_RUN_TIMEOUT": "soon"})
     assert r.finish() == 2, r.output()
     assert "HG_RUN_TIMEOUT=soon" in r.output()
-    assert r.left() == [], r.left()
+    assert r.settled() == []
 
 
 def test_a_daemon_that_dies_takes_the_others_down(run):
@@ -261,7 +272,7 @@ def test_a_daemon_that_dies_takes_the_others_down(run):
     named = [line for line in r.output().splitlines()
              if line.startswith("run: sandboxd exited (status 137)")]
     assert named, r.output()
-    assert r.left() == [], r.left()
+    assert r.settled() == []
 
 
 def test_run_over_tls(run, hostgate_factory):
