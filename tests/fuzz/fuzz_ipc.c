@@ -15,6 +15,8 @@
 
 #include "common.h"
 
+void	fuzz_det_reset(void);
+
 static struct event_base	*base;
 
 static void
@@ -39,6 +41,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t		*d, *end = data + size, *cut;
 	char			 sink[IPC_MAX_MSG];
 	int			 sv[2], i;
+
+	fuzz_det_reset();
 
 	if (base == NULL) {
 		log_init("fuzz_ipc", 1);
