@@ -207,7 +207,8 @@ install: all $(B)/hostgate.env
 # execs and coverage; `make fuzz-check` (part of check) runs each 15 s, two
 # at a time. A crash fails the run with its input saved and named.
 FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc fuzz_api \
-	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn
+	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn \
+	  fuzz_front
 FZ	 = build-fuzz
 FZ_O	 = $(FZ)/obj
 FZ_CC	 = clang
@@ -219,8 +220,8 @@ FZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FZ_SAN) \
 	  -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
 	  -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
 FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
-# A fixed clock and random stream for the project's code (fuzz_det.c).
-FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime
+# A fixed clock and random stream, no disk flushes (fuzz_det.c).
+FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
 FZ_FRONT  = tests/fuzz/front_harness.c frontd/http.c frontd/tls.c \
 	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c
 FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
@@ -241,6 +242,11 @@ FUZZ_WRAP_fuzz_spawn  = $(patsubst %,-Wl$(comma)--wrap=%,workspace_ensure \
 	  backend_build spawn_start backend_probe backend_json cgroup_json \
 	  cgroup_usage workspace_usage cgroup_session_kill cgroup_user_kill \
 	  ids_per_user)
+# brokerd whole but its main, behind its frontd socket.
+FUZZ_SRC_fuzz_front   = $(filter-out brokerd/brokerd.c,$(BROKERD:%=brokerd/%.c)) \
+	  common/ipc.c common/priv.c common/proc.c
+FUZZ_WRAP_fuzz_front  = $(patsubst %,-Wl$(comma)--wrap=%,auth_verify \
+	  rl_take rl_peek)
 comma	 = ,
 FUZZ_BINS = $(FUZZ:%=$(FZ)/%)
 

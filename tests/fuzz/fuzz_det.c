@@ -1,6 +1,7 @@
 /*
  * Determinism for the fuzz targets: the targets are linked with
- * -Wl,--wrap=getrandom,--wrap=clock_gettime, so that the project's code
+ * -Wl,--wrap=getrandom,--wrap=clock_gettime (and fsync, fdatasync), so that
+ * the project's code
  * (not libevent's or libc's own) gets a fixed clock and a byte stream that
  * starts over with every input. The same input then takes the same path.
  */
@@ -50,4 +51,23 @@ __wrap_clock_gettime(clockid_t id, struct timespec *ts)
 	ts->tv_sec = id == CLOCK_REALTIME ? 1767225600 : 1000;
 	ts->tv_nsec = 0;
 	return 0;
+}
+
+int	__wrap_fsync(int);
+int	__wrap_fdatasync(int);
+
+/*
+ * fsync and fdatasync do nothing: durability is not what the targets test,
+ * and a disk flush per record would make them a hundred times slower.
+ */
+int
+__wrap_fsync(int fd)
+{
+	return fd >= 0 ? 0 : -1;
+}
+
+int
+__wrap_fdatasync(int fd)
+{
+	return fd >= 0 ? 0 : -1;
 }

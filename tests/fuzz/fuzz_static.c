@@ -144,7 +144,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		method = (const uint8_t *)"GET";
 		mlen = 3;
 	}
-	if (memchr(target, '\0', tlen) != NULL || tlen >= sizeof(path))
+	if (memchr(target, '\0', tlen) != NULL || tlen >= sizeof(path) ||
+	    memchr(method, '\0', mlen) != NULL ||
+	    (inm != NULL && memchr(inm, '\0', ilen) != NULL))
 		return 0;
 	n = snprintf(req, sizeof(req), "%.*s %.*s HTTP/1.1\r\nHost: h\r\n"
 	    "%s%.*s%s\r\n", (int)mlen, (const char *)method, (int)tlen,

@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Run libFuzzer targets (built by `make fuzz-build` into build-fuzz) for
 # SECONDS each, JOBS at a time, each on a scratch corpus seeded from
 # tests/fuzz/corpus/TARGET (which stays as it is), and print per target its
@@ -47,7 +47,7 @@ for t in "$@"; do
 	pids="$pids $!"
 	running=$((running + 1))
 	if [ $running -ge $jobs ]; then
-		wait -n 2>/dev/null || wait
+		wait -n
 		running=$((running - 1))
 	fi
 done

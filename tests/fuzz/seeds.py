@@ -409,3 +409,71 @@ auths = {
 }
 for name, data in auths.items():
     put("fuzz_auth", name, data)
+
+# fuzz_front: messages from frontd to brokerd (after the hello), SEP between
+# them; the fixture of fuzz_front.c has these cookies, CSRF tokens, tokens.
+A = {"cookie": "hgs_alice", "csrf": "csrf_alice"}
+B = {"cookie": "hgs_bob", "csrf": "csrf_bob"}
+TA = {"bearer": "hgt_alice"}
+TB = {"bearer": "hgt_bob"}
+RID = "0123456789abcdef"
+_n = [0]
+
+
+def fm(typ, auth=None, **kw):
+    _n[0] += 1
+    o = {"type": typ, "id": _n[0], "request_id": RID, "client": "127.0.0.1"}
+    if auth is not None:
+        o["auth"] = auth
+    o.update(kw)
+    return j(o)
+
+
+def seq(*msgs):
+    return SEP.join(msgs)
+
+
+TERM = "0123456789abcdef"
+front = {
+    "health": fm("health"),
+    "login": fm("login", username="alice", password="correct horse"),
+    "login_wrong": seq(fm("login", username="bob", password="x"),
+                       fm("login", username="nobody", password="correct horse")),
+    "login_types": fm("login", username=["alice"], password=None, client=7),
+    "login_client": fm("login", username="alice", password="correct horse", client="not-an-address\r\n"),
+    "logout": seq(fm("logout", A), fm("status", A)),
+    "logout_nocsrf": fm("logout", {"cookie": "hgs_alice"}),
+    "status": seq(fm("status", A), fm("status", TA), fm("status", TB), fm("status", B)),
+    "status_noauth": seq(fm("status"), fm("status", {"cookie": 5}), fm("status", {"bearer": "hgt_nope"}),
+                         fm("status", {"cookie": "hgs_nope"}), fm("status", "auth")),
+    "token_mint": seq(fm("token_mint", A), fm("token_mint", TA)),
+    "mode": seq(fm("mode_get", A), fm("mode_set", A, mode="direct"), fm("mode_get", A),
+                fm("mode_set", A, mode="sandbox")),
+    "mode_bad": seq(fm("mode_set", A, mode="root"), fm("mode_set", {"cookie": "hgs_alice"}, mode="direct"),
+                    fm("mode_set", TB, mode="direct")),
+    "permission": seq(fm("permission_get", A), fm("permission_set", A, permission="read-only"),
+                      fm("permission_set", A, permission="workspace-write+network"),
+                      fm("permission_set", B, permission="bogus")),
+    "events": seq(fm("events_subscribe", A, last_event_id=0), fm("events_subscribe", TB, last_event_id=-5)),
+    "prompt": seq(fm("prompt", A), fm("prompt", TB)),
+    "admin": seq(fm("admin_sessions", A), fm("admin_debug", A), fm("admin_sessions", B),
+                 fm("admin_audit", A, user="alice", action="login", limit=10, since="2026-01-01T00:00:00Z"),
+                 fm("admin_audit", A, limit=0, until="yesterday", decision=5)),
+    "admin_revert": seq(fm("admin_revert", A, session="d4" * 16), fm("admin_revert", A, session="zz")),
+    "admin_kill": fm("admin_kill", A, terminal=TERM),
+    "admin_recording": seq(fm("admin_recording", A, recording=TERM, offset=0),
+                           fm("admin_recording", A, recording="../x", offset=-1)),
+    "run": fm("run", A, command="ls -la", cwd="src", timeout=30, env={"LANG": "C.UTF-8"}),
+    "run_python": fm("run", TA, lang="python", code="", timeout=5),
+    "run_bad": seq(fm("run", A, command=5), fm("run", A, command="x", timeout=-1, env={"PATH": "/x"}),
+                   fm("run", A, command="x", env=["A=b"])),
+    "terminals": seq(fm("terminal_create", A, cols=120, rows=40), fm("terminal_list", A),
+                     fm("terminal_attach", A, terminal=TERM), fm("terminal_delete", A, terminal=TERM)),
+    "terminal_bad": seq(fm("terminal_create", A, cols=0, rows=99999), fm("terminal_attach", TB, terminal="x")),
+    "events_oneway": seq(j({"type": "front_info", "version": "1.0", "started": 1767225000}),
+                         j({"type": "terminal_resized", "terminal": TERM})),
+    "unknown": seq(fm("nope", A), j({"type": "status"}), b"[]", b"{", j({"id": 1})),
+    "reqid": seq(fm("status", A, request_id="bad id\n"), fm("status", A, request_id=None)),
+}
+for name, data in front.items():
+    put("fuzz_front", name, data)
