@@ -58,7 +58,7 @@ endif
 
 COMMON	= log config ipc priv util proc
 FRONTD	= frontd http api tls ws static sse
-BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
+BROKERD	= brokerd front control sandbox auth session store ratelimit spawn \
 	  mode events admin prompt audit ttl recording
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
@@ -108,7 +108,8 @@ $(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
 $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
-$(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o $(COMMON_O)
+$(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
+	$(O)/brokerd/store.o $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \
@@ -274,11 +275,16 @@ fuzz-check: fuzz-build
 	@tests/fuzz/run.sh -t 15 -j 2 $(FUZZ)
 
 $(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
-	$(O)/brokerd/ratelimit.o $(O)/brokerd/ttl.o $(COMMON_O)
+	$(O)/brokerd/store.o $(O)/brokerd/ratelimit.o $(O)/brokerd/ttl.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-bench: all $(B)/bench_policy
+$(B)/bench_store: $(O)/tests/bench/bench_store.o $(O)/brokerd/session.o \
+	$(O)/brokerd/store.o $(O)/brokerd/auth.o $(COMMON_O)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+bench: all $(B)/bench_policy $(B)/bench_store
 	HG_BUILD=$(B) tests/bench/run.sh
 
 clean:

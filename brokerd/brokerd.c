@@ -25,6 +25,11 @@ static const char *const brokerd_syscalls[] = {
 	 * sealed memfd (our lines never are; a kill there would be absurd).
 	 */
 	"memfd_create",
+	/*
+	 * The SQLite store (store.c): page reads and writes at an offset,
+	 * the WAL's fsyncs (above), its truncation (ftruncate, above).
+	 */
+	"pread64", "pwrite64",
 	NULL
 };
 
@@ -60,11 +65,18 @@ brokerd_reserve(struct config *conf, uid_t self, uid_t front, uid_t sandbox)
 	auth_uid_reserve(sandbox, "sandboxd's own");
 }
 
-/* Every 30 s: drop expired sessions and write last-seen times. */
+/*
+ * Every 30 s: drop expired sessions and write last-seen times, a bounded
+ * batch of each; while batches come out full, the next one runs at once.
+ */
 static void
 brokerd_sweep(evutil_socket_t fd, short ev, void *arg)
 {
-	session_sweep();
+	struct timeval	now = { 0, 0 };
+
+	if (session_sweep() == 1 && event_base_once(brokerd_base, -1,
+	    EV_TIMEOUT, brokerd_sweep, NULL, &now) == -1)
+		log_warnx("%s: event_base_once", __func__);
 }
 
 int
@@ -157,7 +169,7 @@ main(int argc, char *argv[])
 	log_info("brokerd %s ready (state %s)", HG_VERSION, conf.state_dir);
 	event_base_dispatch(brokerd_base);
 
-	session_flush();
+	session_close();
 	audit_close();
 	config_free(&conf);
 	return 0;

@@ -23,6 +23,9 @@ struct user {
 	TAILQ_ENTRY(user)	 entry;
 };
 
+struct token;
+TAILQ_HEAD(token_list, token);
+
 struct session {
 	char			 id[33];	/* public id, hex */
 	char			 token_hash[65];/* sha256 of the cookie value */
@@ -38,6 +41,12 @@ struct session {
 	struct event		*ev_expiring;	/* 60 s before */
 	struct event		*ev_expire;
 	TAILQ_ENTRY(session)	 entry;
+	/* session.c's indexes and lists */
+	struct token_list	 tokens;	/* the tokens bound to it */
+	struct session		*by_cookie;	/* hash chains */
+	struct session		*by_id;
+	int			 dirty;		/* last_seen not yet stored */
+	TAILQ_ENTRY(session)	 dirty_entry;
 };
 
 struct token {
@@ -47,6 +56,11 @@ struct token {
 	char			 session_id[33];/* "" for a standalone token */
 	int64_t			 created;
 	TAILQ_ENTRY(token)	 entry;
+	/* session.c's indexes and lists */
+	struct session		*session;	/* NULL for a standalone one */
+	TAILQ_ENTRY(token)	 session_entry;	/* in session->tokens */
+	struct token		*by_hash;	/* hash chains */
+	struct token		*by_id;
 };
 
 /* Who sent a request, as brokerd established it (front.c). */
@@ -93,9 +107,35 @@ struct token *token_create(const char *user, const char *session_id,
 struct token *token_lookup(const char *bearer);
 int	 token_revoke(const char *id);
 struct json_object *token_list(void);
-/* Expire old sessions; write the store if anything changed. */
-void	 session_sweep(void);
+/*
+ * Expire a bounded batch of old sessions and store a bounded batch of
+ * last_seen times: 1 when more of either is left (call again soon).
+ */
+int	 session_sweep(void);
+/* Store every pending last_seen time (at exit). */
 int	 session_flush(void);
+/* Store the pending last_seen times and close the store (at exit). */
+void	 session_close(void);
+/* Store a session's changed fields (grant, profile, last_seen). */
+int	 session_save(struct session *);
+
+/* store.c: the SQLite file behind session.c */
+#define STORE_FILE	"store.db"
+int	 store_open(const char *path, char *err, size_t errsz);
+void	 store_close(void);
+int	 store_begin(void);
+int	 store_commit(void);
+void	 store_rollback(void);
+int	 store_session_insert(const struct session *);
+int	 store_session_update(const struct session *);
+int	 store_session_delete(const char *id);
+int	 store_token_insert(const struct token *);
+int	 store_token_delete(const char *id);
+size_t	 store_expired(int64_t now, char (*ids)[33], size_t max);
+int64_t	 store_meta_get(const char *key);
+int	 store_meta_set(const char *key, int64_t value);
+int	 store_load(int (*)(struct session *, char *, size_t),
+	    int (*)(struct token *, char *, size_t), char *err, size_t errsz);
 
 /* ratelimit.c */
 struct rl_table;

@@ -141,7 +141,7 @@ mode_revert(struct session *s, const char *reason, const char *by)
 	mode_disarm(s);
 	s->direct_until = 0;
 	s->direct_mono = 0;
-	session_flush();
+	session_save(s);
 	terminate = mode_conf->on_expiry == EXPIRY_TERMINATE;
 	if (terminate)
 		sandbox_kill_session(s->id);
@@ -227,11 +227,11 @@ mode_grant(struct session *s, const char *why, char *err, size_t errsz)
 	json_object_object_add(d, "ttl_seconds",
 	    json_object_new_int(mode_conf->direct_ttl));
 	json_object_object_add(d, "renewed", json_object_new_boolean(renew));
-	if (session_flush() == -1 ||
+	if (session_save(s) == -1 ||
 	    audit_append("mode_granted", s->user, s->id, 1, why, d, 1) < 0) {
 		s->direct_until = old_until;
 		s->direct_mono = old_mono;
-		session_flush();
+		session_save(s);
 		snprintf(err, errsz, "the grant could not be recorded");
 		return -1;
 	}

@@ -1,42 +1,179 @@
 /*
- * Login sessions and bearer tokens, kept in STATE_DIR/sessions.json (mode
- * 0600, rewritten atomically after each change):
- *   {"version": 1,
- *    "sessions": [{"id", "token_hash", "csrf_hash", "user", "created",
- *                  "last_seen", "expires"}],
- *    "tokens": [{"id", "hash", "user", "session_id", "created"}]}
- * Only SHA-256 hashes of the cookie, CSRF and bearer values are stored. A
- * token bound to a session dies with it; a standalone one has session_id "".
- * Lookups scan the lists linearly, which is fine for the few hundred
- * sessions a host sees; a hash table keyed by the secret's hash is the next
- * step if that changes.
+ * Login sessions and bearer tokens. They are kept in STATE_DIR/store.db
+ * (store.c: SQLite, one table per kind) and, all of them, in memory, where
+ * hash tables find a session by its cookie's hash or its id and a token by
+ * its bearer's hash or its id in constant time. The copy in memory is
+ * always the store's: brokerd is the only process that can open the store
+ * (store.c holds an exclusive lock) and each change is written, in one
+ * transaction of its own rows, before it is made in memory or right after
+ * (a removal). Only SHA-256 hashes of the cookie, CSRF and bearer values
+ * are stored. A token bound to a session dies with it; a standalone one
+ * has session_id "".
+ *
+ * The former store, STATE_DIR/sessions.json ({"version": 1, "sessions":
+ * [...], "tokens": [...]}), is read once: at the first start with it
+ * present, its content goes into store.db in one transaction and the file
+ * is renamed sessions.json.migrated.
  */
 
 #include <sys/random.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "brokerd.h"
 
-#define SESSION_FILE		"sessions.json"
+#define SESSION_JSON		"sessions.json"
+#define SESSION_JSON_DONE	"sessions.json.migrated"
 #define SESSION_FILE_MAX	(16 * 1024 * 1024)
 #define SESSION_VERSION		1
 #define SESSION_SECRET_BYTES	32	/* cookie, CSRF and bearer entropy */
 #define SESSION_ID_BYTES	16
 #define TOKEN_ID_BYTES		8
 #define TOKEN_PREFIX		"hgt_"
+#define SESSION_BATCH		256	/* rows per sweep transaction */
+
+/*
+ * A hash table of items that carry their key (a NUL-terminated array) and
+ * their chain link at fixed offsets. The keys are SHA-256 hashes or random
+ * ids, so a plain FNV-1a spreads them.
+ */
+struct hindex {
+	void		**slots;
+	size_t		  nslots;	/* 0 or a power of two */
+	size_t		  count;
+	size_t		  key_off;
+	size_t		  link_off;
+};
+
+#define HINDEX(type, key, link) \
+	{ NULL, 0, 0, offsetof(type, key), offsetof(type, link) }
 
 TAILQ_HEAD(session_list, session);
-TAILQ_HEAD(token_list, token);
 static struct session_list	 sessions = TAILQ_HEAD_INITIALIZER(sessions);
+static struct session_list	 dirty = TAILQ_HEAD_INITIALIZER(dirty);
 static struct token_list	 tokens = TAILQ_HEAD_INITIALIZER(tokens);
-static char			*session_path;
+static struct hindex		 by_cookie = HINDEX(struct session, token_hash,
+				    by_cookie);
+static struct hindex		 by_sid = HINDEX(struct session, id, by_id);
+static struct hindex		 by_hash = HINDEX(struct token, hash, by_hash);
+static struct hindex		 by_tid = HINDEX(struct token, id, by_id);
 static int			 session_lifetime;
-static int			 session_dirty;	/* last_seen not yet written */
+static int			 session_open;	/* session_init succeeded */
+
+static void	(*session_gone_cb)(struct session *);
+
+/* The key of an item. */
+static const char *
+hindex_key(const struct hindex *h, const void *item)
+{
+	return (const char *)item + h->key_off;
+}
+
+/* Where an item's chain link is. */
+static void **
+hindex_link(const struct hindex *h, void *item)
+{
+	return (void **)((char *)item + h->link_off);
+}
+
+/* The slot of a key. */
+static size_t
+hindex_slot(const struct hindex *h, const char *key)
+{
+	uint64_t	v = 14695981039346656037ULL;
+
+	for (; *key != '\0'; key++)
+		v = (v ^ (unsigned char)*key) * 1099511628211ULL;
+	return (size_t)(v & (h->nslots - 1));
+}
+
+/* Double the table (or make its first slots) and rehash. */
+static void
+hindex_grow(struct hindex *h)
+{
+	void	**old = h->slots, *it, *next;
+	size_t	  i, n = h->nslots, slot;
+
+	h->nslots = n == 0 ? 64 : 2 * n;
+	if ((h->slots = calloc(h->nslots, sizeof(*h->slots))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++) {
+		for (it = old[i]; it != NULL; it = next) {
+			next = *hindex_link(h, it);
+			slot = hindex_slot(h, hindex_key(h, it));
+			*hindex_link(h, it) = h->slots[slot];
+			h->slots[slot] = it;
+		}
+	}
+	free(old);
+}
+
+/* Add an item (its key not yet in the table). */
+static void
+hindex_add(struct hindex *h, void *item)
+{
+	size_t	slot;
+
+	if (h->count >= h->nslots)
+		hindex_grow(h);
+	slot = hindex_slot(h, hindex_key(h, item));
+	*hindex_link(h, item) = h->slots[slot];
+	h->slots[slot] = item;
+	h->count++;
+}
+
+/*
+ * The item with this key, or NULL. The final compare is in constant time:
+ * which slot a key falls in tells nothing of a secret behind a hash.
+ */
+static void *
+hindex_find(const struct hindex *h, const char *key)
+{
+	void	*it;
+
+	if (h->nslots == 0 || key == NULL)
+		return NULL;
+	for (it = h->slots[hindex_slot(h, key)]; it != NULL;
+	    it = *hindex_link(h, it)) {
+		if (str_ct_equal(hindex_key(h, it), key))
+			return it;
+	}
+	return NULL;
+}
+
+/* Take an item out of the table. */
+static void
+hindex_del(struct hindex *h, void *item)
+{
+	void	**pp;
+
+	if (h->nslots == 0)
+		return;
+	for (pp = &h->slots[hindex_slot(h, hindex_key(h, item))]; *pp != NULL;
+	    pp = hindex_link(h, *pp)) {
+		if (*pp == item) {
+			*pp = *hindex_link(h, item);
+			h->count--;
+			return;
+		}
+	}
+}
+
+/* Empty the table. */
+static void
+hindex_clear(struct hindex *h)
+{
+	free(h->slots);
+	h->slots = NULL;
+	h->nslots = h->count = 0;
+}
 
 /* The wall clock in seconds. */
 static int64_t
@@ -70,157 +207,168 @@ session_user_ok(const char *user)
 	    strlen(user) < USER_NAME_MAX;
 }
 
-/* Free a token that is in no list. */
+/* Put a session in the lists and indexes. */
+static void
+session_link(struct session *s)
+{
+	TAILQ_INIT(&s->tokens);
+	TAILQ_INSERT_TAIL(&sessions, s, entry);
+	hindex_add(&by_cookie, s);
+	hindex_add(&by_sid, s);
+}
+
+/* Put a token in the lists and indexes (s: its session, or NULL). */
+static void
+token_link(struct token *t, struct session *s)
+{
+	t->session = s;
+	if (s != NULL)
+		TAILQ_INSERT_TAIL(&s->tokens, t, session_entry);
+	TAILQ_INSERT_TAIL(&tokens, t, entry);
+	hindex_add(&by_hash, t);
+	hindex_add(&by_tid, t);
+}
+
+/* Take a token out of memory and free it (not the store). */
 static void
 token_free(struct token *t)
 {
+	if (t->session != NULL)
+		TAILQ_REMOVE(&t->session->tokens, t, session_entry);
+	TAILQ_REMOVE(&tokens, t, entry);
+	hindex_del(&by_hash, t);
+	hindex_del(&by_tid, t);
 	free(t->user);
 	free(t);
 }
 
-static void	(*session_gone_cb)(struct session *);
-
-/* Unlink and free a session and its tokens, without writing the store. */
+/* Take a session and its tokens out of memory and free them. */
 static void
-session_remove(struct session *s)
+session_free(struct session *s)
 {
-	struct token	*t, *next;
-
-	if (session_gone_cb != NULL)
-		session_gone_cb(s);
-	for (t = TAILQ_FIRST(&tokens); t != NULL; t = next) {
-		next = TAILQ_NEXT(t, entry);
-		if (strcmp(t->session_id, s->id) == 0) {
-			TAILQ_REMOVE(&tokens, t, entry);
-			token_free(t);
-		}
-	}
+	while (!TAILQ_EMPTY(&s->tokens))
+		token_free(TAILQ_FIRST(&s->tokens));
+	if (s->dirty)
+		TAILQ_REMOVE(&dirty, s, dirty_entry);
 	TAILQ_REMOVE(&sessions, s, entry);
+	hindex_del(&by_cookie, s);
+	hindex_del(&by_sid, s);
 	free(s->user);
 	free(s);
 }
 
-/* Forget every session and token in memory. */
+/*
+ * End a session and its tokens: the hook, their rows (in the caller's
+ * transaction, if any), then memory.
+ */
 static void
-session_clear(void)
+session_remove(struct session *s)
 {
 	struct token	*t;
 
+	if (session_gone_cb != NULL)
+		session_gone_cb(s);
+	TAILQ_FOREACH(t, &s->tokens, session_entry)
+		store_token_delete(t->id);
+	store_session_delete(s->id);
+	session_free(s);
+}
+
+/* Forget every session and token in memory, and close the store. */
+static void
+session_clear(void)
+{
 	while (!TAILQ_EMPTY(&sessions))
-		session_remove(TAILQ_FIRST(&sessions));
-	while ((t = TAILQ_FIRST(&tokens)) != NULL) {
-		TAILQ_REMOVE(&tokens, t, entry);
-		token_free(t);
-	}
+		session_free(TAILQ_FIRST(&sessions));
+	while (!TAILQ_EMPTY(&tokens))
+		token_free(TAILQ_FIRST(&tokens));
+	hindex_clear(&by_cookie);
+	hindex_clear(&by_sid);
+	hindex_clear(&by_hash);
+	hindex_clear(&by_tid);
+	store_close();
+	session_open = 0;
 }
 
 /* The session with this id, expired or not, or NULL. */
 static struct session *
 session_find(const char *id)
 {
-	struct session	*s;
-
-	if (id == NULL)
-		return NULL;
-	TAILQ_FOREACH(s, &sessions, entry) {
-		if (strcmp(s->id, id) == 0)
-			return s;
-	}
-	return NULL;
+	return hindex_find(&by_sid, id);
 }
 
-/* Remove expired sessions (and their tokens); the number removed. */
+/*
+ * Check a session read from a store (JSON or SQLite) and link it; on
+ * refusal free it and fill err (without the file name).
+ */
 static int
-session_expire(int64_t now)
+session_add_loaded(struct session *s, char *err, size_t errsz)
 {
-	struct session	*s, *next;
-	int		 n = 0;
-
-	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
-		next = TAILQ_NEXT(s, entry);
-		if (s->expires <= now) {
-			log_debug("session %.8s of %s expired", s->id, s->user);
-			session_remove(s);
-			n++;
-		}
+	if (!str_is_hex(s->id, 2 * SESSION_ID_BYTES) ||
+	    !str_is_hex(s->token_hash, 64) || !str_is_hex(s->csrf_hash, 64) ||
+	    !session_user_ok(s->user)) {
+		snprintf(err, errsz, "session %.32s: missing or invalid field",
+		    str_is_hex(s->id, 2 * SESSION_ID_BYTES) ? s->id : "?");
+		goto refused;
 	}
-	return n;
+	if (session_find(s->id) != NULL ||
+	    hindex_find(&by_cookie, s->token_hash) != NULL) {
+		snprintf(err, errsz, "session %s: listed twice", s->id);
+		goto refused;
+	}
+	if (s->direct_until < 0)
+		s->direct_until = 0;
+	/* An unknown profile falls back to the default, never to more. */
+	if (s->permission[0] != '\0' &&
+	    !session_permission_valid(s->permission))
+		s->permission[0] = '\0';
+	session_link(s);
+	return 0;
+refused:
+	free(s->user);
+	free(s);
+	return -1;
 }
 
-/* Write the store now; -1 (logged) when it cannot be written. */
-int
-session_flush(void)
+/* The same for a token: its session, if any, must be loaded already. */
+static int
+token_add_loaded(struct token *t, char *err, size_t errsz)
 {
-	struct json_object	*root, *arr, *o;
-	struct session		*s;
-	struct token		*t;
-	const char		*text;
-	size_t			 len;
-	int			 rc;
+	struct session	*s = NULL;
 
-	if (session_path == NULL)
-		return -1;
-	root = json_object_new_object();
-	json_object_object_add(root, "version",
-	    json_object_new_int(SESSION_VERSION));
-
-	arr = json_object_new_array();
-	json_object_object_add(root, "sessions", arr);
-	TAILQ_FOREACH(s, &sessions, entry) {
-		o = json_object_new_object();
-		json_object_object_add(o, "id", json_object_new_string(s->id));
-		json_object_object_add(o, "token_hash",
-		    json_object_new_string(s->token_hash));
-		json_object_object_add(o, "csrf_hash",
-		    json_object_new_string(s->csrf_hash));
-		json_object_object_add(o, "user", json_object_new_string(s->user));
-		json_object_object_add(o, "created",
-		    json_object_new_int64(s->created));
-		json_object_object_add(o, "last_seen",
-		    json_object_new_int64(s->last_seen));
-		json_object_object_add(o, "expires",
-		    json_object_new_int64(s->expires));
-		if (s->permission[0] != '\0')
-			json_object_object_add(o, "permission",
-			    json_object_new_string(s->permission));
-		/* A grant is stored with its absolute deadline. */
-		if (s->direct_until > 0)
-			json_object_object_add(o, "direct_until",
-			    json_object_new_int64(s->direct_until));
-		json_object_array_add(arr, o);
+	if (!str_is_hex(t->id, 2 * TOKEN_ID_BYTES) ||
+	    !str_is_hex(t->hash, 64) || !session_user_ok(t->user) ||
+	    (t->session_id[0] != '\0' &&
+	    !str_is_hex(t->session_id, 2 * SESSION_ID_BYTES))) {
+		snprintf(err, errsz, "token %.16s: missing or invalid field",
+		    str_is_hex(t->id, 2 * TOKEN_ID_BYTES) ? t->id : "?");
+		goto refused;
 	}
-
-	arr = json_object_new_array();
-	json_object_object_add(root, "tokens", arr);
-	TAILQ_FOREACH(t, &tokens, entry) {
-		o = json_object_new_object();
-		json_object_object_add(o, "id", json_object_new_string(t->id));
-		json_object_object_add(o, "hash", json_object_new_string(t->hash));
-		json_object_object_add(o, "user", json_object_new_string(t->user));
-		json_object_object_add(o, "session_id",
-		    json_object_new_string(t->session_id));
-		json_object_object_add(o, "created",
-		    json_object_new_int64(t->created));
-		json_object_array_add(arr, o);
+	if (hindex_find(&by_tid, t->id) != NULL ||
+	    hindex_find(&by_hash, t->hash) != NULL) {
+		snprintf(err, errsz, "token %s: listed twice", t->id);
+		goto refused;
 	}
-
-	text = json_object_to_json_string_length(root,
-	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	rc = file_write_atomic(session_path, text, len, 0600);
-	if (rc == -1)
-		log_warn("%s", session_path);
-	else
-		session_dirty = 0;
-	json_object_put(root);
-	return rc;
+	if (t->session_id[0] != '\0' &&
+	    (s = session_find(t->session_id)) == NULL) {
+		snprintf(err, errsz, "token %s: no session %s", t->id,
+		    t->session_id);
+		goto refused;
+	}
+	token_link(t, s);
+	return 0;
+refused:
+	free(t->user);
+	free(t);
+	return -1;
 }
 
-/* Parse one entry of "sessions"; fills err (without the file name). */
-static struct session *
+/* Parse one entry of "sessions" and add it; fills err. */
+static int
 session_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 {
 	struct session	*s;
-	const char	*id, *token_hash, *csrf_hash, *user;
+	const char	*id, *token_hash, *csrf_hash, *user, *perm;
 	int64_t		 created, last_seen, expires;
 
 	id = json_str(o, "id");
@@ -234,11 +382,7 @@ session_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	    json_int(o, "last_seen", &last_seen) == -1 ||
 	    json_int(o, "expires", &expires) == -1) {
 		snprintf(err, errsz, "session %zu: missing or invalid field", i);
-		return NULL;
-	}
-	if (session_find(id) != NULL) {
-		snprintf(err, errsz, "session %s: listed twice", id);
-		return NULL;
+		return -1;
 	}
 	if ((s = calloc(1, sizeof *s)) == NULL ||
 	    (s->user = strdup(user)) == NULL)
@@ -249,19 +393,16 @@ session_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	s->created = created;
 	s->last_seen = last_seen;
 	s->expires = expires;
-	if (json_int(o, "direct_until", &s->direct_until) == -1 ||
-	    s->direct_until < 0)
+	if (json_int(o, "direct_until", &s->direct_until) == -1)
 		s->direct_until = 0;
-	/* An unknown profile falls back to the default, never to more. */
-	if (json_str(o, "permission") != NULL &&
-	    session_permission_valid(json_str(o, "permission")))
-		snprintf(s->permission, sizeof s->permission, "%s",
-		    json_str(o, "permission"));
-	return s;
+	if ((perm = json_str(o, "permission")) != NULL &&
+	    strlen(perm) < sizeof s->permission)
+		snprintf(s->permission, sizeof s->permission, "%s", perm);
+	return session_add_loaded(s, err, errsz);
 }
 
-/* Parse one entry of "tokens"; fills err (without the file name). */
-static struct token *
+/* Parse one entry of "tokens" and add it; fills err. */
+static int
 token_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 {
 	struct token	*t;
@@ -278,13 +419,7 @@ token_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	    (sid[0] != '\0' && !str_is_hex(sid, 2 * SESSION_ID_BYTES)) ||
 	    json_int(o, "created", &created) == -1) {
 		snprintf(err, errsz, "token %zu: missing or invalid field", i);
-		return NULL;
-	}
-	TAILQ_FOREACH(t, &tokens, entry) {
-		if (strcmp(t->id, id) == 0) {
-			snprintf(err, errsz, "token %s: listed twice", id);
-			return NULL;
-		}
+		return -1;
 	}
 	if ((t = calloc(1, sizeof *t)) == NULL ||
 	    (t->user = strdup(user)) == NULL)
@@ -293,7 +428,7 @@ token_parse_one(struct json_object *o, size_t i, char *err, size_t errsz)
 	snprintf(t->hash, sizeof t->hash, "%s", hash);
 	snprintf(t->session_id, sizeof t->session_id, "%s", sid);
 	t->created = created;
-	return t;
+	return token_add_loaded(t, err, errsz);
 }
 
 /* The array called key in root, or NULL with err filled. */
@@ -311,13 +446,15 @@ session_parse_array(struct json_object *root, const char *key, char *err,
 	return arr;
 }
 
-/* Load sessions and tokens from text; fills err (without the file name). */
+/*
+ * Add the sessions and tokens of a sessions.json text to memory; fills err
+ * (without the file name). On failure memory may hold part of it: the
+ * caller clears it.
+ */
 static int
 session_parse(const char *text, char *err, size_t errsz)
 {
 	struct json_object	*root, *sarr, *tarr;
-	struct session		*s;
-	struct token		*t;
 	enum json_tokener_error	 jerr;
 	int64_t			 version;
 	size_t			 i;
@@ -342,73 +479,149 @@ session_parse(const char *text, char *err, size_t errsz)
 	    (tarr = session_parse_array(root, "tokens", err, errsz)) == NULL)
 		goto out;
 	for (i = 0; i < json_object_array_length(sarr); i++) {
-		s = session_parse_one(json_object_array_get_idx(sarr, i), i, err,
-		    errsz);
-		if (s == NULL)
+		if (session_parse_one(json_object_array_get_idx(sarr, i), i,
+		    err, errsz) == -1)
 			goto out;
-		TAILQ_INSERT_TAIL(&sessions, s, entry);
 	}
 	for (i = 0; i < json_object_array_length(tarr); i++) {
-		t = token_parse_one(json_object_array_get_idx(tarr, i), i, err,
-		    errsz);
-		if (t == NULL)
+		if (token_parse_one(json_object_array_get_idx(tarr, i), i,
+		    err, errsz) == -1)
 			goto out;
-		if (t->session_id[0] != '\0' &&
-		    session_find(t->session_id) == NULL) {
-			snprintf(err, errsz, "token %s: no session %s", t->id,
-			    t->session_id);
-			token_free(t);
-			goto out;
-		}
-		TAILQ_INSERT_TAIL(&tokens, t, entry);
 	}
 	rc = 0;
 out:
 	json_object_put(root);
-	if (rc == -1)
-		session_clear();
 	return rc;
 }
 
-/* Read the store if present, fixing a loose mode; fills err. */
+/* Write every session and token in memory to the store, in one transaction. */
 static int
-session_load(char *err, size_t errsz)
+session_store_all(void)
 {
-	char	*text, why[256];
-	int	 absent, rc;
+	struct session	*s;
+	struct token	*t;
 
-	if ((text = file_read_private(session_path, SESSION_FILE_MAX, &absent,
-	    err, errsz)) == NULL)
-		return absent ? 0 : -1;
-	rc = session_parse(text, why, sizeof why);
+	if (store_begin() == -1)
+		return -1;
+	TAILQ_FOREACH(s, &sessions, entry)
+		store_session_insert(s);
+	TAILQ_FOREACH(t, &tokens, entry)
+		store_token_insert(t);
+	store_meta_set("json_migrated", session_now());
+	return store_commit();
+}
+
+/*
+ * Move STATE_DIR/sessions.json into the store, once: its content is
+ * committed with a mark, then the file is renamed aside. A file found
+ * again after the mark (a crash before the rename) is renamed unread.
+ */
+static int
+session_migrate(const char *state_dir, char *err, size_t errsz)
+{
+	char	*json, *done, *text = NULL, why[256];
+	int	 absent, fd, rc = -1;
+
+	json = path_join(state_dir, SESSION_JSON);
+	done = path_join(state_dir, SESSION_JSON_DONE);
+	if (store_meta_get("json_migrated") != 0) {
+		if (access(json, F_OK) == 0) {
+			log_warnx("%s: already in the store, renaming it %s "
+			    "unread", json, SESSION_JSON_DONE);
+			goto rename;
+		}
+		rc = 0;
+		goto out;
+	}
+	if ((text = file_read_private(json, SESSION_FILE_MAX, &absent, err,
+	    errsz)) == NULL) {
+		rc = absent ? 0 : -1;
+		goto out;
+	}
+	if (session_parse(text, why, sizeof why) == -1) {
+		snprintf(err, errsz, "%s: %s (not migrated to %s)", json, why,
+		    STORE_FILE);
+		goto out;
+	}
+	if (session_store_all() == -1) {
+		snprintf(err, errsz, "%s: cannot be written to the store",
+		    json);
+		goto out;
+	}
+	log_info("%s: %zu sessions and %zu tokens moved to %s", json,
+	    by_sid.count, by_tid.count, STORE_FILE);
+rename:
+	if (rename(json, done) == -1)
+		log_warn("rename %s to %s", json, done);
+	else if ((fd = open(state_dir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		(void)fsync(fd);	/* the rename, durable */
+		close(fd);
+	}
+	rc = 0;
+out:
 	free(text);
-	if (rc == -1)
-		snprintf(err, errsz, "%s: %s", session_path, why);
+	free(json);
+	free(done);
 	return rc;
 }
 
-/* Load STATE_DIR/sessions.json and drop the sessions that expired. */
+/* Remove every expired session (at start-up); the number removed. */
+static int
+session_expire_all(int64_t now)
+{
+	struct session	*s, *next;
+	int		 n = 0;
+
+	store_begin();
+	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, entry);
+		if (s->expires <= now) {
+			log_debug("session %.8s of %s expired", s->id, s->user);
+			session_remove(s);
+			n++;
+		}
+	}
+	if (store_commit() == -1)
+		return -1;
+	return n;
+}
+
+/*
+ * Open STATE_DIR/store.db (migrating sessions.json into it the first time)
+ * and load it; drop the sessions that expired. -1 with err when the store
+ * cannot be used: brokerd refuses to start.
+ */
 int
 session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 {
+	char	*path;
+	int	 rc;
+
+	session_clear();
 	if (lifetime <= 0) {
 		snprintf(err, errsz, "session lifetime must be positive");
 		return -1;
 	}
-	session_clear();
-	free(session_path);
-	session_path = path_join(state_dir, SESSION_FILE);
 	session_lifetime = lifetime;
-	session_dirty = 0;
-
-	if (session_load(err, errsz) == -1)
+	path = path_join(state_dir, STORE_FILE);
+	rc = store_open(path, err, errsz);
+	free(path);
+	if (rc == -1)
 		return -1;
-	if (session_expire(session_now()) > 0 && session_flush() == -1) {
-		snprintf(err, errsz, "%s: cannot write: %s", session_path,
-		    strerror(errno));
-		return -1;
+	if (store_load(session_add_loaded, token_add_loaded, err,
+	    errsz) == -1 || session_migrate(state_dir, err, errsz) == -1)
+		goto fail;
+	if (session_expire_all(session_now()) == -1) {
+		snprintf(err, errsz, "%s: cannot remove expired sessions",
+		    STORE_FILE);
+		goto fail;
 	}
+	session_open = 1;
 	return 0;
+fail:
+	session_clear();
+	return -1;
 }
 
 /*
@@ -422,7 +635,7 @@ session_create(const char *user, char *cookie, size_t cookiesz, char *csrf,
 {
 	struct session	*s;
 
-	if (!session_user_ok(user))
+	if (!session_open || !session_user_ok(user))
 		return NULL;
 	if ((s = calloc(1, sizeof *s)) == NULL)
 		fatal("%s", __func__);
@@ -439,11 +652,12 @@ session_create(const char *user, char *cookie, size_t cookiesz, char *csrf,
 	sha256_hex(csrf, strlen(csrf), s->csrf_hash);
 	s->created = s->last_seen = session_now();
 	s->expires = s->created + session_lifetime;
-	TAILQ_INSERT_TAIL(&sessions, s, entry);
-	if (session_flush() == -1) {
-		session_remove(s);
+	if (session_find(s->id) != NULL || store_session_insert(s) == -1) {
+		free(s->user);
+		free(s);
 		return NULL;
 	}
+	session_link(s);
 	log_info("session %.8s of %s created", s->id, s->user);
 	return s;
 }
@@ -459,11 +673,7 @@ session_lookup(const char *cookie)
 	if (cookie == NULL)
 		return NULL;
 	sha256_hex(cookie, strlen(cookie), hash);
-	TAILQ_FOREACH(s, &sessions, entry) {
-		if (str_ct_equal(s->token_hash, hash))
-			break;
-	}
-	if (s == NULL)
+	if ((s = hindex_find(&by_cookie, hash)) == NULL)
 		return NULL;
 	now = session_now();
 	if (s->expires <= now) {
@@ -472,7 +682,11 @@ session_lookup(const char *cookie)
 	}
 	if (s->last_seen != now) {
 		s->last_seen = now;
-		session_dirty = 1;	/* written by session_sweep or flush */
+		/* Written by session_sweep, in batches: not per request. */
+		if (!s->dirty) {
+			s->dirty = 1;
+			TAILQ_INSERT_TAIL(&dirty, s, dirty_entry);
+		}
 	}
 	return s;
 }
@@ -504,16 +718,21 @@ session_csrf_ok(struct session *s, const char *csrf)
 	return str_ct_equal(s->csrf_hash, hash);
 }
 
-/* End a session and its tokens, and write the store. */
+/* End a session and its tokens, in memory and in the store. */
 void
 session_destroy(struct session *s)
 {
+	char	id[sizeof s->id];
+
 	log_info("session %.8s of %s ended", s->id, s->user);
+	snprintf(id, sizeof id, "%s", s->id);
+	store_begin();
 	session_remove(s);
-	session_flush();
+	if (store_commit() == -1)
+		log_warnx("session %.8s: its end could not be stored", id);
 }
 
-/* End every session and token of user, and write the store. */
+/* End every session and token of user, in one transaction. */
 void
 session_drop_user(const char *user)
 {
@@ -523,6 +742,7 @@ session_drop_user(const char *user)
 
 	if (user == NULL)
 		return;
+	store_begin();
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
 		snext = TAILQ_NEXT(s, entry);
 		if (strcmp(s->user, user) == 0) {
@@ -530,18 +750,20 @@ session_drop_user(const char *user)
 			n++;
 		}
 	}
+	/* Fetched again: session_remove freed the bound tokens. */
 	for (t = TAILQ_FIRST(&tokens); t != NULL; t = tnext) {
 		tnext = TAILQ_NEXT(t, entry);
 		if (strcmp(t->user, user) == 0) {
-			TAILQ_REMOVE(&tokens, t, entry);
+			store_token_delete(t->id);
 			token_free(t);
 			n++;
 		}
 	}
-	if (n > 0) {
+	if (store_commit() == -1)
+		log_warnx("sessions and tokens of %s: their end could not be "
+		    "stored", user);
+	if (n > 0)
 		log_info("dropped %d sessions and tokens of %s", n, user);
-		session_flush();
-	}
 }
 
 /* Add an ISO 8601 time to o under key. */
@@ -590,7 +812,8 @@ token_create(const char *user, const char *session_id, char *bearer,
 	struct token	*t;
 	size_t		 plen = strlen(TOKEN_PREFIX);
 
-	if (!session_user_ok(user) || bearer == NULL || bearersz <= plen)
+	if (!session_open || !session_user_ok(user) || bearer == NULL ||
+	    bearersz <= plen)
 		return NULL;
 	if (session_id != NULL && session_id[0] != '\0') {
 		if ((s = session_by_id(session_id)) == NULL ||
@@ -614,12 +837,14 @@ token_create(const char *user, const char *session_id, char *bearer,
 	if (s != NULL)
 		snprintf(t->session_id, sizeof t->session_id, "%s", s->id);
 	t->created = session_now();
-	TAILQ_INSERT_TAIL(&tokens, t, entry);
-	if (session_flush() == -1) {
-		TAILQ_REMOVE(&tokens, t, entry);
-		token_free(t);
+	if (hindex_find(&by_tid, t->id) != NULL ||
+	    store_token_insert(t) == -1) {
+		bearer[0] = '\0';
+		free(t->user);
+		free(t);
 		return NULL;
 	}
+	token_link(t, s);
 	log_info("token %s of %s created%s", t->id, t->user,
 	    s != NULL ? " for a session" : "");
 	return t;
@@ -636,15 +861,13 @@ token_lookup(const char *bearer)
 	    strncmp(bearer, TOKEN_PREFIX, strlen(TOKEN_PREFIX)) != 0)
 		return NULL;
 	sha256_hex(bearer, strlen(bearer), hash);
-	TAILQ_FOREACH(t, &tokens, entry) {
-		if (str_ct_equal(t->hash, hash))
-			break;
-	}
-	if (t == NULL)
+	if ((t = hindex_find(&by_hash, hash)) == NULL)
 		return NULL;
 	/* An expired session is destroyed here, and t with it. */
-	if (t->session_id[0] != '\0' && session_by_id(t->session_id) == NULL)
+	if (t->session != NULL && t->session->expires <= session_now()) {
+		session_destroy(t->session);
 		return NULL;
+	}
 	return t;
 }
 
@@ -654,18 +877,14 @@ token_revoke(const char *id)
 {
 	struct token	*t;
 
-	if (id == NULL)
-		return -1;
-	TAILQ_FOREACH(t, &tokens, entry) {
-		if (strcmp(t->id, id) == 0)
-			break;
-	}
-	if (t == NULL)
+	if ((t = hindex_find(&by_tid, id)) == NULL)
 		return -1;
 	log_info("token %s of %s revoked", t->id, t->user);
-	TAILQ_REMOVE(&tokens, t, entry);
+	/* Dead now in any case; a failed write is logged (and retried never). */
+	if (store_token_delete(t->id) == -1)
+		log_warnx("token %s: its revocation could not be stored",
+		    t->id);
 	token_free(t);
-	session_flush();
 	return 0;
 }
 
@@ -674,34 +893,112 @@ struct json_object *
 token_list(void)
 {
 	struct json_object	*arr, *o;
-	struct session		*s;
 	struct token		*t;
 	int64_t			 now = session_now();
 
 	arr = json_object_new_array();
 	TAILQ_FOREACH(t, &tokens, entry) {
-		s = NULL;
-		if (t->session_id[0] != '\0' &&
-		    ((s = session_find(t->session_id)) == NULL ||
-		    s->expires <= now))
+		if (t->session != NULL && t->session->expires <= now)
 			continue;
 		o = json_object_new_object();
 		json_object_object_add(o, "id", json_object_new_string(t->id));
 		json_object_object_add(o, "user", json_object_new_string(t->user));
-		json_object_object_add(o, "session_id", s == NULL ? NULL :
-		    json_object_new_string(s->id));
+		json_object_object_add(o, "session_id", t->session == NULL ?
+		    NULL : json_object_new_string(t->session->id));
 		session_add_time(o, "created", t->created);
 		json_object_array_add(arr, o);
 	}
 	return arr;
 }
 
-/* Expire old sessions; write the store if anything changed. */
-void
+/* Store the last_seen times of at most max dirty sessions, in one go. */
+static int
+session_store_dirty(size_t max)
+{
+	struct session	*s;
+	size_t		 n;
+
+	if (TAILQ_EMPTY(&dirty))
+		return 0;
+	if (store_begin() == -1)
+		return -1;
+	for (n = 0; n < max && (s = TAILQ_FIRST(&dirty)) != NULL; n++) {
+		store_session_update(s);
+		TAILQ_REMOVE(&dirty, s, dirty_entry);
+		s->dirty = 0;
+	}
+	if (store_commit() == -1) {
+		log_warnx("%zu last-seen times could not be stored", n);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Every 30 s (and again at once while a batch was full): expire at most
+ * SESSION_BATCH sessions, found by the store's index on expires, and store
+ * at most SESSION_BATCH last_seen times, each batch one transaction.
+ * Returns 1 when a batch was full.
+ */
+int
 session_sweep(void)
 {
-	if (session_expire(session_now()) > 0 || session_dirty)
+	char		 ids[SESSION_BATCH][33];
+	struct session	*s;
+	size_t		 i, n;
+
+	if (!session_open)
+		return 0;
+	n = store_expired(session_now(), ids, SESSION_BATCH);
+	if (n > 0 && store_begin() == 0) {
+		for (i = 0; i < n; i++) {
+			if ((s = session_find(ids[i])) == NULL) {
+				store_session_delete(ids[i]);
+				continue;
+			}
+			log_debug("session %.8s of %s expired", s->id, s->user);
+			session_remove(s);
+		}
+		if (store_commit() == -1)
+			log_warnx("%zu expired sessions could not be removed "
+			    "from the store", n);
+	}
+	session_store_dirty(SESSION_BATCH);
+	return n == SESSION_BATCH || !TAILQ_EMPTY(&dirty);
+}
+
+/* Store every pending last_seen time (at exit); 0 or -1. */
+int
+session_flush(void)
+{
+	if (!session_open)
+		return -1;
+	while (!TAILQ_EMPTY(&dirty))
+		if (session_store_dirty(SESSION_BATCH) == -1)
+			return -1;
+	return 0;
+}
+
+/* Store the pending last_seen times, forget everything, close the store. */
+void
+session_close(void)
+{
+	if (session_open)
 		session_flush();
+	session_clear();
+}
+
+/* Store what changed in a session (grant, profile, last_seen): 0 or -1. */
+int
+session_save(struct session *s)
+{
+	if (!session_open || store_session_update(s) == -1)
+		return -1;
+	if (s->dirty) {
+		TAILQ_REMOVE(&dirty, s, dirty_entry);
+		s->dirty = 0;
+	}
+	return 0;
 }
 
 /* Whether name is a permission profile. */
@@ -723,7 +1020,7 @@ session_set_permission(struct session *s, const char *name)
 		return -1;
 	memcpy(old, s->permission, sizeof old);
 	snprintf(s->permission, sizeof s->permission, "%s", name);
-	if (session_flush() == -1) {
+	if (session_save(s) == -1) {
 		memcpy(s->permission, old, sizeof old);
 		return -1;
 	}

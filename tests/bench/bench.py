@@ -3,7 +3,8 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
 (`make bench`), which checks the tools and builds bpfdump first.
 
     /usr/bin/python3 tests/bench/bench.py --bpfdump PATH
-        [--policy-bench PATH] [--mode user|root] [--out FILE]
+        [--policy-bench PATH] [--store-bench PATH] [--mode user|root]
+        [--out FILE]
         [--only spawn]
 
 1. GET /api/status through frontd and brokerd with wrk, against nginx
@@ -19,7 +20,9 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
    runs interleaved; and another user's `true` latency during 20
    concurrent network-profile spawns against its idle latency;
 3. bench_policy's figures (brokerd's decision beside an IPC round trip),
-   when given.
+   when given;
+4. bench_store's figures (mint, revoke, login, logout and lookups with 100
+   and with 100,000 tokens stored), when given.
 
 docs/performance.md describes the method and the figures.
 
@@ -1047,6 +1050,26 @@ def bench_policy(path, res):
         log("   " + line)
 
 
+# -- 4. the session and token store ---------------------------------------
+
+def bench_store(path, res):
+    """Run bench_store (tests/bench/bench_store.c, built by make bench):
+    mint, revoke, login, logout and lookups with 100 and with 100,000
+    tokens stored, in turns; keeps its table."""
+    log("4. session and token store, 100 vs 100000 tokens (%s)" % path)
+    r = subprocess.run([path], capture_output=True, text=True, timeout=300)
+    if r.returncode != 0:
+        raise BenchError("%s exited %d: %s" % (path, r.returncode,
+                                                r.stderr.strip()))
+    worst = re.search(r"^worst ratio.*?: ([\d.]+)", r.stdout, re.M)
+    if not worst:
+        raise BenchError("cannot read %s's output:\n%s" % (path, r.stdout))
+    res["store"] = {"worst": float(worst.group(1)),
+                    "table": r.stdout.strip()}
+    for line in r.stdout.strip().splitlines():
+        log("   " + line)
+
+
 # -- report ----------------------------------------------------------------
 
 def loadavg():
@@ -1157,6 +1180,11 @@ def markdown(res):
                      "%.2f us (one IPC round trip frontd-brokerd)"
                      % pol["ipc_us"],
                      "%.3f" % (pol["decision_us"] / pol["ipc_us"])))
+    if "store" in res:
+        rows.append(("session/token store: worst ratio of an op's cost with "
+                     "100000 tokens stored to its cost with 100 (bench_store)",
+                     "%.2f" % res["store"]["worst"], "1.2 (the bound)",
+                     "%.2f" % (res["store"]["worst"] / 1.2)))
     if "rss_terminals" in res:
         ri, rt = res["rss_idle"], res["rss_terminals"]
         for d in hglib.DAEMONS:
@@ -1183,6 +1211,9 @@ def markdown(res):
            "|---|---|---|---|"]
     out += ["| %s | %s | %s | %s |" % r for r in rows]
     out += ["", "Notes:", ""]
+    if "store" in res:
+        out += ["- bench_store (medians of interleaved rounds, us):", "",
+                "```"] + res["store"]["table"].splitlines() + ["```", ""]
     if "http" in res:
         out.append("- /api/status body: %d bytes of JSON; nginx file: %d "
                    "bytes; non-2xx: hostgate %d, nginx %d; wrk rounds (req/s,"
@@ -1235,6 +1266,8 @@ def main():
                                                   "latest.md"))
     ap.add_argument("--policy-bench", default=None,
                     help="the bench_policy binary, when built")
+    ap.add_argument("--store-bench", default=None,
+                    help="the bench_store binary, when built")
     ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
                     choices=hglib.MODES)
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
@@ -1285,6 +1318,8 @@ def main():
         api.close()
         if args.policy_bench and not args.only:
             bench_policy(args.policy_bench, res)
+        if args.store_bench and not args.only:
+            bench_store(args.store_bench, res)
         failed = False
     finally:
         signal.alarm(0)

@@ -75,6 +75,10 @@ set -- --bpfdump "$tmp/bpfdump" "$@"
 if [ -x "$HG_BUILD/bench_policy" ]; then
 	set -- --policy-bench "$HG_BUILD/bench_policy" "$@"
 fi
+# bench_store (tests/bench/bench_store.c), the same way.
+if [ -x "$HG_BUILD/bench_store" ]; then
+	set -- --store-bench "$HG_BUILD/bench_store" "$@"
+fi
 /usr/bin/python3 tests/bench/bench.py "$@" &
 child=$!
 rc=0

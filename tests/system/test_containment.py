@@ -545,7 +545,8 @@ def reach(session, args):
 def state_targets(hg):
     """The state directory's secrets and the run directory's sockets."""
     files = [os.path.join(hg.state, f) for f in
-             ("users.json", "audit.key", "sessions.json", "audit.log")]
+             ("users.json", "audit.key", "store.db", "sessions.json",
+              "audit.log")]
     files = [f for f in files if os.path.exists(f)]
     socks = [os.path.join(hg.run, f) for f in sorted(os.listdir(hg.run))
              if f.endswith(".sock")]

@@ -1,9 +1,11 @@
 /*
- * Unit tests for brokerd/session.c: login sessions, CSRF tokens and bearer
- * tokens, and their store.
+ * Unit tests for brokerd/session.c and store.c: login sessions, CSRF tokens
+ * and bearer tokens, and their SQLite store (a real file in a temporary
+ * directory), with its migration from sessions.json.
  */
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "../../brokerd/brokerd.h"
 
@@ -22,7 +25,8 @@
 
 struct fixture {
 	char	dir[64];
-	char	*path;
+	char	*path;		/* store.db */
+	char	*json;		/* sessions.json, the former store */
 	char	err[512];
 	char	cookie[64];
 	char	csrf[64];
@@ -39,7 +43,8 @@ setup(void **state)
 	assert_non_null(f);
 	snprintf(f->dir, sizeof f->dir, "/tmp/test_session.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	f->path = path_join(f->dir, "sessions.json");
+	f->path = path_join(f->dir, "store.db");
+	f->json = path_join(f->dir, "sessions.json");
 	assert_int_equal(session_init(f->dir, LIFETIME, f->err,
 	    sizeof f->err), 0);
 	*state = f;
@@ -51,52 +56,76 @@ static int
 teardown(void **state)
 {
 	struct fixture	*f = *state;
+	char		 cmd[128];
 
-	unlink(f->path);
-	assert_int_equal(rmdir(f->dir), 0);
+	session_close();
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
 	free(f->path);
+	free(f->json);
 	free(f);
 	return 0;
 }
 
-/* The store file's text (the caller frees it). */
-static char *
-read_store(struct fixture *f)
+/* Reopen the store as brokerd does at start-up. */
+static void
+reopen(struct fixture *f)
 {
-	char	*text;
-
-	text = file_read(f->path, 1 << 20, NULL);
-	assert_non_null(text);
-	return text;
+	if (session_init(f->dir, LIFETIME, f->err, sizeof f->err) != 0)
+		fail_msg("session_init: %s", f->err);
 }
 
-/* Whether the store file contains needle. */
+/*
+ * Run SQL on the closed store (session.c holds it locked while open): the
+ * first column of the first row as a number, or -1 without a row.
+ */
+static int64_t
+db_sql(struct fixture *f, const char *sql)
+{
+	sqlite3		*db;
+	sqlite3_stmt	*st;
+	int64_t		 v = -1;
+	int		 rc;
+
+	assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE,
+	    NULL), SQLITE_OK);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		v = sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+	sqlite3_finalize(st);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+	return v;
+}
+
+/* The number of rows of table where column = value, store closed. */
+static int64_t
+db_count(struct fixture *f, const char *table, const char *column,
+    const char *value)
+{
+	char	sql[256];
+
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE %s = '%s'",
+	    table, column, value);
+	return db_sql(f, sql);
+}
+
+/* Whether a file's bytes contain needle. */
 static int
-store_has(struct fixture *f, const char *needle)
+file_has(const char *path, const char *needle)
 {
 	char	*text;
+	size_t	 len;
 	int	 found;
 
-	text = read_store(f);
-	found = strstr(text, needle) != NULL;
+	if ((text = file_read(path, 64 << 20, &len)) == NULL)
+		return 0;
+	found = memmem(text, len, needle, strlen(needle)) != NULL;
 	free(text);
 	return found;
-}
-
-/* The last_seen of the first session in the store file. */
-static int64_t
-stored_last_seen(struct fixture *f)
-{
-	struct json_object	*root, *arr;
-	int64_t			 v = -1;
-
-	root = json_object_from_file(f->path);
-	assert_non_null(root);
-	assert_true(json_object_object_get_ex(root, "sessions", &arr));
-	assert_int_equal(json_int(json_object_array_get_idx(arr, 0),
-	    "last_seen", &v), 0);
-	json_object_put(root);
-	return v;
 }
 
 /* Whether s is n lowercase hex digits. */
@@ -185,12 +214,10 @@ test_expiry(void **state)
 	assert_null(session_by_id(id));
 	assert_null(session_lookup(f->cookie));
 
-	/* Expired sessions are removed from the file too. */
-	s = create_ok(f, "bob");
-	snprintf(id, sizeof id, "%s", s->id);
-	s->expires -= LIFETIME + 1;
-	session_sweep();
-	assert_false(store_has(f, id));
+	/* ... and from the store. */
+	session_close();
+	assert_int_equal(db_count(f, "sessions", "id", id), 0);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 0);
 }
 
 /* The CSRF token is checked against its own session only. */
@@ -315,7 +342,9 @@ test_revoke(void **state)
 	assert_int_equal(token_revoke(id), -1);
 	assert_int_equal(token_revoke("ffffffffffffffff"), -1);
 	assert_int_equal(token_revoke(NULL), -1);
-	assert_false(store_has(f, id));
+	session_close();
+	assert_int_equal(db_count(f, "tokens", "id", id), 0);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
 }
 
 /* Dropping a user ends all its sessions and tokens, and no one else's. */
@@ -353,12 +382,16 @@ test_drop_user(void **state)
 	arr = token_list();
 	assert_int_equal(json_object_array_length(arr), 1);
 	json_object_put(arr);
-	assert_false(store_has(f, "alice"));
 	session_drop_user(NULL);
 	session_drop_user("nobody");
+	session_close();
+	assert_int_equal(db_count(f, "sessions", "user", "alice"), 0);
+	assert_int_equal(db_count(f, "tokens", "user", "alice"), 0);
+	assert_int_equal(db_count(f, "sessions", "user", "bob"), 1);
+	assert_int_equal(db_count(f, "tokens", "user", "bob"), 1);
 }
 
-/* Sessions and tokens survive a reload; the file holds only hashes. */
+/* Sessions and tokens survive a reload; the store holds only hashes. */
 static void
 test_persistence(void **state)
 {
@@ -367,7 +400,8 @@ test_persistence(void **state)
 	struct token		*t;
 	struct json_object	*arr, *o;
 	struct stat		 st;
-	char			 bearer2[64], id[33], hash[65], *text;
+	char			 bearer2[64], id[33], hash[65], sql[256];
+	char			*wal;
 	int64_t			 created;
 
 	s = create_ok(f, "alice");
@@ -377,20 +411,30 @@ test_persistence(void **state)
 	    sizeof f->bearer));
 	assert_non_null(token_create("ops", NULL, bearer2, sizeof bearer2));
 
+	/* The file and its WAL are private. */
 	assert_int_equal(stat(f->path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
-	text = read_store(f);
-	assert_null(strstr(text, f->cookie));
-	assert_null(strstr(text, f->csrf));
-	assert_null(strstr(text, f->bearer));
-	assert_null(strstr(text, f->bearer + 4));
-	assert_null(strstr(text, bearer2 + 4));
-	sha256_hex(f->cookie, strlen(f->cookie), hash);
-	assert_non_null(strstr(text, hash));
-	free(text);
+	wal = path_join(f->dir, "store.db-wal");
+	assert_int_equal(stat(wal, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_false(file_has(wal, f->cookie));
+	assert_false(file_has(wal, f->bearer + 4));
+	session_close();
+	assert_int_equal(access(wal, F_OK), -1);	/* checkpointed */
+	free(wal);
 
-	assert_int_equal(session_init(f->dir, LIFETIME, f->err,
-	    sizeof f->err), 0);
+	/* Only hashes: no secret anywhere in the file. */
+	assert_false(file_has(f->path, f->cookie));
+	assert_false(file_has(f->path, f->csrf));
+	assert_false(file_has(f->path, f->bearer + 4));
+	assert_false(file_has(f->path, bearer2 + 4));
+	sha256_hex(f->cookie, strlen(f->cookie), hash);
+	assert_int_equal(db_count(f, "sessions", "token_hash", hash), 1);
+	sha256_hex(f->bearer, strlen(f->bearer), hash);
+	assert_int_equal(db_count(f, "tokens", "hash", hash), 1);
+	assert_int_equal(db_sql(f, "PRAGMA user_version"), 1);
+
+	reopen(f);
 	s = session_lookup(f->cookie);
 	assert_non_null(s);
 	assert_string_equal(s->id, id);
@@ -401,6 +445,7 @@ test_persistence(void **state)
 	assert_non_null(t);
 	assert_string_equal(t->session_id, id);
 	assert_non_null(token_lookup(bearer2));
+	assert_int_equal(session_set_permission(s, "read-only"), 0);
 
 	arr = session_list();
 	assert_int_equal(json_object_array_length(arr), 1);
@@ -413,15 +458,77 @@ test_persistence(void **state)
 	assert_int_equal(json_object_object_length(o), 5);
 	json_object_put(arr);
 
+	/* The profile was stored; a grant is, with session_save. */
+	s->direct_until = now_wall_ms() + 600000;
+	assert_int_equal(session_save(s), 0);
+	session_close();
+	reopen(f);
+	s = session_lookup(f->cookie);
+	assert_non_null(s);
+	assert_string_equal(session_permission(s), "read-only");
+	assert_true(s->direct_until > now_wall_ms());
+
 	/* Expired sessions and their tokens are dropped at load. */
-	s->expires = 1;
-	assert_int_equal(session_flush(), 0);
-	assert_int_equal(session_init(f->dir, LIFETIME, f->err,
-	    sizeof f->err), 0);
-	assert_false(store_has(f, id));
+	session_close();
+	snprintf(sql, sizeof sql, "UPDATE sessions SET expires = 1 WHERE "
+	    "id = '%s' RETURNING 1", id);
+	assert_int_equal(db_sql(f, sql), 1);
+	reopen(f);
 	assert_null(session_lookup(f->cookie));
 	assert_null(token_lookup(f->bearer));
 	assert_non_null(token_lookup(bearer2));
+	session_close();
+	assert_int_equal(db_count(f, "sessions", "id", id), 0);
+	assert_int_equal(db_count(f, "tokens", "session_id", id), 0);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
+}
+
+/* Run fn in a child that then dies by SIGKILL, its store left open. */
+static void
+in_killed_child(struct fixture *f, void (*fn)(struct fixture *, int),
+    char *out, size_t outsz)
+{
+	int	p[2], status;
+	ssize_t	n;
+	pid_t	pid;
+
+	session_close();
+	assert_int_equal(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		reopen(f);
+		fn(f, p[1]);
+		kill(getpid(), SIGKILL);
+		_exit(1);
+	}
+	assert_true(pid > 0);
+	close(p[1]);
+	n = read(p[0], out, outsz - 1);
+	out[n > 0 ? n : 0] = '\0';
+	close(p[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* In a child: touch the only session, then report its last_seen. */
+static void
+child_touch(struct fixture *f, int fd)
+{
+	struct session	*s = session_first();
+	char		 buf[32];
+
+	s->last_seen = 12345;	/* as if it were seen long ago */
+	assert_ptr_equal(session_lookup(f->cookie), s);
+	snprintf(buf, sizeof buf, "%lld", (long long)s->last_seen);
+	assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+}
+
+/* The same, then the sweep. */
+static void
+child_touch_sweep(struct fixture *f, int fd)
+{
+	child_touch(f, fd);
+	assert_int_equal(session_sweep(), 0);
 }
 
 /* last_seen is kept in memory and written by the sweep, not per lookup. */
@@ -429,73 +536,342 @@ static void
 test_last_seen(void **state)
 {
 	struct fixture	*f = *state;
-	struct session	*s;
-	int64_t		 t0, t1;
+	char		 sql[128], seen[32];
 
-	s = create_ok(f, "alice");
-	s->last_seen = 12345;
-	assert_int_equal(session_flush(), 0);
-	t0 = now_wall_ms() / 1000;
-	assert_ptr_equal(session_lookup(f->cookie), s);
-	t1 = now_wall_ms() / 1000;
-	assert_in_range(s->last_seen, t0, t1);
-	assert_int_equal(stored_last_seen(f), 12345);
-	session_sweep();
-	assert_int_equal(stored_last_seen(f), s->last_seen);
+	create_ok(f, "alice");
+	session_close();
+	assert_int_equal(db_sql(f, "UPDATE sessions SET last_seen = 12345 "
+	    "RETURNING 1"), 1);
+	snprintf(sql, sizeof sql, "SELECT last_seen FROM sessions");
+
+	in_killed_child(f, child_touch, seen, sizeof seen);
+	assert_true(atoll(seen) > 12345);
+	assert_int_equal(db_sql(f, sql), 12345);
+
+	in_killed_child(f, child_touch_sweep, seen, sizeof seen);
+	assert_int_equal(db_sql(f, sql), atoll(seen));
+	reopen(f);
 }
 
-/* Load the store from text expecting failure with why in the error. */
+/* In a child: mint a token, revoke another, log in; report the secrets. */
 static void
-load_fails(struct fixture *f, const char *text, const char *why)
+child_mint(struct fixture *f, int fd)
 {
-	assert_int_equal(file_write_atomic(f->path, text, strlen(text), 0600),
+	char	out[256], bearer[64], cookie[64], csrf[64];
+
+	assert_int_equal(token_revoke("0123456789abcdef"), 0);
+	assert_non_null(token_create("ops", NULL, bearer, sizeof bearer));
+	assert_non_null(session_create("alice", cookie, sizeof cookie, csrf,
+	    sizeof csrf));
+	snprintf(out, sizeof out, "%s %s", bearer, cookie);
+	assert_int_equal(write(fd, out, strlen(out)), (ssize_t)strlen(out));
+}
+
+/* What was answered is on disk: a SIGKILL right after loses none of it. */
+static void
+test_durable(void **state)
+{
+	struct fixture	*f = *state;
+	char		 got[256], *cookie, revoked[64];
+	struct token	*t;
+
+	t = token_create("ops", NULL, revoked, sizeof revoked);
+	assert_non_null(t);
+	snprintf(t->id, sizeof t->id, "0123456789abcdef");
+	session_close();
+	assert_int_equal(db_sql(f, "UPDATE tokens SET id = "
+	    "'0123456789abcdef' RETURNING 1"), 1);
+
+	in_killed_child(f, child_mint, got, sizeof got);
+	assert_non_null(cookie = strchr(got, ' '));
+	*cookie++ = '\0';
+	reopen(f);
+	assert_non_null(token_lookup(got));
+	assert_non_null(session_lookup(cookie));
+	assert_null(token_lookup(revoked));
+}
+
+/*
+ * The sweep removes expired sessions and their tokens in batches of 256,
+ * found through the index on expires; each call does one batch.
+ */
+static void
+test_sweep_batches(void **state)
+{
+	struct fixture	*f = *state;
+	struct session	*s;
+	int		 i, n;
+	int64_t		 last = 0;
+
+	assert_int_equal(session_init(f->dir, 1, f->err, sizeof f->err), 0);
+	for (i = 0; i < 300; i++) {
+		s = create_ok(f, "alice");
+		last = s->expires;
+		assert_non_null(token_create("alice", s->id, f->bearer,
+		    sizeof f->bearer));
+	}
+	assert_non_null(token_create("alice", NULL, f->bearer,
+	    sizeof f->bearer));
+	/* Wait for the expiry itself, polling the clock it is read from. */
+	while (now_wall_ms() / 1000 < last)
+		usleep(50 * 1000);
+	assert_int_equal(session_sweep(), 1);
+	for (n = 0, s = session_first(); s != NULL; s = session_next(s))
+		n++;
+	assert_int_equal(n, 300 - 256);
+	assert_int_equal(session_sweep(), 0);
+	assert_null(session_first());
+	assert_int_equal(session_sweep(), 0);
+	assert_non_null(token_lookup(f->bearer));
+	session_close();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 0);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
+}
+
+/* A sessions.json of the former store, with known secrets. */
+static void
+write_json(struct fixture *f, const char *cookie, const char *csrf,
+    const char *bound, const char *alone, int64_t expires)
+{
+	char	text[4096], ch[65], cs[65], bh[65], ah[65];
+	int	n;
+
+	sha256_hex(cookie, strlen(cookie), ch);
+	sha256_hex(csrf, strlen(csrf), cs);
+	sha256_hex(bound, strlen(bound), bh);
+	sha256_hex(alone, strlen(alone), ah);
+	n = snprintf(text, sizeof text, "{\n  \"version\":1,\n"
+	    "  \"sessions\":[\n    {\n"
+	    "      \"id\":\"00112233445566778899aabbccddeeff\",\n"
+	    "      \"token_hash\":\"%s\",\n      \"csrf_hash\":\"%s\",\n"
+	    "      \"user\":\"alice\",\n      \"created\":1700000000,\n"
+	    "      \"last_seen\":1700000100,\n      \"expires\":%lld,\n"
+	    "      \"permission\":\"read-only\",\n"
+	    "      \"direct_until\":%lld\n    }\n  ],\n"
+	    "  \"tokens\":[\n    {\n      \"id\":\"0011223344556677\",\n"
+	    "      \"hash\":\"%s\",\n      \"user\":\"alice\",\n"
+	    "      \"session_id\":\"00112233445566778899aabbccddeeff\",\n"
+	    "      \"created\":1700000001\n    },\n    {\n"
+	    "      \"id\":\"8899aabbccddeeff\",\n      \"hash\":\"%s\",\n"
+	    "      \"user\":\"ops\",\n      \"session_id\":\"\",\n"
+	    "      \"created\":1700000002\n    }\n  ]\n}", ch, cs,
+	    (long long)expires, (long long)(expires * 1000), bh, ah);
+	assert_true(n > 0 && (size_t)n < sizeof text);
+	assert_int_equal(file_write_atomic(f->json, text, (size_t)n, 0600), 0);
+}
+
+/* sessions.json is moved into the store once; its secrets keep working. */
+static void
+test_migrate(void **state)
+{
+	struct fixture	*f = *state;
+	struct session	*s;
+	struct token	*t;
+	char		*done;
+	int64_t		 exp = now_wall_ms() / 1000 + 3600;
+
+	session_close();
+	write_json(f, "cookie-1", "csrf-1", "hgt_bound-1", "hgt_alone-1", exp);
+	reopen(f);
+	done = path_join(f->dir, "sessions.json.migrated");
+	assert_int_equal(access(f->json, F_OK), -1);
+	assert_int_equal(access(done, F_OK), 0);
+
+	s = session_lookup("cookie-1");
+	assert_non_null(s);
+	assert_string_equal(s->id, "00112233445566778899aabbccddeeff");
+	assert_string_equal(s->user, "alice");
+	assert_int_equal(s->created, 1700000000);
+	assert_int_equal(s->expires, exp);
+	assert_int_equal(s->direct_until, exp * 1000);
+	assert_string_equal(session_permission(s), "read-only");
+	assert_true(session_csrf_ok(s, "csrf-1"));
+	t = token_lookup("hgt_bound-1");
+	assert_non_null(t);
+	assert_ptr_equal(t->session, s);
+	t = token_lookup("hgt_alone-1");
+	assert_non_null(t);
+	assert_string_equal(t->user, "ops");
+	assert_string_equal(t->session_id, "");
+
+	/* Read from the store from now on: never from a JSON file again. */
+	session_close();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 1);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 2);
+	assert_int_equal(file_write_atomic(done, "garbage", 7, 0600), 0);
+	write_json(f, "cookie-2", "csrf-2", "hgt_bound-2", "hgt_alone-2", exp);
+	reopen(f);
+	assert_null(session_lookup("cookie-2"));
+	assert_null(token_lookup("hgt_alone-2"));
+	assert_non_null(session_lookup("cookie-1"));
+	assert_non_null(token_lookup("hgt_bound-1"));
+	assert_int_equal(access(f->json, F_OK), -1);
+	free(done);
+}
+
+/* Start with a state directory holding only a sessions.json of text. */
+static void
+migrate_fails(struct fixture *f, const char *text, const char *why)
+{
+	char	cmd[256];
+
+	session_close();
+	snprintf(cmd, sizeof cmd, "rm -f '%s'*", f->path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(file_write_atomic(f->json, text, strlen(text), 0600),
 	    0);
 	f->err[0] = '\0';
 	if (session_init(f->dir, LIFETIME, f->err, sizeof f->err) != -1)
 		fail_msg("accepted: %s", text);
-	if (strstr(f->err, f->path) == NULL || strstr(f->err, why) == NULL)
+	if (strstr(f->err, f->json) == NULL || strstr(f->err, why) == NULL)
 		fail_msg("error \"%s\" lacks \"%s\"", f->err, why);
+	/* Left in place, unmarked: a repaired file migrates next time. */
+	assert_int_equal(access(f->json, F_OK), 0);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM meta"), 0);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 0);
 }
 
-/* A corrupt store is refused with a clear error; a loose mode is fixed. */
+/* A broken sessions.json stops the start, with the former errors. */
 static void
-test_corrupt(void **state)
+test_migrate_refused(void **state)
 {
 	struct fixture	*f = *state;
-	struct stat	 st;
 	const char	*h = "0123456789abcdef0123456789abcdef"
 	    "0123456789abcdef0123456789abcdef";
 	char		 text[1024];
 
-	load_fails(f, "garbage", "invalid JSON");
-	load_fails(f, "{\"version\": 1, \"sessions\": [", "invalid JSON");
-	load_fails(f, "{\"version\": 3, \"sessions\": [], \"tokens\": []}",
+	migrate_fails(f, "garbage", "invalid JSON");
+	migrate_fails(f, "{\"version\": 1, \"sessions\": [", "invalid JSON");
+	migrate_fails(f, "{\"version\": 3, \"sessions\": [], \"tokens\": []}",
 	    "version");
-	load_fails(f, "{\"version\": 1, \"tokens\": []}", "sessions");
-	load_fails(f, "{\"version\": 1, \"sessions\": [], \"tokens\": {}}",
+	migrate_fails(f, "{\"version\": 1, \"tokens\": []}", "sessions");
+	migrate_fails(f, "{\"version\": 1, \"sessions\": [], \"tokens\": {}}",
 	    "tokens");
-	load_fails(f, "{\"version\": 1, \"sessions\": [{\"id\": \"x\"}], "
+	migrate_fails(f, "{\"version\": 1, \"sessions\": [{\"id\": \"x\"}], "
 	    "\"tokens\": []}", "session 0");
 	snprintf(text, sizeof text, "{\"version\": 1, \"sessions\": [], "
 	    "\"tokens\": [{\"id\": \"0123456789abcdef\", \"hash\": \"%s\", "
 	    "\"user\": \"a\", \"session_id\": \"%.32s\", \"created\": 1}]}",
 	    h, h);
-	load_fails(f, text, "no session");
+	migrate_fails(f, text, "no session");
 	assert_null(session_by_id("0123456789abcdef0123456789abcdef"));
 
 	/* The same token, standalone, loads; a 0644 file becomes 0600. */
 	snprintf(text, sizeof text, "{\"version\": 1, \"sessions\": [], "
 	    "\"tokens\": [{\"id\": \"0123456789abcdef\", \"hash\": \"%s\", "
 	    "\"user\": \"a\", \"session_id\": \"\", \"created\": 1}]}", h);
-	assert_int_equal(file_write_atomic(f->path, text, strlen(text), 0644),
+	assert_int_equal(file_write_atomic(f->json, text, strlen(text), 0644),
 	    0);
-	assert_int_equal(session_init(f->dir, LIFETIME, f->err,
-	    sizeof f->err), 0);
+	reopen(f);
+	assert_int_equal(token_revoke("0123456789abcdef"), 0);
+}
+
+/* Open the store expecting failure with each of whys in the error. */
+static void
+open_fails(struct fixture *f, const char *why, const char *why2)
+{
+	f->err[0] = '\0';
+	if (session_init(f->dir, LIFETIME, f->err, sizeof f->err) != -1)
+		fail_msg("a broken store was accepted");
+	if (strstr(f->err, f->path) == NULL || strstr(f->err, why) == NULL ||
+	    (why2 != NULL && strstr(f->err, why2) == NULL))
+		fail_msg("error \"%s\" lacks \"%s\" or \"%s\"", f->err, why,
+		    why2 != NULL ? why2 : "");
+	assert_null(session_create("alice", f->cookie, sizeof f->cookie,
+	    f->csrf, sizeof f->csrf));
+}
+
+/* In a child: hold the store open until the parent closes the pipe. */
+static void
+child_hold(struct fixture *f, int fd)
+{
+	char	c;
+
+	assert_int_equal(write(fd, "open", 4), 4);
+	close(fd);
+	(void)!read(0, &c, 1);	/* never: the parent kills us first */
+}
+
+/* A broken, foreign or locked store stops the start with a clear error. */
+static void
+test_corrupt(void **state)
+{
+	struct fixture	*f = *state;
+	struct stat	 st;
+	char		 cmd[256], buf[16], *text;
+	int		 p[2], status;
+	size_t		 len;
+	pid_t		 pid;
+
+	session_close();
+
+	/* Not a database: garbage where store.db should be. */
+	assert_int_equal(file_write_atomic(f->path, "garbage garbage garbage "
+	    "garbage garbage garbage garbage garbage garbage garbage", 103, 0600),
+	    0);
+	open_fails(f, "not a database", "restore it from a backup");
+
+	/* A damaged page: the sessions table's root overwritten. */
+	assert_int_equal(unlink(f->path), 0);
+	reopen(f);
+	create_ok(f, "alice");
+	session_close();
+	text = file_read(f->path, 1 << 20, &len);
+	assert_non_null(text);
+	assert_true(len >= 3 * 4096);
+	memset(text + 4096 + 8, 0xee, 2048);
+	assert_int_equal(file_write_atomic(f->path, text, len, 0600), 0);
+	free(text);
+	open_fails(f, "unusable", NULL);
+
+	/* A schema newer than this code. */
+	assert_int_equal(unlink(f->path), 0);
+	reopen(f);
+	session_close();
+	db_sql(f, "PRAGMA user_version = 99");
+	open_fails(f, "schema version 99", NULL);
+
+	/* A row this code cannot have written. */
+	db_sql(f, "PRAGMA user_version = 1");
+	db_sql(f, "INSERT INTO sessions (id, token_hash, csrf_hash, user, "
+	    "created, last_seen, expires) VALUES ('nothex', 'a', 'b', 'u', "
+	    "1, 1, 99999999999)");
+	open_fails(f, "missing or invalid field", NULL);
+
+	/* A symbolic link is not followed. */
+	assert_int_equal(unlink(f->path), 0);
+	assert_int_equal(symlink("/etc/passwd", f->path), 0);
+	open_fails(f, "not a regular file", NULL);
+	assert_int_equal(unlink(f->path), 0);
+
+	/* A loose mode is set back to 0600. */
+	reopen(f);
+	session_close();
+	assert_int_equal(chmod(f->path, 0644), 0);
+	reopen(f);
 	assert_int_equal(stat(f->path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
-	assert_int_equal(token_revoke("0123456789abcdef"), 0);
+
+	/* Another process holds it: refused, naming the likely cause. */
+	session_close();
+	assert_int_equal(pipe(p), 0);
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		reopen(f);
+		child_hold(f, p[1]);
+		_exit(0);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], buf, sizeof buf), 4);
+	open_fails(f, "locked", "another brokerd");
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(p[0]);
+	reopen(f);
 
 	assert_int_equal(session_init(f->dir, 0, f->err, sizeof f->err), -1);
+	snprintf(cmd, sizeof cmd, "true");
+	(void)cmd;
 }
 
 int
@@ -516,6 +892,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_persistence, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_last_seen, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_durable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_batches, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_migrate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_migrate_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
 	};
