@@ -234,7 +234,7 @@ FUZZ_SRC_fuzz_api     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
-FUZZ_SRC_fuzz_session = brokerd/session.c
+FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c
 # sandboxd whole but its main; what would touch the host is wrapped.
 FUZZ_SRC_fuzz_spawn   = $(filter-out sandboxd/sandboxd.c,$(SANDBOXD:%=sandboxd/%.c)) \

@@ -6,8 +6,10 @@
  * after a valid hello, through the real IPC code. brokerd runs whole but
  * for its main, on a state directory made at start: two users (alice, an
  * admin, and bob), a login session and a token of each, an audit log.
- * Each input starts from those files again. sandboxd is absent (spawns
- * are refused as unreachable); password hashing and the login rate
+ * Each input starts from those files again (sessions.json migrated into a
+ * new store.db; all on /dev/shm, where SQLite's flushes cost nothing).
+ * sandboxd is absent (spawns are refused as unreachable); password
+ * hashing and the login rate
  * limits are replaced (linked with --wrap): argon2id is slow by design,
  * and with the fuzzers' clock standing still a bucket would never refill.
  * The password of both users is "correct horse".
@@ -42,7 +44,7 @@ static struct event_base	*fuzz_base;
 static struct config		 fuzz_conf;
 static struct sockaddr_un	 fuzz_addr;
 static socklen_t		 fuzz_addrlen;
-static char			 fuzz_dir[] = "/tmp/fuzz_front.XXXXXX";
+static char			 fuzz_dir[] = "/dev/shm/fuzz_front.XXXXXX";
 static char			*fuzz_users, *fuzz_sessions;
 
 #define FUZZ_HASH "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$" \
@@ -110,12 +112,26 @@ fuzz_sha(const char *s)
 	return out[i];
 }
 
-/* Load the fixture's users and sessions afresh. */
+/* Remove a file of the state directory. */
+static void
+fuzz_rm(const char *name)
+{
+	char	path[256];
+
+	snprintf(path, sizeof(path), "%s/state/%s", fuzz_dir, name);
+	unlink(path);
+}
+
+/* Load the fixture's users and sessions afresh (into a new store.db). */
 static void
 fuzz_reset(void)
 {
 	char	err[512];
 
+	session_close();
+	fuzz_rm("store.db");
+	fuzz_rm("store.db-wal");
+	fuzz_rm("sessions.json.migrated");
 	fuzz_put("users.json", fuzz_users);
 	fuzz_put("sessions.json", fuzz_sessions);
 	if (auth_init(fuzz_conf.state_dir, err, sizeof(err)) == -1 ||

@@ -1,12 +1,15 @@
 /*
- * libFuzzer target for brokerd's session store (brokerd/session.c): the
- * store read at start (STATE_DIR/sessions.json), and the cookie, CSRF and
- * bearer values of each request checked against it. The input, split at
- * 0xff bytes, is: the store file (empty: none); a cookie value; a bearer
- * value; a CSRF token. Besides the sanitizers it checks: a store that
- * loads is written back and loads again the same; a lookup finds only the
- * session or token whose hash the value has; a session and a token made
- * now are found by their own values.
+ * libFuzzer target for brokerd's session store (brokerd/session.c,
+ * store.c): the former STATE_DIR/sessions.json migrated into a new
+ * store.db at start, and the cookie, CSRF and bearer values of each
+ * request checked against the store. The input, split at 0xff bytes, is:
+ * sessions.json (empty: none); a cookie value; a bearer value; a CSRF
+ * token. Besides the sanitizers it checks: an error is one printable line;
+ * a file that migrates is renamed aside, and the store then loads again to
+ * the same sessions and tokens; a lookup finds only the session or token
+ * whose hash the value has; a session and a token made now are found by
+ * their own values, and are gone once the session is destroyed. The state
+ * directory is on /dev/shm: SQLite's own flushes cost nothing there.
  */
 #include <sys/stat.h>
 
@@ -23,8 +26,8 @@ int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_reset(void);
 
-static char	fuzz_dir[] = "/tmp/fuzz_session.XXXXXX";
-static char	fuzz_file[64];
+static char	fuzz_dir[] = "/dev/shm/fuzz_session.XXXXXX";
+static char	fuzz_file[64], fuzz_done[80], fuzz_db[64], fuzz_wal[80];
 
 /* Remove the state directory. */
 static void
@@ -45,6 +48,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	atexit(fuzz_cleanup);
 	snprintf(fuzz_file, sizeof(fuzz_file), "%s/sessions.json", fuzz_dir);
+	snprintf(fuzz_done, sizeof(fuzz_done), "%s.migrated", fuzz_file);
+	snprintf(fuzz_db, sizeof(fuzz_db), "%s/store.db", fuzz_dir);
+	snprintf(fuzz_wal, sizeof(fuzz_wal), "%s-wal", fuzz_db);
 	return 0;
 }
 
@@ -84,19 +90,48 @@ fuzz_check_message(const char *msg)
 			abort();
 }
 
-/* The live sessions and tokens as one string (to compare two loads). */
+/* Order two strings (for qsort). */
+static int
+fuzz_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The elements of arr as sorted lines appended to out; arr is taken. */
+static void
+fuzz_lines(struct json_object *arr, char **out)
+{
+	char	**v, *s;
+	size_t	  i, n = json_object_array_length(arr);
+
+	if ((v = calloc(n + 1, sizeof(*v))) == NULL)
+		abort();
+	for (i = 0; i < n; i++)
+		if ((v[i] = strdup(json_object_to_json_string(
+		    json_object_array_get_idx(arr, i)))) == NULL)
+			abort();
+	qsort(v, n, sizeof(*v), fuzz_cmp);
+	for (i = 0; i < n; i++) {
+		if (asprintf(&s, "%s%s\n", *out, v[i]) == -1)
+			abort();
+		free(*out);
+		*out = s;
+		free(v[i]);
+	}
+	free(v);
+	json_object_put(arr);
+}
+
+/* The live sessions and tokens, in any order the store keeps them. */
 static char *
 fuzz_dump(void)
 {
-	struct json_object	*o;
-	char			*s;
+	char	*s;
 
-	o = json_object_new_array();
-	json_object_array_add(o, session_list());
-	json_object_array_add(o, token_list());
-	if ((s = strdup(json_object_to_json_string(o))) == NULL)
+	if ((s = strdup("")) == NULL)
 		abort();
-	json_object_put(o);
+	fuzz_lines(session_list(), &s);
+	fuzz_lines(token_list(), &s);
 	return s;
 }
 
@@ -116,7 +151,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cookie = fuzz_part(data, size, 1);
 	bearer = fuzz_part(data, size, 2);
 	csrf = fuzz_part(data, size, 3);
+	/* A first start: no store yet, maybe the former file. */
+	session_close();
 	unlink(fuzz_file);
+	unlink(fuzz_done);
+	unlink(fuzz_db);
+	unlink(fuzz_wal);
 	cut = memchr(data, 0xff, size);
 	len = cut != NULL ? (size_t)(cut - data) : size;
 	if (len > 0) {
@@ -129,14 +169,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_check_message(err);
 		goto out;
 	}
-	/* What loads is written back as it was, and loads again. */
+	/* What migrated is in the store: it loads again the same. */
+	if (access(fuzz_file, F_OK) == 0)
+		abort();
 	before = fuzz_dump();
-	if (session_flush() == -1 ||
-	    session_init(fuzz_dir, 3600, err, sizeof(err)) == -1)
+	session_close();
+	if (session_init(fuzz_dir, 3600, err, sizeof(err)) == -1)
 		abort();
 	after = fuzz_dump();
-	if (strcmp(before, after) != 0)
+	if (strcmp(before, after) != 0) {
+		fprintf(stderr, "migrated: %s\nreloaded: %s\n", before, after);
 		abort();
+	}
 	free(before);
 	free(after);
 

@@ -477,3 +477,7 @@ front = {
 }
 for name, data in front.items():
     put("fuzz_front", name, data)
+
+# The sessions.json that main 9c3c254 wrote (the store's migration fixture).
+fx = json.load(open("tests/system/fixtures/sessions-v1.json"))
+put("fuzz_session", "main_9c3c254", fx["sessions_json"].encode() + SEP + SEP + SEP)
