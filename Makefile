@@ -56,7 +56,7 @@ LDFLAGS	+= -fsanitize=$(SANITIZE)
 B	 = build-san
 endif
 
-COMMON	= log config ipc priv util proc
+COMMON	= log config ipc proto priv util proc
 FRONTD	= frontd http api tls ws static sse
 BROKERD	= brokerd front control sandbox auth session store ratelimit spawn \
 	  mode events admin prompt audit ttl recording

@@ -51,24 +51,24 @@ static void	control_closed(struct ipc_peer *);
 
 static const struct ipc_peer_cbs control_cbs = { NULL, control_closed };
 
-static const struct ipc_handler control_handlers[] = {
-	{ "user_add",		ROLE_HGCTL, 0, control_user_add },
-	{ "user_del",		ROLE_HGCTL, 0, control_user_del },
-	{ "user_passwd",	ROLE_HGCTL, 0, control_user_passwd },
-	{ "user_list",		ROLE_HGCTL, 0, control_user_list },
-	{ "token_create",	ROLE_HGCTL, 0, control_token_create },
-	{ "token_list",		ROLE_HGCTL, 0, control_token_list },
-	{ "token_revoke",	ROLE_HGCTL, 0, control_token_revoke },
-	{ "session_list",	ROLE_HGCTL, 0, control_session_list },
-	{ "session_revoke",	ROLE_HGCTL, 0, control_session_revoke },
-	{ "session_revert",	ROLE_HGCTL, 0, control_session_revert },
-	{ "audit_verify",	ROLE_HGCTL, 0, control_audit_verify },
-	{ "audit_show",		ROLE_HGCTL, 0, control_audit_show },
-	{ "audit_flush",	ROLE_HGCTL, 0, control_audit_flush },
-	{ "status",		ROLE_HGCTL, 0, control_status },
-	{ "config",		ROLE_HGCTL, 0, control_config },
-	{ "audit_replay",	ROLE_HGCTL, 0, recording_replay },
-	{ NULL, 0, 0, NULL }
+const struct ipc_handler control_handlers[] = {
+	{ "user_add",		control_user_add },
+	{ "user_del",		control_user_del },
+	{ "user_passwd",	control_user_passwd },
+	{ "user_list",		control_user_list },
+	{ "token_create",	control_token_create },
+	{ "token_list",		control_token_list },
+	{ "token_revoke",	control_token_revoke },
+	{ "session_list",	control_session_list },
+	{ "session_revoke",	control_session_revoke },
+	{ "session_revert",	control_session_revert },
+	{ "audit_verify",	control_audit_verify },
+	{ "audit_show",		control_audit_show },
+	{ "audit_flush",	control_audit_flush },
+	{ "status",		control_status },
+	{ "config",		control_config },
+	{ "audit_replay",	recording_replay },
+	{ NULL, NULL }
 };
 
 /* A required string field, or a bad_request reply and NULL. */

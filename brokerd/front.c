@@ -48,7 +48,10 @@ static void	front_permission_set(struct ipc_peer *, struct ipc_msg *,
 static void	front_events(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 
-/* The requests frontd may make, with what each needs. */
+/*
+ * The requests frontd may make, with what each needs (NEED_IDENT where
+ * the protocol table says PM_IDENT; front_init checks).
+ */
 static const struct front_op front_ops[] = {
 	{ "health",	NEED_NONE,			front_health },
 	{ "login",	NEED_NONE,			front_login },
@@ -75,36 +78,13 @@ static const struct front_op front_ops[] = {
 	{ NULL, 0, NULL }
 };
 
-/* The IPC table: every op goes through front_dispatch. */
-static const struct ipc_handler front_handlers[] = {
-	{ "health",	ROLE_FRONTD, 0, front_dispatch },
-	{ "login",	ROLE_FRONTD, 0, front_dispatch },
-	{ "logout",	ROLE_FRONTD, 0, front_dispatch },
-	{ "status",	ROLE_FRONTD, 0, front_dispatch },
-	{ "token_mint",	ROLE_FRONTD, 0, front_dispatch },
-	{ "mode_get",	ROLE_FRONTD, 0, front_dispatch },
-	{ "mode_set",	ROLE_FRONTD, 0, front_dispatch },
-	{ "events_subscribe", ROLE_FRONTD, 0, front_dispatch },
-	{ "prompt",	ROLE_FRONTD, 0, front_dispatch },
-	{ "admin_sessions", ROLE_FRONTD, 0, front_dispatch },
-	{ "admin_revert", ROLE_FRONTD, 0, front_dispatch },
-	{ "admin_kill",	ROLE_FRONTD, 0, front_dispatch },
-	{ "admin_audit", ROLE_FRONTD, 0, front_dispatch },
-	{ "admin_debug", ROLE_FRONTD, 0, front_dispatch },
-	{ "admin_recording", ROLE_FRONTD, 0, front_dispatch },
-	{ "permission_get", ROLE_FRONTD, 0, front_dispatch },
-	{ "permission_set", ROLE_FRONTD, 0, front_dispatch },
-	/* stdin of a command travels as a memfd */
-	{ "run",	ROLE_FRONTD, IPC_F_FDS, front_dispatch },
-	{ "terminal_create", ROLE_FRONTD, 0, front_dispatch },
-	{ "terminal_list", ROLE_FRONTD, 0, front_dispatch },
-	{ "terminal_attach", ROLE_FRONTD, 0, front_dispatch },
-	{ "terminal_delete", ROLE_FRONTD, 0, front_dispatch },
-	/* one-way, after the hello: frontd's version, for hgctl status */
-	{ "front_info",	ROLE_FRONTD, IPC_F_EVENT, front_info },
-	/* one-way: frontd resized a terminal's pty (counted for the audit) */
-	{ "terminal_resized", ROLE_FRONTD, IPC_F_EVENT, front_resized },
-	{ NULL, 0, 0, NULL }
+/* frontd's one-way messages; front_init adds every op of front_ops. */
+static const struct ipc_handler front_events_map[] = {
+	/* after the hello: frontd's version, for hgctl status */
+	{ "front_info",	front_info },
+	/* frontd resized a terminal's pty (counted for the audit) */
+	{ "terminal_resized", front_resized },
+	{ NULL, NULL }
 };
 
 static void	front_closed(struct ipc_peer *);
@@ -684,6 +664,38 @@ front_info_json(void)
 	return o;
 }
 
+/*
+ * The handler map of frontd's socket: every op through front_dispatch,
+ * then the one-way messages. An op whose need of an identity is not the
+ * protocol table's is a fatal bug.
+ */
+const struct ipc_handler *
+front_handler_map(void)
+{
+	const struct front_op	*op;
+	const struct proto_msg	*pm;
+	struct ipc_handler	*map;
+	size_t			 n = 0, i;
+
+	for (op = front_ops; op->type != NULL; op++)
+		n++;
+	if ((map = calloc(n + sizeof(front_events_map) /
+	    sizeof(front_events_map[0]), sizeof(*map))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0, op = front_ops; op->type != NULL; op++, i++) {
+		pm = proto_find(proto_msgs, op->type, ROLE_FRONTD,
+		    ROLE_BROKERD);
+		if (pm == NULL || ((pm->flags & PM_IDENT) != 0) !=
+		    (op->need != NEED_NONE))
+			fatalx("protocol: \"%s\" needs an identity in one of "
+			    "the protocol table and front_ops only", op->type);
+		map[i].type = op->type;
+		map[i].fn = front_dispatch;
+	}
+	memcpy(map + n, front_events_map, sizeof(front_events_map));
+	return map;
+}
+
 /* Serve frontd's socket. */
 void
 front_init(struct event_base *base, struct config *conf, uid_t front_uid,
@@ -695,5 +707,5 @@ front_init(struct event_base *base, struct config *conf, uid_t front_uid,
 	front_rl_user = rl_new(conf->login_rate, conf->login_burst, 10000);
 	front_rl_addr = rl_new(conf->login_rate, conf->login_burst, 10000);
 	events_init(ipc_server_new(base, fd, ROLE_BROKERD, ROLE_FRONTD,
-	    &front_uid, 1, front_handlers, &front_cbs, NULL));
+	    &front_uid, 1, front_handler_map(), &front_cbs, NULL));
 }

@@ -41,9 +41,9 @@ static void	sandbox_closed(struct ipc_peer *);
 
 static void	sandbox_proc_exited(struct ipc_peer *, struct ipc_msg *);
 
-static const struct ipc_handler sandbox_handlers[] = {
-	{ "proc_exited", ROLE_SANDBOXD, 0, sandbox_proc_exited },
-	{ NULL, 0, 0, NULL }
+const struct ipc_handler sandbox_handlers[] = {
+	{ "proc_exited", sandbox_proc_exited },
+	{ NULL, NULL }
 };
 
 /* A terminal's process ended. */

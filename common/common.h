@@ -163,16 +163,19 @@ struct ipc_msg {
 	int			 nfds;	/* handler may take fds; set to -1 */
 };
 
-#define IPC_F_FDS	0x1	/* the message may carry fds */
-#define IPC_F_EVENT	0x2	/* one-way: no id, no reply */
-
-/* One row of a receiver's dispatch table. */
+/*
+ * One row of a daemon's handler map: a message type it receives (which
+ * must be in the protocol table, common/proto.c) and its function. A map
+ * must match the table (ipc_handlers_match), or the daemon stops at start.
+ */
 struct ipc_handler {
 	const char	*type;
-	unsigned	 from;		/* mask of enum ipc_role allowed to send it */
-	unsigned	 flags;		/* IPC_F_* */
 	void		(*fn)(struct ipc_peer *, struct ipc_msg *);
 };
+
+/* Outgoing queue bound of one peer: past it, ipc_send fails (see ipc.c). */
+#define IPC_QUEUE_MAX_MSGS	1024
+#define IPC_QUEUE_MAX_BYTES	(4 * 1024 * 1024)
 
 /* Called with the reply, or with NULL when the peer went away or timed out. */
 typedef void (*ipc_reply_cb)(struct ipc_peer *, struct ipc_msg *, void *);
@@ -225,6 +228,24 @@ struct ipc_link *ipc_link_new(struct event_base *, const char *path,
 void	 ipc_link_free(struct ipc_link *);
 /* The connected, hello-exchanged peer, or NULL. */
 struct ipc_peer *ipc_link_peer(struct ipc_link *);
+/* 0 when a handler map matches what self receives from expect; else err. */
+int	 ipc_handlers_match(const struct proto_msg *,
+	    const struct ipc_handler *, unsigned self, unsigned expect,
+	    char *err, size_t errsz);
+/* Check received messages against another table (unit tests; NULL: real). */
+void	 ipc_proto_set(const struct proto_msg *);
+/* Bytes (and messages, when nmsgs) in a peer's outgoing queue. */
+size_t	 ipc_peer_queued(struct ipc_peer *, size_t *nmsgs);
+/*
+ * The daemons' handler maps, each defined in its daemon (brokerd/front.c,
+ * brokerd/control.c, brokerd/sandbox.c, sandboxd/broker.c,
+ * frontd/frontd.c); a unit test checks them all against the table.
+ */
+const struct ipc_handler *front_handler_map(void);
+extern const struct ipc_handler control_handlers[];
+extern const struct ipc_handler sandbox_handlers[];
+extern const struct ipc_handler broker_handlers[];
+extern const struct ipc_handler frontd_handlers[];
 /* Blocking one-shot client for hgctl: connect, hello, request, reply. */
 int	 ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 	    struct json_object *req, struct json_object **reply, int timeout_ms,

@@ -29,6 +29,7 @@ struct ipc_out {
 
 struct ipc_pending {
 	int64_t			 id;
+	const struct proto_msg	*msg;		/* its row: the reply's schema */
 	ipc_reply_cb		 cb;
 	void			*arg;
 	struct event		*timer;
@@ -53,6 +54,8 @@ struct ipc_peer {
 	void			*arg;
 	int64_t			 next_id;
 	TAILQ_HEAD(, ipc_out)	 outq;
+	size_t			 outq_bytes;
+	size_t			 outq_len;
 	TAILQ_HEAD(, ipc_pending) pending;
 	struct ipc_server	*server;	/* accepted by */
 	struct ipc_link		*link;		/* connected by */
@@ -91,6 +94,9 @@ struct ipc_link {
 
 #define BACKOFF_MIN_MS	50
 #define BACKOFF_MAX_MS	1000
+
+/* The message table every received message is checked against. */
+static const struct proto_msg	*ipc_proto = proto_msgs;
 
 static void	ipc_peer_kill(struct ipc_peer *, const char *, ...)
 		    HG_PRINTF(2, 3);
@@ -238,11 +244,41 @@ ipc_flush(struct ipc_peer *p)
 			return -1;
 		}
 		TAILQ_REMOVE(&p->outq, o, entry);
+		p->outq_bytes -= o->len;
+		p->outq_len--;
 		ipc_close_fds(o->fds, o->nfds);
 		free(o->data);
 		free(o);
 	}
 	event_del(p->ev_write);
+	return 0;
+}
+
+/*
+ * Whether a message of len bytes still fits the peer's outgoing queue. A
+ * request past the bound fails (its caller gets -1); a reply or an event
+ * means the peer does not read what it is sent: it is dropped (a link
+ * reconnects by itself).
+ */
+static int
+ipc_queue_room(struct ipc_peer *p, struct json_object *obj, size_t len)
+{
+	const char	*type;
+
+	if (p->outq_len < IPC_QUEUE_MAX_MSGS &&
+	    p->outq_bytes + len <= IPC_QUEUE_MAX_BYTES)
+		return 1;
+	type = json_str(obj, "type");
+	if (type != NULL && json_object_object_get_ex(obj, "id", NULL)) {
+		log_warnx("request \"%s\" to %s refused: its outgoing queue is "
+		    "full (%zu messages, %zu bytes)", type,
+		    ipc_role_name(p->role ? p->role : p->expect), p->outq_len,
+		    p->outq_bytes);
+		return 0;
+	}
+	ipc_peer_kill(p, "cannot keep up: outgoing queue full (%zu messages, "
+	    "%zu bytes) at %s \"%s\"", p->outq_len, p->outq_bytes,
+	    type != NULL ? "event" : "a reply", type != NULL ? type : "");
 	return 0;
 }
 
@@ -267,6 +303,10 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 		json_object_put(obj);
 		return -1;
 	}
+	if (!ipc_queue_room(p, obj, len)) {
+		json_object_put(obj);
+		return -1;
+	}
 	if ((o = calloc(1, sizeof(*o))) == NULL ||
 	    (o->data = strdup(s)) == NULL)
 		fatal("%s", __func__);
@@ -285,6 +325,8 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 	}
 	o->nfds = nfds;
 	TAILQ_INSERT_TAIL(&p->outq, o, entry);
+	p->outq_bytes += o->len;
+	p->outq_len++;
 	if (TAILQ_FIRST(&p->outq) == o && ipc_flush(p) == -1) {
 		ipc_peer_kill(p, "send: %s", strerror(errno));
 		return -1;
@@ -318,6 +360,7 @@ int
 ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
     int nfds, int timeout_ms, ipc_reply_cb cb, void *arg)
 {
+	const struct proto_msg	*msg;
 	struct ipc_pending	*pd;
 	struct timeval		 tv;
 	int64_t			 id;
@@ -326,6 +369,7 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 		json_object_put(obj);
 		return -1;
 	}
+	msg = proto_find(ipc_proto, json_str(obj, "type"), p->self, p->role);
 	id = ++p->next_id;
 	json_object_object_add(obj, "id", json_object_new_int64(id));
 	if (ipc_send(p, obj, fds, nfds) == -1)
@@ -333,6 +377,7 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 	if ((pd = calloc(1, sizeof(*pd))) == NULL)
 		fatal("%s", __func__);
 	pd->id = id;
+	pd->msg = msg;
 	pd->cb = cb;
 	pd->arg = arg;
 	pd->peer = p;
@@ -475,7 +520,11 @@ static void
 ipc_dispatch_reply(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct ipc_pending	*pd;
+	struct ipc_msg		 bad;
+	struct json_object	*e;
+	char			 err[256];
 
+	memset(&bad, 0, sizeof(bad));
 	TAILQ_FOREACH(pd, &p->pending, entry)
 		if (pd->id == m->id)
 			break;
@@ -486,55 +535,147 @@ ipc_dispatch_reply(struct ipc_peer *p, struct ipc_msg *m)
 	}
 	TAILQ_REMOVE(&p->pending, pd, entry);
 	event_free(pd->timer);
+	if (proto_check_reply(pd->msg, m->obj, err, sizeof(err)) == -1) {
+		/* Its caller sees an error, never the fields it failed on. */
+		log_warnx("invalid reply from %s to \"%s\": %s",
+		    ipc_role_name(p->role), pd->msg != NULL ? pd->msg->type :
+		    "?", err);
+		ipc_close_fds(m->fds, m->nfds);
+		bad.obj = json_object_new_object();
+		e = json_object_new_object();
+		json_object_object_add(e, "code",
+		    json_object_new_string(ERR_INTERNAL));
+		json_object_object_add(e, "message", json_object_new_string(
+		    "invalid reply from a daemon"));
+		json_object_object_add(bad.obj, "id",
+		    json_object_new_int64(m->id));
+		json_object_object_add(bad.obj, "error", e);
+		bad.id = m->id;
+		bad.nfds = 0;
+		if (pd->cb != NULL)
+			pd->cb(p, &bad, pd->arg);
+		json_object_put(bad.obj);
+		free(pd);
+		return;
+	}
 	if (pd->cb != NULL)
 		pd->cb(p, m, pd->arg);
 	free(pd);
 }
 
-/* Check a request against the receiver's table and run its handler. */
+/* The handler of type in a daemon's map, or NULL. */
+static const struct ipc_handler *
+ipc_handler_find(const struct ipc_handler *table, const char *type)
+{
+	const struct ipc_handler	*h;
+
+	for (h = table; h != NULL && h->type != NULL; h++)
+		if (strcmp(h->type, type) == 0)
+			return h;
+	return NULL;
+}
+
+/*
+ * Check a message against the protocol table, once, before any handler:
+ * what fails is answered bad_request (a message without a type or id gets
+ * no answer: it could be a peer's own error reply) and logged.
+ */
 static void
 ipc_dispatch(struct ipc_peer *p, struct ipc_msg *m)
 {
 	const struct ipc_handler	*h;
-	char				 esc[LOG_ESCAPE_MAX];
+	const struct proto_msg		*pm;
+	char				 err[300];
 
-	if (m->type == NULL) {
-		if (m->id >= 0 && (json_object_object_get_ex(m->obj, "result",
-		    NULL) || json_object_object_get_ex(m->obj, "error", NULL))) {
-			ipc_dispatch_reply(p, m);
-			return;
-		}
-		log_warnx("message without type from %s",
-		    ipc_role_name(p->role));
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "message has no type");
-		return;
-	}
-	for (h = p->table; h != NULL && h->type != NULL; h++)
-		if (strcmp(h->type, m->type) == 0)
-			break;
-	if (h == NULL || h->type == NULL || (h->from & p->role) == 0) {
-		log_escape(m->type, (size_t)-1, esc, sizeof(esc));
-		log_warnx("%s sent unknown or forbidden message type \"%s\"",
-		    ipc_role_name(p->role), esc);
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "unknown message type \"%s\"", esc);
-		return;
-	}
-	if (m->nfds > 0 && (h->flags & IPC_F_FDS) == 0) {
-		log_warnx("%s sent fds with \"%s\"; refused",
-		    ipc_role_name(p->role), h->type);
+	if (proto_check(ipc_proto, m->obj, p->role, p->self, m->nfds, &pm, err,
+	    sizeof(err)) == -1) {
+		log_warnx("refused a message from %s: %s",
+		    ipc_role_name(p->role), err);
 		ipc_close_fds(m->fds, m->nfds);
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "message type %s carries no fds", h->type);
+		if (m->type != NULL || m->id >= 0)
+			ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		return;
 	}
-	if (m->id < 0 && (h->flags & IPC_F_EVENT) == 0) {
-		log_warnx("%s sent \"%s\" without an id",
-		    ipc_role_name(p->role), h->type);
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "message has no id");
+	if (pm == NULL) {
+		ipc_dispatch_reply(p, m);
+		return;
+	}
+	if ((h = ipc_handler_find(p->table, pm->type)) == NULL) {
+		/* ipc_handlers_check makes this impossible; still no crash. */
+		log_warnx("no handler for \"%s\" from %s", pm->type,
+		    ipc_role_name(p->role));
+		ipc_reply_error(p, m, ERR_INTERNAL, "no handler");
 		return;
 	}
 	h->fn(p, m);
+}
+
+/*
+ * Whether a daemon's handler map matches the protocol table for what self
+ * receives from expect: every handler's type is such a message, every such
+ * message has a handler. 0, or -1 with err.
+ */
+int
+ipc_handlers_match(const struct proto_msg *proto,
+    const struct ipc_handler *table, unsigned self, unsigned expect,
+    char *err, size_t errsz)
+{
+	const struct ipc_handler	*h, *g;
+	const struct proto_msg		*pm;
+
+	for (h = table; h != NULL && h->type != NULL; h++) {
+		if (h->fn == NULL || proto_find(proto, h->type, expect,
+		    self) == NULL) {
+			snprintf(err, errsz, "%s handles \"%s\", which %s does "
+			    "not send it in the protocol table",
+			    ipc_role_name(self), h->type,
+			    ipc_role_name(expect));
+			return -1;
+		}
+		for (g = table; g != h; g++)
+			if (strcmp(g->type, h->type) == 0) {
+				snprintf(err, errsz, "%s handles \"%s\" twice",
+				    ipc_role_name(self), h->type);
+				return -1;
+			}
+	}
+	for (pm = proto; pm->type != NULL; pm++)
+		if ((pm->to & self) && (pm->from & expect) &&
+		    ipc_handler_find(table, pm->type) == NULL) {
+			snprintf(err, errsz, "%s has no handler for \"%s\" from "
+			    "%s", ipc_role_name(self), pm->type,
+			    ipc_role_name(pm->from & expect));
+			return -1;
+		}
+	return 0;
+}
+
+/* A handler map that does not match the protocol table is a fatal bug. */
+static void
+ipc_handlers_check(const struct ipc_handler *table, unsigned self,
+    unsigned expect)
+{
+	char	err[256];
+
+	if (ipc_handlers_match(ipc_proto, table, self, expect, err,
+	    sizeof(err)) == -1)
+		fatalx("protocol: %s", err);
+}
+
+/* Check messages against another table from now on (unit tests). */
+void
+ipc_proto_set(const struct proto_msg *proto)
+{
+	ipc_proto = proto != NULL ? proto : proto_msgs;
+}
+
+/* Bytes and messages waiting in a peer's outgoing queue. */
+size_t
+ipc_peer_queued(struct ipc_peer *p, size_t *nmsgs)
+{
+	if (nmsgs != NULL)
+		*nmsgs = p->outq_len;
+	return p->outq_bytes;
 }
 
 /* Receive one datagram; 1 when a message was handled, 0 when none, -1 dead. */
@@ -716,6 +857,7 @@ ipc_peer_new(struct event_base *base, int fd, enum ipc_role self,
 {
 	struct ipc_peer	*p;
 
+	ipc_handlers_check(table, self, expect);
 	p = ipc_peer_hold(base, fd, self, expect, table, cbs, arg);
 	if (p->dead) {
 		/* Nobody holds it yet: free it, and say so. */
@@ -747,6 +889,8 @@ ipc_peer_destroy(struct ipc_peer *p)
 		p->cbs.closed(p);
 	while ((o = TAILQ_FIRST(&p->outq)) != NULL) {
 		TAILQ_REMOVE(&p->outq, o, entry);
+		p->outq_bytes -= o->len;
+		p->outq_len--;
 		ipc_close_fds(o->fds, o->nfds);
 		free(o->data);
 		free(o);
@@ -885,6 +1029,7 @@ ipc_server_new(struct event_base *base, int fd, enum ipc_role self,
 		fatal("%s", __func__);
 	if (nuids > (int)(sizeof(s->uids) / sizeof(s->uids[0])))
 		fatalx("%s: too many uids", __func__);
+	ipc_handlers_check(table, self, expect);
 	s->base = base;
 	s->fd = fd;
 	s->self = self;
@@ -977,6 +1122,7 @@ ipc_link_new(struct event_base *base, const char *path, enum ipc_role self,
 {
 	struct ipc_link	*l;
 
+	ipc_handlers_check(table, self, expect);
 	if ((l = calloc(1, sizeof(*l))) == NULL ||
 	    (l->path = strdup(path)) == NULL)
 		fatal("%s", __func__);

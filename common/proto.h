@@ -7,7 +7,10 @@
  *   {"type": "hello", "version": HG_PROTO_VERSION, "role": "<sender>"}
  * Requests carry "type" and an integer "id"; a reply echoes "id" and holds
  * either "result": {...} or "error": {"code": "...", "message": "..."}.
- * Payloads are documented once, in docs/protocol.md.
+ * Every message type, who sends it, who receives it and its fields are
+ * defined once, in the table of common/proto.c (proto_msgs); common/ipc.c
+ * checks each message against it before any handler runs, and the message
+ * reference of docs/protocol.md is generated from it (build/hg-protodoc).
  */
 #ifndef HG_PROTO_H
 #define HG_PROTO_H
@@ -39,5 +42,75 @@ enum ipc_role {
 #define ERR_RATE_LIMITED	"rate_limited"		/* 429, with retry_after */
 #define ERR_INTERNAL		"internal"		/* 500 */
 #define ERR_UNAVAILABLE		"unavailable"		/* 503 */
+
+/* The kind of a field's value. */
+enum proto_kind {
+	PK_STRING,	/* a string without NUL, length min..max bytes */
+	PK_INT,		/* an integer in min..max */
+	PK_BOOL,
+	PK_OBJECT,	/* an object, its members checked by sub when set */
+	PK_ARRAY,	/* an array of at most max items of anything */
+	PK_STRINGS,	/* an array of at most min items, strings of <= max */
+	PK_ADDRESS,	/* a numeric IPv4 or IPv6 literal (inet_pton) */
+	PK_USER,	/* a hostgate user name (lower case, <= 32 bytes) */
+	PK_HEX,		/* exactly max lower-case hex digits (ids, hashes) */
+	PK_PATH,	/* a path: no NUL, no control character, <= max bytes */
+	PK_ANY,		/* anything; the handler checks it */
+};
+
+#define PF_REQ		0x1	/* required (a null value counts as absent) */
+
+/* One field of a message. */
+struct proto_field {
+	const char			*name;
+	enum proto_kind			 kind;
+	unsigned			 flags;	/* PF_* */
+	long long			 min, max;
+	const struct proto_field	*sub;	/* PK_OBJECT: its members */
+};
+
+#define PM_IDENT	0x1	/* needs an authenticated identity ("auth") */
+#define PM_FDS		0x2	/* may carry fds */
+#define PM_EVENT	0x4	/* one-way: no id, no reply */
+
+/* One message type: a request or an event, with its reply's schema. */
+struct proto_msg {
+	const char			*type;
+	unsigned			 from;	/* mask of enum ipc_role */
+	unsigned			 to;	/* the receiving role */
+	unsigned			 flags;	/* PM_* */
+	const struct proto_field	*fields;	/* NULL-terminated */
+	const struct proto_field	*reply;	/* result; NULL: unchecked */
+	const char			*doc;	/* what it does and returns */
+};
+
+struct json_object;
+
+/* The one table of every message type, ended by a NULL type. */
+extern const struct proto_msg proto_msgs[];
+
+/* The row of type as sent from one role to another, or NULL. */
+const struct proto_msg *proto_find(const struct proto_msg *table,
+	    const char *type, unsigned from, unsigned to);
+/*
+ * Check one received message (pure: no socket, no state) against table:
+ * its type (a reply when it has none: then 0 and *out NULL), its sender,
+ * its id, its fds and its fields. 0 and *out its row, or -1 with err
+ * naming the field and why.
+ */
+int	 proto_check(const struct proto_msg *table, struct json_object *obj,
+	    unsigned from, unsigned to, int nfds, const struct proto_msg **out,
+	    char *err, size_t errsz);
+/* proto_check against the real table, for fuzzing and tests. */
+int	 proto_validate(struct json_object *obj, unsigned from, unsigned to,
+	    int nfds, char *err, size_t errsz);
+/* Check the fields of obj (an object) against fields; 0, or -1 and err. */
+int	 proto_check_fields(const struct proto_field *fields,
+	    struct json_object *obj, char *err, size_t errsz);
+/* Check a reply's result against the reply schema of msg; 0 or -1, err. */
+int	 proto_check_reply(const struct proto_msg *msg,
+	    struct json_object *reply, char *err, size_t errsz);
+/* The name of a field kind, for messages and the documentation. */
+const char *proto_kind_name(enum proto_kind);
 
 #endif

@@ -35,9 +35,9 @@ static int64_t			 frontd_started;	/* wall seconds */
 #define FRONTD_LISTEN_FILE	"frontd.listen"
 
 /* What brokerd sends frontd unasked: the events for the SSE streams. */
-static const struct ipc_handler frontd_handlers[] = {
-	{ "event",	ROLE_BROKERD, IPC_F_EVENT, sse_deliver },
-	{ NULL, 0, 0, NULL }
+const struct ipc_handler frontd_handlers[] = {
+	{ "event",	sse_deliver },
+	{ NULL, NULL }
 };
 static void	frontd_broker_ready(struct ipc_peer *);
 static const struct ipc_peer_cbs frontd_broker_cbs = {

@@ -33,19 +33,19 @@ static void	broker_usage(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
-static const struct ipc_handler broker_handlers[] = {
-	{ "health",	ROLE_BROKERD, 0, broker_health },
+const struct ipc_handler broker_handlers[] = {
+	{ "health",	broker_health },
 	/* a command's stdin arrives as a memfd */
-	{ "spawn",	ROLE_BROKERD, IPC_F_FDS, broker_spawn },
-	{ "attach",	ROLE_BROKERD, 0, broker_attach },
-	{ "hangup",	ROLE_BROKERD, 0, broker_hangup },
-	{ "list",	ROLE_BROKERD, 0, broker_list },
-	{ "kill_session", ROLE_BROKERD, 0, broker_kill_session },
-	{ "recording",	ROLE_BROKERD, 0, broker_recording },
-	{ "grant",	ROLE_BROKERD, 0, broker_grant },
-	{ "kill_user",	ROLE_BROKERD, 0, broker_kill_user },
-	{ "usage",	ROLE_BROKERD, 0, broker_usage },
-	{ NULL, 0, 0, NULL }
+	{ "spawn",	broker_spawn },
+	{ "attach",	broker_attach },
+	{ "hangup",	broker_hangup },
+	{ "list",	broker_list },
+	{ "kill_session", broker_kill_session },
+	{ "recording",	broker_recording },
+	{ "grant",	broker_grant },
+	{ "kill_user",	broker_kill_user },
+	{ "usage",	broker_usage },
+	{ NULL, NULL }
 };
 
 static const struct ipc_peer_cbs broker_cbs = { broker_ready, broker_closed };

@@ -1,0 +1,739 @@
+/*
+ * The one definition of hostgate's messages: every type, who sends it, who
+ * receives it, whether it needs an authenticated identity, may carry fds
+ * or is one-way, its fields with their kinds and limits, and for requests
+ * whose answers are passed on, the schema of the reply. common/ipc.c
+ * checks every message against this table before any handler runs; each
+ * daemon's handler map must match it (checked at start); docs/protocol.md's
+ * message reference is generated from it (build/hg-protodoc).
+ */
+#include <sys/types.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common.h"
+
+#define F_STR(n, fl, lo, hi)	{ n, PK_STRING, fl, lo, hi, NULL }
+#define F_INT(n, fl, lo, hi)	{ n, PK_INT, fl, lo, hi, NULL }
+#define F_BOOL(n, fl)		{ n, PK_BOOL, fl, 0, 0, NULL }
+#define F_OBJ(n, fl, sub)	{ n, PK_OBJECT, fl, 0, 0, sub }
+#define F_ARR(n, fl, hi)	{ n, PK_ARRAY, fl, 0, hi, NULL }
+#define F_STRS(n, fl, items, len) { n, PK_STRINGS, fl, items, len, NULL }
+#define F_ADDR(n, fl)		{ n, PK_ADDRESS, fl, 0, 0, NULL }
+#define F_USER(n, fl)		{ n, PK_USER, fl, 0, 0, NULL }
+#define F_HEX(n, fl, digits)	{ n, PK_HEX, fl, digits, digits, NULL }
+#define F_PATH(n, fl, hi)	{ n, PK_PATH, fl, 0, hi, NULL }
+#define F_ANY(n, fl)		{ n, PK_ANY, fl, 0, 0, NULL }
+#define F_END			{ NULL, 0, 0, 0, 0, NULL }
+
+#define R		PF_REQ
+#define O		0
+#define I64_MAX		9223372036854775807LL
+#define UID_MAX		4294967294LL
+#define TEXT_MAX	256	/* a query's value, as frontd takes it */
+
+/* frontd's credentials for brokerd to check: each member when present. */
+static const struct proto_field f_auth[] = {
+	F_STR("cookie", O, 0, 512),
+	F_STR("bearer", O, 0, 512),
+	F_STR("csrf", O, 0, 512),
+	F_END
+};
+
+/*
+ * What every request of frontd may carry: its request id (not trusted: a
+ * malformed one is replaced, front.c), the client's address and the raw
+ * credentials.
+ */
+#define FRONT_COMMON \
+	F_ANY("request_id", O), \
+	F_ADDR("client", O), \
+	F_OBJ("auth", O, f_auth)
+
+static const struct proto_field f_front[] = { FRONT_COMMON, F_END };
+static const struct proto_field f_health[] = { F_ANY("request_id", O), F_END };
+static const struct proto_field f_login[] = {
+	F_ANY("request_id", O),
+	F_ADDR("client", R),
+	F_STR("username", R, 0, TEXT_MAX),
+	F_STR("password", R, 0, 4096),
+	F_END
+};
+static const struct proto_field f_mode_set[] = {
+	FRONT_COMMON, F_STR("mode", R, 1, 32), F_END
+};
+static const struct proto_field f_events_subscribe[] = {
+	FRONT_COMMON, F_INT("last_event_id", O, 0, I64_MAX), F_END
+};
+static const struct proto_field f_session[] = {
+	FRONT_COMMON, F_HEX("session", R, 32), F_END
+};
+static const struct proto_field f_terminal[] = {
+	FRONT_COMMON, F_HEX("terminal", R, 16), F_END
+};
+/* The filters of an audit query (audit_filter_parse reads the values). */
+#define AUDIT_FILTERS \
+	F_STR("user", O, 0, TEXT_MAX), \
+	F_STR("action", O, 0, TEXT_MAX), \
+	F_STR("session", O, 0, TEXT_MAX), \
+	F_STR("record_request_id", O, 0, TEXT_MAX), \
+	F_STR("decision", O, 0, TEXT_MAX), \
+	F_STR("since", O, 0, TEXT_MAX), \
+	F_STR("until", O, 0, TEXT_MAX)
+static const struct proto_field f_admin_audit[] = {
+	FRONT_COMMON, AUDIT_FILTERS, F_INT("limit", O, 1, 10000), F_END
+};
+static const struct proto_field f_admin_recording[] = {
+	FRONT_COMMON,
+	F_HEX("recording", R, 16),
+	F_INT("offset", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field f_permission_set[] = {
+	FRONT_COMMON, F_STR("permission", R, 1, 64), F_END
+};
+static const struct proto_field f_run[] = {
+	FRONT_COMMON,
+	F_STR("command", O, 0, 32 * 1024),
+	F_STR("lang", O, 1, 16),
+	F_STR("code", O, 0, 32 * 1024),
+	F_PATH("cwd", O, 4096),
+	F_INT("timeout", O, 1, I64_MAX),
+	F_OBJ("env", O, NULL),
+	F_END
+};
+static const struct proto_field f_terminal_create[] = {
+	FRONT_COMMON, F_INT("cols", O, 2, 1000), F_INT("rows", O, 2, 1000),
+	F_END
+};
+static const struct proto_field f_front_info[] = {
+	F_STR("version", O, 0, 64), F_INT("started", O, 0, I64_MAX), F_END
+};
+static const struct proto_field f_terminal_resized[] = {
+	F_HEX("terminal", R, 16), F_END
+};
+
+/* hgctl's requests. */
+static const struct proto_field f_user_add[] = {
+	F_USER("name", R),
+	F_STR("password", R, 1, 4096),
+	F_BOOL("admin", O),
+	F_USER("unix_user", O),
+	F_INT("uid", O, 0, UID_MAX),
+	F_INT("gid", O, 0, UID_MAX),
+	F_END
+};
+static const struct proto_field f_user_name[] = { F_USER("name", R), F_END };
+static const struct proto_field f_user_passwd[] = {
+	F_USER("name", R), F_STR("password", R, 1, 4096), F_END
+};
+static const struct proto_field f_token_create[] = {
+	F_USER("user", R), F_END
+};
+static const struct proto_field f_token_revoke[] = {
+	F_HEX("token", R, 16), F_END
+};
+static const struct proto_field f_session_id[] = {
+	F_HEX("session", R, 32), F_END
+};
+static const struct proto_field f_audit_verify[] = {
+	F_INT("head_seq", O, 1, I64_MAX), F_HEX("head_hash", O, 64), F_END
+};
+static const struct proto_field f_audit_show[] = {
+	AUDIT_FILTERS,
+	F_INT("limit", O, 1, I64_MAX),
+	F_INT("before_seq", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field f_audit_replay[] = {
+	F_HEX("recording", R, 16), F_INT("offset", O, 0, I64_MAX), F_END
+};
+static const struct proto_field f_none[] = { F_END };
+
+/* brokerd's requests to sandboxd. */
+static const struct proto_field f_spawn[] = {
+	F_STR("kind", R, 1, 16),
+	F_STR("mode", R, 1, 16),
+	F_STR("permission", R, 1, 64),
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
+	F_STRS("argv", R, 64, IPC_MAX_MSG),
+	F_STRS("env", O, 64, IPC_MAX_MSG),
+	F_PATH("cwd", O, 4096),
+	F_INT("timeout_ms", O, 1, I64_MAX),
+	F_INT("output_cap", O, 0, I64_MAX),
+	F_INT("cols", O, 1, 1000),
+	F_INT("rows", O, 1, 1000),
+	F_STR("term", O, 1, 64),
+	F_INT("uid", O, 0, UID_MAX),
+	F_INT("gid", O, 0, UID_MAX),
+	F_INT("deadline_ms", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field f_proc[] = {
+	F_HEX("proc", R, 16), F_HEX("request_id", O, LOG_REQUEST_ID_LEN), F_END
+};
+static const struct proto_field f_kill_session[] = {
+	F_HEX("session", R, 32), F_STR("mode", R, 1, 16), F_END
+};
+static const struct proto_field f_grant[] = {
+	F_HEX("session", R, 32),
+	F_USER("user", R),
+	F_INT("deadline_ms", R, 0, I64_MAX),
+	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
+	F_END
+};
+static const struct proto_field f_user[] = {
+	F_USER("user", R), F_HEX("request_id", O, LOG_REQUEST_ID_LEN), F_END
+};
+static const struct proto_field f_recording[] = {
+	F_HEX("recording", R, 16), F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
+	F_END
+};
+
+/* sandboxd's replies, checked before brokerd uses them or passes them on. */
+static const struct proto_field r_health[] = {
+	F_OBJ("backend", R, NULL),
+	F_OBJ("containment", O, NULL),
+	F_STR("version", O, 0, 64),
+	F_INT("started", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field r_spawn[] = {
+	F_HEX("id", R, 16),
+	F_INT("exit_code", O, 0, 255),
+	F_INT("signal", O, 1, 128),
+	F_BOOL("truncated", O),
+	F_BOOL("timed_out", O),
+	F_BOOL("oom", O),
+	F_INT("duration_ms", O, 0, I64_MAX),
+	F_INT("stdout_len", O, 0, I64_MAX),
+	F_INT("stderr_len", O, 0, I64_MAX),
+	F_STR("mode", R, 1, 16),
+	F_STR("backend", O, 0, 64),
+	F_STR("sha256", O, 0, 64),
+	F_OBJ("container", O, NULL),
+	F_END
+};
+static const struct proto_field r_killed[] = {
+	F_INT("killed", R, 0, I64_MAX), F_END
+};
+static const struct proto_field r_kill_user[] = {
+	F_INT("killed", R, 0, I64_MAX), F_INT("processes", O, -1, I64_MAX),
+	F_END
+};
+static const struct proto_field r_usage[] = {
+	F_OBJ("memory", O, NULL),
+	F_OBJ("pids", O, NULL),
+	F_OBJ("disk", O, NULL),
+	F_INT("oom_kills", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field r_list[] = {
+	F_ARR("procs", R, 100000), F_ARR("grants", O, 100000), F_END
+};
+
+/* sandboxd's requests to brokerd, and brokerd's events to frontd. */
+static const struct proto_field f_proc_exited[] = {
+	F_HEX("proc", R, 16),
+	F_INT("status", O, -1, 0xffff),
+	F_BOOL("oom", O),
+	F_OBJ("recording", O, NULL),
+	F_END
+};
+static const struct proto_field f_event[] = {
+	F_INT("seq", R, 0, I64_MAX),
+	F_STR("event", R, 1, 64),
+	F_USER("user", O),
+	F_HEX("session", O, 32),
+	F_ANY("data", O),
+	F_END
+};
+
+#define FB	ROLE_FRONTD, ROLE_BROKERD
+#define HB	ROLE_HGCTL, ROLE_BROKERD
+#define BS	ROLE_BROKERD, ROLE_SANDBOXD
+#define SB	ROLE_SANDBOXD, ROLE_BROKERD
+#define BF	ROLE_BROKERD, ROLE_FRONTD
+
+const struct proto_msg proto_msgs[] = {
+	/* frontd -> brokerd */
+	{ "health", FB, 0, f_health, NULL,
+	    "health of brokerd, sandboxd and its backend: `{brokerd: {ok, "
+	    "reason}, sandboxd: {ok, reason}, backend: {name, ok, reason}}`" },
+	{ "login", FB, 0, f_login, NULL,
+	    "verify a password, rate limited per user and per client address: "
+	    "`{user, role, csrf_token, cookie, max_age}`" },
+	{ "logout", FB, PM_IDENT, f_front, NULL,
+	    "end the login session (+ CSRF) and its tokens: `{}`" },
+	{ "status", FB, PM_IDENT, f_front, NULL,
+	    "who the caller is: `{user, role, auth, runtime, backend, "
+	    "execution_mode, permission, uid, containment, limits, usage, "
+	    "usage_reason}`" },
+	{ "token_mint", FB, PM_IDENT, f_front, NULL,
+	    "an agent token bound to the login session (+ CSRF): `{token, id}`" },
+	{ "mode_get", FB, PM_IDENT, f_front, NULL,
+	    "the execution-mode object" },
+	{ "mode_set", FB, PM_IDENT, f_mode_set, NULL,
+	    "change the execution mode (+ CSRF; direct only for an admin "
+	    "session on the host runtime): the execution-mode object" },
+	{ "events_subscribe", FB, PM_IDENT, f_events_subscribe, NULL,
+	    "an event stream: `{user, session, missed: [event...], complete, "
+	    "last}`" },
+	{ "prompt", FB, PM_IDENT, f_front, NULL,
+	    "`{prompt, mode, permission, workspace, network, expires_at, "
+	    "remaining_seconds}`" },
+	{ "admin_sessions", FB, PM_IDENT, f_front, NULL,
+	    "every session (admin login session): see docs/api.md" },
+	{ "admin_revert", FB, PM_IDENT, f_session, NULL,
+	    "a session back to the sandbox (admin login session + CSRF): `{}`" },
+	{ "admin_kill", FB, PM_IDENT, f_terminal, NULL,
+	    "kill any user's terminal (admin login session + CSRF): `{}`" },
+	{ "admin_audit", FB, PM_IDENT, f_admin_audit, NULL,
+	    "audit records (admin login session): `{records, truncated}`" },
+	{ "admin_debug", FB, PM_IDENT, f_front, NULL,
+	    "versions, uptime, backend, configuration and counters (admin "
+	    "login session)" },
+	{ "admin_recording", FB, PM_IDENT, f_admin_recording, NULL,
+	    "a terminal recording, in pieces (admin login session): `{data, "
+	    "next, eof}`" },
+	{ "permission_get", FB, PM_IDENT, f_front, NULL,
+	    "`{permission}` of the caller's session" },
+	{ "permission_set", FB, PM_IDENT, f_permission_set, NULL,
+	    "set the login session's permission profile (+ CSRF): "
+	    "`{permission}`" },
+	{ "run", FB, PM_IDENT | PM_FDS, f_run, NULL,
+	    "run a command, or Python (`lang`) whose code comes as the stdin "
+	    "memfd, sealed against write, grow and shrink (+ CSRF for "
+	    "cookies): the command's result with stdout and stderr as two "
+	    "memfds" },
+	{ "terminal_create", FB, PM_IDENT, f_terminal_create, NULL,
+	    "a terminal (+ CSRF for cookies): `{id, mode, backend}`" },
+	{ "terminal_list", FB, PM_IDENT, f_front, NULL,
+	    "`{terminals: [...]}`" },
+	{ "terminal_attach", FB, PM_IDENT, f_terminal, NULL,
+	    "the owner's terminal: `{}` with the pty master as an fd" },
+	{ "terminal_delete", FB, PM_IDENT, f_terminal, NULL,
+	    "end the owner's terminal (+ CSRF for cookies): `{}`" },
+	{ "front_info", FB, PM_EVENT, f_front_info, NULL,
+	    "right after the hello: frontd's version and start (Unix seconds), "
+	    "shown by `hgctl status`, never trusted for anything" },
+	{ "terminal_resized", FB, PM_EVENT, f_terminal_resized, NULL,
+	    "frontd resized a terminal's pty: counted into its "
+	    "`terminal_exited` record" },
+
+	/* hgctl -> brokerd */
+	{ "user_add", HB, 0, f_user_add, NULL,
+	    "add a user (`unix_user` needs its `uid` and `gid`, which hgctl "
+	    "looks up): `{uid, gid}`; `conflict` for root, a daemon's uid, a "
+	    "uid another user has" },
+	{ "user_del", HB, 0, f_user_name, NULL,
+	    "delete a user, its sessions and tokens: `{}`" },
+	{ "user_passwd", HB, 0, f_user_passwd, NULL,
+	    "set a password; the user's sessions and tokens end: `{}`" },
+	{ "user_list", HB, 0, f_none, NULL,
+	    "`{items: [{name, role, created, uid, gid, unix_user}]}`" },
+	{ "token_create", HB, 0, f_token_create, NULL,
+	    "a standalone agent token: `{id, token, user}`" },
+	{ "token_list", HB, 0, f_none, NULL,
+	    "`{items: [{id, user, session_id, created}]}`" },
+	{ "token_revoke", HB, 0, f_token_revoke, NULL,
+	    "revoke a token by its id: `{}`" },
+	{ "session_list", HB, 0, f_none, NULL,
+	    "`{items: [{id, user, created, last_seen, expires, mode, "
+	    "expires_at, remaining_seconds}]}`" },
+	{ "session_revoke", HB, 0, f_session_id, NULL,
+	    "end a login session: `{}`" },
+	{ "session_revert", HB, 0, f_session_id, NULL,
+	    "a session back to the sandbox: `{}`" },
+	{ "audit_verify", HB, 0, f_audit_verify, NULL,
+	    "check the audit chain (up to a known head `head_seq` with "
+	    "`head_hash`): `{ok, records, last_seq, bad_seq, error}`" },
+	{ "audit_show", HB, 0, f_audit_show, NULL,
+	    "audit records, newest last, paged backwards by `before_seq`: "
+	    "`{items: [record...], more}`" },
+	{ "audit_flush", HB, 0, f_none, NULL,
+	    "write the counted refused requests now: `{records}`" },
+	{ "status", HB, 0, f_none, NULL,
+	    "`{state, problems, daemons: {brokerd, sandboxd, frontd}, runtime, "
+	    "backend, direct_sessions, audit: {seq, hash}, containment, "
+	    "limits}`; sandboxd is asked `health` afresh" },
+	{ "config", HB, 0, f_none, NULL,
+	    "`{source: \"brokerd\", pid, env_file, config: {NAME: value}}`, "
+	    "secrets masked" },
+	{ "audit_replay", HB, 0, f_audit_replay, NULL,
+	    "up to 24 KiB of a recording from `offset`: `{data, next, eof}`" },
+
+	/* brokerd -> sandboxd */
+	{ "health", BS, 0, f_none, r_health,
+	    "`{backend: {name, ok, reason}, version, started, containment}`; "
+	    "the backend is probed again when the last probe is older than "
+	    "30 s" },
+	{ "spawn", BS, PM_FDS, f_spawn, r_spawn,
+	    "run an approved spawn (`kind` command or terminal), stdin as an "
+	    "fd: commands when done `{id, exit_code, signal, truncated, "
+	    "timed_out, oom, duration_ms, stdout_len, stderr_len, mode, "
+	    "backend, sha256}` with two memfds; terminals at once `{id, mode, "
+	    "backend}`" },
+	{ "attach", BS, 0, f_proc, NULL,
+	    "`{}` with a dup of the terminal's pty master" },
+	{ "hangup", BS, 0, f_proc, NULL,
+	    "`{}`; SIGHUP to its group, SIGKILL 2 s later" },
+	{ "kill_session", BS, 0, f_kill_session, r_killed,
+	    "kill a session's spawns of a mode: `{killed}`; `direct` also its "
+	    "cgroup `d-SESSION` and deadline" },
+	{ "grant", BS, 0, f_grant, NULL,
+	    "hold a direct grant's deadline (wall-clock ms; 0: none) and kill "
+	    "the session's direct spawns at it: `{}`" },
+	{ "kill_user", BS, 0, f_user, r_kill_user,
+	    "kill a deleted user's spawns and cgroup `u-USER`: `{killed, "
+	    "processes}`" },
+	{ "usage", BS, 0, f_user, r_usage,
+	    "`{memory: {current, max}, pids: {current, max}, disk: {used, max}, "
+	    "oom_kills}` of the user's cgroup, null where unknown" },
+	{ "list", BS, 0, f_none, r_list,
+	    "`{procs: [...], grants: [{session, user, deadline_ms}]}`" },
+	{ "recording", BS, 0, f_recording, NULL,
+	    "`{}` with an O_RDONLY fd of the recording; `not_found` when none" },
+
+	/* sandboxd -> brokerd */
+	{ "proc_exited", SB, 0, f_proc_exited, NULL,
+	    "a terminal's process ended (`oom`: the OOM killer ended it; "
+	    "`recording`: `{id, file, sha256, bytes, truncated, incomplete?, "
+	    "user, session}`): `{}`" },
+
+	/* brokerd -> frontd */
+	{ "event", BF, PM_EVENT, f_event, NULL,
+	    "an event for the server-sent event streams that match it" },
+	{ NULL, 0, 0, 0, NULL, NULL, NULL }
+};
+
+/* The name of a field kind, for messages and the documentation. */
+const char *
+proto_kind_name(enum proto_kind k)
+{
+	switch (k) {
+	case PK_STRING:
+		return "string";
+	case PK_INT:
+		return "int";
+	case PK_BOOL:
+		return "bool";
+	case PK_OBJECT:
+		return "object";
+	case PK_ARRAY:
+		return "array";
+	case PK_STRINGS:
+		return "array of strings";
+	case PK_ADDRESS:
+		return "IP address";
+	case PK_USER:
+		return "user name";
+	case PK_HEX:
+		return "hex";
+	case PK_PATH:
+		return "path";
+	case PK_ANY:
+		return "any";
+	}
+	return "?";
+}
+
+/* The row of type as sent from one role to another, or NULL. */
+const struct proto_msg *
+proto_find(const struct proto_msg *table, const char *type, unsigned from,
+    unsigned to)
+{
+	const struct proto_msg	*pm;
+
+	for (pm = table; type != NULL && pm->type != NULL; pm++)
+		if (strcmp(pm->type, type) == 0 && (pm->from & from) &&
+		    (pm->to & to))
+			return pm;
+	return NULL;
+}
+
+/* Whether s is a hostgate user name (brokerd's auth_name_valid). */
+static int
+proto_user_ok(const char *s, size_t len)
+{
+	size_t	i;
+
+	if (len == 0 || len > 32 || !((s[0] >= 'a' && s[0] <= 'z') ||
+	    s[0] == '_'))
+		return 0;
+	for (i = 1; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || strchr("_.-", s[i]) != NULL))
+			return 0;
+	return 1;
+}
+
+/* Check one string value of a field against its kind and limits. */
+static int
+proto_check_string(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	const char	*s = json_object_get_string(v);
+	size_t		 len = (size_t)json_object_get_string_len(v), i;
+	unsigned char	 a[sizeof(struct in6_addr)];
+
+	if (strlen(s) != len) {
+		snprintf(err, errsz, "\"%s\" must not contain NUL", f->name);
+		return -1;
+	}
+	switch (f->kind) {
+	case PK_STRING:
+		if ((long long)len < f->min || (long long)len > f->max) {
+			snprintf(err, errsz, "\"%s\" must be %lld to %lld bytes "
+			    "long", f->name, f->min, f->max);
+			return -1;
+		}
+		return 0;
+	case PK_PATH:
+		for (i = 0; i < len; i++)
+			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+				break;
+		if (len > (size_t)f->max || i < len) {
+			snprintf(err, errsz, "\"%s\" must be a path of at most "
+			    "%lld bytes without control characters", f->name,
+			    f->max);
+			return -1;
+		}
+		return 0;
+	case PK_ADDRESS:
+		if (len >= INET6_ADDRSTRLEN || (inet_pton(AF_INET, s, a) != 1 &&
+		    inet_pton(AF_INET6, s, a) != 1)) {
+			snprintf(err, errsz, "\"%s\" must be a numeric IPv4 or "
+			    "IPv6 address", f->name);
+			return -1;
+		}
+		return 0;
+	case PK_USER:
+		if (!proto_user_ok(s, len)) {
+			snprintf(err, errsz, "\"%s\" must be a user name (a-z, "
+			    "0-9, _ . -, at most 32 bytes)", f->name);
+			return -1;
+		}
+		return 0;
+	case PK_HEX:
+		if (len != (size_t)f->max || !str_is_hex(s, len)) {
+			snprintf(err, errsz, "\"%s\" must be %lld lower-case hex "
+			    "digits", f->name, f->max);
+			return -1;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Check one present, non-null value against its field. */
+static int
+proto_check_value(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	enum json_type	t = json_object_get_type(v);
+	int64_t		n;
+	size_t		i, len;
+	char		sub[256];
+
+	switch (f->kind) {
+	case PK_ANY:
+		return 0;
+	case PK_INT:
+		if (t != json_type_int) {
+			snprintf(err, errsz, "\"%s\" must be an integer",
+			    f->name);
+			return -1;
+		}
+		errno = 0;
+		n = json_object_get_int64(v);
+		if (errno != 0 || n < f->min || n > f->max) {
+			snprintf(err, errsz, "\"%s\" must be from %lld to %lld",
+			    f->name, f->min, f->max);
+			return -1;
+		}
+		return 0;
+	case PK_BOOL:
+		if (t != json_type_boolean) {
+			snprintf(err, errsz, "\"%s\" must be true or false",
+			    f->name);
+			return -1;
+		}
+		return 0;
+	case PK_OBJECT:
+		if (t != json_type_object) {
+			snprintf(err, errsz, "\"%s\" must be an object",
+			    f->name);
+			return -1;
+		}
+		if (f->sub != NULL && proto_check_fields(f->sub, v, sub,
+		    sizeof(sub)) == -1) {
+			snprintf(err, errsz, "in \"%s\": %s", f->name, sub);
+			return -1;
+		}
+		return 0;
+	case PK_ARRAY:
+	case PK_STRINGS:
+		if (t != json_type_array) {
+			snprintf(err, errsz, "\"%s\" must be an array",
+			    f->name);
+			return -1;
+		}
+		len = json_object_array_length(v);
+		if (f->kind == PK_ARRAY ? len > (size_t)f->max :
+		    len > (size_t)f->min) {
+			snprintf(err, errsz, "\"%s\" has more than %lld items",
+			    f->name, f->kind == PK_ARRAY ? f->max : f->min);
+			return -1;
+		}
+		for (i = 0; f->kind == PK_STRINGS && i < len; i++) {
+			struct json_object *s = json_object_array_get_idx(v, i);
+
+			if (!json_object_is_type(s, json_type_string) ||
+			    strlen(json_object_get_string(s)) !=
+			    (size_t)json_object_get_string_len(s) ||
+			    json_object_get_string_len(s) > f->max) {
+				snprintf(err, errsz, "\"%s\" must hold strings "
+				    "without NUL of at most %lld bytes",
+				    f->name, f->max);
+				return -1;
+			}
+		}
+		return 0;
+	default:
+		if (t != json_type_string) {
+			snprintf(err, errsz, "\"%s\" must be a string (%s)",
+			    f->name, proto_kind_name(f->kind));
+			return -1;
+		}
+		return proto_check_string(f, v, err, errsz);
+	}
+}
+
+/* Check the fields of obj (an object) against fields; 0, or -1 and err. */
+int
+proto_check_fields(const struct proto_field *fields, struct json_object *obj,
+    char *err, size_t errsz)
+{
+	const struct proto_field	*f;
+	struct json_object		*v;
+
+	for (f = fields; f != NULL && f->name != NULL; f++) {
+		if (!json_object_object_get_ex(obj, f->name, &v) || v == NULL) {
+			if (f->flags & PF_REQ) {
+				snprintf(err, errsz, "\"%s\" is required (%s)",
+				    f->name, proto_kind_name(f->kind));
+				return -1;
+			}
+			continue;
+		}
+		if (proto_check_value(f, v, err, errsz) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Check one received message against table: 0 and *out its row (NULL for
+ * a reply, which proto_check_reply checks later), or -1 with err.
+ */
+int
+proto_check(const struct proto_msg *table, struct json_object *obj,
+    unsigned from, unsigned to, int nfds, const struct proto_msg **out,
+    char *err, size_t errsz)
+{
+	const struct proto_msg	*pm;
+	struct json_object	*v;
+	const char		*type;
+	char			 esc[LOG_ESCAPE_MAX];
+	int			 has_id;
+
+	*out = NULL;
+	if (obj == NULL || !json_object_is_type(obj, json_type_object)) {
+		snprintf(err, errsz, "a message is a JSON object");
+		return -1;
+	}
+	has_id = json_object_object_get_ex(obj, "id", &v) &&
+	    json_object_is_type(v, json_type_int) &&
+	    json_object_get_int64(v) >= 0;
+	if (!json_object_object_get_ex(obj, "type", &v) || v == NULL) {
+		if (has_id && (json_object_object_get_ex(obj, "result", NULL) ||
+		    json_object_object_get_ex(obj, "error", NULL)))
+			return 0;	/* a reply */
+		snprintf(err, errsz, "message has no type");
+		return -1;
+	}
+	if ((type = json_str(obj, "type")) == NULL) {
+		snprintf(err, errsz, "\"type\" must be a string");
+		return -1;
+	}
+	if ((pm = proto_find(table, type, from, to)) == NULL) {
+		log_escape(type, (size_t)-1, esc, sizeof(esc));
+		if (proto_find(table, type, ~0U, to) != NULL)
+			snprintf(err, errsz, "message type \"%s\" may not be "
+			    "sent by %s", esc, ipc_role_name(from));
+		else
+			snprintf(err, errsz, "unknown message type \"%s\"",
+			    esc);
+		return -1;
+	}
+	if (nfds > 0 && (pm->flags & PM_FDS) == 0) {
+		snprintf(err, errsz, "\"%s\" carries no fds", pm->type);
+		return -1;
+	}
+	if (!has_id && (pm->flags & PM_EVENT) == 0) {
+		snprintf(err, errsz, "message has no id");
+		return -1;
+	}
+	if (proto_check_fields(pm->fields, obj, err, errsz) == -1)
+		return -1;
+	*out = pm;
+	return 0;
+}
+
+/* proto_check against the real table, for fuzzing and tests. */
+int
+proto_validate(struct json_object *obj, unsigned from, unsigned to, int nfds,
+    char *err, size_t errsz)
+{
+	const struct proto_msg	*pm;
+
+	return proto_check(proto_msgs, obj, from, to, nfds, &pm, err, errsz);
+}
+
+/*
+ * Check a reply to a request of msg: an error has a string code, a result
+ * is an object that matches msg's reply schema, if it has one.
+ */
+int
+proto_check_reply(const struct proto_msg *msg, struct json_object *reply,
+    char *err, size_t errsz)
+{
+	static const struct proto_field	f_error[] = {
+		F_STR("code", R, 1, 64), F_STR("message", O, 0, IPC_MAX_MSG),
+		F_INT("retry_after", O, 0, I64_MAX), F_END
+	};
+	struct json_object		*v;
+
+	if (json_object_object_get_ex(reply, "error", &v)) {
+		if (v == NULL || !json_object_is_type(v, json_type_object)) {
+			snprintf(err, errsz, "\"error\" must be an object");
+			return -1;
+		}
+		return proto_check_fields(f_error, v, err, errsz);
+	}
+	if (!json_object_object_get_ex(reply, "result", &v) || v == NULL ||
+	    !json_object_is_type(v, json_type_object)) {
+		snprintf(err, errsz, "\"result\" must be an object");
+		return -1;
+	}
+	return msg != NULL ? proto_check_fields(msg->reply, v, err, errsz) : 0;
+}
