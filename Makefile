@@ -209,7 +209,7 @@ install: all $(B)/hostgate.env
 # at a time. A crash fails the run with its input saved and named.
 FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc fuzz_api \
 	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn \
-	  fuzz_front
+	  fuzz_front fuzz_proto
 FZ	 = build-fuzz
 FZ_O	 = $(FZ)/obj
 FZ_CC	 = clang
@@ -229,7 +229,8 @@ FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config  =
 FUZZ_SRC_fuzz_policy  = sandboxd/policy.c
 FUZZ_SRC_fuzz_audit   = brokerd/audit.c
-FUZZ_SRC_fuzz_ipc     = common/ipc.c
+FUZZ_SRC_fuzz_ipc     = common/ipc.c common/proto.c
+FUZZ_SRC_fuzz_proto   = common/proto.c common/ipc.c
 FUZZ_SRC_fuzz_api     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
@@ -238,14 +239,14 @@ FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c
 # sandboxd whole but its main; what would touch the host is wrapped.
 FUZZ_SRC_fuzz_spawn   = $(filter-out sandboxd/sandboxd.c,$(SANDBOXD:%=sandboxd/%.c)) \
-	  common/ipc.c common/priv.c common/proc.c
+	  common/ipc.c common/proto.c common/priv.c common/proc.c
 FUZZ_WRAP_fuzz_spawn  = $(patsubst %,-Wl$(comma)--wrap=%,workspace_ensure \
 	  backend_build spawn_start backend_probe backend_json cgroup_json \
 	  cgroup_usage workspace_usage cgroup_session_kill cgroup_user_kill \
 	  ids_per_user)
 # brokerd whole but its main, behind its frontd socket.
 FUZZ_SRC_fuzz_front   = $(filter-out brokerd/brokerd.c,$(BROKERD:%=brokerd/%.c)) \
-	  common/ipc.c common/priv.c common/proc.c
+	  common/ipc.c common/proto.c common/priv.c common/proc.c
 FUZZ_WRAP_fuzz_front  = $(patsubst %,-Wl$(comma)--wrap=%,auth_verify \
 	  rl_take rl_peek)
 comma	 = ,

@@ -481,3 +481,55 @@ for name, data in front.items():
 # The sessions.json that main 9c3c254 wrote (the store's migration fixture).
 fx = json.load(open("tests/system/fixtures/sessions-v1.json"))
 put("fuzz_session", "main_9c3c254", fx["sessions_json"].encode() + SEP + SEP + SEP)
+
+# fuzz_proto: roles byte, reply row byte, one message. Roles by index:
+# frontd 0, brokerd 1, sandboxd 2, hgctl 3; byte = from | to << 2 | fds << 4.
+FE, BR, SB, HG = 0, 1, 2, 3
+
+
+def roles(frm, to, fds=0):
+    return bytes([frm | to << 2 | fds << 4])
+
+
+for name, data in front.items():
+    for i, msg in enumerate(data.split(SEP)):
+        put("fuzz_proto", "front_%s_%d" % (name, i), roles(FE, BR) + b"\x00" + msg)
+for name, data in spawns.items():
+    put("fuzz_proto", "sandbox_" + name, roles(BR, SB, 1 if name == "command" else 0) + b"\x29" + data)
+_n[0] = 100
+hgctl = {
+    "user_add": fm("user_add", name="carol", password="pw", admin=True, uid=1879048300, gid=1879048300),
+    "user_add_unix": fm("user_add", name="dave", password="pw", unix_user="dave"),
+    "user_del": fm("user_del", name="carol"),
+    "user_passwd": fm("user_passwd", name="carol", password=""),
+    "user_list": fm("user_list"),
+    "token_create": fm("token_create", user="alice"),
+    "token_revoke": fm("token_revoke", token="b2" * 8),
+    "token_revoke_bad": fm("token_revoke", token="B2" * 8),
+    "session_revoke": fm("session_revoke", session="a1" * 16),
+    "audit_verify": fm("audit_verify"),
+    "audit_show": fm("audit_show", limit=5),
+    "status": fm("status"),
+    "config": fm("config"),
+    "audit_replay": fm("audit_replay", recording=TERM, offset=0),
+}
+for name, msg in hgctl.items():
+    put("fuzz_proto", "hgctl_" + name, roles(HG, BR) + b"\x00" + msg)
+put("fuzz_proto", "hgctl_as_frontd", roles(FE, BR) + b"\x00" + hgctl["user_add"])
+put("fuzz_proto", "spawn_from_frontd", roles(FE, SB) + b"\x00" + spawns["command"])
+put("fuzz_proto", "proc_exited", roles(SB, BR) + b"\x00" +
+    j({"type": "proc_exited", "id": 3, "proc": TERM, "status": 0, "oom": False,
+       "recording": {"id": TERM}}))
+put("fuzz_proto", "event", roles(BR, FE) + b"\x00" + ev(9, "mode_changed", {"mode": "direct"}))
+put("fuzz_proto", "login_fds", roles(FE, BR, 2) + b"\x01" + j({"type": "login", "id": 1,
+    "client": "::1", "username": "alice", "password": "pw"}))
+put("fuzz_proto", "no_id", roles(FE, BR) + b"\x00" + j({"type": "status", "auth": A}))
+for i, reply in enumerate([
+        {"id": 1, "result": {"exit_code": 0, "stdout_len": 1, "stderr_len": 0, "id": TERM}},
+        {"id": 2, "error": {"code": "forbidden", "message": "no", "retry_after": 3}},
+        {"id": 3, "error": {"code": 5}},
+        {"id": 4, "result": []},
+        {"id": 5, "result": {"id": TERM, "mode": "sandbox", "backend": "bwrap", "sha256": "0" * 64}},
+        {"id": -1, "result": {}}]):
+    for row in (0, 0x29, 0x2a, 0x31):
+        put("fuzz_proto", "reply_%d_%02x" % (i, row), roles(SB, BR) + bytes([row]) + j(reply))
