@@ -201,7 +201,7 @@ install: all $(B)/hostgate.env
 	  echo "install -m 0644 $(B)/hostgate.env $(DESTDIR)$(ENVFILE)"; \
 	  install -m 0644 $(B)/hostgate.env $(DESTDIR)$(ENVFILE); fi
 
-# libFuzzer targets (docs/operations.md, Fuzzing): built with clang into
+# libFuzzer targets (tests/fuzz/README.md): built with clang into
 # build-fuzz, objects once for all targets. `make fuzz` runs each for
 # FUZZ_SECONDS (default 30), FUZZ_JOBS at a time (default 1), on a scratch
 # corpus seeded from tests/fuzz/corpus/TARGET, and prints each target's
