@@ -269,10 +269,14 @@ $(FUZZ_BINS):
 
 fuzz-build: $(FUZZ_BINS)
 
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS    ?= 1
 fuzz: fuzz-build
-	@tests/fuzz/run.sh -t $${FUZZ_SECONDS:-30} -j $${FUZZ_JOBS:-1} $(FUZZ)
+	@tests/fuzz/run.sh -t $(FUZZ_SECONDS) -j $(FUZZ_JOBS) $(FUZZ)
 
-fuzz-check: fuzz-build
+# Built two at a time even under a plain `make check`.
+fuzz-check:
+	@$(MAKE) --no-print-directory -j2 fuzz-build
 	@tests/fuzz/run.sh -t 15 -j 2 $(FUZZ)
 
 $(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
