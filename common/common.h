@@ -92,6 +92,7 @@ struct config {
 	int		 max_conns;		/* HOSTGATE_MAX_CONNECTIONS */
 	int		 max_conns_per_addr;	/* ..._PER_ADDRESS */
 	int		 header_timeout;	/* HOSTGATE_HEADER_TIMEOUT_SECONDS */
+	char		*allowed_origins;	/* HOSTGATE_ALLOWED_ORIGINS */
 	int		 login_rate;		/* HOSTGATE_LOGIN_RATE_PER_MINUTE */
 	int		 login_burst;		/* HOSTGATE_LOGIN_BURST */
 	int		 session_lifetime;	/* HOSTGATE_SESSION_LIFETIME_SECONDS */
@@ -152,6 +153,15 @@ const char *config_origin(const struct config *, const char *name,
 	    char *buf, size_t bufsz);
 /* Load or fatalx() with the message. */
 void	 config_load_or_die(struct config *);
+/* A web origin (RFC 6454) as a browser sends it in Origin. */
+struct web_origin {
+	int		 https;		/* scheme https, else http */
+	char		 host[256];	/* lower case; IPv6 in brackets */
+	int		 port;		/* the scheme's default when absent */
+};
+/* Parse "http[s]://host[:port]" (len bytes); 0, or -1 when it is not one. */
+int	 config_parse_web_origin(const char *s, size_t len,
+	    struct web_origin *);
 
 /* ipc.c */
 struct ipc_peer;

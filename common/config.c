@@ -65,6 +65,7 @@ enum config_kind {
 	KIND_FILE,	/* an optional path, made absolute */
 	KIND_PATHS,	/* colon-separated canonical absolute paths */
 	KIND_LISTEN,	/* host:port */
+	KIND_ORIGINS,	/* web origins scheme://host[:port], by ',' */
 	KIND_SECRET,	/* not used by the daemons; masked in the JSON */
 	KIND_ENV_FILE,	/* names the .env file; environment only */
 	KIND_IGNORED,	/* known, configures nothing (scripts, spawns) */
@@ -143,6 +144,8 @@ static const struct config_var config_vars[] = {
 	    F(max_conns_per_addr), 1, 1048576, NULL },
 	{ "HOSTGATE_HEADER_TIMEOUT_SECONDS", "10", KIND_INT,
 	    F(header_timeout), 1, 300, NULL },
+	{ "HOSTGATE_ALLOWED_ORIGINS", "", KIND_ORIGINS,
+	    F(allowed_origins), 0, 0, NULL },
 	{ "HOSTGATE_LOGIN_RATE_PER_MINUTE", "10", KIND_INT,
 	    F(login_rate), 1, 10000, NULL },
 	{ "HOSTGATE_LOGIN_BURST", "5", KIND_INT,
@@ -258,6 +261,7 @@ config_is_string(const struct config_var *var)
 	case KIND_FILE:
 	case KIND_PATHS:
 	case KIND_LISTEN:
+	case KIND_ORIGINS:
 	case KIND_ENV_FILE:
 		return (1);
 	default:
@@ -305,6 +309,10 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 	case KIND_USERS:
 		snprintf(buf, bufsz, "user names separated by ',', each "
 		    "of [a-z_][a-z0-9_.-]{0,31} and maybe preceded by '-'");
+		break;
+	case KIND_ORIGINS:
+		snprintf(buf, bufsz, "origins separated by ',', each "
+		    "http://HOST or https://HOST, maybe with :PORT, no path");
 		break;
 	case KIND_IMAGE:
 		snprintf(buf, bufsz, "an image reference of letters, digits "
@@ -497,6 +505,89 @@ config_valid_users(const char *s)
 		if (len == 0 || len > 32 || !((*s >= 'a' && *s <= 'z') ||
 		    *s == '_') || strspn(s, "abcdefghijklmnopqrstuvwxyz"
 		    "0123456789_.-") < len)
+			return (0);
+		s += len;
+		if (*s == ',' && *++s == '\0')
+			return (0);
+	}
+	return (1);
+}
+
+/*
+ * Parse a web origin as browsers send it: "http" or "https", "://", a
+ * host (a DNS name or IPv4 address, or an IPv6 address in brackets) and
+ * maybe ":port" (1 to 65535), nothing else. The host is lower-cased and
+ * the port defaults to the scheme's.
+ */
+int
+config_parse_web_origin(const char *s, size_t len, struct web_origin *o)
+{
+	const char	*p, *end = s + len, *hend;
+	char		 v6[INET6_ADDRSTRLEN];
+	struct in6_addr	 a6;
+	size_t		 hlen, i;
+	long		 port = 0;
+
+	memset(o, 0, sizeof(*o));
+	if (len > 8 && strncmp(s, "https://", 8) == 0) {
+		o->https = 1;
+		p = s + 8;
+	} else if (len > 7 && strncmp(s, "http://", 7) == 0)
+		p = s + 7;
+	else
+		return (-1);
+	if (*p == '[') {
+		if ((hend = memchr(p, ']', end - p)) == NULL ||
+		    (size_t)(hend - p - 1) >= sizeof(v6))
+			return (-1);
+		memcpy(v6, p + 1, hend - p - 1);
+		v6[hend - p - 1] = '\0';
+		if (inet_pton(AF_INET6, v6, &a6) != 1)
+			return (-1);
+		hend++;
+	} else {
+		for (hend = p; hend < end && *hend != ':'; hend++)
+			if (!((*hend >= 'a' && *hend <= 'z') ||
+			    (*hend >= 'A' && *hend <= 'Z') ||
+			    (*hend >= '0' && *hend <= '9') || *hend == '.' ||
+			    *hend == '-'))
+				return (-1);
+		if (hend == p || *p == '.' || *p == '-')
+			return (-1);
+	}
+	if ((hlen = hend - p) >= sizeof(o->host))
+		return (-1);
+	for (i = 0; i < hlen; i++)
+		o->host[i] = (p[i] >= 'A' && p[i] <= 'Z') ? p[i] - 'A' + 'a' :
+		    p[i];
+	o->host[hlen] = '\0';
+	if (hend == end) {
+		o->port = o->https ? 443 : 80;
+		return (0);
+	}
+	if (*hend != ':' || end - hend < 2 || end - hend > 6)
+		return (-1);
+	for (p = hend + 1; p < end; p++) {
+		if (*p < '0' || *p > '9')
+			return (-1);
+		port = port * 10 + (*p - '0');
+	}
+	if (port < 1 || port > 65535)
+		return (-1);
+	o->port = (int)port;
+	return (0);
+}
+
+/* Whether s is "" or web origins separated by ','. */
+static int
+config_valid_origins(const char *s)
+{
+	struct web_origin	o;
+	size_t			len;
+
+	while (*s != '\0') {
+		len = strcspn(s, ",");
+		if (config_parse_web_origin(s, len, &o) == -1)
 			return (0);
 		s += len;
 		if (*s == ',' && *++s == '\0')
@@ -779,6 +870,11 @@ config_set(struct config *cfg, const struct config_var *var,
 		    strlen(value))
 			return (config_error(err, errsz, where, var, value,
 			    "not an image reference", NULL));
+		break;
+	case KIND_ORIGINS:
+		if (!config_valid_origins(value))
+			return (config_error(err, errsz, where, var, value,
+			    "not a list of web origins", NULL));
 		break;
 	case KIND_LISTEN:
 		if ((why = config_parse_listen(cfg, value)) != NULL)

@@ -4,12 +4,14 @@
  * relays to brokerd. It never forks, never execs, never authenticates.
  */
 #include <sys/types.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,12 +149,58 @@ frontd_listen_publish(const char *path, const char *bound)
 		fatal("write %s", path);
 }
 
+/*
+ * The connection limits: HOSTGATE_MAX_CONNECTIONS held below the
+ * descriptor limit less HTTP_FD_RESERVE, after raising the soft limit to
+ * the hard one, so that accept() never runs out of descriptors first.
+ */
+static void
+frontd_limits(struct config *conf, struct http_limits *limits)
+{
+	struct rlimit	rl;
+	long		room;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		fatal("getrlimit RLIMIT_NOFILE");
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+			log_warn("setrlimit RLIMIT_NOFILE");
+		if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+			fatal("getrlimit RLIMIT_NOFILE");
+	}
+	room = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX ?
+	    INT_MAX : (long)rl.rlim_cur - HTTP_FD_RESERVE;
+	memset(limits, 0, sizeof(*limits));
+	limits->max_body = conf->max_body;
+	limits->max_conns = conf->max_conns;
+	if (room < limits->max_conns) {
+		if (room < 16)
+			fatalx("descriptor limit %ld: too low to serve (%d are "
+			    "kept for other uses)", (long)rl.rlim_cur,
+			    HTTP_FD_RESERVE);
+		log_warnx("HOSTGATE_MAX_CONNECTIONS=%d is above the descriptor "
+		    "limit %ld less %d: using %ld", conf->max_conns,
+		    (long)rl.rlim_cur, HTTP_FD_RESERVE, room);
+		limits->max_conns = (int)room;
+	}
+	limits->max_conns_per_addr = conf->max_conns_per_addr;
+	if (limits->max_conns_per_addr > limits->max_conns)
+		limits->max_conns_per_addr = limits->max_conns;
+	limits->header_timeout = conf->header_timeout;
+	log_info("connections: at most %d, %d per client address, %d s for "
+	    "a request head (descriptor limit %ld)", limits->max_conns,
+	    limits->max_conns_per_addr, limits->header_timeout,
+	    rl.rlim_cur == RLIM_INFINITY ? -1L : (long)rl.rlim_cur);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct config	 conf;
 	struct priv_plan plan;
 	struct ipc_link	*broker;
+	struct http_limits limits;
 	SSL_CTX		*ssl = NULL;
 	char		 err[512], bound[INET6_ADDRSTRLEN + 16], *path, *lpath;
 	uid_t		 broker_uid;
@@ -214,8 +262,10 @@ main(int argc, char *argv[])
 	free(path);
 	api_init(frontd_base, &conf, broker);
 	ws_init();
+	ws_origins_init(&conf, bound);
 	sse_init(frontd_base);
-	if (http_server_new(frontd_base, fd, ssl, conf.max_body, api_handle,
+	frontd_limits(&conf, &limits);
+	if (http_server_new(frontd_base, fd, ssl, &limits, api_handle,
 	    NULL) == NULL)
 		fatalx("http_server_new");
 

@@ -7,6 +7,7 @@
 #define HG_FRONTD_H
 
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <openssl/ssl.h>
 #include <event2/bufferevent.h>
 
@@ -14,9 +15,22 @@
 
 #define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
 #define HTTP_MAX_HEADERS	64
-#define HTTP_MAX_CONNS		1024
-#define HTTP_HEAD_TIMEOUT	10		/* seconds to send a head */
 #define HTTP_IDLE_TIMEOUT	60		/* seconds of keep-alive idle */
+/*
+ * Descriptors kept out of the connection limit: the listener, brokerd's
+ * link, the fds brokerd passes (ptys, memfds), the streams taken over
+ * (WebSocket, SSE) and the connections being answered 503.
+ */
+#define HTTP_FD_RESERVE		256
+#define HTTP_RETRY_AFTER	5		/* seconds, in a 503 at a limit */
+
+/* What the HTTP server takes from the configuration. */
+struct http_limits {
+	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
+	int		 max_conns;		/* below the descriptor limit */
+	int		 max_conns_per_addr;	/* from one client address */
+	int		 header_timeout;	/* seconds to send a head */
+};
 
 struct http_header {
 	char			*name;
@@ -64,8 +78,14 @@ const char *http_header(struct http_request *, const char *name);
 /* Value of cookie name in the Cookie header(s) into out; -1 when absent. */
 int	 http_cookie(struct http_request *, const char *name, char *out,
 	    size_t outsz);
+/*
+ * The key of a client address (peer as logged) for the per-address
+ * connection limit: the address itself, or an IPv6 one's /64 prefix.
+ */
+void	 http_addr_key(const struct sockaddr *, const char *peer, char *out,
+	    size_t outsz);
 struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
-	    long max_body, http_handler, void *arg);
+	    const struct http_limits *, http_handler, void *arg);
 /*
  * Answer a request. extra is NULL or more header lines, each ending in
  * "\r\n". The request is freed after this call (or now, when its client
@@ -83,9 +103,15 @@ const char *http_status_text(int status);
 /*
  * Take a request's connection over (WebSocket, SSE) to answer it with
  * status: logs its access line, frees the request and returns its
- * bufferevent, or NULL when the client has gone.
+ * bufferevent, or NULL when the client has gone. It counts against the
+ * global connection limit until http_released().
  */
 struct bufferevent *http_takeover(struct http_request *, int status);
+/*
+ * The owner of a connection taken over has closed it: it no longer counts
+ * against the connection limit.
+ */
+void	 http_released(void);
 /* Log the access line of a request: one per request, at info. */
 void	 http_access_log(struct http_request *, int status, size_t bytes);
 
@@ -116,6 +142,8 @@ void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
 
 /* ws.c */
 void	 ws_init(void);
+/* The origins allowed to open terminals, from the address bound. */
+void	 ws_origins_init(const struct config *, const char *bound);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
 

@@ -15,8 +15,16 @@
  * One request at a time per connection: while the handler has a request,
  * bytes the client sends (a pipelined request) wait in the input buffer and
  * are parsed after the reply. Reading goes on meanwhile, up to HTTP_MAX_HEAD
- * bytes, only so that a client that closes its connection is noticed. A
- * client that half-closes after its request is taken as gone.
+ * bytes, only so that a client that resets its connection is noticed. An
+ * end of stream is a client that shut its sending side (it may still
+ * read): each complete request it sent is answered, then the connection
+ * is closed.
+ *
+ * Limits: connections are counted per client address (a hash table) and
+ * in all. At a limit a new connection sheds the oldest quiet one (no
+ * request in progress: nothing read yet, or idle between requests) of
+ * that address or of all, else it is answered 503 at once and closed. A
+ * head must be complete within limits.header_timeout seconds (408).
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -52,30 +60,68 @@ enum http_conn_state {
 	HTTP_LINGER,		/* discarding what the client still sends */
 };
 
+#define HTTP_ADDR_BUCKETS	1024	/* client addresses' hash table */
+#define HTTP_MAX_REFUSING	64	/* 503s at once; then stop accepting */
+
+TAILQ_HEAD(http_conns, http_conn);
+
+/*
+ * A client address with connections open (an IPv6 one by its /64, which a
+ * single client has to itself): how many, and those of them with no
+ * request in progress, oldest first (the first to be shed).
+ */
+struct http_addr {
+	char			 peer[64];	/* http_conn's key */
+	int			 nconns;
+	struct http_conns	 quiet;
+	int			 full;		/* at the limit: warned */
+	unsigned long		 shed, refused;	/* in this episode */
+	struct http_addr	*next;		/* in its bucket */
+};
+
 struct http_server {
 	struct event_base	*base;
 	struct evconnlistener	*listener;
 	struct event		*resume;	/* accepts again after EMFILE */
 	SSL_CTX			*ssl_ctx;
-	long			 max_body;
+	struct http_limits	 limits;
 	http_handler		 handler;
 	void			*arg;
-	int			 nconns;
-	int			 full;		/* at HTTP_MAX_CONNS, warned */
+	int			 nconns;	/* counted against the limits */
+	int			 nrefusing;	/* being answered 503, uncounted */
+	int			 paused;	/* at HTTP_MAX_REFUSING */
+	struct http_conns	 quiet;		/* no request in progress */
+	int			 full;		/* at the limit: warned */
+	unsigned long		 shed, refused;	/* in this episode */
+	struct http_addr	*addrs[HTTP_ADDR_BUCKETS];
 };
 
 struct http_conn {
 	struct http_server	*server;
+	struct http_addr	*addr;		/* NULL while refusing */
 	struct bufferevent	*bev;
 	struct event		*timer;		/* head, idle, body, linger */
 	enum http_conn_state	 state;
 	struct http_request	*req;		/* being read, or with handler */
 	size_t			 scanned;	/* head bytes already looked at */
 	int			 idle;		/* between requests, none read */
+	int			 quiet;		/* in the quiet lists */
+	int			 eof;		/* the client shut its side */
+	int			 refusing;	/* over a limit: a 503, then close */
 	int			 linger;	/* drain the input, then close */
 	int			 tls;
 	char			 peer[64];
+	char			 key[64];	/* its address, or IPv6 /64 */
+	TAILQ_ENTRY(http_conn)	 sentry;	/* in server->quiet */
+	TAILQ_ENTRY(http_conn)	 aentry;	/* in addr->quiet */
 };
+
+/*
+ * Connections taken over (WebSocket, SSE) and not yet released: they hold
+ * a descriptor each, so they count against the global limit, though they
+ * are never shed.
+ */
+static int	http_taken;
 
 /* Why http_parse_head last refused a head, for the error reply. */
 static const char *http_parse_reason = "malformed request";
@@ -127,33 +173,49 @@ http_tchar(unsigned char c)
 static size_t
 http_head_end(const char *buf, size_t len)
 {
-	const char	*p, *end = buf + len;
+	const char	*p;
 
-	for (p = buf; p < end; p++) {
-		if ((p = memchr(p, '\n', end - p)) == NULL)
+	if ((p = memmem(buf, len, "\r\n\r\n", 4)) == NULL)
+		return (0);
+	return (p + 4 - buf);
+}
+
+/*
+ * RFC 9112 2.2: every line of a head ends in CR LF. A bare LF or a bare
+ * CR is refused rather than taken as a line end, since a proxy in front
+ * that splits the head otherwise would see other headers (request
+ * smuggling). A CR at the very end of what has arrived may still get its
+ * LF. Returns 0 or minus a status.
+ */
+static int
+http_check_crlf(const char *buf, size_t len)
+{
+	const char	*p = buf, *end = buf + len, *cr, *lf;
+
+	while (p < end) {
+		lf = memchr(p, '\n', end - p);
+		cr = memchr(p, '\r', (lf != NULL ? lf : end) - p);
+		if (cr != NULL && cr + 1 < end && cr[1] != '\n')
+			return (http_fail(400, "bare CR in the request head"));
+		if (lf == NULL)
 			break;
-		if (p + 1 < end && p[1] == '\n')
-			return (p + 2 - buf);
-		if (p + 2 < end && p[1] == '\r' && p[2] == '\n')
-			return (p + 3 - buf);
+		if (lf == buf || lf[-1] != '\r')
+			return (http_fail(400, "bare LF in the request head"));
+		p = lf + 1;
 	}
 	return (0);
 }
 
-/* The line at *pp without its LF or CR LF; moves *pp past it. */
+/* The line at *pp without its CR LF; moves *pp past it. */
 static size_t
 http_line(const char **pp, const char *end, const char **line)
 {
 	const char	*p = *pp, *nl;
-	size_t		 len;
 
 	nl = memchr(p, '\n', end - p);	/* a complete head ends with one */
-	len = nl - p;
-	if (len > 0 && p[len - 1] == '\r')
-		len--;
 	*line = p;
 	*pp = nl + 1;
-	return (len);
+	return (nl - 1 - p);		/* http_check_crlf saw its CR */
 }
 
 /* Whether v (vlen bytes) names an HTTP version, if not one we speak. */
@@ -361,8 +423,8 @@ http_parse_partial(const char *buf, size_t len)
 	int		 rc;
 
 	nl = memchr(buf, '\n', len);
-	n = nl != NULL ? (size_t)(nl - buf) : len;
-	if (nl != NULL && n > 0 && buf[n - 1] == '\r')
+	n = nl != NULL ? (size_t)(nl - buf) - 1 : len;
+	if (nl == NULL && n > 0 && buf[n - 1] == '\r')
 		n--;
 	if ((rc = http_parse_line(buf, n, nl == NULL, NULL)) != 0)
 		return (rc);
@@ -402,7 +464,10 @@ http_parse_head(const char *buf, size_t len, struct http_request *req)
 	size_t		 headlen, n;
 	int		 rc, nheaders = 0;
 
-	if ((headlen = http_head_end(buf, len)) == 0)
+	headlen = http_head_end(buf, len);
+	if ((rc = http_check_crlf(buf, headlen > 0 ? headlen : len)) != 0)
+		return (rc);
+	if (headlen == 0)
 		return (http_parse_partial(buf, len));
 	p = buf;
 	end = buf + headlen;
@@ -552,6 +617,10 @@ http_error_code(int status)
 		return ("not_implemented");
 	case 505:
 		return ("http_version");
+	case 408:
+		return ("timeout");
+	case 503:
+		return (ERR_UNAVAILABLE);
 	}
 	return (ERR_BAD_REQUEST);
 }
@@ -605,6 +674,136 @@ http_conn_timer(struct http_conn *conn, int secs)
 	evtimer_add(conn->timer, &tv);
 }
 
+/* The bucket of a client address in the server's table. */
+static struct http_addr **
+http_addr_bucket(struct http_server *server, const char *peer)
+{
+	uint32_t	h = 2166136261u;	/* FNV-1a */
+
+	for (; *peer != '\0'; peer++)
+		h = (h ^ (unsigned char)*peer) * 16777619u;
+	return (&server->addrs[h % HTTP_ADDR_BUCKETS]);
+}
+
+/* The entry of a client address, or NULL when it has no connection. */
+static struct http_addr *
+http_addr_find(struct http_server *server, const char *peer)
+{
+	struct http_addr	*a;
+
+	for (a = *http_addr_bucket(server, peer); a != NULL; a = a->next)
+		if (strcmp(a->peer, peer) == 0)
+			return (a);
+	return (NULL);
+}
+
+/* Count a new connection against its client address. */
+static void
+http_addr_add(struct http_conn *conn)
+{
+	struct http_server	*server = conn->server;
+	struct http_addr	*a, **bucket;
+
+	if ((a = http_addr_find(server, conn->key)) == NULL) {
+		if ((a = calloc(1, sizeof *a)) == NULL)
+			fatal("calloc");
+		memcpy(a->peer, conn->key, sizeof a->peer);
+		TAILQ_INIT(&a->quiet);
+		bucket = http_addr_bucket(server, conn->key);
+		a->next = *bucket;
+		*bucket = a;
+	}
+	a->nconns++;
+	conn->addr = a;
+}
+
+/*
+ * Whether a limit's episode is over: the count has fallen a quarter (at
+ * least one) below it, so that a flood held at the limit, shedding one
+ * for each new one, is one episode.
+ */
+static int
+http_episode_over(int count, int limit)
+{
+	return (count == 0 ||
+	    count < limit - (limit / 4 > 0 ? limit / 4 : 1));
+}
+
+/* Uncount a connection of its client address; forget an address unused. */
+static void
+http_addr_remove(struct http_conn *conn)
+{
+	struct http_server	*server = conn->server;
+	struct http_addr	*a = conn->addr, **pp;
+	int			 limit = server->limits.max_conns_per_addr;
+
+	conn->addr = NULL;
+	a->nconns--;
+	if (a->full && http_episode_over(a->nconns, limit)) {
+		log_info("client %s: back under %d connections (%lu idle shed, "
+		    "%lu refused with 503)", a->peer, limit, a->shed,
+		    a->refused);
+		a->full = 0;
+		a->shed = a->refused = 0;
+	}
+	if (a->nconns > 0)
+		return;
+	for (pp = http_addr_bucket(server, a->peer); *pp != a;
+	    pp = &(*pp)->next)
+		;
+	*pp = a->next;
+	free(a);
+}
+
+/*
+ * Put a connection in, or take it out of, the quiet lists: those with no
+ * request in progress (nothing read yet, or idle between requests), the
+ * ones shed first, oldest first.
+ */
+static void
+http_conn_quiet(struct http_conn *conn, int on)
+{
+	struct http_server	*server = conn->server;
+
+	if (on == conn->quiet || conn->addr == NULL)
+		return;
+	if (on) {
+		TAILQ_INSERT_TAIL(&server->quiet, conn, sentry);
+		TAILQ_INSERT_TAIL(&conn->addr->quiet, conn, aentry);
+	} else {
+		TAILQ_REMOVE(&server->quiet, conn, sentry);
+		TAILQ_REMOVE(&conn->addr->quiet, conn, aentry);
+	}
+	conn->quiet = on;
+}
+
+/* Stop counting a connection that closes or is taken over. */
+static void
+http_conn_uncount(struct http_conn *conn)
+{
+	struct http_server	*server = conn->server;
+
+	http_conn_quiet(conn, 0);
+	if (conn->refusing) {
+		conn->refusing = 0;
+		if (--server->nrefusing < HTTP_MAX_REFUSING && server->paused) {
+			server->paused = 0;
+			evconnlistener_enable(server->listener);
+		}
+		return;
+	}
+	http_addr_remove(conn);
+	server->nconns--;
+	if (server->full && http_episode_over(server->nconns + http_taken,
+	    server->limits.max_conns)) {
+		log_info("back under %d connections (%lu idle shed, %lu "
+		    "refused with 503)", server->limits.max_conns,
+		    server->shed, server->refused);
+		server->full = 0;
+		server->shed = server->refused = 0;
+	}
+}
+
 /*
  * Close a connection. A request the handler still has stays alive, with
  * conn NULL, until the handler answers it.
@@ -618,9 +817,9 @@ http_conn_free(struct http_conn *conn)
 		else
 			http_request_free(conn->req);
 	}
+	http_conn_uncount(conn);
 	bufferevent_free(conn->bev);
 	event_free(conn->timer);
-	conn->server->nconns--;
 	free(conn);
 }
 
@@ -639,17 +838,36 @@ http_conn_next(struct http_conn *conn, int keep)
 	}
 	conn->state = HTTP_HEAD;
 	conn->scanned = 0;
-	bufferevent_enable(conn->bev, EV_READ);
+	if (!conn->eof)
+		bufferevent_enable(conn->bev, EV_READ);
 	if (evbuffer_get_length(in) == 0) {
 		conn->idle = 1;
+		http_conn_quiet(conn, 1);
 		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
 		return;
 	}
 	/* A pipelined request already waits: parse it from the loop. */
 	conn->idle = 0;
-	http_conn_timer(conn, HTTP_HEAD_TIMEOUT);
+	http_conn_timer(conn, conn->server->limits.header_timeout);
 	bufferevent_trigger(conn->bev, EV_READ,
 	    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/*
+ * The client has shut its side and nothing more can be answered: close,
+ * once a reply still being written has gone out.
+ */
+static void
+http_conn_end(struct http_conn *conn, const char *why)
+{
+	log_debug("%s: %s", conn->peer, why);
+	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
+		http_conn_free(conn);
+		return;
+	}
+	conn->state = HTTP_CLOSING;	/* http_conn_write closes */
+	evtimer_del(conn->timer);
+	http_conn_quiet(conn, 0);
 }
 
 /*
@@ -695,7 +913,9 @@ http_reply(struct http_request *req, int status, const char *ctype,
 		http_request_free(req);
 		return;
 	}
-	keep = req->keep_alive && !conn->linger;
+	/* A client that shut its side gets what it asked, then a close. */
+	keep = req->keep_alive && !conn->linger && !(conn->eof &&
+	    evbuffer_get_length(bufferevent_get_input(conn->bev)) == 0);
 
 	/* One buffer, so that TLS sends it in as few records as it can. */
 	if ((buf = evbuffer_new()) == NULL)
@@ -725,7 +945,9 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	bufferevent_write_buffer(conn->bev, buf);
 	evbuffer_free(buf);
 
-	http_access_log(req, status, sent);
+	/* A 503 at a limit is counted in its episode's summary instead. */
+	if (!conn->refusing)
+		http_access_log(req, status, sent);
 	conn->req = NULL;
 	http_request_free(req);
 	http_conn_next(conn, keep);
@@ -761,9 +983,13 @@ http_reply_error(struct http_request *req, int status, const char *code,
 	http_reply_json(req, status, obj, extra);
 }
 
-/* Refuse the request being read with an error, then close the connection. */
+/*
+ * Refuse the request being read with an error (extra: more header lines
+ * or NULL), then close the connection.
+ */
 static void
-http_conn_refuse(struct http_conn *conn, int status, const char *message)
+http_conn_refuse(struct http_conn *conn, int status, const char *message,
+    const char *extra)
 {
 	struct http_request	*req;
 
@@ -771,11 +997,14 @@ http_conn_refuse(struct http_conn *conn, int status, const char *message)
 		conn->req = http_request_new(conn);
 	req = conn->req;
 	log_debug("%s: refused with %d: %s", conn->peer, status, message);
+	http_conn_quiet(conn, 0);
 	/* The client may still be sending: drain that before closing. */
 	conn->linger = 1;
 	conn->state = HTTP_HANDLER;
 	evtimer_del(conn->timer);
-	http_reply_error(req, status, http_error_code(status), message, NULL);
+	http_reply_error(req, status, http_error_code(status), message, extra);
+	/* Bounded even when the output never drains (a TLS handshake). */
+	http_conn_timer(conn, HTTP_LINGER_TIMEOUT);
 }
 
 /* Hand the complete request to the handler. */
@@ -798,6 +1027,10 @@ http_conn_body(struct http_conn *conn)
 	size_t			 need = (size_t)req->content_length;
 
 	if (evbuffer_get_length(in) < need) {
+		if (conn->eof) {
+			http_conn_end(conn, "closed in the middle of a body");
+			return;
+		}
 		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
 		return;
 	}
@@ -821,8 +1054,12 @@ http_conn_head(struct http_conn *conn)
 
 	if ((len = evbuffer_get_length(in)) > HTTP_MAX_HEAD)
 		len = HTTP_MAX_HEAD;
-	if (len == 0 || (p = evbuffer_pullup(in, len)) == NULL)
+	if (len == 0 || (p = evbuffer_pullup(in, len)) == NULL) {
+		if (conn->eof)
+			http_conn_end(conn, "closed by the client");
 		return;
+	}
+	http_conn_quiet(conn, 0);
 	if (conn->scanned == 0) {
 		/* RFC 9112 2.2: ignore empty lines before a request. */
 		for (skip = 0; skip < len && (p[skip] == '\r' ||
@@ -836,13 +1073,13 @@ http_conn_head(struct http_conn *conn)
 	}
 	if (conn->idle) {
 		conn->idle = 0;
-		http_conn_timer(conn, HTTP_HEAD_TIMEOUT);
+		http_conn_timer(conn, conn->server->limits.header_timeout);
 	}
 	/*
 	 * Parse again only when the answer may have changed: on the first
 	 * bytes, on a new line, or when the head has reached its limit.
 	 */
-	if (conn->scanned > 0 && len < HTTP_MAX_HEAD &&
+	if (conn->scanned > 0 && len < HTTP_MAX_HEAD && !conn->eof &&
 	    (len <= conn->scanned ||
 	    memchr(p + conn->scanned, '\n', len - conn->scanned) == NULL)) {
 		conn->scanned = len;
@@ -853,19 +1090,22 @@ http_conn_head(struct http_conn *conn)
 	if (conn->req == NULL)
 		conn->req = http_request_new(conn);
 	req = conn->req;
-	if ((rc = http_parse_head((const char *)p, len, req)) == 0)
+	if ((rc = http_parse_head((const char *)p, len, req)) == 0) {
+		if (conn->eof)
+			http_conn_end(conn, "closed in the middle of a head");
 		return;
+	}
 	if (rc < 0) {
-		http_conn_refuse(conn, -rc, http_parse_reason);
+		http_conn_refuse(conn, -rc, http_parse_reason, NULL);
 		return;
 	}
 	evbuffer_drain(in, rc);
 	conn->scanned = 0;
 
-	if (req->content_length > conn->server->max_body) {
+	if (req->content_length > conn->server->limits.max_body) {
 		snprintf(msg, sizeof msg, "request body larger than %ld bytes",
-		    conn->server->max_body);
-		http_conn_refuse(conn, 413, msg);
+		    conn->server->limits.max_body);
+		http_conn_refuse(conn, 413, msg, NULL);
 		return;
 	}
 	if (req->content_length <= 0) {
@@ -873,7 +1113,7 @@ http_conn_head(struct http_conn *conn)
 		return;
 	}
 	if (req->minor == 1 && evbuffer_get_length(in) <
-	    (size_t)req->content_length) {
+	    (size_t)req->content_length && !conn->eof) {
 		const char	*expect = http_header(req, "Expect");
 
 		/* Tell a client that waits (curl does) to send the body. */
@@ -922,7 +1162,7 @@ http_conn_write(struct bufferevent *bev, void *arg)
 	if (conn->state != HTTP_CLOSING ||
 	    evbuffer_get_length(bufferevent_get_output(bev)) > 0)
 		return;
-	if (conn->linger && !conn->tls) {
+	if (conn->linger && !conn->tls && !conn->eof) {
 		/*
 		 * The client may still be sending a body we refused: closing
 		 * now would reset the connection and could destroy the reply
@@ -943,7 +1183,11 @@ http_conn_write(struct bufferevent *bev, void *arg)
 	http_conn_free(conn);
 }
 
-/* End of stream, an error or a write timeout: close. */
+/*
+ * End of stream, an error or a write timeout. An end of stream is only the
+ * client shutting its side (it may still read): what it sent completely is
+ * answered, and then the connection is closed.
+ */
 static void
 http_conn_event(struct bufferevent *bev, short what, void *arg)
 {
@@ -955,7 +1199,28 @@ http_conn_event(struct bufferevent *bev, short what, void *arg)
 		log_debug("%s: TLS handshake done", conn->peer);
 		return;
 	}
-	if (what & BEV_EVENT_TIMEOUT)
+	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING)) {
+		conn->eof = 1;
+		/* libevent's TLS stops writing at the end of stream: resume. */
+		if (conn->tls)
+			bufferevent_enable(bev, EV_WRITE);
+		switch (conn->state) {
+		case HTTP_HEAD:
+		case HTTP_BODY:
+			/* Whatever is buffered, then the close. */
+			http_conn_read(bev, conn);
+			return;
+		case HTTP_HANDLER:
+			log_debug("%s: the client shut its side; answering "
+			    "first", conn->peer);
+			return;
+		case HTTP_CLOSING:
+			return;		/* http_conn_write closes */
+		case HTTP_LINGER:
+			break;
+		}
+		log_debug("%s: closed by the client", conn->peer);
+	} else if (what & BEV_EVENT_TIMEOUT)
 		log_debug("%s: write timeout", conn->peer);
 	else if (what & BEV_EVENT_ERROR) {
 		if (conn->tls && (e = bufferevent_get_openssl_error(bev)) != 0) {
@@ -969,12 +1234,28 @@ http_conn_event(struct bufferevent *bev, short what, void *arg)
 	http_conn_free(conn);
 }
 
-/* The head, idle, body or linger timer ran out: close. */
+/*
+ * The connection's timer ran out. A request head (or body) not complete in
+ * time gets 408; an idle keep-alive connection, or one refused, lingering
+ * or closing, is closed.
+ */
 static void
 http_conn_timeout(evutil_socket_t fd, short ev, void *arg)
 {
 	struct http_conn	*conn = arg;
+	char			 msg[128];
 
+	if (!conn->refusing && ((conn->state == HTTP_HEAD && !conn->idle) ||
+	    conn->state == HTTP_BODY)) {
+		if (conn->state == HTTP_HEAD)
+			snprintf(msg, sizeof msg, "no complete request head "
+			    "within %d s", conn->server->limits.header_timeout);
+		else
+			snprintf(msg, sizeof msg, "no body byte within %d s",
+			    HTTP_IDLE_TIMEOUT);
+		http_conn_refuse(conn, 408, msg, NULL);
+		return;
+	}
 	log_debug("%s: timeout", conn->peer);
 	http_conn_free(conn);
 }
@@ -1010,6 +1291,93 @@ http_peer_name(const struct sockaddr *sa, char *out, size_t outsz)
 		snprintf(out, outsz, "unknown");
 }
 
+/* Whether a quiet connection has no reply still going out either. */
+static int
+http_conn_sheddable(struct http_conn *conn)
+{
+	return (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0);
+}
+
+/*
+ * Make room for a new connection from peer (its address's key): at that
+ * address's limit, or at the global one, shed the oldest connection with
+ * no request in progress (of that address, or of all). Returns NULL when
+ * there is room, or why there is none, for a 503. One warning per episode
+ * at a limit.
+ */
+static const char *
+http_server_admit(struct http_server *server, const char *peer)
+{
+	struct http_addr	*a;
+	struct http_conn	*victim;
+	int			 limit = server->limits.max_conns_per_addr;
+
+	if ((a = http_addr_find(server, peer)) != NULL && a->nconns >= limit) {
+		if (!a->full)
+			log_warnx("client %s has %d connections, its limit: "
+			    "shedding its idle ones, else refusing with 503",
+			    peer, a->nconns);
+		a->full = 1;
+		TAILQ_FOREACH(victim, &a->quiet, aentry)
+			if (http_conn_sheddable(victim))
+				break;
+		if (victim == NULL) {
+			a->refused++;
+			return ("too many connections from this address");
+		}
+		a->shed++;
+		log_debug("%s: idle connection shed for a new one", peer);
+		http_conn_free(victim);		/* may free a */
+	}
+	if (server->nconns + http_taken >= server->limits.max_conns) {
+		if (!server->full)
+			log_warnx("%d connections open, the limit: shedding "
+			    "idle ones, else refusing with 503",
+			    server->nconns + http_taken);
+		server->full = 1;
+		TAILQ_FOREACH(victim, &server->quiet, sentry)
+			if (http_conn_sheddable(victim))
+				break;
+		if (victim == NULL) {
+			server->refused++;
+			return ("too many connections");
+		}
+		server->shed++;
+		log_debug("%s: idle connection shed for one of %s",
+		    victim->peer, peer);
+		http_conn_free(victim);
+	}
+	return (NULL);
+}
+
+/*
+ * The key of a client address for the per-address limit: the address as
+ * shown, or for IPv6 its /64 prefix, since one client commonly holds a
+ * whole /64 and could otherwise open connections from any of its addresses.
+ */
+void
+http_addr_key(const struct sockaddr *sa, const char *peer, char *out,
+    size_t outsz)
+{
+	const struct sockaddr_in6	*sin6;
+	struct in6_addr			 prefix;
+	char				 buf[INET6_ADDRSTRLEN];
+
+	if (sa->sa_family == AF_INET6) {
+		sin6 = (const struct sockaddr_in6 *)sa;
+		if (!IN6_IS_ADDR_V4MAPPED(&sin6->sin6_addr)) {
+			memset(&prefix, 0, sizeof prefix);
+			memcpy(&prefix, &sin6->sin6_addr, 8);
+			if (inet_ntop(AF_INET6, &prefix, buf, sizeof buf) !=
+			    NULL) {
+				snprintf(out, outsz, "%s/64", buf);
+				return;
+			}
+		}
+	}
+	snprintf(out, outsz, "%s", peer);
+}
+
 /* A new connection: wrap it, TLS or not, and wait for its first head. */
 static void
 http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
@@ -1019,23 +1387,20 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	struct http_conn	*conn;
 	struct timeval		 tv = { HTTP_WRITE_TIMEOUT, 0 };
 	SSL			*ssl;
+	const char		*full;
+	char			 peer[64], key[64], extra[64];
 	int			 opts = BEV_OPT_CLOSE_ON_FREE |
 				    BEV_OPT_DEFER_CALLBACKS;
 
-	if (server->nconns >= HTTP_MAX_CONNS) {
-		if (!server->full)
-			log_warnx("%d connections open: refusing new ones",
-			    server->nconns);
-		server->full = 1;
-		close(fd);
-		return;
-	}
-	server->full = 0;
+	http_peer_name(sa, peer, sizeof peer);
+	http_addr_key(sa, peer, key, sizeof key);
+	full = http_server_admit(server, key);
 
 	if ((conn = calloc(1, sizeof *conn)) == NULL)
 		fatal("calloc");
 	conn->server = server;
-	http_peer_name(sa, conn->peer, sizeof conn->peer);
+	memcpy(conn->peer, peer, sizeof conn->peer);
+	memcpy(conn->key, key, sizeof conn->key);
 	if (server->ssl_ctx != NULL) {
 		if ((ssl = SSL_new(server->ssl_ctx)) == NULL) {
 			log_warnx("%s: SSL_new failed", conn->peer);
@@ -1045,6 +1410,12 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 			return;
 		}
 		conn->tls = 1;
+		/*
+		 * A client that shuts its side without close_notify still
+		 * reads our answer: an end of stream, not a fatal error
+		 * (requests are framed by Content-Length, so none is cut).
+		 */
+		SSL_set_options(ssl, SSL_OP_IGNORE_UNEXPECTED_EOF);
 		/* On failure libevent frees ssl; fd stays ours to close. */
 		conn->bev = bufferevent_openssl_socket_new(server->base, fd,
 		    ssl, BUFFEREVENT_SSL_ACCEPTING, opts);
@@ -1062,16 +1433,31 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	if ((conn->timer = evtimer_new(server->base, http_conn_timeout,
 	    conn)) == NULL)
 		fatalx("evtimer_new");
-	server->nconns++;
-	log_debug("%s: connected%s", conn->peer, conn->tls ? " (TLS)" : "");
-
 	bufferevent_setcb(conn->bev, http_conn_read, http_conn_write,
 	    http_conn_event, conn);
 	bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
 	bufferevent_set_timeouts(conn->bev, NULL, &tv);
 	bufferevent_enable(conn->bev, EV_READ | EV_WRITE);
 	conn->state = HTTP_HEAD;
-	http_conn_timer(conn, HTTP_HEAD_TIMEOUT);
+
+	if (full != NULL) {
+		/* Answered at once, never silently closed. */
+		conn->refusing = 1;
+		if (++server->nrefusing >= HTTP_MAX_REFUSING) {
+			/* The kernel's backlog holds the rest meanwhile. */
+			server->paused = 1;
+			evconnlistener_disable(server->listener);
+		}
+		snprintf(extra, sizeof extra, "Retry-After: %d\r\n",
+		    HTTP_RETRY_AFTER);
+		http_conn_refuse(conn, 503, full, extra);
+		return;
+	}
+	server->nconns++;
+	http_addr_add(conn);
+	http_conn_quiet(conn, 1);
+	log_debug("%s: connected%s", conn->peer, conn->tls ? " (TLS)" : "");
+	http_conn_timer(conn, server->limits.header_timeout);
 }
 
 /* accept() failed: out of descriptors pauses accepting for a second. */
@@ -1107,7 +1493,7 @@ http_server_resume(evutil_socket_t fd, short ev, void *arg)
  */
 struct http_server *
 http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
-    long max_body, http_handler handler, void *arg)
+    const struct http_limits *limits, http_handler handler, void *arg)
 {
 	struct http_server	*server;
 
@@ -1115,7 +1501,8 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 		fatal("calloc");
 	server->base = base;
 	server->ssl_ctx = ctx;
-	server->max_body = max_body;
+	server->limits = *limits;
+	TAILQ_INIT(&server->quiet);
 	server->handler = handler;
 	server->arg = arg;
 	if ((server->resume = evtimer_new(base, http_server_resume,
@@ -1165,8 +1552,17 @@ http_takeover(struct http_request *req, int status)
 	bufferevent_setwatermark(bev, EV_READ | EV_WRITE, 0, 0);
 	conn->req = NULL;
 	http_request_free(req);
+	http_conn_uncount(conn);
+	http_taken++;
 	event_free(conn->timer);
-	conn->server->nconns--;
 	free(conn);
 	return bev;
+}
+
+/* A connection taken over has been closed: it counts no more. */
+void
+http_released(void)
+{
+	if (http_taken > 0)
+		http_taken--;
 }

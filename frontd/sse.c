@@ -42,6 +42,7 @@ sse_free(struct sse *s, const char *why)
 	TAILQ_REMOVE(&sse_all, s, entry);
 	sse_count--;
 	bufferevent_free(s->bev);
+	http_released();
 	free(s->user);
 	free(s);
 }

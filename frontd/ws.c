@@ -28,6 +28,14 @@
 #define WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WS_MAX_MSG	(1024 * 1024)	/* largest message a client may send */
 #define WS_HIGH_WATER	(4 * 1024 * 1024) /* stop reading the pty above this */
+/*
+ * Input for the pty: above WS_INPUT_HIGH queued bytes frontd stops reading
+ * the WebSocket until the program in the terminal has read it down to
+ * WS_INPUT_LOW; the bufferevent itself holds at most WS_INPUT_BUF unparsed.
+ */
+#define WS_INPUT_HIGH	(1024 * 1024)
+#define WS_INPUT_LOW	(256 * 1024)
+#define WS_INPUT_BUF	(256 * 1024)
 #define WS_PING_SECS	30
 #define WS_ATTACH_MS	5000
 
@@ -42,6 +50,7 @@ struct ws {
 	char			 id[17];
 	char			 peer[64];
 	int			 paused;	/* pty reads stopped: backpressure */
+	int			 held;		/* client reads stopped: the same */
 	int			 too_big;	/* a frame announced too much */
 	int			 evicted;	/* another viewer took over */
 	uint8_t			 hdr[14];	/* ws_track: a header so far */
@@ -96,22 +105,106 @@ ws_has_token(const char *value, const char *token)
 }
 
 /*
- * A browser sends Origin; it must name this very host, or another site's
+ * The origins whose pages may open a terminal: the listen address with
+ * frontd's scheme (and localhost for a loopback one), then those of
+ * HOSTGATE_ALLOWED_ORIGINS. For a wildcard listen address (0.0.0.0, ::)
+ * the host is whatever the request's Host names, on the listen port.
+ */
+static struct web_origin	*ws_origins;
+static size_t			 ws_norigins;
+static struct web_origin	 ws_listen;	/* host "" when a wildcard */
+
+/* Whether two origins are the same: scheme, host and port. */
+static int
+ws_origin_same(const struct web_origin *a, const struct web_origin *b)
+{
+	return (a->https == b->https && a->port == b->port &&
+	    strcmp(a->host, b->host) == 0);
+}
+
+/*
+ * A browser sends Origin; it must name this very site, or another site's
  * page could drive a logged-in user's terminal (cross-site WebSocket
- * hijacking). Clients that send no Origin (agents, curl) are not browsers.
+ * hijacking). Scheme, host and port all count: an http:// page is not the
+ * https:// site. Clients that send no Origin (agents, curl) are not
+ * browsers.
  */
 static int
 ws_origin_ok(struct http_request *req)
 {
-	const char	*origin, *host, *p;
+	struct web_origin	 o, here;
+	const char		*origin, *host;
+	char			 buf[300];
+	size_t			 i;
 
 	if ((origin = http_header(req, "Origin")) == NULL)
 		return 1;
-	if ((host = http_header(req, "Host")) == NULL)
+	if (config_parse_web_origin(origin, strlen(origin), &o) == -1)
 		return 0;
-	if ((p = strstr(origin, "://")) == NULL)
+	for (i = 0; i < ws_norigins; i++)
+		if (ws_origin_same(&o, &ws_origins[i]))
+			return 1;
+	if (ws_listen.host[0] != '\0' || (host = http_header(req,
+	    "Host")) == NULL)
 		return 0;
-	return strcasecmp(p + 3, host) == 0;
+	/* A wildcard listen address: the Host the browser connected to. */
+	snprintf(buf, sizeof(buf), "%s://%s", ws_listen.https ? "https" :
+	    "http", host);
+	if (config_parse_web_origin(buf, strlen(buf), &here) == -1 ||
+	    here.port != ws_listen.port)
+		return 0;
+	return ws_origin_same(&o, &here);
+}
+
+/* Add an origin to those allowed. */
+static void
+ws_origin_add(const struct web_origin *o)
+{
+	struct web_origin	*n;
+
+	n = reallocarray(ws_origins, ws_norigins + 1, sizeof(*n));
+	if (n == NULL)
+		fatal("%s", __func__);
+	ws_origins = n;
+	ws_origins[ws_norigins++] = *o;
+}
+
+/*
+ * The allowed origins, from the address bound ("a.b.c.d:port" or
+ * "[addr]:port", the port resolved) and the configuration. Until it is
+ * called, every request with an Origin is refused.
+ */
+void
+ws_origins_init(const struct config *conf, const char *bound)
+{
+	struct web_origin	 o;
+	const char		*colon, *p, *end;
+	char			 buf[300];
+
+	colon = strrchr(bound, ':');
+	snprintf(buf, sizeof(buf), "%s://%s", conf->tls_cert != NULL ?
+	    "https" : "http", bound);
+	if (colon == NULL || config_parse_web_origin(buf, strlen(buf),
+	    &ws_listen) == -1)
+		fatalx("%s: cannot make an origin of %s", __func__, bound);
+	if (strcmp(ws_listen.host, "0.0.0.0") == 0 ||
+	    strcmp(ws_listen.host, "[::]") == 0)
+		ws_listen.host[0] = '\0';
+	else
+		ws_origin_add(&ws_listen);
+	if (conf->listen_loopback) {
+		o = ws_listen;
+		snprintf(o.host, sizeof(o.host), "localhost");
+		ws_origin_add(&o);
+	}
+	for (p = conf->allowed_origins; p != NULL && *p != '\0'; p = end) {
+		end = p + strcspn(p, ",");
+		if (config_parse_web_origin(p, end - p, &o) == -1)
+			fatalx("HOSTGATE_ALLOWED_ORIGINS: not an origin");
+		ws_origin_add(&o);
+		if (*end == ',')
+			end++;
+	}
 }
 
 /* wslay reads: take what the bufferevent has. */
@@ -122,8 +215,11 @@ ws_recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
 	struct ws	*w = arg;
 	int		 n;
 
-	if (w->too_big) {
-		/* Nothing more from a peer being closed for it. */
+	if (w->too_big || w->held) {
+		/*
+		 * Nothing more from a peer being closed for it, nor from one
+		 * whose input waits for the pty.
+		 */
 		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
 		return -1;
 	}
@@ -150,20 +246,38 @@ ws_send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
 	return len;
 }
 
-/* Write what waits for the pty; arm the write event while some is left. */
+/*
+ * Write what waits for the pty; arm the write event while some is left.
+ * Above WS_INPUT_HIGH, stop taking input from the client.
+ */
 static void
 ws_pty_flush(struct ws *w)
 {
 	if (evbuffer_get_length(w->to_pty) > 0 &&
 	    evbuffer_write(w->to_pty, w->pty) == -1 && errno != EAGAIN &&
-	    errno != EINTR) {
+	    errno != EINTR)
 		evbuffer_drain(w->to_pty, evbuffer_get_length(w->to_pty));
-		return;
-	}
 	if (evbuffer_get_length(w->to_pty) > 0)
 		event_add(w->ev_ptyw, NULL);
 	else
 		event_del(w->ev_ptyw);
+	if (!w->held && evbuffer_get_length(w->to_pty) > WS_INPUT_HIGH) {
+		log_debug("%s: terminal %s: input waits for the terminal",
+		    w->peer, w->id);
+		w->held = 1;
+		bufferevent_disable(w->bev, EV_READ);
+	}
+}
+
+/* Take input from the client again, once the pty has read enough of it. */
+static int
+ws_input_resume(struct ws *w)
+{
+	if (!w->held || evbuffer_get_length(w->to_pty) >= WS_INPUT_LOW)
+		return 0;
+	w->held = 0;
+	bufferevent_enable(w->bev, EV_READ);
+	return 1;
 }
 
 /* Tell brokerd a terminal was resized: it counts them for the audit. */
@@ -266,6 +380,8 @@ ws_msg_cb(wslay_event_context_ptr ctx,
 
 	switch (arg->opcode) {
 	case WSLAY_BINARY_FRAME:
+		if (w->evicted)
+			break;	/* the terminal is another viewer's now */
 		evbuffer_add(w->to_pty, arg->msg, arg->msg_length);
 		ws_pty_flush(w);
 		break;
@@ -366,11 +482,16 @@ ws_pty_read(evutil_socket_t fd, short ev, void *arg)
 	ws_pump(w);
 }
 
-/* Input for the terminal can go on. */
+/* Input for the terminal can go on; so may the client's, below the mark. */
 static void
 ws_pty_write(evutil_socket_t fd, short ev, void *arg)
 {
-	ws_pty_flush(arg);
+	struct ws	*w = arg;
+
+	ws_pty_flush(w);
+	/* What the bufferevent already holds is parsed now. */
+	if (ws_input_resume(w))
+		ws_pump(w);
 }
 
 /* Keep idle connections (and the proxies between) alive. */
@@ -397,6 +518,7 @@ ws_free(struct ws *w, const char *why)
 	evbuffer_free(w->to_pty);
 	wslay_event_context_free(w->ctx);
 	bufferevent_free(w->bev);
+	http_released();
 	close(w->pty);
 	free(w);
 }
@@ -416,6 +538,9 @@ ws_evict(struct ws *w)
 	w->evicted = 1;
 	event_del(w->ev_pty);
 	event_del(w->ev_ptyw);
+	/* Its input is for no terminal now: read on, for the close reply. */
+	evbuffer_drain(w->to_pty, evbuffer_get_length(w->to_pty));
+	ws_input_resume(w);
 	wslay_event_queue_close(w->ctx, 4001, (const uint8_t *)why,
 	    sizeof(why) - 1);
 	ws_pump(w);
@@ -489,6 +614,7 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		}
 	TAILQ_INSERT_TAIL(&ws_all, w, entry);
 	bufferevent_setcb(w->bev, ws_read_cb, ws_write_cb, ws_event_cb, w);
+	bufferevent_setwatermark(w->bev, EV_READ, 0, WS_INPUT_BUF);
 	bufferevent_enable(w->bev, EV_READ | EV_WRITE);
 	event_add(w->ev_pty, NULL);
 	evtimer_add(w->ev_ping, &tv);

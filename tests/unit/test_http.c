@@ -110,24 +110,49 @@ test_parse_post_length(void **state)
 }
 
 static void
-test_parse_bare_lf(void **state)
+test_parse_bare_lf_cr(void **state)
 {
-	const char		*s = "GET /x? HTTP/1.0\nConnection: keep-alive\n"
-				    "A: b\n\n";
+	static const char *const bad[] = {
+		"GET / HTTP/1.1\nHost: x\r\n\r\n",
+		/* Honoured, this would make the next request a body. */
+		"GET / HTTP/1.1\r\nX-A: a\nContent-Length: 5\r\n\r\nhello",
+		"GET / HTTP/1.1\r\nX-A: a\rContent-Length: 5\r\n\r\nhello",
+		"GET / HTTP/1.1\r\nA: b\n\r\n",
+		"GET / HTTP/1.1\r\nA: b\r\n\n",
+		"GET / HTTP/1.1\r\nA: b\r\n\r\r\n",
+		"GET / HTTP/1.0\nConnection: keep-alive\n\n",
+		"GET /x HTTP/1.1\r\r\n\r\n",
+		"\nGET / HTTP/1.1\r\n\r\n",
+	};
 	struct http_request	 req;
+	const char		*s;
+	size_t			 i;
 
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (parse_status(bad[i], strlen(bad[i])) != -400)
+			fail_msg("case %zu accepted: %s", i, bad[i]);
+
+	/* Refused as soon as it arrives, before the head is complete. */
+	s = "GET / HTTP/1.1\r\nX-A: a\nCont";
+	assert_int_equal(parse_status(s, strlen(s)), -400);
+	s = "GET / HTTP/1.1\n";
+	assert_int_equal(parse_status(s, strlen(s)), -400);
+	s = "GET / HTTP/1.1\r\nX-A: a\rb";
+	assert_int_equal(parse_status(s, strlen(s)), -400);
+	/* A CR at the end of what has arrived may still get its LF. */
+	s = "GET / HTTP/1.1\r\nX-A: a\r";
+	assert_int_equal(parse_status(s, strlen(s)), 0);
+	s = "GET / HTTP/1.1\r";
+	assert_int_equal(parse_status(s, strlen(s)), 0);
+
+	/* CR LF throughout is the one accepted line end. */
+	s = "GET /x? HTTP/1.0\r\nConnection: keep-alive\r\nA: b\r\n\r\n";
 	assert_int_equal(parse(s, &req), (int)strlen(s));
 	assert_int_equal(req.minor, 0);
 	assert_int_equal(req.keep_alive, 1);
 	assert_string_equal(req.path, "/x");
 	assert_string_equal(req.query, "");
 	assert_string_equal(http_header(&req, "a"), "b");
-	http_request_clear(&req);
-
-	/* HTTP/1.0 closes by default; mixed line ends are fine. */
-	s = "GET / HTTP/1.0\r\nA: b\n\r\n";
-	assert_int_equal(parse(s, &req), (int)strlen(s));
-	assert_int_equal(req.keep_alive, 0);
 	http_request_clear(&req);
 }
 
@@ -374,6 +399,9 @@ test_status_text(void **state)
  */
 static struct event_base	*base;
 static int			 plain_port, tls_port;
+static int			 lim_port;	/* small limits, 1 s heads */
+#define LIM_CONNS	8
+#define LIM_PER_ADDR	3
 static char			 tmpdir[] = "/tmp/hg-test-http.XXXXXX";
 static char			 cert_path[PATH_MAX], key_path[PATH_MAX];
 static char			 key2_path[PATH_MAX];
@@ -455,9 +483,9 @@ listen_loopback(int *port)
 	return (fd);
 }
 
-/* A non-blocking client connected to port. */
+/* A non-blocking client connected to port from the address src. */
 static int
-client_connect(int port)
+client_connect_from(int port, const char *src)
 {
 	struct sockaddr_in	sin;
 	int			fd;
@@ -466,11 +494,22 @@ client_connect(int port)
 	assert_true(fd >= 0);
 	memset(&sin, 0, sizeof sin);
 	sin.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, src, &sin.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sin.sin_port = htons(port);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof sin), 0);
 	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
 	return (fd);
+}
+
+/* A non-blocking client connected to port, from 127.0.0.1. */
+static int
+client_connect(int port)
+{
+	return (client_connect_from(port, "127.0.0.1"));
 }
 
 /* Send all of s. */
@@ -559,6 +598,17 @@ client_read(int fd, char *buf, size_t bufsz, int nresp, int head)
 	if (nresp > 0 && count_responses(buf, len, head) < nresp)
 		fail_msg("wanted %d responses, got: %s", nresp, buf);
 	return (eof);
+}
+
+/* Close fd with a reset rather than a FIN. */
+static void
+client_reset(int fd)
+{
+	struct linger	l = { 1, 0 };
+
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l),
+	    0);
+	close(fd);
 }
 
 /* Whether the server closed fd within a few seconds. */
@@ -706,6 +756,9 @@ test_server_garbage(void **state)
 		{ "\x16\x03\x01\x02\x31\x01\x31\x01\xfc\x03\x03",
 		    "HTTP/1.1 400 Bad Request\r\n" },
 		{ "GET / HTTP/2.0\r\n\r\n", "HTTP/1.1 505 " },
+		/* Honoured, the LF would make the second request a body. */
+		{ "POST / HTTP/1.1\r\nX-A: a\nContent-Length: 24\r\n\r\n"
+		    "GET /smuggled HTTP/1.1\r\n\r\n", "bare LF" },
 		{ "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
 		    "send Content-Length" },
 	};
@@ -729,6 +782,7 @@ test_server_garbage(void **state)
 	fd = client_connect(plain_port);
 	send_str(fd, "GET / HTTP/1.1\r\n");
 	memset(buf, 'h', sizeof buf);
+	buf[sizeof buf - 2] = '\r';
 	buf[sizeof buf - 1] = '\n';
 	client_send(fd, buf, sizeof buf);
 	client_send(fd, buf, sizeof buf);
@@ -760,14 +814,14 @@ test_server_async(void **state)
 	assert_null(strstr(buf, "Content-Length"));
 	close(fd);
 
-	/* The client leaves first: the request lives on, without conn. */
+	/* The client resets first: the request lives on, without conn. */
 	held = NULL;
 	fd = client_connect(plain_port);
 	send_str(fd, "GET /hold HTTP/1.1\r\n\r\n");
 	for (deadline = ms_now() + 3000; held == NULL && ms_now() < deadline;)
 		pump();
 	assert_non_null(held);
-	close(fd);
+	client_reset(fd);
 	for (deadline = ms_now() + 3000; held->conn != NULL &&
 	    ms_now() < deadline;)
 		pump();
@@ -803,6 +857,7 @@ test_server_takeover(void **state)
 	assert_int_equal(recv(fd, buf, sizeof buf, 0), 3);
 	assert_memory_equal(buf, "RAW", 3);
 	bufferevent_free(taken);
+	http_released();
 	taken = NULL;
 	assert_true(client_eof(fd));
 	close(fd);
@@ -837,46 +892,302 @@ test_server_emfile(void **state)
 }
 
 static void
-test_server_max_conns(void **state)
+test_server_half_close(void **state)
 {
-	struct rlimit	 rl, want;
-	char		 buf[8192];
-	int		 fds[HTTP_MAX_CONNS], extra, i;
+	char	buf[8192];
+	long	deadline;
+	int	fd, i;
 
-	/* Both ends of each connection live in this process. */
-	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
-	want = rl;
-	if (want.rlim_cur < 2 * HTTP_MAX_CONNS + 64) {
-		want.rlim_cur = 2 * HTTP_MAX_CONNS + 64;
-		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want.rlim_cur)
-			skip();
-		assert_int_equal(setrlimit(RLIMIT_NOFILE, &want), 0);
-	}
-	for (i = 0; i < 50; i++)
-		pump();		/* let earlier tests' connections go */
-	for (i = 0; i < HTTP_MAX_CONNS; i++) {
-		fds[i] = client_connect(plain_port);
+	/*
+	 * A client that shuts its side after its request still gets the
+	 * answer, however late, then a close.
+	 */
+	held = NULL;
+	fd = client_connect(plain_port);
+	send_str(fd, "GET /hold HTTP/1.1\r\n\r\n");
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	for (deadline = ms_now() + 3000; held == NULL && ms_now() < deadline;)
 		pump();
-	}
-	/* One too many is closed at once; the others still work. */
-	extra = client_connect(plain_port);
-	assert_true(client_eof(extra));
-	close(extra);
-	send_str(fds[0], "GET /first HTTP/1.1\r\n\r\n");
-	client_read(fds[0], buf, sizeof buf, 1, 0);
-	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+	assert_non_null(held);
+	for (i = 0; i < 200; i++)
+		pump();		/* the end of stream reaches the server */
+	assert_non_null(held->conn);
+	http_reply(held, 204, NULL, NULL, 0, NULL);
+	held = NULL;
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	assert_non_null(strstr(buf, "HTTP/1.1 204 No Content\r\n"));
+	assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+	close(fd);
 
-	/* Once they are gone, new connections are served again. */
-	for (i = 0; i < HTTP_MAX_CONNS; i++)
-		close(fds[i]);
-	for (i = 0; i < 100; i++)
+	/* Pipelined requests before the shutdown: each is answered. */
+	fd = client_connect(plain_port);
+	send_str(fd, "GET /one HTTP/1.1\r\n\r\nGET /two HTTP/1.1\r\n\r\n");
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	assert_int_equal(count_responses(buf, strlen(buf), 0), 2);
+	assert_non_null(strstr(buf, "\"path\":\"\\/two\""));
+	close(fd);
+
+	/* A body cut short can never be a request: closed unanswered. */
+	fd = client_connect(plain_port);
+	send_str(fd, "POST / HTTP/1.1\r\nContent-Length: 9\r\n\r\nabc");
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	assert_string_equal(buf, "");
+	close(fd);
+}
+
+/* Pump until the server has seen what was sent and connected. */
+static void
+pump_some(void)
+{
+	int	i;
+
+	for (i = 0; i < 20; i++)
 		pump();
-	extra = client_connect(plain_port);
-	send_str(extra, "GET /again HTTP/1.1\r\n\r\n");
-	client_read(extra, buf, sizeof buf, 1, 0);
-	assert_non_null(strstr(buf, "HTTP/1.1 200 OK\r\n"));
+}
+
+/* Check a 503 refusal at a limit: Retry-After, close, a JSON error. */
+static void
+assert_refused(int fd)
+{
+	char	buf[8192];
+
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	if (strstr(buf, "HTTP/1.1 503 Service Unavailable\r\n") == NULL)
+		fail_msg("not a 503: %s", buf);
+	assert_non_null(strstr(buf, "\r\nRetry-After: 5\r\n"));
+	assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+	assert_non_null(strstr(buf, "{\"error\":{\"code\":\"unavailable\","
+	    "\"message\":\"too many connections"));
+}
+
+/* Whether a request on fd is answered 200, the connection kept. */
+static void
+assert_serves(int fd)
+{
+	char	buf[8192];
+
+	send_str(fd, "GET /ok HTTP/1.1\r\n\r\n");
+	client_read(fd, buf, sizeof buf, 1, 0);
+	if (strstr(buf, "HTTP/1.1 200 OK\r\n") == NULL)
+		fail_msg("not served: %s", buf);
+}
+
+static void
+test_limits_per_address(void **state)
+{
+	char	buf[8192];
+	int	a[LIM_PER_ADDR], extra, other, i;
+
+	/* At the limit, the oldest idle connection of the address goes. */
+	for (i = 0; i < LIM_PER_ADDR; i++) {
+		a[i] = client_connect_from(lim_port, "127.0.0.2");
+		pump_some();
+	}
+	extra = client_connect_from(lim_port, "127.0.0.2");
+	pump_some();
+	assert_true(client_eof(a[0]));
+	assert_serves(extra);
+	for (i = 1; i < LIM_PER_ADDR; i++)
+		assert_serves(a[i]);
+	close(a[0]);
 	close(extra);
-	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+
+	/* With none idle (each in the middle of a head): 503. */
+	a[0] = client_connect_from(lim_port, "127.0.0.2");
+	pump_some();
+	for (i = 0; i < LIM_PER_ADDR; i++)
+		send_str(a[i], "GET /slow HTTP/1.1\r\n");
+	pump_some();
+	extra = client_connect_from(lim_port, "127.0.0.2");
+	assert_refused(extra);
+	close(extra);
+	/* Another address is not affected. */
+	other = client_connect_from(lim_port, "127.0.0.3");
+	assert_serves(other);
+	close(other);
+	/* The heads held still complete. */
+	send_str(a[0], "\r\n");
+	client_read(a[0], buf, sizeof buf, 1, 0);
+	assert_non_null(strstr(buf, "\"path\":\"\\/slow\""));
+	for (i = 0; i < LIM_PER_ADDR; i++)
+		close(a[i]);
+	pump_some();
+}
+
+static void
+test_limits_global(void **state)
+{
+	static const char *const from[LIM_CONNS] = {
+		"127.0.0.4", "127.0.0.4", "127.0.0.5", "127.0.0.5",
+		"127.0.0.6", "127.0.0.6", "127.0.0.7", "127.0.0.7",
+	};
+	int	c[LIM_CONNS], extra, more, i;
+
+	/* All busy but the last two: the older of those is shed. */
+	for (i = 0; i < LIM_CONNS; i++) {
+		c[i] = client_connect_from(lim_port, from[i]);
+		pump_some();
+		if (i < LIM_CONNS - 2)
+			send_str(c[i], "GET /slow HTTP/1.1\r\n");
+	}
+	pump_some();
+	extra = client_connect_from(lim_port, "127.0.0.8");
+	pump_some();
+	assert_true(client_eof(c[LIM_CONNS - 2]));
+	close(c[LIM_CONNS - 2]);
+	c[LIM_CONNS - 2] = extra;
+	assert_serves(extra);
+
+	/* None idle: the next one, from anywhere, is answered 503. */
+	send_str(extra, "GET /slow HTTP/1.1\r\n");
+	send_str(c[LIM_CONNS - 1], "GET /slow HTTP/1.1\r\n");
+	pump_some();
+	more = client_connect_from(lim_port, "127.0.0.9");
+	assert_refused(more);
+	close(more);
+	for (i = 0; i < LIM_CONNS; i++)
+		close(c[i]);
+	pump_some();
+	/* Room again. */
+	more = client_connect_from(lim_port, "127.0.0.9");
+	assert_serves(more);
+	close(more);
+	pump_some();
+}
+
+static void
+test_addr_key(void **state)
+{
+	struct sockaddr_in	sin;
+	struct sockaddr_in6	sin6;
+	char			key[64];
+
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	http_addr_key((struct sockaddr *)&sin, "192.0.2.7", key, sizeof key);
+	assert_string_equal(key, "192.0.2.7");
+
+	/* Every address of an IPv6 /64 counts as one client. */
+	memset(&sin6, 0, sizeof sin6);
+	sin6.sin6_family = AF_INET6;
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+	    &sin6.sin6_addr), 1);
+	http_addr_key((struct sockaddr *)&sin6, "2001:db8:1:2:aaaa:bbbb:cccc:dddd",
+	    key, sizeof key);
+	assert_string_equal(key, "2001:db8:1:2::/64");
+
+	/* An IPv4-mapped one is its IPv4 address. */
+	assert_int_equal(inet_pton(AF_INET6, "::ffff:192.0.2.7",
+	    &sin6.sin6_addr), 1);
+	http_addr_key((struct sockaddr *)&sin6, "192.0.2.7", key, sizeof key);
+	assert_string_equal(key, "192.0.2.7");
+}
+
+static void
+test_limits_takeover_counts(void **state)
+{
+	long	deadline;
+	int	c[LIM_CONNS], more, i;
+
+	/* A connection taken over still holds its place in the limit. */
+	taken = NULL;
+	c[0] = client_connect_from(lim_port, "127.0.0.11");
+	send_str(c[0], "GET /takeover HTTP/1.1\r\n\r\n");
+	for (deadline = ms_now() + 3000; taken == NULL && ms_now() < deadline;)
+		pump();
+	assert_non_null(taken);
+	for (i = 1; i < LIM_CONNS; i++) {
+		c[i] = client_connect_from(lim_port, i < 4 ? "127.0.0.12" :
+		    i < 7 ? "127.0.0.13" : "127.0.0.19");
+		pump_some();
+		send_str(c[i], "GET /slow HTTP/1.1\r\n");
+	}
+	pump_some();
+	more = client_connect_from(lim_port, "127.0.0.14");
+	assert_refused(more);
+	close(more);
+
+	/* Released, it leaves room. */
+	bufferevent_free(taken);
+	http_released();
+	taken = NULL;
+	more = client_connect_from(lim_port, "127.0.0.14");
+	assert_serves(more);
+	close(more);
+	for (i = 0; i < LIM_CONNS; i++)
+		close(c[i]);
+	pump_some();
+}
+
+static void
+test_limits_refusing_pauses(void **state)
+{
+	char	buf[8192];
+	int	c[LIM_CONNS], r[64], more, i;
+	ssize_t	n;
+
+	/*
+	 * 64 answered 503 and lingering at once: accepting stops (the kernel's
+	 * backlog holds the next one) until one of them is done.
+	 */
+	for (i = 0; i < LIM_CONNS; i++) {
+		c[i] = client_connect_from(lim_port, i < 3 ? "127.0.0.15" :
+		    i < 6 ? "127.0.0.16" : "127.0.0.17");
+		pump_some();
+		send_str(c[i], "GET /slow HTTP/1.1\r\n");
+	}
+	pump_some();
+	for (i = 0; i < 64; i++) {
+		r[i] = client_connect_from(lim_port, "127.0.0.18");
+		pump_some();
+	}
+	more = client_connect_from(lim_port, "127.0.0.18");
+	pump_some();
+	n = recv(more, buf, sizeof buf, 0);
+	assert_true(n == -1 && errno == EAGAIN);
+	for (i = 0; i < 64; i++)
+		assert_refused(r[i]);
+	close(r[0]);
+	assert_refused(more);
+	close(more);
+	for (i = 1; i < 64; i++)
+		close(r[i]);
+	for (i = 0; i < LIM_CONNS; i++)
+		close(c[i]);
+	pump_some();
+}
+
+static void
+test_header_timeout(void **state)
+{
+	char	buf[8192];
+	int	fd;
+
+	/* A head still incomplete after 1 s: 408, then the close. */
+	fd = client_connect_from(lim_port, "127.0.0.10");
+	send_str(fd, "GET / HTTP/1.1\r\nHost: x\r\n");
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	assert_non_null(strstr(buf, "HTTP/1.1 408 Request Timeout\r\n"));
+	assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+	assert_non_null(strstr(buf, "{\"error\":{\"code\":\"timeout\","
+	    "\"message\":\"no complete request head within 1 s\"}}"));
+	close(fd);
+
+	/* Nothing sent at all: the same. */
+	fd = client_connect_from(lim_port, "127.0.0.10");
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	assert_non_null(strstr(buf, "HTTP/1.1 408 Request Timeout\r\n"));
+	close(fd);
+
+	/* After a keep-alive reply, the next head has its own second. */
+	fd = client_connect_from(lim_port, "127.0.0.10");
+	assert_serves(fd);
+	send_str(fd, "GET /next HTTP/1.1\r\n");
+	assert_true(client_read(fd, buf, sizeof buf, 0, 0));
+	assert_non_null(strstr(buf, "HTTP/1.1 408 Request Timeout\r\n"));
+	close(fd);
 }
 
 /* Write a new self-signed certificate or key as PEM; the key is kept. */
@@ -1031,10 +1342,12 @@ test_server_tls(void **state)
 	close(fd);
 }
 
-/* Set up the event base, the certificates and both servers. */
+/* Set up the event base, the certificates and the three servers. */
 static int
 setup_servers(void **state)
 {
+	struct http_limits	 limits = { MAX_BODY, 1024, 1024, 10 };
+	struct http_limits	 small = { MAX_BODY, LIM_CONNS, LIM_PER_ADDR, 1 };
 	char		 err[512];
 	SSL_CTX		*ctx;
 	EVP_PKEY	*k;
@@ -1056,14 +1369,17 @@ setup_servers(void **state)
 	if ((base = event_base_new()) == NULL)
 		return (-1);
 	fd = listen_loopback(&plain_port);
-	if (http_server_new(base, fd, NULL, MAX_BODY, handler, NULL) == NULL)
+	if (http_server_new(base, fd, NULL, &limits, handler, NULL) == NULL)
+		return (-1);
+	fd = listen_loopback(&lim_port);
+	if (http_server_new(base, fd, NULL, &small, handler, NULL) == NULL)
 		return (-1);
 	if ((ctx = tls_ctx_new(cert_path, key_path, err, sizeof err)) == NULL) {
 		fprintf(stderr, "%s\n", err);
 		return (-1);
 	}
 	fd = listen_loopback(&tls_port);
-	if (http_server_new(base, fd, ctx, MAX_BODY, handler, NULL) == NULL)
+	if (http_server_new(base, fd, ctx, &limits, handler, NULL) == NULL)
 		return (-1);
 	return (0);
 }
@@ -1085,7 +1401,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_get_query),
 		cmocka_unit_test(test_parse_post_length),
-		cmocka_unit_test(test_parse_bare_lf),
+		cmocka_unit_test(test_parse_bare_lf_cr),
 		cmocka_unit_test(test_parse_many_headers),
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_parse_nul),
@@ -1101,7 +1417,13 @@ main(void)
 		cmocka_unit_test(test_server_async),
 		cmocka_unit_test(test_server_takeover),
 		cmocka_unit_test(test_server_emfile),
-		cmocka_unit_test(test_server_max_conns),
+		cmocka_unit_test(test_server_half_close),
+		cmocka_unit_test(test_limits_per_address),
+		cmocka_unit_test(test_limits_global),
+		cmocka_unit_test(test_addr_key),
+		cmocka_unit_test(test_limits_takeover_counts),
+		cmocka_unit_test(test_limits_refusing_pauses),
+		cmocka_unit_test(test_header_timeout),
 		cmocka_unit_test(test_tls_ctx_errors),
 		cmocka_unit_test(test_server_tls),
 	};
