@@ -215,6 +215,8 @@ FZ_O	 = $(FZ)/obj
 FZ_CC	 = clang
 FZ_SAN	 = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FZ_SAN) \
+	  -Werror=int-conversion -Werror=incompatible-pointer-types \
+	  -Werror=implicit-function-declaration \
 	  -fsanitize=fuzzer-no-link -D_GNU_SOURCE -Icommon \
 	  -DHG_PROFILES_DIR='"$(PKGDATADIR)/profiles"' \
 	  -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \

@@ -75,8 +75,9 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds,
 void
 fh_init(const char *web_dir)
 {
-	char	err[256];
-	int	fd;
+	struct http_limits	limits;
+	char			err[256];
+	int			fd;
 
 	if (fh_base != NULL)
 		return;
@@ -88,12 +89,21 @@ fh_init(const char *web_dir)
 		abort();
 	fh_conf.command_timeout_max = 600;
 	fh_conf.max_body = 1024 * 1024;
+	fh_conf.listen_loopback = 1;
+	fh_conf.allowed_origins = "https://panel.example.com,http://[::1]:8443";
+	memset(&limits, 0, sizeof(limits));
+	limits.max_body = fh_conf.max_body;
+	limits.max_conns = 64;
+	limits.max_conns_per_addr = 16;
+	limits.header_timeout = 10;
 	if (web_dir != NULL && static_load(web_dir, err, sizeof(err)) == -1) {
 		fprintf(stderr, "static_load: %s\n", err);
 		abort();
 	}
 	api_init(fh_base, &fh_conf, NULL);
 	ws_init();
+	/* The origins of a frontd listening on 127.0.0.1:8080, and two more. */
+	ws_origins_init(&fh_conf, "127.0.0.1:8080");
 	/* An abstract socket of this process: nothing on disk, no clash. */
 	memset(&fh_addr, 0, sizeof(fh_addr));
 	fh_addr.sun_family = AF_UNIX;
@@ -105,7 +115,7 @@ fh_init(const char *web_dir)
 	    bind(fd, (struct sockaddr *)&fh_addr, fh_addrlen) == -1 ||
 	    listen(fd, 16) == -1)
 		abort();
-	if (http_server_new(fh_base, fd, NULL, fh_conf.max_body, api_handle,
+	if (http_server_new(fh_base, fd, NULL, &limits, api_handle,
 	    NULL) == NULL)
 		abort();
 }
