@@ -244,6 +244,8 @@ struct front_pending *front_pending_new(struct ipc_peer *, struct ipc_msg *);
 void	 front_pending_reply(struct front_pending *, struct json_object *);
 /* The configured per-user and per-spawn limits, null for none. */
 struct json_object *front_limits_json(void);
+/* A value that prints as obj prints now (for sending only). */
+struct json_object *front_json_raw(struct json_object *obj);
 #define FRONT_USAGE_MS	1000	/* frontd waits five seconds for us */
 /* recording.c */
 void	 recording_closed(struct json_object *);
@@ -274,8 +276,23 @@ void	 sandbox_kill_user(const char *user);
 /* Ask sandboxd for a user's usage: the result or NULL and why. */
 void	 sandbox_usage_ask(const char *user, int timeout_ms,
 	    sandbox_health_cb, void *);
+/*
+ * A user's usage from sandboxd, kept at most SANDBOX_USAGE_MAX_MS and asked
+ * again after SANDBOX_USAGE_FRESH_MS: the object (borrowed) and its age, or
+ * NULL and why.
+ */
+#define SANDBOX_USAGE_FRESH_MS	500
+#define SANDBOX_USAGE_MAX_MS	1000
+typedef void (*sandbox_usage_cb)(struct json_object *, int64_t age_ms,
+	    const char *, void *);
+void	 sandbox_usage_get(const char *user, sandbox_usage_cb, void *);
+struct json_object *sandbox_usage_kept(const char *user, int64_t *age_ms);
+void	 sandbox_usage_drop(const char *user);
 /* What enforces what ({"uid", "membership", ...}), as last reported. */
 struct json_object *sandbox_containment_json(void);
+/* The same two, as front_json_raw values (for sending only). */
+struct json_object *sandbox_backend_raw(void);
+struct json_object *sandbox_containment_raw(void);
 
 /* audit.c */
 #define AUDIT_LINE_MAX	(64 * 1024)	/* a longer line is a bad record */

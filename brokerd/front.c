@@ -441,30 +441,86 @@ front_limits_json(void)
 	return o;
 }
 
+/* json-c prints a front_json_raw object as the text it holds. */
+static int
+front_raw_print(struct json_object *o, struct printbuf *pb, int level,
+    int flags)
+{
+	return printbuf_memappend(pb, json_object_get_string(o),
+	    json_object_get_string_len(o));
+}
+
+/*
+ * A value that prints as obj prints now, without walking obj again: for
+ * the parts of a reply that change rarely. Only for sending: it reads as
+ * a string.
+ */
+struct json_object *
+front_json_raw(struct json_object *obj)
+{
+	struct json_object	*o;
+	const char		*s;
+	size_t			 len;
+
+	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	if ((o = json_object_new_string_len(s, (int)len)) == NULL)
+		fatalx("%s: json_object_new_string_len", __func__);
+	json_object_set_serializer(o, front_raw_print, NULL, NULL);
+	return o;
+}
+
+/* The configured limits, printed once (the configuration stays). */
+static struct json_object *
+front_limits_raw(void)
+{
+	static struct json_object	*raw;
+	struct json_object		*o;
+
+	if (raw == NULL) {
+		o = front_limits_json();
+		raw = front_json_raw(o);
+		json_object_put(o);
+	}
+	return json_object_get(raw);
+}
+
+/* The usage of a status reply, its age in ms and why it is null. */
+static void
+front_status_add_usage(struct json_object *res, struct json_object *usage,
+    int64_t age_ms, const char *why)
+{
+	json_object_object_add(res, "usage", json_object_get(usage));
+	json_object_object_add(res, "usage_age_ms", usage != NULL ?
+	    json_object_new_int64(age_ms) : NULL);
+	json_object_object_add(res, "usage_reason",
+	    usage == NULL ? json_object_new_string(why) : NULL);
+}
+
 /* sandboxd's usage for a status request came (or not): answer it. */
 static void
-front_status_usage(struct json_object *usage, const char *why, void *arg)
+front_status_usage(struct json_object *usage, int64_t age_ms, const char *why,
+    void *arg)
 {
 	struct front_pending	*fp = arg;
 	struct json_object	*res = fp->res;
 
-	json_object_object_add(res, "usage", json_object_get(usage));
-	json_object_object_add(res, "usage_reason",
-	    usage == NULL ? json_object_new_string(why) : NULL);
+	front_status_add_usage(res, usage, age_ms, why);
 	fp->res = NULL;
 	front_pending_reply(fp, res);
 }
 
 /*
  * Who the caller is and what state their session is in, with their limits
- * and usage (sandboxd is asked; the reply waits for it, briefly) and what
- * enforces them.
+ * and usage (as sandboxd reported it at most a second ago; else it is
+ * asked, and the reply waits for it, briefly) and what enforces them.
  */
 static void
 front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct front_pending	*fp;
-	struct json_object	*res;
+	struct json_object	*res, *usage;
+	int64_t			 age;
 
 	res = json_object_new_object();
 	json_object_object_add(res, "user",
@@ -475,18 +531,22 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    json_object_new_string(id->token ? "token" : "session"));
 	json_object_object_add(res, "runtime", json_object_new_string(
 	    front_conf->runtime == RUNTIME_HOST ? "host" : "docker"));
-	json_object_object_add(res, "backend", sandbox_backend_json());
+	json_object_object_add(res, "backend", sandbox_backend_raw());
 	json_object_object_add(res, "execution_mode", mode_json(id));
 	json_object_object_add(res, "permission",
 	    json_object_new_string(session_permission(id->session)));
 	json_object_object_add(res, "uid",
 	    json_object_new_int64(id->user->uid));
-	json_object_object_add(res, "containment", sandbox_containment_json());
-	json_object_object_add(res, "limits", front_limits_json());
+	json_object_object_add(res, "containment", sandbox_containment_raw());
+	json_object_object_add(res, "limits", front_limits_raw());
+	if ((usage = sandbox_usage_kept(id->user->name, &age)) != NULL) {
+		front_status_add_usage(res, usage, age, NULL);
+		ipc_reply(p, m, res, NULL, 0);
+		return;
+	}
 	fp = front_pending_new(p, m);
 	fp->res = res;
-	sandbox_usage_ask(id->user->name, FRONT_USAGE_MS, front_status_usage,
-	    fp);
+	sandbox_usage_get(id->user->name, front_status_usage, fp);
 }
 
 /* {"permission": "..."} of the caller's session. */

@@ -4,7 +4,8 @@
  * containment sandboxd last reported, so that a status request needs no
  * round trip. It tells sandboxd of every direct-mode grant (its deadline),
  * of every grant's end and of every deleted user, and asks it for a
- * user's usage.
+ * user's usage, which it keeps a second at most per user (sandboxd reads
+ * cgroup files for it) so that a status request needs no round trip either.
  */
 #include <sys/types.h>
 
@@ -14,6 +15,7 @@
 #include "brokerd.h"
 
 #define SANDBOX_HEALTH_MS	800	/* frontd gives up after a second */
+#define SANDBOX_USAGE_USERS	256	/* users whose usage is kept */
 
 /* A health request of frontd waiting for sandboxd. */
 struct sandbox_wait {
@@ -35,8 +37,31 @@ static char			 sandbox_pending_users[SANDBOX_PENDING][40];
 static int			 sandbox_npending_users;
 static struct json_object	*sandbox_backend;	/* last report */
 static struct json_object	*sandbox_containment;	/* last report */
+static struct json_object	*sandbox_backend_text;	/* printed once */
+static struct json_object	*sandbox_containment_text;
+
+/* A status request waiting for a user's usage. */
+struct sandbox_usage_wait {
+	sandbox_usage_cb		 cb;
+	void				*arg;
+	TAILQ_ENTRY(sandbox_usage_wait)	 entry;
+};
+
+/* The usage sandboxd last reported for one user. */
+struct sandbox_usage {
+	char				 user[USER_NAME_MAX + 1];
+	struct json_object		*usage;	/* NULL: none kept */
+	int64_t				 at;	/* monotonic ms of its answer */
+	int				 asking; /* a request is out */
+	TAILQ_HEAD(, sandbox_usage_wait) waits;
+	TAILQ_ENTRY(sandbox_usage)	 entry;
+};
+static TAILQ_HEAD(, sandbox_usage) sandbox_usages =
+    TAILQ_HEAD_INITIALIZER(sandbox_usages);
+static int			 sandbox_nusages;
 
 static void	sandbox_ready(struct ipc_peer *);
+static void	sandbox_usage_forget(void);
 static void	sandbox_closed(struct ipc_peer *);
 
 static void	sandbox_proc_exited(struct ipc_peer *, struct ipc_msg *);
@@ -83,12 +108,16 @@ sandbox_keep_backend(struct ipc_msg *m)
 	    json_object_is_type(b, json_type_object)) {
 		json_object_put(sandbox_containment);
 		sandbox_containment = json_object_get(b);
+		json_object_put(sandbox_containment_text);
+		sandbox_containment_text = NULL;
 	}
 	if (!json_object_object_get_ex(res, "backend", &b) ||
 	    !json_object_is_type(b, json_type_object))
 		return;
 	json_object_put(sandbox_backend);
 	sandbox_backend = json_object_get(b);
+	json_object_put(sandbox_backend_text);
+	sandbox_backend_text = NULL;
 }
 
 /* The reply to the health request sent when the link came up. */
@@ -135,6 +164,11 @@ sandbox_closed(struct ipc_peer *p)
 	sandbox_backend = NULL;
 	json_object_put(sandbox_containment);
 	sandbox_containment = NULL;
+	json_object_put(sandbox_backend_text);
+	sandbox_backend_text = NULL;
+	json_object_put(sandbox_containment_text);
+	sandbox_containment_text = NULL;
+	sandbox_usage_forget();
 	spawn_sandbox_gone();
 }
 
@@ -178,6 +212,34 @@ sandbox_containment_json(void)
 	    sandbox_peer() == NULL ? "sandboxd is unreachable" :
 	    "sandboxd did not report its containment"));
 	return o;
+}
+
+/*
+ * sandbox_backend_json() as a front_json_raw value, printed once per
+ * report of sandboxd.
+ */
+struct json_object *
+sandbox_backend_raw(void)
+{
+	if (sandbox_backend == NULL || sandbox_peer() == NULL)
+		return sandbox_backend_json();
+	if (sandbox_backend_text == NULL)
+		sandbox_backend_text = front_json_raw(sandbox_backend);
+	return json_object_get(sandbox_backend_text);
+}
+
+/*
+ * sandbox_containment_json() as a front_json_raw value, printed once per
+ * report of sandboxd.
+ */
+struct json_object *
+sandbox_containment_raw(void)
+{
+	if (sandbox_containment == NULL || sandbox_peer() == NULL)
+		return sandbox_containment_json();
+	if (sandbox_containment_text == NULL)
+		sandbox_containment_text = front_json_raw(sandbox_containment);
+	return json_object_get(sandbox_containment_text);
 }
 
 /* {"ok": b, "reason": r} */
@@ -357,6 +419,7 @@ sandbox_kill_user(const char *user)
 	struct json_object	*req;
 	struct ipc_peer		*p;
 
+	sandbox_usage_drop(user);
 	if ((p = sandbox_peer()) == NULL) {
 		if (sandbox_npending_users < SANDBOX_PENDING)
 			snprintf(sandbox_pending_users[
@@ -467,6 +530,185 @@ sandbox_usage_ask(const char *user, int timeout_ms, sandbox_health_cb cb,
 	json_object_object_add(req, "type", json_object_new_string("usage"));
 	json_object_object_add(req, "user", json_object_new_string(user));
 	sandbox_ask(req, timeout_ms, cb, arg);
+}
+
+/*
+ * The kept usage of user, a new empty entry when there is none; at the
+ * bound, the entry asked the longest ago that waits for nothing makes room.
+ */
+static struct sandbox_usage *
+sandbox_usage_entry(const char *user)
+{
+	struct sandbox_usage	*u, *old = NULL;
+
+	TAILQ_FOREACH(u, &sandbox_usages, entry)
+		if (strcmp(u->user, user) == 0)
+			return u;
+	if (sandbox_nusages >= SANDBOX_USAGE_USERS) {
+		TAILQ_FOREACH(u, &sandbox_usages, entry)
+			if (!u->asking && (old == NULL || u->at < old->at))
+				old = u;
+		if (old != NULL) {
+			TAILQ_REMOVE(&sandbox_usages, old, entry);
+			json_object_put(old->usage);
+			free(old);
+			sandbox_nusages--;
+		}
+	}
+	if ((u = calloc(1, sizeof(*u))) == NULL)
+		fatal("%s", __func__);
+	snprintf(u->user, sizeof(u->user), "%s", user);
+	TAILQ_INIT(&u->waits);
+	TAILQ_INSERT_HEAD(&sandbox_usages, u, entry);
+	sandbox_nusages++;
+	return u;
+}
+
+/* Answer everything that waits for u's usage: the kept one, or NULL, why. */
+static void
+sandbox_usage_answer(struct sandbox_usage *u, const char *why)
+{
+	struct sandbox_usage_wait	*w;
+	int64_t				 age;
+
+	age = now_mono_ms() - u->at;
+	while ((w = TAILQ_FIRST(&u->waits)) != NULL) {
+		TAILQ_REMOVE(&u->waits, w, entry);
+		if (why == NULL)
+			w->cb(u->usage, age < 0 ? 0 : age, NULL, w->arg);
+		else
+			w->cb(NULL, 0, why, w->arg);
+		free(w);
+	}
+}
+
+/* sandboxd answered (or not) a refresh of u's usage. */
+static void
+sandbox_usage_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	struct sandbox_usage	*u = arg;
+	struct json_object	*res, *e;
+	const char		*why = NULL;
+
+	u->asking = 0;
+	if (m == NULL)
+		why = "sandboxd did not answer";
+	else if (json_object_object_get_ex(m->obj, "error", &e)) {
+		why = json_str(e, "message");
+		if (why == NULL)
+			why = "sandboxd refused";
+	} else if (!json_object_object_get_ex(m->obj, "result", &res) ||
+	    !json_object_is_type(res, json_type_object))
+		why = "malformed reply from sandboxd";
+	else {
+		json_object_put(u->usage);
+		u->usage = json_object_get(res);
+		u->at = now_mono_ms();
+	}
+	sandbox_usage_answer(u, why);
+}
+
+/* Ask sandboxd for u's usage again, unless a request is already out. */
+static void
+sandbox_usage_refresh(struct sandbox_usage *u)
+{
+	struct json_object	*req;
+	struct ipc_peer		*p;
+
+	if (u->asking)
+		return;
+	if ((p = sandbox_peer()) == NULL) {
+		sandbox_usage_answer(u, "sandboxd is unreachable");
+		return;
+	}
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("usage"));
+	json_object_object_add(req, "user", json_object_new_string(u->user));
+	u->asking = 1;
+	if (ipc_request(p, req, NULL, 0, FRONT_USAGE_MS, sandbox_usage_reply,
+	    u) == -1) {
+		u->asking = 0;
+		sandbox_usage_answer(u, "sandboxd is unreachable");
+	}
+}
+
+/*
+ * The usage of user kept from sandboxd when it is at most
+ * SANDBOX_USAGE_MAX_MS old (its age in *age_ms), else NULL. One older than
+ * SANDBOX_USAGE_FRESH_MS is asked again meanwhile, so that steady requests
+ * never wait.
+ */
+struct json_object *
+sandbox_usage_kept(const char *user, int64_t *age_ms)
+{
+	struct sandbox_usage	*u;
+	int64_t			 age;
+
+	TAILQ_FOREACH(u, &sandbox_usages, entry)
+		if (strcmp(u->user, user) == 0)
+			break;
+	if (u == NULL || u->usage == NULL || sandbox_peer() == NULL)
+		return NULL;
+	if ((age = now_mono_ms() - u->at) < 0)
+		age = 0;
+	if (age > SANDBOX_USAGE_MAX_MS)
+		return NULL;
+	if (age > SANDBOX_USAGE_FRESH_MS)
+		sandbox_usage_refresh(u);
+	*age_ms = age;
+	return u->usage;
+}
+
+/*
+ * The usage of user, at most SANDBOX_USAGE_MAX_MS old: cb gets it with its
+ * age, or NULL and why, maybe before this returns. Requests for one user
+ * share one question to sandboxd.
+ */
+void
+sandbox_usage_get(const char *user, sandbox_usage_cb cb, void *arg)
+{
+	struct sandbox_usage_wait	*w;
+	struct sandbox_usage		*u;
+	struct json_object		*usage;
+	int64_t				 age;
+
+	if ((usage = sandbox_usage_kept(user, &age)) != NULL) {
+		cb(usage, age, NULL, arg);
+		return;
+	}
+	u = sandbox_usage_entry(user);
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		fatal("%s", __func__);
+	w->cb = cb;
+	w->arg = arg;
+	TAILQ_INSERT_TAIL(&u->waits, w, entry);
+	sandbox_usage_refresh(u);
+}
+
+/* Drop every kept usage (sandboxd went away: it may be another next). */
+static void
+sandbox_usage_forget(void)
+{
+	struct sandbox_usage	*u;
+
+	TAILQ_FOREACH(u, &sandbox_usages, entry) {
+		json_object_put(u->usage);
+		u->usage = NULL;
+	}
+}
+
+/* Drop the kept usage of a user (deleted). */
+void
+sandbox_usage_drop(const char *user)
+{
+	struct sandbox_usage	*u;
+
+	TAILQ_FOREACH(u, &sandbox_usages, entry)
+		if (strcmp(u->user, user) == 0) {
+			json_object_put(u->usage);
+			u->usage = NULL;
+			return;
+		}
 }
 
 /* Connect to sandboxd, whose socket must belong to sandbox_uid. */

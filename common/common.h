@@ -28,6 +28,7 @@ enum log_level { LOG_LVL_ERROR, LOG_LVL_WARN, LOG_LVL_INFO, LOG_LVL_DEBUG };
 void	log_init(const char *name, int foreground);
 void	log_init_cli(const char *name);
 void	log_setlevel(enum log_level);
+int	log_enabled(enum log_level);
 void	log_warn(const char *, ...) HG_PRINTF(1, 2);
 void	log_warnx(const char *, ...) HG_PRINTF(1, 2);
 void	log_info(const char *, ...) HG_PRINTF(1, 2);
@@ -171,6 +172,8 @@ struct ipc_msg {
 	int64_t			 id;	/* -1 when absent */
 	int			 fds[IPC_MAX_FDS];
 	int			 nfds;	/* handler may take fds; set to -1 */
+	const char		*raw;	/* its text, during the callback */
+	size_t			 rawlen;
 };
 
 /*

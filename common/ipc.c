@@ -691,7 +691,7 @@ ipc_read_one(struct ipc_peer *p)
 	struct iovec	 iov;
 	struct cmsghdr	*cm;
 	struct ipc_msg	 m;
-	struct json_tokener *tok;
+	static struct json_tokener *tok;
 	ssize_t		 n;
 	int		 i, nfds;
 
@@ -745,17 +745,20 @@ ipc_read_one(struct ipc_peer *p)
 		return -1;
 	}
 
-	tok = json_tokener_new();
+	/* One tokener for every message: a new one costs a malloc'd stack. */
+	if (tok == NULL && (tok = json_tokener_new()) == NULL)
+		fatal("%s: json_tokener_new", __func__);
+	json_tokener_reset(tok);
 	m.obj = json_tokener_parse_ex(tok, buf, n);
 	if (m.obj == NULL || json_tokener_get_parse_end(tok) != (size_t)n ||
 	    !json_object_is_type(m.obj, json_type_object)) {
-		json_tokener_free(tok);
 		json_object_put(m.obj);
 		ipc_close_fds(m.fds, m.nfds);
 		ipc_peer_kill(p, "malformed message (%zd bytes)", n);
 		return -1;
 	}
-	json_tokener_free(tok);
+	m.raw = buf;
+	m.rawlen = (size_t)n;
 	m.type = json_str(m.obj, "type");
 	if (json_int(m.obj, "id", &m.id) == -1 || m.id < 0)
 		m.id = -1;

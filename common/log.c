@@ -154,6 +154,24 @@ log_setlevel(enum log_level level)
 	log_level = level;
 }
 
+/* Whether a line of level would be logged (to skip building one). */
+int
+log_enabled(enum log_level level)
+{
+	return (log_level >= level);
+}
+
+/* Copy s (NULL: empty) into dst of dstsz, cut short to fit. */
+static void
+log_ctx_copy(char *dst, size_t dstsz, const char *s)
+{
+	size_t	len;
+
+	len = s != NULL ? strnlen(s, dstsz - 1) : 0;
+	memcpy(dst, s != NULL ? s : "", len);
+	dst[len] = '\0';
+}
+
 /*
  * Say which request, user and session the following lines are about (any
  * may be NULL); the session id is kept in its short form. Lasts until
@@ -162,13 +180,11 @@ log_setlevel(enum log_level level)
 void
 log_ctx_set(const char *request_id, const char *user, const char *session)
 {
-	snprintf(log_ctx_rid, sizeof log_ctx_rid, "%s",
+	log_ctx_copy(log_ctx_rid, sizeof log_ctx_rid,
 	    request_id != NULL && log_reqid_valid(request_id) ? request_id :
-	    "");
-	snprintf(log_ctx_usr, sizeof log_ctx_usr, "%s",
-	    user != NULL ? user : "");
-	snprintf(log_ctx_ses, sizeof log_ctx_ses, "%s",
-	    session != NULL ? session : "");
+	    NULL);
+	log_ctx_copy(log_ctx_usr, sizeof log_ctx_usr, user);
+	log_ctx_copy(log_ctx_ses, sizeof log_ctx_ses, session);
 }
 
 /* The lines that follow are about no request in particular. */
@@ -204,12 +220,24 @@ void
 log_reqid_new(char out[LOG_REQUEST_ID_LEN + 1])
 {
 	static const char	hex[] = "0123456789abcdef";
-	unsigned char		rnd[LOG_REQUEST_ID_LEN / 2];
+	/*
+	 * Drawn 64 ids at a time: one system call per request is costly.
+	 * (A forked child would repeat its parent's next ids: frontd and
+	 * brokerd, which draw them, do not fork.)
+	 */
+	static unsigned char	pool[64 * (LOG_REQUEST_ID_LEN / 2)];
+	static size_t		used = sizeof pool;
+	unsigned char		*rnd;
 	size_t			i;
 
-	if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-		fatal("getrandom");
-	for (i = 0; i < sizeof rnd; i++) {
+	if (used == sizeof pool) {
+		if (getrandom(pool, sizeof pool, 0) != (ssize_t)sizeof pool)
+			fatal("getrandom");
+		used = 0;
+	}
+	rnd = pool + used;
+	used += LOG_REQUEST_ID_LEN / 2;
+	for (i = 0; i < LOG_REQUEST_ID_LEN / 2; i++) {
 		out[2 * i] = hex[rnd[i] >> 4];
 		out[2 * i + 1] = hex[rnd[i] & 0xf];
 	}

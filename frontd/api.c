@@ -343,6 +343,103 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	return 1;
 }
 
+/* The end of the JSON string that starts at p, or NULL. */
+static const char *
+api_raw_string(const char *p, const char *end, int *escaped)
+{
+	const char	*q, *b;
+
+	for (p++; p < end; p = b + 2) {
+		if ((q = memchr(p, '"', end - p)) == NULL)
+			return (NULL);
+		if ((b = memchr(p, '\\', q - p)) == NULL)
+			return (q + 1);
+		/* The quote may be escaped: go on after the escape. */
+		*escaped = 1;
+	}
+	return (NULL);
+}
+
+/* The end of the JSON value that starts at p, or NULL. */
+static const char *
+api_raw_value(const char *p, const char *end)
+{
+	int	depth = 0, escaped = 0;
+
+	if (p < end && *p != '{' && *p != '[') {
+		if (*p == '"')
+			return (api_raw_string(p, end, &escaped));
+		while (p < end && strchr(",}] \t\r\n", *p) == NULL)
+			p++;
+		return (p);
+	}
+	while (p < end) {
+		if (*p == '"') {
+			if ((p = api_raw_string(p, end, &escaped)) == NULL)
+				return (NULL);
+			continue;
+		}
+		if (*p == '{' || *p == '[')
+			depth++;
+		else if ((*p == '}' || *p == ']') && --depth == 0)
+			return (p + 1);
+		p++;
+	}
+	return (NULL);
+}
+
+/* p past JSON white space, before end. */
+static const char *
+api_raw_space(const char *p, const char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' ||
+	    *p == '\n'))
+		p++;
+	return (p);
+}
+
+/*
+ * The text of the object that is the member "result" of the message
+ * text raw (already parsed, so valid JSON): *vp and *vlenp, and 0; -1 when
+ * it cannot be told for sure (a key with escapes), and the parsed tree is
+ * printed instead.
+ */
+static int
+api_raw_result(const char *raw, size_t len, const char **vp, size_t *vlenp)
+{
+	const char	*p = raw, *end = raw + len, *k, *v;
+	size_t		 klen;
+	int		 escaped = 0;
+
+	*vp = NULL;
+	p = api_raw_space(p, end);
+	if (p == end || *p++ != '{')
+		return (-1);
+	p = api_raw_space(p, end);
+	while (p < end && *p == '"') {
+		k = p + 1;
+		if ((p = api_raw_string(p, end, &escaped)) == NULL || escaped)
+			return (-1);
+		klen = (size_t)(p - k);
+		p = api_raw_space(p, end);
+		if (p == end || *p++ != ':')
+			return (-1);
+		v = p = api_raw_space(p, end);
+		if ((p = api_raw_value(p, end)) == NULL)
+			return (-1);
+		if (klen == 7 && memcmp(k, "result\"", 7) == 0) {
+			*vp = v;
+			*vlenp = (size_t)(p - v);
+		}
+		p = api_raw_space(p, end);
+		if (p < end && *p == ',')
+			p = api_raw_space(p + 1, end);
+	}
+	if (*vp == NULL || **vp != '{')
+		return (-1);
+	return (0);
+}
+
 /* brokerd answered (or did not, m NULL): turn it into the HTTP reply. */
 static void
 api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
@@ -351,6 +448,8 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	struct http_request	*req = c->req;
 	const struct api_route	*r = c->route;
 	struct json_object	*res;
+	const char		*raw;
+	size_t			 rawlen;
 	int			 i;
 
 	free(c);
@@ -371,6 +470,10 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		api_reply_fds[i] = i < m->nfds ? m->fds[i] : -1;
 	if (r->reply != NULL)
 		r->reply(req, r, res);
+	else if (api_raw_result(m->raw, m->rawlen, &raw, &rawlen) == 0)
+		/* The result as brokerd wrote it: not printed again. */
+		http_reply(req, r->status, "application/json", raw, rawlen,
+		    NULL);
 	else
 		http_reply_json(req, r->status, json_object_get(res), NULL);
 }

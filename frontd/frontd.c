@@ -116,7 +116,8 @@ frontd_bind(struct config *conf, char *bound, size_t boundsz)
 		fatal("SO_REUSEADDR");
 	if (bind(fd, (struct sockaddr *)&ss, len) == -1)
 		fatal("bind %s", conf->listen);
-	if (listen(fd, 128) == -1)
+	/* A burst of connections (a client opening hundreds) waits here. */
+	if (listen(fd, SOMAXCONN) == -1)
 		fatal("listen %s", conf->listen);
 	frontd_bound(fd, bound, boundsz);
 	return fd;

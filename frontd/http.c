@@ -881,6 +881,8 @@ http_access_log(struct http_request *req, int status, size_t bytes)
 {
 	char	path[LOG_ESCAPE_MAX], user[80], method[40];
 
+	if (!log_enabled(LOG_LVL_INFO))
+		return;
 	log_escape(req->path != NULL ? req->path : "-", (size_t)-1, path,
 	    sizeof path);
 	log_escape(req->user[0] != '\0' ? req->user : "-", (size_t)-1, user,
@@ -895,14 +897,43 @@ http_access_log(struct http_request *req, int status, size_t bytes)
 	log_ctx_clear();
 }
 
+/* Append the string s at p, before end; NULL once it does not fit. */
+static char *
+http_put(char *p, char *end, const char *s)
+{
+	size_t	len;
+
+	if (p == NULL)
+		return (NULL);
+	len = strlen(s);
+	if (len > (size_t)(end - p))
+		return (NULL);
+	memcpy(p, s, len);
+	return (p + len);
+}
+
+/* Append the decimal n at p, before end; NULL once it does not fit. */
+static char *
+http_put_num(char *p, char *end, size_t n)
+{
+	char	digits[24], *d = digits + sizeof(digits);
+
+	*--d = '\0';
+	do
+		*--d = '0' + n % 10;
+	while ((n /= 10) > 0);
+	return (http_put(p, end, d));
+}
+
 /* Answer a request; see frontd.h. */
 void
 http_reply(struct http_request *req, int status, const char *ctype,
     const void *body, size_t len, const char *extra)
 {
 	struct http_conn	*conn = req->conn;
-	struct evbuffer		*buf;
-	size_t			 sent = 0;
+	struct evbuffer		*out;
+	char			 head[1024], *hp, *hend;
+	size_t			 sent, hlen, xlen;
 	int			 keep;
 
 	if (conn == NULL) {
@@ -917,33 +948,52 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	keep = req->keep_alive && !conn->linger && !(conn->eof &&
 	    evbuffer_get_length(bufferevent_get_input(conn->bev)) == 0);
 
-	/* One buffer, so that TLS sends it in as few records as it can. */
-	if ((buf = evbuffer_new()) == NULL)
-		fatalx("evbuffer_new");
-	evbuffer_add_printf(buf, "HTTP/1.1 %d %s\r\n", status,
-	    http_status_text(status));
-	if (ctype != NULL)
-		evbuffer_add_printf(buf, "Content-Type: %s\r\n", ctype);
-	if (status != 204 && status != 304)
-		evbuffer_add_printf(buf, "Content-Length: %zu\r\n", len);
-	evbuffer_add_printf(buf, "Connection: %s\r\n",
-	    keep ? "keep-alive" : "close");
-	evbuffer_add_printf(buf, "X-Content-Type-Options: nosniff\r\n"
+	/*
+	 * The head is built in place, then head and body go into one chain,
+	 * so that TLS sends them in as few records as it can.
+	 */
+	hp = head;
+	hend = head + sizeof(head);
+	hp = http_put(hp, hend, "HTTP/1.1 ");
+	hp = http_put_num(hp, hend, status);
+	hp = http_put(hp, hend, " ");
+	hp = http_put(hp, hend, http_status_text(status));
+	hp = http_put(hp, hend, "\r\n");
+	if (ctype != NULL) {
+		hp = http_put(hp, hend, "Content-Type: ");
+		hp = http_put(hp, hend, ctype);
+		hp = http_put(hp, hend, "\r\n");
+	}
+	if (status != 204 && status != 304) {
+		hp = http_put(hp, hend, "Content-Length: ");
+		hp = http_put_num(hp, hend, len);
+		hp = http_put(hp, hend, "\r\n");
+	}
+	hp = http_put(hp, hend, keep ? "Connection: keep-alive\r\n" :
+	    "Connection: close\r\n");
+	hp = http_put(hp, hend, "X-Content-Type-Options: nosniff\r\n"
 	    "Referrer-Policy: no-referrer\r\n"
 	    "X-Frame-Options: DENY\r\n");
 	if (extra == NULL || !http_extra_has(extra, "Cache-Control"))
-		evbuffer_add_printf(buf, "Cache-Control: no-store\r\n");
-	evbuffer_add_printf(buf, "X-Request-Id: %s\r\n", req->request_id);
-	if (extra != NULL)
-		evbuffer_add(buf, extra, strlen(extra));
-	evbuffer_add(buf, "\r\n", 2);
-	if (body != NULL && status != 204 && status != 304 &&
-	    strcmp(req->method, "HEAD") != 0) {
-		evbuffer_add(buf, body, len);
-		sent = len;
-	}
-	bufferevent_write_buffer(conn->bev, buf);
-	evbuffer_free(buf);
+		hp = http_put(hp, hend, "Cache-Control: no-store\r\n");
+	hp = http_put(hp, hend, "X-Request-Id: ");
+	hp = http_put(hp, hend, req->request_id);
+	hp = http_put(hp, hend, "\r\n");
+	if (hp == NULL)
+		fatalx("%s: head too long", __func__);
+	hlen = (size_t)(hp - head);
+	xlen = extra != NULL ? strlen(extra) : 0;
+	if (body == NULL || status == 204 || status == 304 ||
+	    strcmp(req->method, "HEAD") == 0)
+		len = 0;
+	out = bufferevent_get_output(conn->bev);
+	if (evbuffer_expand(out, hlen + xlen + 2 + len) == -1 ||
+	    evbuffer_add(out, head, hlen) == -1 ||
+	    (xlen > 0 && evbuffer_add(out, extra, xlen) == -1) ||
+	    evbuffer_add(out, "\r\n", 2) == -1 ||
+	    (len > 0 && evbuffer_add(out, body, len) == -1))
+		fatalx("%s: evbuffer_add", __func__);
+	sent = len;
 
 	/* A 503 at a limit is counted in its episode's summary instead. */
 	if (!conn->refusing)

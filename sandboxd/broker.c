@@ -501,6 +501,7 @@ broker_usage(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "bad \"user\"");
 		return;
 	}
+	log_debug("usage of %s", user);
 	res = cgroup_usage(user);
 	json_object_object_add(res, "disk", workspace_usage(user));
 	ipc_reply(p, m, res, NULL, 0);

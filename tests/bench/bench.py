@@ -55,8 +55,10 @@ import hglib  # noqa: E402
 
 BENCH_USER = ("bench", "bench-password-1")
 OTHER_USER = ("bench2", "bench2-password-1")   # the user beside the load
-WRK_ARGS = ["-t2", "-c32", "-d10s", "--latency"]
-WRK_ROUNDS = 3
+WRK_SECONDS = int(os.environ.get("BENCH_WRK_SECONDS", "10"))
+WRK_ARGS = ["-t2", "-c32", "-d%ds" % WRK_SECONDS, "--latency"]
+WRK_ARGS_256 = ["-t2", "-c256", "-d%ds" % WRK_SECONDS, "--latency"]
+WRK_ROUNDS = int(os.environ.get("BENCH_WRK_ROUNDS", "3"))
 RUNS, WARMUP = 50, 5
 ISO_RUNS, ISO_GAP = 30, 0.5     # isolated spawns: one every 500 ms
 NET_SPAWNS = 20                 # concurrent network-profile spawns
@@ -405,8 +407,8 @@ def wait_no_terminals(api, limit=20):
 
 # -- 1. HTTP: GET /api/status vs nginx -------------------------------------
 
-def wrk(url, headers=()):
-    argv = ["wrk"] + WRK_ARGS
+def wrk(url, headers=(), args=None):
+    argv = ["wrk"] + (args or WRK_ARGS)
     for h in headers:
         argv += ["-H", h]
     argv.append(url)
@@ -532,40 +534,95 @@ def median_round(rounds):
 
 
 def bench_http(hg, cookie, tmp, res):
-    log("1. GET /api/status with wrk %s, %d rounds alternating with nginx"
-        % (" ".join(WRK_ARGS), WRK_ROUNDS))
+    log("1. GET /api/status with wrk %s and -c256, %d rounds alternating "
+        "with nginx" % (" ".join(WRK_ARGS), WRK_ROUNDS))
     st, doc = Api(hg.port, cookie, "").request("GET", "/api/status")
     body = json.dumps(doc, separators=(",", ":"))
     if st != 200:
         raise BenchError("GET /api/status: %d %r" % (st, doc))
     nginx, port = start_nginx(tmp)
-    hgr, ngr, mdr = [], [], []
+    hgr, ngr, mdr, hg256, ng256 = [], [], [], [], []
+    hg_url = "http://127.0.0.1:%d/api/status" % hg.port
+    ng_url = "http://127.0.0.1:%d/static.txt" % port
+    auth = ["Cookie: hg_session=" + cookie]
+    cpu = {"hostgate": 0.0, "nginx": 0.0}
+    pids = [hg.pid(n) for n in ("frontd", "brokerd", "sandboxd")]
     try:
-        for _ in range(WRK_ROUNDS):
-            r, cmd_hg = wrk("http://127.0.0.1:%d/api/status" % hg.port,
-                            ["Cookie: hg_session=" + cookie])
-            hgr.append(r)
-            r, cmd_ng = wrk("http://127.0.0.1:%d/static.txt" % port)
-            ngr.append(r)
+        for i in range(WRK_ROUNDS):
+            # Which goes first alternates from round to round.
+            pair = [(hgr, hg_url, auth, "hostgate"),
+                    (ngr, ng_url, (), "nginx")]
+            if i % 2:
+                pair.reverse()
+            for out, url, hdr, who in pair:
+                c0 = proc_cpu(pids if who == "hostgate" else nginx_pids(nginx))
+                r, cmd = wrk(url, hdr)
+                cpu[who] += proc_cpu(pids if who == "hostgate" else
+                                     nginx_pids(nginx)) - c0
+                out.append(r)
+                if who == "hostgate":
+                    cmd_hg = cmd
+                else:
+                    cmd_ng = cmd
+            pair = [(hg256, hg_url, auth), (ng256, ng_url, ())]
+            if i % 2:
+                pair.reverse()
+            for out, url, hdr in pair:
+                r, _ = wrk(url, hdr, WRK_ARGS_256)
+                out.append(r)
             # The execution-mode policy endpoint (issue 4), same run.
             r, _ = wrk("http://127.0.0.1:%d/api/execution-mode" % hg.port,
-                       ["Cookie: hg_session=" + cookie])
+                       auth)
             mdr.append(r)
     finally:
         stop_process(nginx)
     res["http_mode"] = median_round(mdr)
     res["http"] = {"hostgate": median_round(hgr), "nginx": median_round(ngr),
+                   "hostgate_256": median_round(hg256),
+                   "nginx_256": median_round(ng256),
                    "status_bytes": len(body),
+                   "cpu_us": {w: cpu[w] * 1e6 / max(1, sum(
+                       x["requests"] for x in (hgr if w == "hostgate"
+                                               else ngr)))
+                              for w in cpu},
                    "cmd_hostgate": cmd_hg.replace(cookie, "$COOKIE"),
                    "cmd_nginx": cmd_ng}
-    for who in ("hostgate", "nginx"):
+    for who in ("hostgate", "nginx", "hostgate_256", "nginx_256"):
         r = res["http"][who]
-        log("   %-8s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (medians; "
+        log("   %-12s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (medians; "
             "req/s by round %s; %d non-2xx%s)"
             % (who, r["rps"], r["p50_ms"], r["p99_ms"],
                ", ".join("%.0f" % x["rps"] for x in r["rounds"]),
                r["non2xx"], ", socket errors: " + r["socket_errors"]
                if r["socket_errors"] else ""))
+    log("   CPU per request at -c32 (utime+stime of the servers): hostgate "
+        "%.1f us, nginx %.1f us" % (res["http"]["cpu_us"]["hostgate"],
+                                    res["http"]["cpu_us"]["nginx"]))
+
+
+def proc_cpu(pids):
+    """User and system CPU seconds used so far by the processes pids."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / tick
+
+
+def nginx_pids(p):
+    """nginx's master and its workers."""
+    out = [p.pid]
+    try:
+        with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+            out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
 
 
 # -- 2a. run_command vs bwrap ----------------------------------------------
@@ -1144,6 +1201,8 @@ def markdown(res):
     rows = []
     if "http" in res:
         h, n = res["http"]["hostgate"], res["http"]["nginx"]
+        h2, n2 = res["http"]["hostgate_256"], res["http"]["nginx_256"]
+        cpu = res["http"]["cpu_us"]
         rows += [
             ("GET /api/status, requests/s (wrk %s), median of %d"
              % (" ".join(WRK_ARGS), WRK_ROUNDS),
@@ -1155,6 +1214,18 @@ def markdown(res):
             ("GET /api/status, p50 latency (median of rounds)",
              "%.2f ms" % h["p50_ms"], "%.2f ms (nginx)" % n["p50_ms"],
              "%.2f" % (h["p50_ms"] / n["p50_ms"])),
+            ("GET /api/status, requests/s (wrk %s), median of %d"
+             % (" ".join(WRK_ARGS_256), WRK_ROUNDS),
+             "%.0f" % h2["rps"], "%.0f (nginx)" % n2["rps"],
+             "%.3f" % (h2["rps"] / n2["rps"])),
+            ("GET /api/status, p99 latency at -c256 (median of rounds)",
+             "%.2f ms" % h2["p99_ms"], "%.2f ms (nginx)" % n2["p99_ms"],
+             "%.2f" % (h2["p99_ms"] / n2["p99_ms"])),
+            ("CPU per request at -c32 (the servers' utime + stime)",
+             "%.1f us (frontd, brokerd, sandboxd)" % cpu["hostgate"],
+             "%.1f us (nginx)" % cpu["nginx"],
+             "%.2f" % (cpu["hostgate"] / cpu["nginx"]
+                       if cpu["nginx"] else 0)),
             ("GET /api/execution-mode, requests/s, median of %d"
              % WRK_ROUNDS, "%.0f" % res["http_mode"]["rps"],
              "%.0f (nginx)" % n["rps"],
@@ -1164,8 +1235,9 @@ def markdown(res):
              "%.2f ms (nginx)" % n["p99_ms"],
              "%.2f" % (res["http_mode"]["p99_ms"] / n["p99_ms"])),
         ]
-    rc = res["run_command"]
-    rows += spawn_rows(res)
+    rc = res.get("run_command")
+    if rc is not None:
+        rows += spawn_rows(res)
     if "terminal" in res:
         t = res["terminal"]
         rows.append(("terminal: cat 64 MiB file, median of %d" % CAT_ROUNDS,
@@ -1217,23 +1289,31 @@ def markdown(res):
     if "http" in res:
         out.append("- /api/status body: %d bytes of JSON; nginx file: %d "
                    "bytes; non-2xx: hostgate %d, nginx %d; wrk rounds (req/s,"
-                   " p99 ms): hostgate %s; nginx %s."
+                   " p99 ms): hostgate %s; nginx %s; at -c256: hostgate %s;"
+                   " nginx %s (non-2xx %d and %d%s)."
                    % (res["http"]["status_bytes"], STATIC_BYTES, h["non2xx"],
-                      n["non2xx"], wrk_rounds(h), wrk_rounds(n)))
+                      n["non2xx"], wrk_rounds(h), wrk_rounds(n),
+                      wrk_rounds(h2), wrk_rounds(n2), h2["non2xx"],
+                      n2["non2xx"], "; socket errors: hostgate %s, nginx %s"
+                      % (h2["socket_errors"] or "none",
+                         n2["socket_errors"] or "none")
+                      if h2["socket_errors"] or n2["socket_errors"] else ""))
     if "terminal" in res:
         out.append("- terminal bytes received (file %d bytes, onlcr adds "
                    "CRs): WebSocket %d, plain pty %d; rounds: WebSocket %s "
                    "MiB/s, pty %s MiB/s." % (
                        t["file_bytes"], t["ws_bytes"], t["pty_bytes"],
                        fmt_list(t["ws_all"]), fmt_list(t["pty_all"])))
-    out.append("- run_command: the same keep-alive connection; a sequential "
-               "GET /api/status round trip on it takes %.3f ms (median of "
-               "200); the duration_ms hostgate reports (sandboxd's own "
-               "clock, whole ms) averages %.2f ms. sandboxd logs at debug "
-               "level (one line per spawn) to capture the command line. The "
-               "reference runs as uid %s, the uid of the user's spawns."
-               % (rc["status_rtt_ms"], rc["duration_ms"],
-                  rc["as"][0] if rc.get("as") else os.geteuid()))
+    if rc is not None:
+        out.append("- run_command: the same keep-alive connection; a "
+                   "sequential GET /api/status round trip on it takes %.3f "
+                   "ms (median of 200); the duration_ms hostgate reports "
+                   "(sandboxd's own clock, whole ms) averages %.2f ms. "
+                   "sandboxd logs at debug level (one line per spawn) to "
+                   "capture the command line. The reference runs as uid %s, "
+                   "the uid of the user's spawns."
+                   % (rc["status_rtt_ms"], rc["duration_ms"],
+                      rc["as"][0] if rc.get("as") else os.geteuid()))
     if "network_load" in res:
         nl = res["network_load"]
         out.append("- network load: %d threads, each on its own connection, "
@@ -1254,8 +1334,10 @@ def markdown(res):
     if "http" in res:
         out.append("- commands: `%s`; `%s`" % (res["http"]["cmd_hostgate"],
                                                res["http"]["cmd_nginx"]))
-    out += ["- reference bwrap command line (fd 3: the BPF written by "
-            "bpfdump from the same policy): `%s`" % rc["argv"], ""]
+    if rc is not None:
+        out.append("- reference bwrap command line (fd 3: the BPF written by "
+                   "bpfdump from the same policy): `%s`" % rc["argv"])
+    out.append("")
     return "\n".join(out)
 
 
@@ -1271,8 +1353,9 @@ def main():
     ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
                     choices=hglib.MODES)
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
-                    choices=("", "spawn"),
-                    help="spawn: only the spawn figures (2a, 2d)")
+                    choices=("", "spawn", "http"),
+                    help="spawn: only the spawn figures (2a, 2d); http: "
+                    "only the HTTP figures (1)")
     args = ap.parse_args()
 
     missing = hglib.missing_binaries()
@@ -1308,10 +1391,11 @@ def main():
         if args.mode == "root" and not (res["containment"] or {}).get(
                 "membership"):
             log("warning: root mode, but no cgroup per spawn is reported")
-        if not args.only:
+        if args.only in ("", "http"):
             bench_http(hg, cookie, tmp, res)
-        bench_run_command(hg, api, args.bpfdump, tmp, res)
-        bench_network_load(hg, res)
+        if args.only in ("", "spawn"):
+            bench_run_command(hg, api, args.bpfdump, tmp, res)
+            bench_network_load(hg, res)
         if not args.only:
             bench_terminal(hg, api, cookie, res)
             bench_rss_terminals(hg, api, cookie, res)
