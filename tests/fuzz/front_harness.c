@@ -213,12 +213,16 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 	if (reply != NULL) {
 		tok = json_tokener_new();
 		obj = json_tokener_parse_ex(tok, reply, len);
-		json_tokener_free(tok);
-		/* ipc.c passes on only objects; anything else is no answer. */
-		if (obj != NULL && !json_object_is_type(obj, json_type_object)) {
+		/*
+		 * ipc.c passes on only a datagram that is one object, nothing
+		 * after it; anything else is no answer.
+		 */
+		if (obj != NULL && (!json_object_is_type(obj, json_type_object) ||
+		    json_tokener_get_parse_end(tok) != len)) {
 			json_object_put(obj);
 			obj = NULL;
 		}
+		json_tokener_free(tok);
 	}
 	if (obj == NULL) {
 		for (i = 0; i < nfds; i++)
@@ -231,6 +235,9 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 	m.obj = obj;
 	m.type = json_str(obj, "type");
 	m.id = -1;
+	/* As ipc.c has it during the callback: the text the object came from. */
+	m.raw = reply;
+	m.rawlen = len;
 	for (i = 0; i < IPC_MAX_FDS; i++)
 		m.fds[i] = i < nfds ? fds[i] : -1;
 	m.nfds = nfds;
@@ -252,8 +259,11 @@ fh_close(int fd)
 		;
 	close(fd);
 	fh_run();
-	/* A request still held when the client left: brokerd never answers. */
-	if (fh_call.pending)
+	/*
+	 * A request still held when the client left: brokerd never answers;
+	 * each such answer lets frontd take the next pipelined request.
+	 */
+	while (fh_call.pending)
 		fh_answer(NULL, 0, NULL, 0);
 	fh_run();
 }
