@@ -72,6 +72,7 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds,
 	return 0;
 }
 
+/* Set up frontd once: logging, the panel, the API, the HTTP server. */
 void
 fh_init(const char *web_dir)
 {
@@ -120,6 +121,7 @@ fh_init(const char *web_dir)
 		abort();
 }
 
+/* A new client connection, accepted by frontd before this returns. */
 int
 fh_connect(void)
 {
@@ -133,6 +135,7 @@ fh_connect(void)
 	return fd;
 }
 
+/* Run frontd's event loop until nothing more happens now. */
 void
 fh_run(void)
 {
@@ -143,6 +146,7 @@ fh_run(void)
 		event_base_loop(fh_base, EVLOOP_NONBLOCK);
 }
 
+/* Write all of data as the client, reading frontd's answers if it stalls. */
 void
 fh_write(int fd, const void *data, size_t len)
 {
@@ -167,6 +171,7 @@ fh_write(int fd, const void *data, size_t len)
 	}
 }
 
+/* What frontd sent the client so far, NUL-terminated in buf. */
 size_t
 fh_read(int fd, char *buf, size_t bufsz)
 {
@@ -192,6 +197,7 @@ fh_read(int fd, char *buf, size_t bufsz)
 	return got;
 }
 
+/* Answer the held brokerd request as ipc.c would pass brokerd's reply on. */
 void
 fh_answer(const char *reply, size_t len, int *fds, int nfds)
 {
@@ -250,6 +256,7 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 	fh_run();
 }
 
+/* Close the client; answer what frontd still waits for, let it clean up. */
 void
 fh_close(int fd)
 {
@@ -268,6 +275,7 @@ fh_close(int fd)
 	fh_run();
 }
 
+/* The n-th 0xff-separated part of the input. */
 size_t
 fh_part(const uint8_t *data, size_t size, int n, const uint8_t **part)
 {

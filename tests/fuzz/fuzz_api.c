@@ -93,6 +93,7 @@ fuzz_check_result(const char *buf, const char *reply, size_t len)
 	json_object_put(o);
 }
 
+/* One client request, brokerd's answer to it, and the checks. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

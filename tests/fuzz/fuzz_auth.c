@@ -37,6 +37,7 @@ fuzz_cleanup(void)
 	(void)!system(cmd);
 }
 
+/* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -80,6 +81,7 @@ fuzz_dump(void)
 	return s;
 }
 
+/* One users.json loaded twice, and a name looked up and deleted. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -60,6 +60,7 @@ __wrap_auth_verify(const char *name, const char *password)
 	return auth_find(name);
 }
 
+/* Every login allowed: the rate limit's clock would never move. */
 int
 __wrap_rl_take(struct rl_table *t, const char *key, int64_t now_ms)
 {
@@ -68,6 +69,7 @@ __wrap_rl_take(struct rl_table *t, const char *key, int64_t now_ms)
 	return 0;
 }
 
+/* Nothing to wait for (see __wrap_rl_take). */
 int
 __wrap_rl_peek(struct rl_table *t, const char *key, int64_t now_ms)
 {
@@ -142,6 +144,7 @@ fuzz_reset(void)
 	}
 }
 
+/* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -251,6 +254,7 @@ fuzz_run(void)
 		event_base_loop(fuzz_base, EVLOOP_NONBLOCK);
 }
 
+/* Messages from frontd, after a hello, on a fixture state. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -144,6 +144,7 @@ fuzz_parse(const char *text, size_t len)
 	return o;
 }
 
+/* One message checked by the validator, and the checks of its verdict. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

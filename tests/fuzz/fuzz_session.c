@@ -39,6 +39,7 @@ fuzz_cleanup(void)
 	(void)!system(cmd);
 }
 
+/* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -135,6 +136,7 @@ fuzz_dump(void)
 	return s;
 }
 
+/* One first start from a sessions.json, then lookups in the store. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

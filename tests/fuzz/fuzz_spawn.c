@@ -101,6 +101,7 @@ __wrap_backend_build(struct spawn_spec *s, struct strv *argv,
 	return -1;
 }
 
+/* Never reached: backend_build refuses every spawn first. */
 struct proc *
 __wrap_spawn_start(const struct spawn_spec *s, const char *backend,
     const struct strv *cmd, char *const *envp, int stdin_fd, int timeout,
@@ -110,23 +111,27 @@ __wrap_spawn_start(const struct spawn_spec *s, const char *backend,
 	abort();	/* backend_build refused first */
 }
 
+/* No probe of the backend (it would run bwrap). */
 void
 __wrap_backend_probe(int64_t max_age_ms)
 {
 }
 
+/* The backend's health, without a probe. */
 struct json_object *
 __wrap_backend_json(void)
 {
 	return json_object_new_object();
 }
 
+/* The cgroup set-up, without one. */
 struct json_object *
 __wrap_cgroup_json(void)
 {
 	return json_object_new_object();
 }
 
+/* A user's usage, without a cgroup: the user checked. */
 struct json_object *
 __wrap_cgroup_usage(const char *user)
 {
@@ -135,6 +140,7 @@ __wrap_cgroup_usage(const char *user)
 	return json_object_new_object();
 }
 
+/* A user's disk usage, without a workspace: the user checked. */
 struct json_object *
 __wrap_workspace_usage(const char *user)
 {
@@ -143,6 +149,7 @@ __wrap_workspace_usage(const char *user)
 	return json_object_new_object();
 }
 
+/* Nothing to kill: the session checked. */
 int
 __wrap_cgroup_session_kill(const char *session)
 {
@@ -151,6 +158,7 @@ __wrap_cgroup_session_kill(const char *session)
 	return 0;
 }
 
+/* Nothing to kill: the user checked. */
 int
 __wrap_cgroup_user_kill(const char *user)
 {
@@ -176,6 +184,7 @@ fuzz_cleanup(void)
 	(void)!system(cmd);
 }
 
+/* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -252,6 +261,7 @@ fuzz_run(void)
 		event_base_loop(fuzz_base, EVLOOP_NONBLOCK);
 }
 
+/* One message from brokerd, after a hello, to sandboxd's table. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -35,6 +35,7 @@ fuzz_expect(const uint8_t *v, size_t len, long long *out)
 	return 0;
 }
 
+/* One event stream: its Last-Event-ID, brokerd's answer, events. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

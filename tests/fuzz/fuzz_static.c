@@ -69,6 +69,7 @@ fuzz_put(const char *path, const char *data)
 	fclose(f);
 }
 
+/* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -128,6 +129,7 @@ fuzz_check(const char *buf, const char *path, int head)
 		abort();
 }
 
+/* One request for a panel path, and the check of its answer. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -25,6 +25,7 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_reset(void);
 
+/* One upgrade and the frames after it, on a real pty. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
