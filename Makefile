@@ -58,8 +58,8 @@ endif
 
 COMMON	= log config ipc proto priv util proc
 FRONTD	= frontd http api tls ws static sse
-BROKERD	= brokerd front control sandbox auth session store ratelimit spawn \
-	  mode events admin prompt audit ttl recording
+BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
+	  mode events admin prompt audit ttl recording store
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk

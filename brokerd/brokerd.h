@@ -123,6 +123,7 @@ int	 session_save(struct session *);
 #define STORE_FILE	"store.db"
 int	 store_open(const char *path, char *err, size_t errsz);
 void	 store_close(void);
+void	 store_unusable(char *err, size_t errsz);	/* adds the remedy */
 int	 store_begin(void);
 int	 store_commit(void);
 void	 store_rollback(void);

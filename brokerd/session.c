@@ -494,18 +494,24 @@ out:
 	return rc;
 }
 
-/* Write every session and token in memory to the store, in one transaction. */
+/*
+ * Write the sessions and tokens after s0 and t0 (the last ones before the
+ * JSON file was read; NULL: from the first) to the store, with the mark,
+ * in one transaction.
+ */
 static int
-session_store_all(void)
+session_store_new(struct session *s0, struct token *t0)
 {
 	struct session	*s;
 	struct token	*t;
 
 	if (store_begin() == -1)
 		return -1;
-	TAILQ_FOREACH(s, &sessions, entry)
+	for (s = s0 != NULL ? TAILQ_NEXT(s0, entry) : TAILQ_FIRST(&sessions);
+	    s != NULL; s = TAILQ_NEXT(s, entry))
 		store_session_insert(s);
-	TAILQ_FOREACH(t, &tokens, entry)
+	for (t = t0 != NULL ? TAILQ_NEXT(t0, entry) : TAILQ_FIRST(&tokens);
+	    t != NULL; t = TAILQ_NEXT(t, entry))
 		store_token_insert(t);
 	store_meta_set("json_migrated", session_now());
 	return store_commit();
@@ -519,8 +525,11 @@ session_store_all(void)
 static int
 session_migrate(const char *state_dir, char *err, size_t errsz)
 {
-	char	*json, *done, *text = NULL, why[256];
-	int	 absent, fd, rc = -1;
+	struct session	*s0;
+	struct token	*t0;
+	char		*json, *done, *text = NULL, why[256];
+	size_t		 n, m;
+	int		 absent, fd, rc = -1;
 
 	json = path_join(state_dir, SESSION_JSON);
 	done = path_join(state_dir, SESSION_JSON_DONE);
@@ -538,18 +547,22 @@ session_migrate(const char *state_dir, char *err, size_t errsz)
 		rc = absent ? 0 : -1;
 		goto out;
 	}
+	s0 = TAILQ_LAST(&sessions, session_list);
+	t0 = TAILQ_LAST(&tokens, token_list);
+	n = by_sid.count;
+	m = by_tid.count;
 	if (session_parse(text, why, sizeof why) == -1) {
 		snprintf(err, errsz, "%s: %s (not migrated to %s)", json, why,
 		    STORE_FILE);
 		goto out;
 	}
-	if (session_store_all() == -1) {
+	if (session_store_new(s0, t0) == -1) {
 		snprintf(err, errsz, "%s: cannot be written to the store",
 		    json);
 		goto out;
 	}
 	log_info("%s: %zu sessions and %zu tokens moved to %s", json,
-	    by_sid.count, by_tid.count, STORE_FILE);
+	    by_sid.count - n, by_tid.count - m, STORE_FILE);
 rename:
 	if (rename(json, done) == -1)
 		log_warn("rename %s to %s", json, done);
@@ -610,7 +623,11 @@ session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 	if (rc == -1)
 		return -1;
 	if (store_load(session_add_loaded, token_add_loaded, err,
-	    errsz) == -1 || session_migrate(state_dir, err, errsz) == -1)
+	    errsz) == -1) {
+		store_unusable(err, errsz);
+		goto fail;
+	}
+	if (session_migrate(state_dir, err, errsz) == -1)
 		goto fail;
 	if (session_expire_all(session_now()) == -1) {
 		snprintf(err, errsz, "%s: cannot remove expired sessions",
@@ -946,6 +963,7 @@ session_sweep(void)
 	char		 ids[SESSION_BATCH][33];
 	struct session	*s;
 	size_t		 i, n;
+	int		 failed = 0;
 
 	if (!session_open)
 		return 0;
@@ -959,12 +977,16 @@ session_sweep(void)
 			log_debug("session %.8s of %s expired", s->id, s->user);
 			session_remove(s);
 		}
-		if (store_commit() == -1)
+		if (store_commit() == -1) {
 			log_warnx("%zu expired sessions could not be removed "
 			    "from the store", n);
+			failed = 1;
+		}
 	}
-	session_store_dirty(SESSION_BATCH);
-	return n == SESSION_BATCH || !TAILQ_EMPTY(&dirty);
+	if (session_store_dirty(SESSION_BATCH) == -1)
+		failed = 1;
+	/* A failing store waits for the next tick, not a busy loop. */
+	return !failed && (n == SESSION_BATCH || !TAILQ_EMPTY(&dirty));
 }
 
 /* Store every pending last_seen time (at exit); 0 or -1. */

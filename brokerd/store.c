@@ -240,6 +240,17 @@ store_check(char *err, size_t errsz)
 	return 0;
 }
 
+/* Add to err what to do about a store that cannot be used. */
+void
+store_unusable(char *err, size_t errsz)
+{
+	size_t	len = strlen(err);
+
+	snprintf(err + len, errsz - len, "; the session store is unusable: "
+	    "restore it from a backup, or move it and its -wal file aside to "
+	    "start with no sessions and tokens");
+}
+
 /*
  * Open (creating it if absent) the store at path, take its lock, bring the
  * schema up to date and check it. -1 with err naming the file and what is
@@ -287,6 +298,7 @@ store_open(const char *path, char *err, size_t errsz)
 	if (store_exec("PRAGMA synchronous = FULL;"
 	    "PRAGMA temp_store = MEMORY;"
 	    "PRAGMA journal_size_limit = 4194304;"
+	    "PRAGMA cache_size = -16384;"
 	    "PRAGMA foreign_keys = OFF", err, errsz) == -1)
 		goto broken;
 	/* Take the exclusive lock now, not at the first login. */
@@ -311,12 +323,8 @@ broken:
 		snprintf(err, errsz, "%s (another brokerd on this state "
 		    "directory?)", why);
 	} else if ((rc & 0xff) == SQLITE_NOTADB ||
-	    (rc & 0xff) == SQLITE_CORRUPT || strstr(err, "damaged") != NULL) {
-		snprintf(why, sizeof(why), "%s", err);
-		snprintf(err, errsz, "%s; the session store is unusable: "
-		    "restore it from a backup, or move it and its -wal file "
-		    "aside to start with no sessions and tokens", why);
-	}
+	    (rc & 0xff) == SQLITE_CORRUPT || strstr(err, "damaged") != NULL)
+		store_unusable(err, errsz);
 fail:
 	store_close();
 	return -1;

@@ -286,3 +286,24 @@ def test_user_changes_persist(hostgate_factory):
     assert hg.post("/api/login", {"username": USER[0],
                                   "password": USER[1]}).status == 401
     hg.login(USER[0], "new-bob-password")
+
+
+def test_store_syscalls_pass_seccomp(hostgate_factory):
+    """What SQLite calls (page reads and writes, fsyncs, the checkpoints of
+    a WAL past 1000 pages, the WAL's removal at exit) is in brokerd's
+    seccomp list: with HOSTGATE_SECCOMP_DEBUG=1 a refused call would name
+    itself and end brokerd."""
+    hg = hostgate_factory(env={"HOSTGATE_SECCOMP_DEBUG": "1"})
+    s = hg.login(*USER)
+    toks = []
+    for _ in range(400):
+        r = s.post("/api/session/tokens")
+        assert r.status == 201, r
+        toks.append(r.json()["token"])
+    assert hg.get("/api/status", bearer=toks[0]).status == 200
+    assert s.post("/api/logout").status == 200      # 400 rows deleted
+    assert hg.get("/api/status", bearer=toks[-1]).status == 401
+    assert hg.stop("brokerd") == 0
+    log = hg.log_text("brokerd")
+    assert "seccomp: refused" not in log, log
+    assert not os.path.exists(store_path(hg) + "-wal")
