@@ -34,7 +34,10 @@ run_one() {
 	./$fz/$t -max_total_time=$secs -timeout=20 -rss_limit_mb=2048 \
 	    -print_final_stats=1 -artifact_prefix=$fz/crashes/$t- \
 	    $fz/corpus-$t tests/fuzz/corpus/$t >$fz/logs/$t.log 2>&1
-	echo $? >$fz/logs/$t.rc
+	rc=$?
+	# A crash skips the target's own clean-up of its fixture directory.
+	[ $rc = 0 ] || rm -rf /tmp/$t.?????? /dev/shm/$t.??????
+	echo $rc >$fz/logs/$t.rc
 }
 
 # A simple pool: JOBS targets at a time, each in the background.
