@@ -146,8 +146,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		method = (const uint8_t *)"GET";
 		mlen = 3;
 	}
+	/* The method a token (the request line is fuzz_http's part). */
+	for (n = 0; n < (int)mlen; n++)
+		if (method[n] <= ' ' || method[n] >= 0x7f)
+			return 0;
 	if (memchr(target, '\0', tlen) != NULL || tlen >= sizeof(path) ||
-	    memchr(method, '\0', mlen) != NULL ||
 	    (inm != NULL && memchr(inm, '\0', ilen) != NULL))
 		return 0;
 	n = snprintf(req, sizeof(req), "%.*s %.*s HTTP/1.1\r\nHost: h\r\n"
