@@ -14,6 +14,7 @@
 ssize_t	__wrap_getrandom(void *, size_t, unsigned int);
 int	__wrap_clock_gettime(clockid_t, struct timespec *);
 void	fuzz_det_reset(void);
+void	fuzz_det_seed(const uint8_t *, size_t);
 
 static uint64_t	fuzz_det_state;
 
@@ -22,6 +23,23 @@ void
 fuzz_det_reset(void)
 {
 	fuzz_det_state = 0x6867666666757a7aULL;
+}
+
+/*
+ * Start the byte stream from a seed drawn from the input (FNV-1a): where a
+ * target checks that what it makes now differs from what the input holds,
+ * the fuzzer, which sees the values compared, cannot copy them into the
+ * input, since that changes them.
+ */
+void
+fuzz_det_seed(const uint8_t *data, size_t len)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ data[i]) * 0x100000001b3ULL;
+	fuzz_det_state = h;
 }
 
 /* getrandom: splitmix64 from a fixed seed. */
