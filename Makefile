@@ -1,10 +1,10 @@
 # hostgate: three privilege-separated daemons and an ops CLI.
 #   make            build everything into build/
 #   make run        start hostgate on its embedded defaults (scripts/run.sh)
-#   make check      unit, system and (later) browser tests
+#   make check      unit, fuzz (15 s a target), system and browser tests
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make check SANITIZE=address,undefined
-#   make fuzz       libFuzzer targets (clang)
+#   make fuzz       libFuzzer campaign (clang): FUZZ_SECONDS=, FUZZ_JOBS=
 #   make bench      benchmarks (tests/bench/)
 
 PREFIX	?= /usr/local
@@ -161,7 +161,7 @@ system: all
 browser: all
 	HG_BUILD=$(B) tests/browser/run.sh
 
-check: all unit protodoc-check system browser
+check: all unit protodoc-check fuzz-check system browser
 
 # docs/protocol.md's message reference is generated from the protocol
 # table (common/proto.c): protodoc rewrites it, protodoc-check compares.
@@ -232,32 +232,86 @@ install: all $(B)/hostgate.env
 	  echo "install -m 0644 $(B)/hostgate.env $(DESTDIR)$(ENVFILE)"; \
 	  install -m 0644 $(B)/hostgate.env $(DESTDIR)$(ENVFILE); fi
 
-# libFuzzer targets: each runs FUZZ_SECONDS (default 30) on a scratch
-# corpus seeded from tests/fuzz/corpus/TARGET, which stays as it is.
-FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc
-FUZZ_SRC_fuzz_http   = frontd/http.c frontd/tls.c
-FUZZ_SRC_fuzz_config = 
-FUZZ_SRC_fuzz_policy = sandboxd/policy.c
-FUZZ_SRC_fuzz_audit  = brokerd/audit.c
-FUZZ_SRC_fuzz_ipc    = common/ipc.c
-fuzz:
-	@mkdir -p build-fuzz
-	@for f in $(FUZZ); do \
-	  case $$f in \
-	  fuzz_http) src="$(FUZZ_SRC_fuzz_http)";; \
-	  fuzz_policy) src="$(FUZZ_SRC_fuzz_policy)";; \
-	  fuzz_audit) src="$(FUZZ_SRC_fuzz_audit)";; \
-	  fuzz_ipc) src="$(FUZZ_SRC_fuzz_ipc)";; \
-	  *) src="";; esac; \
-	  echo "  FUZZ    $$f"; \
-	  clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
-	    -Icommon -Isandboxd -Ifrontd $(PKG_CFLAGS) -o build-fuzz/$$f \
-	    tests/fuzz/$$f.c $$src common/log.c common/util.c common/config.c \
-	    $(PKG_LIBS) || exit 1; \
-	  rm -rf build-fuzz/corpus-$$f; mkdir -p build-fuzz/corpus-$$f; \
-	  ./build-fuzz/$$f -max_total_time=$${FUZZ_SECONDS:-30} \
-	    build-fuzz/corpus-$$f tests/fuzz/corpus/$$f || exit 1; \
-	done
+# libFuzzer targets (tests/fuzz/README.md): built with clang into
+# build-fuzz, objects once for all targets. `make fuzz` runs each for
+# FUZZ_SECONDS (default 30), FUZZ_JOBS at a time (default 1), on a scratch
+# corpus seeded from tests/fuzz/corpus/TARGET, and prints each target's
+# execs and coverage; `make fuzz-check` (part of check) runs each 15 s, two
+# at a time. A crash fails the run with its input saved and named.
+FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc fuzz_api \
+	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn \
+	  fuzz_front fuzz_proto
+FZ	 = build-fuzz
+FZ_O	 = $(FZ)/obj
+FZ_CC	 = clang
+FZ_SAN	 = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FZ_SAN) \
+	  -Werror=int-conversion -Werror=incompatible-pointer-types \
+	  -Werror=implicit-function-declaration \
+	  -fsanitize=fuzzer-no-link -D_GNU_SOURCE -Icommon \
+	  -DHG_PROFILES_DIR='"$(PKGDATADIR)/profiles"' \
+	  -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \
+	  -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
+	  -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
+FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
+# A fixed clock and random stream, no disk flushes (fuzz_det.c).
+FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
+FZ_FRONT  = tests/fuzz/front_harness.c frontd/http.c frontd/tls.c \
+	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c
+FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
+FUZZ_SRC_fuzz_config  =
+FUZZ_SRC_fuzz_policy  = sandboxd/policy.c
+FUZZ_SRC_fuzz_audit   = brokerd/audit.c
+FUZZ_SRC_fuzz_ipc     = common/ipc.c common/proto.c
+FUZZ_SRC_fuzz_proto   = common/proto.c common/ipc.c
+FUZZ_SRC_fuzz_api     = $(FZ_FRONT)
+FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
+FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
+FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
+FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c
+FUZZ_SRC_fuzz_auth    = brokerd/auth.c
+# sandboxd whole but its main; what would touch the host is wrapped.
+FZ_ALLCOMMON = $(filter-out $(FZ_COMMON),$(COMMON:%=common/%.c))
+FUZZ_SRC_fuzz_spawn   = $(filter-out sandboxd/sandboxd.c,$(SANDBOXD:%=sandboxd/%.c)) \
+	  $(FZ_ALLCOMMON)
+FUZZ_WRAP_fuzz_spawn  = $(patsubst %,-Wl$(comma)--wrap=%,workspace_ensure \
+	  backend_build spawn_start backend_probe backend_json cgroup_json \
+	  cgroup_usage workspace_usage cgroup_session_kill cgroup_user_kill \
+	  ids_per_user)
+# brokerd whole but its main, behind its frontd socket.
+FUZZ_SRC_fuzz_front   = $(filter-out brokerd/brokerd.c,$(BROKERD:%=brokerd/%.c)) \
+	  $(FZ_ALLCOMMON)
+FUZZ_WRAP_fuzz_front  = $(patsubst %,-Wl$(comma)--wrap=%,auth_verify \
+	  rl_take rl_peek)
+comma	 = ,
+FUZZ_BINS = $(FUZZ:%=$(FZ)/%)
+
+$(FZ_O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FZ_CC) $(FZ_CFLAGS) -MMD -MP -c -o $@ $<
+
+define FZ_TARGET
+$(FZ)/$(1): $(FZ_O)/tests/fuzz/$(1).o \
+	$(patsubst %.c,$(FZ_O)/%.o,$(FUZZ_SRC_$(1)) $(FZ_COMMON))
+endef
+$(foreach t,$(FUZZ),$(eval $(call FZ_TARGET,$(t))))
+$(FUZZ_BINS):
+	@$(if $(Q),echo "  FUZZLD  $@")
+	$(Q)$(FZ_CC) $(FZ_SAN) -fsanitize=fuzzer $(FZ_WRAP) \
+	    $(FUZZ_WRAP_$(@F)) -o $@ $^ $(PKG_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS    ?= 1
+fuzz: fuzz-build
+	@tests/fuzz/run.sh -t $(FUZZ_SECONDS) -j $(FUZZ_JOBS) $(FUZZ)
+
+# Built two at a time even under a plain `make check`.
+fuzz-check:
+	@$(MAKE) --no-print-directory -j2 fuzz-build
+	@tests/fuzz/run.sh -t 15 -j 2 $(FUZZ)
 
 $(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
 	$(O)/brokerd/store.o $(O)/brokerd/ratelimit.o $(O)/brokerd/ttl.o $(COMMON_O)
@@ -276,6 +330,7 @@ clean:
 	rm -rf build build-san build-fuzz
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(FZ_O) -name '*.d' 2>/dev/null)
 
-.PHONY: all web unit system browser check run install fuzz bench clean \
-	protodoc protodoc-check
+.PHONY: all web unit system browser check run install fuzz fuzz-build \
+	fuzz-check bench clean protodoc protodoc-check

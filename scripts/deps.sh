@@ -4,7 +4,10 @@
 set -e
 PKGS="build-essential pkg-config libevent-dev libjson-c-dev libseccomp-dev
 libcap-dev libssl-dev libargon2-dev libsqlite3-dev libcmocka-dev libwslay-dev libsystemd-dev bubblewrap
-slirp4netns btrfs-progs python3 python3-pytest python3-websocket openssl curl"
+slirp4netns btrfs-progs python3 python3-pytest python3-websocket openssl curl
+clang libclang-rt-dev"
+# clang and its runtimes (libFuzzer, ASan, UBSan): make check runs the fuzz
+# targets (tests/fuzz/README.md).
 # btrfs-progs: mkfs.btrfs makes each user's workspace image (disk quotas,
 # docs/sandbox.md); a fresh Debian 12 has e2fsprogs but not it.
 missing=""

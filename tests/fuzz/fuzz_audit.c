@@ -28,6 +28,7 @@
 #define FUZZ_ROTATE	600	/* small, so that appends rotate */
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+void	fuzz_det_reset(void);
 
 static char		 fuzz_dir[64];
 static char		*fuzz_log, *fuzz_rotated, *fuzz_key;
@@ -247,6 +248,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char	t[64];
 	int64_t	secs;
 	size_t	n;
+
+	fuzz_det_reset();
 
 	if (fuzz_tail == NULL)
 		fuzz_setup();

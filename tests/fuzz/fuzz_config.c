@@ -16,6 +16,7 @@
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+void	fuzz_det_reset(void);
 
 extern char	**environ;
 
@@ -76,6 +77,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct json_object	*obj;
 	char			 err[1024];
 	size_t			 i;
+
+	fuzz_det_reset();
 
 	if (config_env_parse("fuzz.env", (const char *)data, size, &env, err,
 	    sizeof err) == 0) {

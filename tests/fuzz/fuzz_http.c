@@ -12,6 +12,7 @@
 #include "../../frontd/frontd.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+void	fuzz_det_reset(void);
 
 /* Parse len bytes of data and return the result, leaving nothing held. */
 static int
@@ -35,6 +36,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char		*buf = (const char *)data;
 	char			 out[64], tiny[2];
 	int			 rc;
+
+	fuzz_det_reset();
 
 	http_request_init(&req);
 	rc = http_parse_head(buf, size, &req);

@@ -15,6 +15,8 @@
 
 #include "common.h"
 
+void	fuzz_det_reset(void);
+
 static struct event_base	*base;
 
 static void
@@ -23,11 +25,22 @@ fuzz_handle(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, json_object_new_object(), NULL, 0);
 }
 
+/* A small protocol of its own: ipc.c's framing is the point here. */
+static const struct proto_field fuzz_fields[] = {
+	{ "n", PK_INT, 0, 0, 1000, NULL },
+	{ NULL, 0, 0, 0, 0, NULL }
+};
+static const struct proto_msg fuzz_proto[] = {
+	{ "ping", ROLE_FRONTD, ROLE_BROKERD, 0, fuzz_fields, NULL, "" },
+	{ "withfds", ROLE_FRONTD, ROLE_BROKERD, PM_FDS, fuzz_fields, NULL, "" },
+	{ "event", ROLE_FRONTD, ROLE_BROKERD, PM_EVENT, fuzz_fields, NULL, "" },
+	{ NULL, 0, 0, 0, NULL, NULL, NULL }
+};
 static const struct ipc_handler fuzz_table[] = {
-	{ "ping", ROLE_FRONTD, 0, fuzz_handle },
-	{ "withfds", ROLE_FRONTD, IPC_F_FDS, fuzz_handle },
-	{ "event", ROLE_FRONTD, IPC_F_EVENT, fuzz_handle },
-	{ NULL, 0, 0, NULL }
+	{ "ping", fuzz_handle },
+	{ "withfds", fuzz_handle },
+	{ "event", fuzz_handle },
+	{ NULL, NULL }
 };
 
 int
@@ -40,10 +53,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char			 sink[IPC_MAX_MSG];
 	int			 sv[2], i;
 
+	fuzz_det_reset();
+
 	if (base == NULL) {
 		log_init("fuzz_ipc", 1);
 		log_setlevel(LOG_LVL_ERROR);
 		base = event_base_new();
+		ipc_proto_set(fuzz_proto);
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
 		return 0;

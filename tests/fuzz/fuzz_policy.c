@@ -11,6 +11,7 @@
 #include "../../sandboxd/sandboxd.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
+void	fuzz_det_reset(void);
 
 /* Abort unless msg names the file and is printable ASCII. */
 static void
@@ -32,6 +33,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct policy	*pol;
 	char		 err[512];
 	size_t		 i, lines = 1;
+
+	fuzz_det_reset();
 
 	err[0] = '\0';
 	pol = policy_parse((const char *)data, size, "fuzz.policy", err,

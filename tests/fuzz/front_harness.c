@@ -1,0 +1,297 @@
+/*
+ * The frontd of the fuzz targets (front_harness.h). frontd's own code runs
+ * unchanged; only its link to brokerd (common/ipc.c's client side) is
+ * replaced: ipc_request holds the request for fh_answer, ipc_send drops.
+ * Everything goes over unix sockets, so that what the client writes is
+ * there for frontd at once and each run takes the same path.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "front_harness.h"
+
+struct fh_call		 fh_call;
+int			 fh_sent;
+
+static struct event_base	*fh_base;
+static struct config		 fh_conf;
+static int			 fh_peer_dummy;
+static struct sockaddr_un	 fh_addr;
+static socklen_t		 fh_addrlen;
+
+/* brokerd's link: always up, as far as frontd can tell. */
+struct ipc_peer *
+ipc_link_peer(struct ipc_link *l)
+{
+	return (struct ipc_peer *)&fh_peer_dummy;
+}
+
+/* A request to brokerd: held for fh_answer (one at a time). */
+int
+ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
+    int nfds, int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	const char	*s;
+
+	/* What frontd sends must be a JSON object that serializes. */
+	if (obj == NULL || !json_object_is_type(obj, json_type_object) ||
+	    (s = json_object_to_json_string_ext(obj,
+	    JSON_C_TO_STRING_PLAIN)) == NULL || json_str(obj, "type") == NULL)
+		abort();
+	if (fh_call.pending)
+		abort();	/* one request per connection at a time */
+	if (getenv("FUZZ_VERBOSE") != NULL)
+		fprintf(stderr, "to brokerd: %s\n", s);
+	(void)s;
+	fh_call.pending = 1;
+	fh_call.obj = obj;
+	fh_call.nfds = nfds;
+	fh_call.cb = cb;
+	fh_call.arg = arg;
+	return 0;
+}
+
+/* A one-way message to brokerd (terminal_resized): counted, dropped. */
+int
+ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds,
+    int nfds)
+{
+	if (obj == NULL || json_str(obj, "type") == NULL)
+		abort();
+	fh_sent++;
+	json_object_put(obj);
+	return 0;
+}
+
+/* Set up frontd once: logging, the panel, the API, the HTTP server. */
+void
+fh_init(const char *web_dir)
+{
+	struct http_limits	limits;
+	char			err[256];
+	int			fd;
+
+	if (fh_base != NULL)
+		return;
+	/* As frontd does: a client gone is an error, not a signal. */
+	signal(SIGPIPE, SIG_IGN);
+	log_init("fuzz", 1);
+	log_setlevel(LOG_LVL_ERROR);
+	if ((fh_base = event_base_new()) == NULL)
+		abort();
+	fh_conf.command_timeout_max = 600;
+	fh_conf.max_body = 1024 * 1024;
+	fh_conf.listen_loopback = 1;
+	fh_conf.allowed_origins = "https://panel.example.com,http://[::1]:8443";
+	memset(&limits, 0, sizeof(limits));
+	limits.max_body = fh_conf.max_body;
+	limits.max_conns = 64;
+	limits.max_conns_per_addr = 16;
+	limits.header_timeout = 10;
+	if (web_dir != NULL && static_load(web_dir, err, sizeof(err)) == -1) {
+		fprintf(stderr, "static_load: %s\n", err);
+		abort();
+	}
+	api_init(fh_base, &fh_conf, NULL);
+	ws_init();
+	/* The origins of a frontd listening on 127.0.0.1:8080, and two more. */
+	ws_origins_init(&fh_conf, "127.0.0.1:8080");
+	/* An abstract socket of this process: nothing on disk, no clash. */
+	memset(&fh_addr, 0, sizeof(fh_addr));
+	fh_addr.sun_family = AF_UNIX;
+	snprintf(fh_addr.sun_path + 1, sizeof(fh_addr.sun_path) - 1,
+	    "hostgate-fuzz-front-%ld", (long)getpid());
+	fh_addrlen = offsetof(struct sockaddr_un, sun_path) + 1 +
+	    strlen(fh_addr.sun_path + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(fd, (struct sockaddr *)&fh_addr, fh_addrlen) == -1 ||
+	    listen(fd, 16) == -1)
+		abort();
+	if (http_server_new(fh_base, fd, NULL, &limits, api_handle,
+	    NULL) == NULL)
+		abort();
+}
+
+/* A new client connection, accepted by frontd before this returns. */
+int
+fh_connect(void)
+{
+	int	fd;
+
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0)) == -1 || connect(fd, (struct sockaddr *)&fh_addr,
+	    fh_addrlen) == -1)
+		abort();
+	fh_run();
+	return fd;
+}
+
+/* Run frontd's event loop until nothing more happens now. */
+void
+fh_run(void)
+{
+	int	i;
+
+	/* Unix sockets deliver at once: a few passes settle everything. */
+	for (i = 0; i < 12; i++)
+		event_base_loop(fh_base, EVLOOP_NONBLOCK);
+}
+
+/* Write all of data as the client, reading frontd's answers if it stalls. */
+void
+fh_write(int fd, const void *data, size_t len)
+{
+	const char	*p = data;
+	char		 sink[65536];
+	ssize_t		 n;
+	int		 stuck = 0;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1) {
+			if (errno != EAGAIN || ++stuck > 64)
+				return;	/* frontd stopped reading: fine */
+			/* Make room: frontd may be blocked on its replies. */
+			while (read(fd, sink, sizeof(sink)) > 0)
+				;
+			fh_run();
+			continue;
+		}
+		p += n;
+		len -= n;
+		fh_run();
+	}
+}
+
+/* What frontd sent the client so far, NUL-terminated in buf. */
+size_t
+fh_read(int fd, char *buf, size_t bufsz)
+{
+	size_t	got = 0;
+	ssize_t	n;
+	char	sink[4096];
+
+	for (;;) {
+		if (got + 1 < bufsz)
+			n = read(fd, buf + got, bufsz - 1 - got);
+		else
+			n = read(fd, sink, sizeof(sink));
+		if (n <= 0)
+			break;
+		if (got + 1 < bufsz)
+			got += n;
+	}
+	if (bufsz > 0)
+		buf[got] = '\0';
+	/* FUZZ_VERBOSE=1 shows what frontd answered, to check a seed. */
+	if (got > 0 && getenv("FUZZ_VERBOSE") != NULL)
+		fprintf(stderr, "frontd sent:\n%s\n", buf);
+	return got;
+}
+
+/* Answer the held brokerd request as ipc.c would pass brokerd's reply on. */
+void
+fh_answer(const char *reply, size_t len, int *fds, int nfds)
+{
+	struct json_tokener	*tok;
+	struct ipc_msg		 m;
+	struct json_object	*obj = NULL;
+	ipc_reply_cb		 cb = fh_call.cb;
+	void			*arg = fh_call.arg;
+	int			 i;
+
+	if (!fh_call.pending) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		return;
+	}
+	fh_call.pending = 0;
+	json_object_put(fh_call.obj);
+	fh_call.obj = NULL;
+	if (reply != NULL) {
+		tok = json_tokener_new();
+		obj = json_tokener_parse_ex(tok, reply, len);
+		/*
+		 * ipc.c passes on only a datagram that is one object, nothing
+		 * after it; anything else is no answer.
+		 */
+		if (obj != NULL && (!json_object_is_type(obj, json_type_object) ||
+		    json_tokener_get_parse_end(tok) != len)) {
+			json_object_put(obj);
+			obj = NULL;
+		}
+		json_tokener_free(tok);
+	}
+	if (obj == NULL) {
+		for (i = 0; i < nfds; i++)
+			close(fds[i]);
+		cb((struct ipc_peer *)&fh_peer_dummy, NULL, arg);
+		fh_run();
+		return;
+	}
+	memset(&m, 0, sizeof(m));
+	m.obj = obj;
+	m.type = json_str(obj, "type");
+	m.id = -1;
+	/* As ipc.c has it during the callback: the text the object came from. */
+	m.raw = reply;
+	m.rawlen = len;
+	for (i = 0; i < IPC_MAX_FDS; i++)
+		m.fds[i] = i < nfds ? fds[i] : -1;
+	m.nfds = nfds;
+	cb((struct ipc_peer *)&fh_peer_dummy, &m, arg);
+	/* As ipc.c does: the fds the callback did not take are closed. */
+	for (i = 0; i < nfds; i++)
+		if (m.fds[i] != -1)
+			close(m.fds[i]);
+	json_object_put(obj);
+	fh_run();
+}
+
+/* Close the client; answer what frontd still waits for, let it clean up. */
+void
+fh_close(int fd)
+{
+	char	sink[4096];
+
+	while (read(fd, sink, sizeof(sink)) > 0)
+		;
+	close(fd);
+	fh_run();
+	/*
+	 * A request still held when the client left: brokerd never answers;
+	 * each such answer lets frontd take the next pipelined request.
+	 */
+	while (fh_call.pending)
+		fh_answer(NULL, 0, NULL, 0);
+	fh_run();
+}
+
+/* The n-th 0xff-separated part of the input. */
+size_t
+fh_part(const uint8_t *data, size_t size, int n, const uint8_t **part)
+{
+	const uint8_t	*p = data, *end = data + size, *cut;
+
+	for (;;) {
+		if ((cut = memchr(p, 0xff, end - p)) == NULL)
+			cut = end;
+		if (n-- == 0) {
+			*part = p;
+			return cut - p;
+		}
+		if (cut == end) {
+			*part = NULL;
+			return 0;
+		}
+		p = cut + 1;
+	}
+}
