@@ -256,7 +256,7 @@ FZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FZ_SAN) \
 FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
 # A fixed clock and random stream, no disk flushes (fuzz_det.c).
 FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
-FZ_FRONT  = tests/fuzz/front_harness.c frontd/http.c frontd/tls.c \
+FZ_FRONT  = tests/fuzz/front_harness.c common/proto.c frontd/http.c frontd/tls.c \
 	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c
 FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config  =

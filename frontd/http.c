@@ -956,6 +956,8 @@ http_reply_direct(struct http_conn *conn, int keep, struct iovec *iov)
 		return;	/* the buffer sends it, and sees any error */
 	for (i = 0; i < 4 && n > 0; i++) {
 		cut = (size_t)n < iov[i].iov_len ? (size_t)n : iov[i].iov_len;
+		if (cut == 0)
+			continue;	/* an empty part: its base may be NULL */
 		iov[i].iov_base = (char *)iov[i].iov_base + cut;
 		iov[i].iov_len -= cut;
 		n -= cut;

@@ -60,6 +60,41 @@ ipc_request(struct ipc_peer *p, struct json_object *obj, const int *fds,
 	return 0;
 }
 
+/* The name of a role, for proto.c's messages (ipc.c is not linked). */
+const char *
+ipc_role_name(unsigned role)
+{
+	switch (role) {
+	case ROLE_FRONTD:
+		return "frontd";
+	case ROLE_BROKERD:
+		return "brokerd";
+	case ROLE_SANDBOXD:
+		return "sandboxd";
+	case ROLE_HGCTL:
+		return "hgctl";
+	}
+	return "?";
+}
+
+/* A request printed by frontd itself: it must be an object that parses. */
+int
+ipc_request_text(struct ipc_peer *p, const char *type, const char *members,
+    size_t len, int timeout_ms, ipc_reply_cb cb, void *arg)
+{
+	struct json_object	*obj;
+	char			*text;
+
+	if (asprintf(&text, "{\"type\":\"%s\",%.*s}", type, (int)len,
+	    members) == -1)
+		abort();
+	if ((obj = json_tokener_parse(text)) == NULL ||
+	    !json_object_is_type(obj, json_type_object))
+		abort();	/* frontd printed broken JSON */
+	free(text);
+	return ipc_request(p, obj, NULL, 0, timeout_ms, cb, arg);
+}
+
 /* A one-way message to brokerd (terminal_resized): counted, dropped. */
 int
 ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds,
@@ -77,6 +112,7 @@ void
 fh_init(const char *web_dir)
 {
 	struct http_limits	limits;
+	struct http_server	*server;
 	char			err[256];
 	int			fd;
 
@@ -93,7 +129,6 @@ fh_init(const char *web_dir)
 	fh_conf.listen_loopback = 1;
 	fh_conf.allowed_origins = "https://panel.example.com,http://[::1]:8443";
 	memset(&limits, 0, sizeof(limits));
-	limits.max_body = fh_conf.max_body;
 	limits.max_conns = 64;
 	limits.max_conns_per_addr = 16;
 	limits.header_timeout = 10;
@@ -116,9 +151,10 @@ fh_init(const char *web_dir)
 	    bind(fd, (struct sockaddr *)&fh_addr, fh_addrlen) == -1 ||
 	    listen(fd, 16) == -1)
 		abort();
-	if (http_server_new(fh_base, fd, NULL, &limits, api_handle,
-	    NULL) == NULL)
+	if ((server = http_server_new(fh_base, fd, NULL, fh_conf.max_body,
+	    api_handle, NULL)) == NULL)
 		abort();
+	http_server_set_limits(server, &limits);
 }
 
 /* A new client connection, accepted by frontd before this returns. */
@@ -206,6 +242,10 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 	struct json_object	*obj = NULL;
 	ipc_reply_cb		 cb = fh_call.cb;
 	void			*arg = fh_call.arg;
+	const struct proto_msg	*pm;
+	const char		*body = NULL, *nul;
+	size_t			 bodylen = 0;
+	char			 err[256];
 	int			 i;
 
 	if (!fh_call.pending) {
@@ -214,8 +254,16 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 		return;
 	}
 	fh_call.pending = 0;
+	pm = proto_find(proto_msgs, json_str(fh_call.obj, "type"), ROLE_FRONTD,
+	    ROLE_BROKERD);
 	json_object_put(fh_call.obj);
 	fh_call.obj = NULL;
+	/* A raw-body reply (PM_RAW): the envelope, a NUL, the body. */
+	if (reply != NULL && (nul = memchr(reply, '\0', len)) != NULL) {
+		body = nul + 1;
+		bodylen = len - (size_t)(body - reply);
+		len = (size_t)(nul - reply);
+	}
 	if (reply != NULL) {
 		tok = json_tokener_new();
 		obj = json_tokener_parse_ex(tok, reply, len);
@@ -229,6 +277,13 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 			obj = NULL;
 		}
 		json_tokener_free(tok);
+	}
+	/* As ipc.c checks it: a raw body only where the table allows one. */
+	if (obj != NULL && body != NULL && (pm == NULL ||
+	    (pm->flags & PM_RAW) == 0 ||
+	    proto_check_raw(obj, body, bodylen, err, sizeof(err)) == -1)) {
+		json_object_put(obj);
+		obj = NULL;
 	}
 	if (obj == NULL) {
 		for (i = 0; i < nfds; i++)
@@ -244,6 +299,9 @@ fh_answer(const char *reply, size_t len, int *fds, int nfds)
 	/* As ipc.c has it during the callback: the text the object came from. */
 	m.raw = reply;
 	m.rawlen = len;
+	m.body = body;
+	m.bodylen = bodylen;
+	m.pm = pm;
 	for (i = 0; i < IPC_MAX_FDS; i++)
 		m.fds[i] = i < nfds ? fds[i] : -1;
 	m.nfds = nfds;
