@@ -864,7 +864,9 @@ static void
 http_conn_end(struct http_conn *conn, const char *why)
 {
 	log_debug("%s: %s", conn->peer, why);
-	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0) {
+	/* Nothing left to send, or nothing that can still be sent. */
+	if (evbuffer_get_length(bufferevent_get_output(conn->bev)) == 0 ||
+	    (bufferevent_get_enabled(conn->bev) & EV_WRITE) == 0) {
 		http_conn_free(conn);
 		return;
 	}
@@ -1299,7 +1301,13 @@ http_conn_event(struct bufferevent *bev, short what, void *arg)
 		log_debug("%s: TLS handshake done", conn->peer);
 		return;
 	}
-	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING)) {
+	/*
+	 * Deferred callbacks come merged: an end of stream on the reading
+	 * side may arrive together with a write error, after which libevent
+	 * writes no more. Only a clean end of stream waits for a reply.
+	 */
+	if ((what & BEV_EVENT_EOF) && (what & BEV_EVENT_READING) &&
+	    !(what & (BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))) {
 		conn->eof = 1;
 		/* libevent's TLS stops writing at the end of stream: resume. */
 		if (conn->tls)

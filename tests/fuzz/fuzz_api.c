@@ -12,6 +12,7 @@
  */
 #include <sys/mman.h>
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,17 +95,34 @@ fuzz_check_result(const char *buf, const char *reply, size_t len)
 }
 
 /* One client request, brokerd's answer to it, and the checks. */
+/* The descriptors this process holds. */
+static int
+fuzz_fds_open(void)
+{
+	DIR		*d;
+	struct dirent	*e;
+	int		 n = 0;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		abort();
+	while ((e = readdir(d)) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t	*req, *reply, *out;
 	size_t		 reqlen, replylen, outlen, got;
 	char		 buf[4096], op[64];
-	int		 fd, fds[2], nfds = 0, i, own;
+	int		 fd, fds[2], nfds = 0, i, own, fds_before;
 
 	fuzz_det_reset();
 
 	fh_init(NULL);
+	fds_before = fuzz_fds_open();
 	reqlen = fh_part(data, size, 0, &req);
 	replylen = fh_part(data, size, 1, &reply);
 	for (i = 0; i < 2; i++) {
@@ -129,5 +147,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (got > 0 && strncmp(buf, "HTTP/1.1 ", 9) != 0 && got >= 9)
 		abort();
 	fh_close(fd);
+	/* Once its client is gone, frontd holds nothing of the connection. */
+	if (fuzz_fds_open() > fds_before)
+		abort();
 	return 0;
 }
