@@ -102,6 +102,14 @@ int	 session_csrf_ok(struct session *, const char *csrf);
 void	 session_destroy(struct session *);	/* its tokens die with it */
 void	 session_drop_user(const char *user);	/* sessions and tokens */
 struct json_object *session_list(void);
+/*
+ * The live sessions (tokens) whose id sorts after `after` (NULL: from the
+ * first): the max smallest ids in id order into out; their number.
+ */
+size_t	 session_page(const char *after, struct session **out, size_t max);
+size_t	 token_page(const char *after, struct token **out, size_t max);
+struct json_object *session_json(const struct session *);
+struct json_object *token_json(const struct token *);
 struct token *token_create(const char *user, const char *session_id,
 	    char *bearer, size_t);
 struct token *token_lookup(const char *bearer);

@@ -16,6 +16,15 @@
 
 #define CONTROL_AUDIT_PAGE	500	/* records per audit_show reply */
 #define CONTROL_HEALTH_MS	5000	/* a fresh probe may take a while */
+#define CONTROL_LIST_MAX	1000	/* items per list page (proto.c's max) */
+/* A list page's items, in bytes: room left for {"id","result",next}. */
+#define CONTROL_LIST_BYTES	(IPC_MAX_MSG - 1024)
+
+/* A page of a list reply being filled. */
+struct control_page {
+	struct json_object	*items;
+	size_t			 bytes;		/* items' JSON text so far */
+};
 
 /* A status request of hgctl waiting for sandboxd's health. */
 struct control_wait {
@@ -213,10 +222,79 @@ control_token_create(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, res, NULL, 0);
 }
 
+/*
+ * Add an item to a page when its JSON text (as ipc.c sends it) still fits
+ * the page's bound; -1, the item freed, when it does not. The first item
+ * always goes in: one is far smaller than the bound.
+ */
+static int
+control_page_add(struct control_page *pg, struct json_object *it)
+{
+	size_t	len;
+
+	(void)json_object_to_json_string_length(it, JSON_C_TO_STRING_PLAIN,
+	    &len);
+	len++;				/* the comma before it */
+	if (json_object_array_length(pg->items) > 0 &&
+	    pg->bytes + len > CONTROL_LIST_BYTES) {
+		json_object_put(it);
+		return -1;
+	}
+	json_object_array_add(pg->items, it);
+	pg->bytes += len;
+	return 0;
+}
+
+/* Reply {"items": [...], "next"?}: next names the last item sent. */
+static void
+control_page_reply(struct ipc_peer *p, struct ipc_msg *m,
+    struct control_page *pg, const char *next)
+{
+	struct json_object	*res;
+
+	res = control_items(pg->items);
+	if (next != NULL)
+		json_object_object_add(res, "next",
+		    json_object_new_string(next));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/*
+ * The page's bounds from the request (checked by the protocol table):
+ * the cursor "after" or NULL, and "limit" (CONTROL_LIST_MAX without one).
+ */
+static size_t
+control_page_limit(struct ipc_msg *m, const char **after)
+{
+	int64_t	limit = CONTROL_LIST_MAX;
+
+	*after = json_str(m->obj, "after");
+	if (json_int(m->obj, "limit", &limit) == -1 || limit < 1 ||
+	    limit > CONTROL_LIST_MAX)
+		limit = CONTROL_LIST_MAX;
+	return (size_t)limit;
+}
+
+/*
+ * One page of the live tokens in id order, after the cursor "after", at
+ * most "limit" of them and never more than one datagram holds: {"items":
+ * [...], "next"}, "next" (the last id sent) absent on the last page.
+ */
 static void
 control_token_list(struct ipc_peer *p, struct ipc_msg *m)
 {
-	ipc_reply(p, m, control_items(token_list()), NULL, 0);
+	struct token		*page[CONTROL_LIST_MAX + 1];
+	struct control_page	 pg = { json_object_new_array(), 0 };
+	const char		*after;
+	size_t			 limit, n, i;
+
+	limit = control_page_limit(m, &after);
+	/* One more than asked for tells whether a page follows. */
+	n = token_page(after, page, limit + 1);
+	for (i = 0; i < n && i < limit; i++)
+		if (control_page_add(&pg, token_json(page[i])) == -1)
+			break;
+	control_page_reply(p, m, &pg, i < n ? page[i - 1]->id : NULL);
 }
 
 static void
@@ -239,21 +317,28 @@ control_token_revoke(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, NULL, NULL, 0);
 }
 
-/* Sessions with their execution mode and, in direct mode, its deadline. */
+/*
+ * One page of the live sessions with their execution mode and, in direct
+ * mode, its deadline, paged as control_token_list pages the tokens.
+ */
 static void
 control_session_list(struct ipc_peer *p, struct ipc_msg *m)
 {
-	struct json_object	*items, *it;
-	struct session		*s;
-	size_t			 i;
+	struct session		*page[CONTROL_LIST_MAX + 1];
+	struct control_page	 pg = { json_object_new_array(), 0 };
+	struct json_object	*it;
+	const char		*after;
+	size_t			 limit, n, i;
 
-	items = session_list();
-	for (i = 0; i < json_object_array_length(items); i++) {
-		it = json_object_array_get_idx(items, i);
-		if ((s = session_by_id(json_str(it, "id"))) != NULL)
-			mode_describe(s, it);
+	limit = control_page_limit(m, &after);
+	n = session_page(after, page, limit + 1);
+	for (i = 0; i < n && i < limit; i++) {
+		it = session_json(page[i]);
+		mode_describe(page[i], it);
+		if (control_page_add(&pg, it) == -1)
+			break;
 	}
-	ipc_reply(p, m, control_items(items), NULL, 0);
+	control_page_reply(p, m, &pg, i < n ? page[i - 1]->id : NULL);
 }
 
 static void

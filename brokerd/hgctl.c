@@ -766,6 +766,60 @@ hgctl_list(const char *type, const struct hgctl_col *cols)
 	return HGCTL_EXIT_OK;
 }
 
+#define HGCTL_LIST_PAGE	1000	/* items asked for per page */
+
+/*
+ * Ask for a paged list (token_list, session_list) page after page, each
+ * after the last id of the one before, and print all their "items" as
+ * hgctl_list prints one list. A cursor that does not move on is an error,
+ * not a loop.
+ */
+static int
+hgctl_list_pages(const char *type, const struct hgctl_col *cols)
+{
+	struct json_object	*req, *res, *items, *all;
+	const char		*next;
+	char			 after[65] = "";
+	size_t			 i;
+
+	all = json_object_new_array();
+	for (;;) {
+		req = hgctl_req(type);
+		json_object_object_add(req, "limit",
+		    json_object_new_int(HGCTL_LIST_PAGE));
+		if (after[0] != '\0')
+			json_object_object_add(req, "after",
+			    json_object_new_string(after));
+		res = hgctl_call(req);
+		if (json_object_object_get_ex(res, "items", &items) &&
+		    json_object_is_type(items, json_type_array)) {
+			for (i = 0; i < json_object_array_length(items); i++)
+				json_object_array_add(all, json_object_get(
+				    json_object_array_get_idx(items, i)));
+		}
+		if ((next = json_str(res, "next")) == NULL) {
+			json_object_put(res);
+			break;
+		}
+		if (strlen(next) >= sizeof(after) ||
+		    strcmp(next, after) <= 0) {
+			fprintf(stderr, "hgctl: %s: brokerd's next page does "
+			    "not follow the last\n", type);
+			json_object_put(res);
+			json_object_put(all);
+			return HGCTL_EXIT_FAIL;
+		}
+		snprintf(after, sizeof(after), "%s", next);
+		json_object_put(res);
+	}
+	if (json_out)
+		hgctl_print_json(all);
+	else
+		hgctl_table(all, cols);
+	json_object_put(all);
+	return HGCTL_EXIT_OK;
+}
+
 /* A request naming one object: {"type": type, key: value}. */
 static struct json_object *
 hgctl_req_one(const char *type, const char *key, const char *value)
@@ -886,7 +940,7 @@ hgctl_token_list(char **argv)
 		{ NULL, NULL, 0 }
 	};
 
-	return hgctl_list("token_list", cols);
+	return hgctl_list_pages("token_list", cols);
 }
 
 /* hgctl token revoke ID */
@@ -915,7 +969,7 @@ hgctl_session_list(char **argv)
 		{ NULL, NULL, 0 }
 	};
 
-	return hgctl_list("session_list", cols);
+	return hgctl_list_pages("session_list", cols);
 }
 
 /* hgctl session revoke ID */

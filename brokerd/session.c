@@ -793,11 +793,151 @@ session_add_time(struct json_object *o, const char *key, int64_t secs)
 	json_object_object_add(o, key, json_object_new_string(when));
 }
 
+/*
+ * A page being chosen: a max-heap of at most max items by their key (an
+ * id at key_off), holding the smallest keys offered so far.
+ */
+struct hpage {
+	void		**items;
+	size_t		  n, max;
+	size_t		  key_off;
+};
+
+/* Compare the keys of two items of a page. */
+static int
+hpage_cmp(const struct hpage *pg, const void *a, const void *b)
+{
+	return strcmp((const char *)a + pg->key_off,
+	    (const char *)b + pg->key_off);
+}
+
+/* Move the item at i down the heap of n items to its place. */
+static void
+hpage_down(struct hpage *pg, size_t i, size_t n)
+{
+	void	*tmp;
+	size_t	 c;
+
+	while ((c = 2 * i + 1) < n) {
+		if (c + 1 < n && hpage_cmp(pg, pg->items[c + 1],
+		    pg->items[c]) > 0)
+			c++;
+		if (hpage_cmp(pg, pg->items[c], pg->items[i]) <= 0)
+			break;
+		tmp = pg->items[i];
+		pg->items[i] = pg->items[c];
+		pg->items[c] = tmp;
+		i = c;
+	}
+}
+
+/* Offer an item: kept while it is among the max smallest keys so far. */
+static void
+hpage_offer(struct hpage *pg, void *item)
+{
+	void	*tmp;
+	size_t	 i, parent;
+
+	if (pg->max == 0)
+		return;
+	if (pg->n == pg->max) {
+		if (hpage_cmp(pg, item, pg->items[0]) >= 0)
+			return;
+		pg->items[0] = item;
+		hpage_down(pg, 0, pg->n);
+		return;
+	}
+	i = pg->n++;
+	pg->items[i] = item;
+	while (i > 0) {
+		parent = (i - 1) / 2;
+		if (hpage_cmp(pg, pg->items[i], pg->items[parent]) <= 0)
+			break;
+		tmp = pg->items[i];
+		pg->items[i] = pg->items[parent];
+		pg->items[parent] = tmp;
+		i = parent;
+	}
+}
+
+/* Sort the heap's items by key, smallest first (heapsort); their number. */
+static size_t
+hpage_finish(struct hpage *pg)
+{
+	void	*tmp;
+	size_t	 end;
+
+	for (end = pg->n; end > 1; end--) {
+		tmp = pg->items[0];
+		pg->items[0] = pg->items[end - 1];
+		pg->items[end - 1] = tmp;
+		hpage_down(pg, 0, end - 1);
+	}
+	return pg->n;
+}
+
+/*
+ * The live sessions whose id sorts after `after` (NULL or "": from the
+ * first), the max smallest ids of them in id order, into out: their number.
+ * Paging by the last id seen never skips or repeats a session that lives
+ * through the whole listing, whatever is added or removed in between. One
+ * pass over every session per page: O(n log max), no index to keep.
+ */
+size_t
+session_page(const char *after, struct session **out, size_t max)
+{
+	struct hpage	 pg = { (void **)out, 0, max,
+			    offsetof(struct session, id) };
+	struct session	*s;
+	int64_t		 now = session_now();
+
+	TAILQ_FOREACH(s, &sessions, entry) {
+		if (s->expires <= now ||
+		    (after != NULL && strcmp(s->id, after) <= 0))
+			continue;
+		hpage_offer(&pg, s);
+	}
+	return hpage_finish(&pg);
+}
+
+/* The same for the live tokens (those of a live session, or standalone). */
+size_t
+token_page(const char *after, struct token **out, size_t max)
+{
+	struct hpage	 pg = { (void **)out, 0, max,
+			    offsetof(struct token, id) };
+	struct token	*t;
+	int64_t		 now = session_now();
+
+	TAILQ_FOREACH(t, &tokens, entry) {
+		if ((t->session != NULL && t->session->expires <= now) ||
+		    (after != NULL && strcmp(t->id, after) <= 0))
+			continue;
+		hpage_offer(&pg, t);
+	}
+	return hpage_finish(&pg);
+}
+
+/* A session as {"id", "user", "created", "last_seen", "expires"}. */
+struct json_object *
+session_json(const struct session *s)
+{
+	struct json_object	*o;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(s->id));
+	json_object_object_add(o, "user", json_object_new_string(s->user));
+	session_add_time(o, "created", s->created);
+	session_add_time(o, "last_seen", s->last_seen);
+	session_add_time(o, "expires", s->expires);
+	return o;
+}
+
 /* The live sessions as [{"id", "user", "created", "last_seen", "expires"}]. */
 struct json_object *
 session_list(void)
 {
-	struct json_object	*arr, *o;
+	struct json_object	*arr;
 	struct session		*s;
 	int64_t			 now = session_now();
 
@@ -805,13 +945,7 @@ session_list(void)
 	TAILQ_FOREACH(s, &sessions, entry) {
 		if (s->expires <= now)
 			continue;
-		o = json_object_new_object();
-		json_object_object_add(o, "id", json_object_new_string(s->id));
-		json_object_object_add(o, "user", json_object_new_string(s->user));
-		session_add_time(o, "created", s->created);
-		session_add_time(o, "last_seen", s->last_seen);
-		session_add_time(o, "expires", s->expires);
-		json_object_array_add(arr, o);
+		json_object_array_add(arr, session_json(s));
 	}
 	return arr;
 }
@@ -905,11 +1039,26 @@ token_revoke(const char *id)
 	return 0;
 }
 
+/* A token as {"id", "user", "session_id" (or null), "created"}. */
+struct json_object *
+token_json(const struct token *t)
+{
+	struct json_object	*o;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "id", json_object_new_string(t->id));
+	json_object_object_add(o, "user", json_object_new_string(t->user));
+	json_object_object_add(o, "session_id", t->session == NULL ?
+	    NULL : json_object_new_string(t->session->id));
+	session_add_time(o, "created", t->created);
+	return o;
+}
+
 /* The live tokens as [{"id", "user", "session_id" (or null), "created"}]. */
 struct json_object *
 token_list(void)
 {
-	struct json_object	*arr, *o;
+	struct json_object	*arr;
 	struct token		*t;
 	int64_t			 now = session_now();
 
@@ -917,13 +1066,7 @@ token_list(void)
 	TAILQ_FOREACH(t, &tokens, entry) {
 		if (t->session != NULL && t->session->expires <= now)
 			continue;
-		o = json_object_new_object();
-		json_object_object_add(o, "id", json_object_new_string(t->id));
-		json_object_object_add(o, "user", json_object_new_string(t->user));
-		json_object_object_add(o, "session_id", t->session == NULL ?
-		    NULL : json_object_new_string(t->session->id));
-		session_add_time(o, "created", t->created);
-		json_object_array_add(arr, o);
+		json_object_array_add(arr, token_json(t));
 	}
 	return arr;
 }

@@ -138,6 +138,13 @@ static const struct proto_field f_token_create[] = {
 static const struct proto_field f_token_revoke[] = {
 	F_HEX("token", R, 16), F_END
 };
+/* A page of a list: after the id "after", at most "limit" items. */
+static const struct proto_field f_token_page[] = {
+	F_HEX("after", O, 16), F_INT("limit", O, 1, 1000), F_END
+};
+static const struct proto_field f_session_page[] = {
+	F_HEX("after", O, 32), F_INT("limit", O, 1, 1000), F_END
+};
 static const struct proto_field f_session_id[] = {
 	F_HEX("session", R, 32), F_END
 };
@@ -341,13 +348,18 @@ const struct proto_msg proto_msgs[] = {
 	    "`{items: [{name, role, created, uid, gid, unix_user}]}`" },
 	{ "token_create", HB, 0, f_token_create, NULL,
 	    "a standalone agent token: `{id, token, user}`" },
-	{ "token_list", HB, 0, f_none, NULL,
-	    "`{items: [{id, user, session_id, created}]}`" },
+	{ "token_list", HB, 0, f_token_page, NULL,
+	    "a page of the live tokens in id order, those after the id "
+	    "`after` (none: from the first), at most `limit` (1000 without "
+	    "one) and no more than one datagram holds: `{items: [{id, user, "
+	    "session_id, created}], next}`; `next`, the page's last id, is "
+	    "the next page's `after`, absent on the last page" },
 	{ "token_revoke", HB, 0, f_token_revoke, NULL,
 	    "revoke a token by its id: `{}`" },
-	{ "session_list", HB, 0, f_none, NULL,
-	    "`{items: [{id, user, created, last_seen, expires, mode, "
-	    "expires_at, remaining_seconds}]}`" },
+	{ "session_list", HB, 0, f_session_page, NULL,
+	    "a page of the live sessions, paged as `token_list`: `{items: "
+	    "[{id, user, created, last_seen, expires, mode, expires_at, "
+	    "remaining_seconds}], next}`" },
 	{ "session_revoke", HB, 0, f_session_id, NULL,
 	    "end a login session: `{}`" },
 	{ "session_revert", HB, 0, f_session_id, NULL,

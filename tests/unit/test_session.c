@@ -220,6 +220,89 @@ test_expiry(void **state)
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 0);
 }
 
+#define PAGE_N	300
+
+/* Compare two strings through pointers to them, for qsort. */
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * session_page and token_page walk every live row once, in id order, by
+ * the last id of the page before; rows removed between pages leave the
+ * others in place; expired sessions and their tokens are skipped.
+ */
+static void
+test_pages(void **state)
+{
+	struct fixture	*f = *state;
+	struct session	*page[PAGE_N + 1], *s, *dead;
+	struct token	*tpage[PAGE_N + 1], *t;
+	char		*sids[PAGE_N], *tids[PAGE_N], after[33], gone[17];
+	size_t		 i, n, seen;
+
+	assert_int_equal(session_page(NULL, page, 10), 0);
+	for (i = 0; i < PAGE_N; i++) {
+		s = create_ok(f, "alice");
+		assert_non_null(sids[i] = strdup(s->id));
+		t = token_create("alice", i % 2 ? s->id : "", f->bearer,
+		    sizeof f->bearer);
+		assert_non_null(t);
+		assert_non_null(tids[i] = strdup(t->id));
+	}
+	qsort(sids, PAGE_N, sizeof sids[0], cmp_str);
+	qsort(tids, PAGE_N, sizeof tids[0], cmp_str);
+
+	/* All at once, then 7 at a time: the same order, each once. */
+	assert_int_equal(session_page(NULL, page, PAGE_N + 1), PAGE_N);
+	for (i = 0; i < PAGE_N; i++)
+		assert_string_equal(page[i]->id, sids[i]);
+	assert_int_equal(session_page(NULL, page, 0), 0);
+	after[0] = '\0';
+	for (seen = 0; (n = session_page(after[0] ? after : NULL, page,
+	    7)) > 0; seen += n) {
+		assert_true(n == 7 || seen + n == PAGE_N);
+		for (i = 0; i < n; i++)
+			assert_string_equal(page[i]->id, sids[seen + i]);
+		snprintf(after, sizeof after, "%s", page[n - 1]->id);
+	}
+	assert_int_equal(seen, PAGE_N);
+	/* A cursor that names no session still pages from its place. */
+	assert_int_equal(session_page("0", page, PAGE_N), PAGE_N);
+	assert_int_equal(session_page("g", page, PAGE_N), 0);
+
+	/* Tokens, with the token that ended a page revoked before the next. */
+	n = token_page(NULL, tpage, 10);
+	assert_int_equal(n, 10);
+	for (i = 0; i < n; i++)
+		assert_string_equal(tpage[i]->id, tids[i]);
+	snprintf(gone, sizeof gone, "%s", tpage[9]->id);
+	assert_int_equal(token_revoke(gone), 0);
+	assert_int_equal(token_page(gone, tpage, 5), 5);
+	for (i = 0; i < 5; i++)
+		assert_string_equal(tpage[i]->id, tids[10 + i]);
+	assert_int_equal(token_page(NULL, tpage, PAGE_N + 1), PAGE_N - 1);
+
+	/* An expired session is skipped, and its tokens with it. */
+	dead = session_by_id(sids[0]);
+	assert_non_null(dead);
+	n = 0;
+	for (t = TAILQ_FIRST(&dead->tokens); t != NULL;
+	    t = TAILQ_NEXT(t, session_entry))
+		n++;
+	dead->expires = now_wall_ms() / 1000;
+	assert_int_equal(session_page(NULL, page, PAGE_N + 1), PAGE_N - 1);
+	assert_string_equal(page[0]->id, sids[1]);
+	assert_int_equal(token_page(NULL, tpage, PAGE_N + 1), PAGE_N - 1 - n);
+
+	for (i = 0; i < PAGE_N; i++) {
+		free(sids[i]);
+		free(tids[i]);
+	}
+}
+
 /* The CSRF token is checked against its own session only. */
 static void
 test_csrf(void **state)
@@ -891,6 +974,7 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_csrf, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_tokens_bound_and_standalone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_token_create_refused,
