@@ -253,6 +253,11 @@ session_free(struct session *s)
 	TAILQ_REMOVE(&sessions, s, entry);
 	hindex_del(&by_cookie, s);
 	hindex_del(&by_sid, s);
+	/* A direct grant's timers (mode.c) go with the session they hold. */
+	if (s->ev_expiring != NULL)
+		event_free(s->ev_expiring);
+	if (s->ev_expire != NULL)
+		event_free(s->ev_expire);
 	free(s->user);
 	free(s);
 }
