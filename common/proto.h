@@ -44,6 +44,7 @@ enum ipc_role {
 #define ERR_NOT_FOUND		"not_found"		/* 404 */
 #define ERR_CONFLICT		"conflict"		/* 409 */
 #define ERR_TOO_LARGE		"too_large"		/* 413 */
+#define ERR_NO_SPACE		"no_space"		/* 507: a quota or the disk is full */
 #define ERR_RATE_LIMITED	"rate_limited"		/* 429, with retry_after */
 #define ERR_INTERNAL		"internal"		/* 500 */
 #define ERR_UNAVAILABLE		"unavailable"		/* 503 */

@@ -169,6 +169,7 @@ api_status(const char *code)
 		{ ERR_FORBIDDEN, 403 }, { ERR_NOT_FOUND, 404 },
 		{ ERR_CONFLICT, 409 }, { ERR_TOO_LARGE, 413 },
 		{ ERR_RATE_LIMITED, 429 }, { ERR_UNAVAILABLE, 503 },
+		{ ERR_NO_SPACE, 507 },
 	};
 	size_t	i;
 

@@ -589,6 +589,7 @@ http_status_text(int status)
 	case 403: return ("Forbidden");
 	case 404: return ("Not Found");
 	case 405: return ("Method Not Allowed");
+	case 406: return ("Not Acceptable");
 	case 408: return ("Request Timeout");
 	case 409: return ("Conflict");
 	case 411: return ("Length Required");
@@ -603,6 +604,7 @@ http_status_text(int status)
 	case 503: return ("Service Unavailable");
 	case 504: return ("Gateway Timeout");
 	case 505: return ("HTTP Version Not Supported");
+	case 507: return ("Insufficient Storage");
 	}
 	return ("Unknown");
 }
