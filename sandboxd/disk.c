@@ -71,6 +71,13 @@
 #define DISK_QGROUP	((1ULL << 48) | 1)	/* 1/1: the user's limit */
 #define DISK_LOCK_MS	3000	/* to wait for an image a helper releases */
 
+/*
+ * QCMD(cmd, PRJQUOTA) for quotactl_fd: glibc's QCMD shifts the signed
+ * command past the top bit of an int (undefined behaviour, UBSan says).
+ */
+#define DISK_PRJQCMD(cmd)	((int)((unsigned)(cmd) << SUBCMDSHIFT | \
+			    (PRJQUOTA & SUBCMDMASK)))
+
 /* The btrfs-progs locations of Debian and the other distributions. */
 static const char *const disk_mkfs_paths[] = {
 	"/usr/sbin/mkfs.btrfs", "/sbin/mkfs.btrfs", "/usr/bin/mkfs.btrfs",
@@ -869,7 +876,7 @@ disk_project_set(const char *user, uid_t uid, gid_t gid, int64_t max,
 	dq.dqb_bhardlimit = (uint64_t)max / QIF_DQBLKSIZE;
 	dq.dqb_bsoftlimit = dq.dqb_bhardlimit;
 	dq.dqb_valid = QIF_BLIMITS;
-	if (syscall(SYS_quotactl_fd, disk_rootfd, QCMD(Q_SETQUOTA, PRJQUOTA),
+	if (syscall(SYS_quotactl_fd, disk_rootfd, DISK_PRJQCMD(Q_SETQUOTA),
 	    uid, &dq) == -1)
 		goto bad;
 	close(fd);
@@ -891,7 +898,7 @@ disk_project_detect(int rootfd)
 #ifdef SYS_quotactl_fd
 	struct if_dqinfo	di;
 
-	return syscall(SYS_quotactl_fd, rootfd, QCMD(Q_GETINFO, PRJQUOTA), 0,
+	return syscall(SYS_quotactl_fd, rootfd, DISK_PRJQCMD(Q_GETINFO), 0,
 	    &di) == 0;
 #else
 	return 0;
