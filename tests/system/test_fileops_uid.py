@@ -8,6 +8,7 @@ tests/unit/test_fileops.c; here, that they hold behind sandboxd too."""
 
 import json
 import os
+import signal
 import socket
 import stat
 
@@ -15,6 +16,7 @@ import pytest
 
 import hglib
 import policylib as pl
+import sandboxlib as sl
 
 RANGE0 = 1879048192
 UIDS = {"alice": RANGE0 + 4242, "bob": RANGE0 + 4243}
@@ -50,8 +52,8 @@ class FakeBroker:
         assert json.loads(data).get("type") == "hello"
         self.next_id = 1
 
-    def call(self, type_, fds=(), **fields):
-        """(result, error, fds) of one request."""
+    def send(self, type_, fds=(), **fields):
+        """Send one request; its id."""
         rid = self.next_id
         self.next_id += 1
         msg = json.dumps(dict(fields, type=type_, id=rid)).encode()
@@ -59,6 +61,14 @@ class FakeBroker:
             socket.send_fds(self.s, [msg], list(fds))
         else:
             self.s.send(msg)
+        return rid
+
+    def call(self, type_, fds=(), **fields):
+        """(result, error, fds) of one request."""
+        return self.wait(self.send(type_, fds, **fields))
+
+    def wait(self, rid):
+        """(result, error, fds) of the reply to request rid."""
         while True:
             data, got, _, _ = socket.recv_fds(self.s, 1 << 20, 8)
             m = hglib.ipc_decode(data)
@@ -268,3 +278,35 @@ def test_hostile_entries(box):
     assert not os.path.exists(os.path.join(ws, "w"))
     with open("/etc/passwd", "rb") as f:
         assert b"pwned" not in f.read()
+
+
+def test_hung_operation_times_out(box, mode):
+    """A file operation that cannot go on (here: the user's spawner is
+    stopped, as a hung file system would hold it) delays itself alone:
+    sandboxd answers other requests meanwhile, and at the timeout brokerd
+    gets "unavailable"; the child that starts late is killed, and the next
+    operation works. (30 s: run in root mode only.)"""
+    if mode != "root":
+        pytest.skip("the same code rootless; its 30 s once is enough")
+    hg, fb = box
+    res, err, _ = op(hg, fb, "alice", "write", "f.txt", b"content")
+    assert err is None, err
+    spawners = sl.children_of(hg.pid("sandboxd"), "hg-spawner")
+    assert len(spawners) == 1, spawners
+    fb.s.settimeout(120)
+    os.kill(spawners[0], signal.SIGSTOP)
+    try:
+        rid = fb.send("file", op="read", user="alice", path="f.txt",
+                      **ids(hg, "alice"))
+        # the loop is free: another request is answered at once
+        res, err, _ = fb.call("health")
+        assert err is None and "backend" in res, (res, err)
+        res, err, got = fb.wait(rid)
+        assert not got and err["code"] == "unavailable", (res, err)
+        assert "timed out" in err["message"], err
+    finally:
+        os.kill(spawners[0], signal.SIGCONT)
+    res, err, text = op(hg, fb, "alice", "read", "f.txt")
+    assert err is None and text == b"content", (res, err)
+    hglib.wait_for(lambda: "file read: the file operation timed out" in
+                   hg.log_text("sandboxd"), 10, what="the timeout logged")
