@@ -177,6 +177,7 @@ files_read(evutil_socket_t fd, short ev, void *arg)
 	ssize_t			 n;
 	int			 fds[2], nfds = 0, got, i, want;
 
+	memset(&rep, 0, sizeof(rep));
 	memset(&msg, 0, sizeof(msg));
 	iov.iov_base = &rep;
 	iov.iov_len = sizeof(rep);
