@@ -314,6 +314,14 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	json_object_object_add(req, "user",
 	    json_object_new_string(id->user->name));
 	json_object_object_add(req, "path", json_object_new_string(path));
+	/* The ids it is done as: the user's own (sandboxd checks them). */
+	json_object_object_add(req, "uid",
+	    json_object_new_int64(id->user->uid));
+	json_object_object_add(req, "gid",
+	    json_object_new_int64(id->user->gid));
+	if (id->session != NULL)
+		json_object_object_add(req, "session",
+		    json_object_new_string(id->session->id));
 	if (strcmp(op, "write") == 0)
 		json_object_object_add(req, "size", json_object_new_int64(size));
 	if (log_ctx_request_id() != NULL)

@@ -221,6 +221,18 @@ static const struct proto_field f_spawn[] = {
 	F_INT("deadline_ms", O, 0, I64_MAX),
 	F_END
 };
+/* A workspace file operation (sandboxd/files.c), path relative to it. */
+static const struct proto_field f_file[] = {
+	F_STR("op", R, 1, 16),
+	F_USER("user", R),
+	F_PATH("path", R, 4096),
+	F_INT("size", O, 0, I64_MAX),
+	F_INT("uid", O, 0, UID_MAX),
+	F_INT("gid", O, 0, UID_MAX),
+	F_HEX("session", O, 32),
+	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
+	F_END
+};
 static const struct proto_field f_proc[] = {
 	F_HEX("proc", R, 16), F_HEX("request_id", O, LOG_REQUEST_ID_LEN), F_END
 };
@@ -236,14 +248,6 @@ static const struct proto_field f_grant[] = {
 };
 static const struct proto_field f_user[] = {
 	F_USER("user", R), F_HEX("request_id", O, LOG_REQUEST_ID_LEN), F_END
-};
-static const struct proto_field f_file[] = {
-	F_STR("op", R, 1, 16),
-	F_USER("user", R),
-	F_PATH("path", R, 4096),
-	F_INT("size", O, 0, I64_MAX),
-	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
-	F_END
 };
 static const struct proto_field f_recording[] = {
 	F_HEX("recording", R, 16), F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
@@ -276,7 +280,7 @@ static const struct proto_field r_spawn[] = {
 };
 static const struct proto_field r_file[] = {
 	F_INT("size", O, 0, I64_MAX),
-	F_INT("mtime", O, -I64_MAX, I64_MAX),
+	F_INT("mtime", O, -I64_MAX - 1, I64_MAX),
 	F_BOOL("created", O),
 	F_INT("count", O, 0, I64_MAX),
 	F_BOOL("truncated", O),
@@ -465,6 +469,12 @@ const struct proto_msg proto_msgs[] = {
 	    "timed_out, oom, duration_ms, stdout_len, stderr_len, mode, "
 	    "backend, sha256}` with two memfds; terminals at once `{id, mode, "
 	    "backend}`" },
+	{ "file", BS, PM_FDS, f_file, r_file,
+	    "a workspace file operation as the user's uid (`op` read, list, "
+	    "write with the content memfd of `size` bytes, mkdir, delete): "
+	    "read `{size, mtime}` with the file's fd, list `{count, "
+	    "truncated}` with a memfd of the listing, write and mkdir "
+	    "`{size, mtime, created}`, delete `{deleted}`" },
 	{ "attach", BS, 0, f_proc, NULL,
 	    "`{}` with a dup of the terminal's pty master" },
 	{ "hangup", BS, 0, f_proc, NULL,
@@ -483,13 +493,6 @@ const struct proto_msg proto_msgs[] = {
 	    "oom_kills}` of the user's cgroup, null where unknown" },
 	{ "list", BS, 0, f_none, r_list,
 	    "`{procs: [...], grants: [{session, user, deadline_ms}]}`" },
-	{ "file", BS, PM_FDS, f_file, r_file,
-	    "a workspace file operation (`op` read, list, write, mkdir or "
-	    "delete) on `path` in `user`'s workspace, done as the user with "
-	    "openat2 RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS; a write's content "
-	    "as a memfd of `size` bytes: read `{size, mtime}` + the file "
-	    "O_RDONLY; list `{count, truncated}` + a memfd of the listing; "
-	    "write and mkdir `{size, mtime, created}`; delete `{deleted}`" },
 	{ "recording", BS, 0, f_recording, NULL,
 	    "`{}` with an O_RDONLY fd of the recording; `not_found` when none" },
 
