@@ -716,3 +716,40 @@ def test_direct_mode_is_still_the_workspace(hg, alice):
     finally:
         assert pl.set_mode(alice, "sandbox").status == 200
     assert sh(alice, "cat direct-mode.txt") == "in the workspace"
+
+
+def test_uploads_held_at_once_are_bounded(hg, alice):
+    """Spooled bodies are memory: past 1 GiB reserved by uploads in
+    progress, one more is refused with 503 and Retry-After before any of
+    it is read, and accepted again once the others have gone."""
+    n = (1 << 30) // CAP
+    socks = []
+    try:
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+            socks.append(s)
+            s.sendall(raw_head(hg, alice, "PUT", url("held/%d" % i),
+                               b"Content-Length: %d\r\n"
+                               b"Expect: 100-continue\r\n" % CAP))
+        for s in socks:
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = s.recv(4096)
+                assert chunk, got
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 100 Continue"), got
+        data = raw_head(hg, alice, "PUT", url("held/one-more"),
+                        b"Content-Length: %d\r\n" % CAP)
+        status, headers, body = hglib.parse_raw(hg.raw(data, timeout=10))
+        assert status == 503, body
+        assert int(headers["retry-after"]) > 0
+    finally:
+        for s in socks:
+            s.close()
+
+    def accepted():
+        r = put(alice, "held/after.txt", b"room again")
+        return r if r.status == 201 else None
+    hglib.wait_for(accepted, 10, what="an upload accepted again")
+    for d in hglib.DAEMONS:
+        assert hg.alive(d), d
