@@ -310,3 +310,81 @@ def test_hung_operation_times_out(box, mode):
     assert err is None and text == b"content", (res, err)
     hglib.wait_for(lambda: "file read: the file operation timed out" in
                    hg.log_text("sandboxd"), 10, what="the timeout logged")
+
+
+# -- through the HTTP API (frontd, brokerd, sandboxd) ----------------------
+
+@pytest.fixture(scope="module")
+def web(mode):
+    with pl.module_hostgate(mode, "fileops-http") as h:
+        yield h
+
+
+def api_put(s, path, data):
+    return s.request("PUT", "/api/files/" + path, body=data,
+                     headers={"Content-Type": "application/octet-stream"},
+                     timeout=30)
+
+
+def api_get(s, path):
+    return s.request("GET", "/api/files/" + path, timeout=30)
+
+
+def test_api_put_is_the_users(web):
+    """A PUT makes a file of the user's uid (their own in root mode), the
+    owner a command of theirs sees too."""
+    hg = web
+    alice = hg.login(*pl.ADMIN)
+    r = api_put(alice, "put/owned.txt", b"data")
+    assert r.status == 201, r
+    uid, gid = pl.spawn_uid(hg, "alice")
+    st = os.lstat(os.path.join(workspace(hg, "alice"), "put/owned.txt"))
+    assert (st.st_uid, st.st_gid) == (uid, gid), st
+    assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    if hg.mode == "root":
+        assert uid != hglib.account(hglib.SERVICE_USERS["sandboxd"])[0]
+    res = pl.run(alice, "stat -c %u put/owned.txt")
+    assert res["exit_code"] == 0 and res["stdout"].strip() == str(uid), res
+
+
+def test_api_reads_as_the_user(web):
+    """Through the API, a file only its user may read is read for them;
+    one only root may read is refused; another user's workspace is out of
+    reach by every path a user can give."""
+    hg = web
+    if hg.mode != "root":
+        pytest.skip("one uid for all without root")
+    alice, bob = hg.login(*pl.ADMIN), hg.login(*pl.USER)
+    assert api_put(alice, "a.txt", b"a").status in (200, 201)
+    assert api_put(bob, "b.txt", b"b").status in (200, 201)
+    ws, other = workspace(hg, "alice"), workspace(hg, "bob")
+    auid, agid = pl.spawn_uid(hg, "alice")
+    mine = os.path.join(ws, "only-alice.txt")
+    with open(mine, "w") as f:
+        f.write("for alice's eyes")
+    os.chown(mine, auid, agid)
+    os.chmod(mine, 0o400)
+    # sandboxd's own uid could not have read it: the read is alice's
+    sbx = hglib.account(hglib.SERVICE_USERS["sandboxd"])
+    assert hglib.run_as(sbx, lambda: os.access(mine, os.R_OK)) is False
+    r = api_get(alice, "only-alice.txt")
+    assert r.status == 200 and r.body == b"for alice's eyes", r
+    rootonly = os.path.join(ws, "root-only.txt")
+    with open(rootonly, "w") as f:
+        f.write("root's")
+    os.chmod(rootonly, 0o600)
+    pl.assert_error(api_get(alice, "root-only.txt"), 403, "forbidden")
+    # bob, by links planted in his workspace and by relative paths
+    os.symlink(mine, os.path.join(other, "abs"))
+    os.symlink("../alice/only-alice.txt", os.path.join(other, "rel"))
+    os.symlink("..", os.path.join(other, "up"))
+    for path in ("abs", "rel", "up/alice/only-alice.txt"):
+        pl.assert_error(api_get(bob, path), 403, "forbidden",
+                        "leaves the workspace")
+        pl.assert_error(api_put(bob, path, b"bob was here"), 403,
+                        "forbidden")
+    pl.assert_error(api_get(bob, "up/"), 403, "forbidden")
+    assert api_get(bob, "..%2Falice%2Fonly-alice.txt").status == 400
+    with open(mine) as f:
+        assert f.read() == "for alice's eyes"
+    assert api_get(bob, "only-alice.txt").status == 404
