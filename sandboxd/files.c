@@ -25,6 +25,7 @@
 
 #define FILES_TIMEOUT_MS	30000	/* any operation, beside its bytes */
 #define FILES_BYTES_PER_MS	8192	/* a write's size adds time: 8 MB/s */
+#define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000)	/* the longest */
 #define FILES_MAX		256	/* operations at once, all users */
 
 /* child -> sandboxd: one datagram, with an fd for read and list. */
@@ -294,6 +295,8 @@ files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
 		fatalx("event_new");
 	event_add(j->ev, NULL);
 	ms = FILES_TIMEOUT_MS + (size > 0 ? size / FILES_BYTES_PER_MS : 0);
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;	/* HOSTGATE_MAX_UPLOAD_BYTES=max */
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(j->ev_timeout, &tv);
