@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -574,6 +575,62 @@ test_write_swapped(void **state)
 }
 
 /*
+ * A link swapped in while the operations run: a child flips "race"
+ * between a directory of the workspace and a link out of it (rename is
+ * atomic) as fast as it can, while writes, reads, mkdirs and deletes go
+ * through "race/". Whatever each one met, none reached the outside.
+ */
+static void
+test_race_swap(void **state)
+{
+	struct tree		*t = *state;
+	struct fileop_result	 r;
+	char			 real[512], link[512], race[512], path[256];
+	pid_t			 pid;
+	int			 c, i, status;
+
+	snprintf(real, sizeof(real), "%s", in(t, "race_dir"));
+	snprintf(link, sizeof(link), "%s", in(t, "race_link"));
+	snprintf(race, sizeof(race), "%s", in(t, "race"));
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(symlink(t->outside, link), 0);
+	assert_int_equal(rename(real, race), 0);
+	if ((pid = fork()) == 0) {
+		/* race is the directory; swap the link in and out, forever */
+		for (;;) {
+			if (renameat2(AT_FDCWD, link, AT_FDCWD, race,
+			    RENAME_EXCHANGE) == -1)
+				_exit(1);
+		}
+	}
+	assert_true(pid > 0);
+	c = content("raced");
+	for (i = 0; i < 2000; i++) {
+		if (fileop_write(t->wsfd, "race/f", c, 5, &r) == -1)
+			assert_true(strcmp(r.code, ERR_FORBIDDEN) == 0 ||
+			    strcmp(r.code, ERR_NOT_FOUND) == 0 ||
+			    strcmp(r.code, ERR_CONFLICT) == 0);
+		fileop_mkdir(t->wsfd, "race/newdir", &r);
+		if (fileop_read(t->wsfd, "race/secret", &r) == 0)
+			fail_msg("read the outside through a swapped link");
+		fileop_delete(t->wsfd, "race/secret", &r);
+		fileop_delete(t->wsfd, "race/newdir", &r);
+		if (fileop_list(t->wsfd, "race/", &r) == 0) {
+			if (strstr(slurp(r.fd), "secret") != NULL)
+				fail_msg("listed the outside through a link");
+			close(r.fd);
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	assert_true(WIFSIGNALED(status));	/* it swapped all along */
+	close(c);
+	outside_untouched(t);
+	snprintf(path, sizeof(path), "%s/f", t->outside);
+	assert_false(exists(path));
+}
+
+/*
  * A full file system (root only: a 64 KiB tmpfs in a mount namespace of
  * a child): no_space, the old file untouched, no temporary left.
  */
@@ -731,6 +788,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_swapped, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_race_swap, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_write_full, setup,
 		    teardown),
