@@ -183,12 +183,12 @@ __wrap_files_start(struct ipc_peer *p, int64_t id, const char *user,
     const char *path, int content, int64_t size, char *err, size_t errsz)
 {
 	struct fileop_result	r;
-	int			wsfd, write = strcmp(op, "write") == 0;
+	int			wsfd, writing = strcmp(op, "write") == 0;
 
 	if (!fuzz_user_ok(user) || strcmp(workspace, fuzz_ws) != 0 ||
 	    !fileop_path_ok(path) || (setid && (uid == 0 || gid == 0)) ||
-	    write != (content != -1) || (write && size < 0) ||
-	    (!write && strcmp(op, "read") != 0 && strcmp(op, "list") != 0 &&
+	    writing != (content != -1) || (writing && size < 0) ||
+	    (!writing && strcmp(op, "read") != 0 && strcmp(op, "list") != 0 &&
 	    strcmp(op, "mkdir") != 0 && strcmp(op, "delete") != 0))
 		abort();
 	if (strcmp(op, "read") == 0 || strcmp(op, "list") == 0) {
