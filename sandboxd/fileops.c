@@ -504,7 +504,7 @@ fileop_copy(int src, int dst, int64_t size)
 		if (n > 0)
 			continue;
 		if (n == 0) {
-			errno = EINVAL;	/* the content is shorter than size */
+			errno = ENODATA;	/* the content is shorter than size */
 			return -1;
 		}
 		if (errno == EINTR)
@@ -518,7 +518,7 @@ fileop_copy(int src, int dst, int64_t size)
 			if (n == -1 && errno == EINTR)
 				continue;
 			if (n == 0)
-				errno = EINVAL;
+				errno = ENODATA;
 			return -1;
 		}
 		for (w = 0; w < n; w += k)
@@ -588,7 +588,7 @@ int
 fileop_write(int wsfd, const char *path, int content, int64_t size,
     struct fileop_result *r)
 {
-	struct stat	 st;
+	struct stat	 st, old;
 	char		 dir[FILEOP_PATH_MAX + 1], name[256], tmp[64];
 	int		 dfd, fd = -1, e, existed;
 	const char	*what = "write";
@@ -602,16 +602,16 @@ fileop_write(int wsfd, const char *path, int content, int64_t size,
 		return fileop_fail(r, ERR_BAD_REQUEST, "no size");
 	if ((dfd = fileop_dirs(wsfd, dir, 1, NULL)) == -1)
 		return fileop_errno(r, errno, what);
-	existed = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	existed = fstatat(dfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0;
 	if (!existed && errno != ENOENT) {
 		e = errno;
 		goto fail;
 	}
-	if (existed && S_ISDIR(st.st_mode)) {
+	if (existed && S_ISDIR(old.st_mode)) {
 		close(dfd);
 		return fileop_fail(r, ERR_CONFLICT, "a directory has that name");
 	}
-	if (existed && S_ISLNK(st.st_mode)) {
+	if (existed && S_ISLNK(old.st_mode)) {
 		/*
 		 * The link itself is replaced, never written through; one that
 		 * leads out of the workspace is refused all the same, as a
@@ -626,7 +626,10 @@ fileop_write(int wsfd, const char *path, int content, int64_t size,
 			close(fd);
 		fd = -1;
 	}
+	/* A file replaced keeps its permissions (never set-id bits). */
 	if ((fd = fileop_tmpfile(dfd, tmp, sizeof(tmp))) == -1 ||
+	    (existed && S_ISREG(old.st_mode) &&
+	    fchmod(fd, old.st_mode & 0777) == -1) ||
 	    fileop_copy(content, fd, size) == -1 || fsync(fd) == -1 ||
 	    fstat(fd, &st) == -1) {
 		e = errno;
@@ -653,7 +656,7 @@ fail:
 	if (fd != -1)
 		close(fd);
 	close(dfd);
-	if (e == EINVAL && size >= 0)
+	if (e == ENODATA)
 		return fileop_fail(r, ERR_BAD_REQUEST, "write: the content is "
 		    "shorter than its size");
 	return fileop_errno(r, e, what);

@@ -496,6 +496,14 @@ test_write(void **state)
 	close(old);
 	close(c);
 
+	/* A file replaced keeps its permissions, never set-id bits. */
+	assert_int_equal(chmod(in(t, "new.txt"), 04755), 0);
+	c = content("three");
+	assert_int_equal(fileop_write(t->wsfd, "new.txt", c, 5, &r), 0);
+	assert_true(stat(in(t, "new.txt"), &st) == 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	close(c);
+
 	/* Only size bytes of the content, from offset 0. */
 	c = content("0123456789");
 	lseek(c, 5, SEEK_SET);
