@@ -124,7 +124,7 @@ setup(void **state)
 	char		 buf[256];
 
 	t = calloc(1, sizeof(*t));
-	snprintf(t->top, sizeof(t->top), "/tmp/hg-fileops-XXXXXX");
+	snprintf(t->top, sizeof(t->top), "/tmp/hg-unit-fileops-XXXXXX");
 	if (mkdtemp(t->top) == NULL)
 		return -1;
 	snprintf(t->ws, sizeof(t->ws), "%s/ws", t->top);
