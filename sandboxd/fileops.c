@@ -255,7 +255,7 @@ fileop_dirs(int wsfd, const char *dir, int mk, int *made)
 	return parent;
 }
 
-/* The ".json" of one listing entry's type. */
+/* A listing entry's "type" for a mode: file, dir, symlink or other. */
 static const char *
 fileop_type(mode_t m)
 {
@@ -343,6 +343,7 @@ fileop_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Open a regular file beneath the workspace for reading (r->fd). */
 int
 fileop_read(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -386,6 +387,7 @@ fileop_read(int wsfd, const char *path, struct fileop_result *r)
 	return 0;
 }
 
+/* A directory's listing as the API's JSON object, in a sealed memfd. */
 int
 fileop_list(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -584,6 +586,7 @@ fileop_link(int fd, int dir, char *tmp, size_t tmpsz)
 	return -1;
 }
 
+/* Write size bytes of content to path, atomically, its parents made. */
 int
 fileop_write(int wsfd, const char *path, int content, int64_t size,
     struct fileop_result *r)
@@ -662,6 +665,7 @@ fail:
 	return fileop_errno(r, e, what);
 }
 
+/* Make a directory and its parents. */
 int
 fileop_mkdir(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -686,6 +690,7 @@ fileop_mkdir(int wsfd, const char *path, struct fileop_result *r)
 	return 0;
 }
 
+/* Remove a file, a link itself or an empty directory. */
 int
 fileop_delete(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -722,12 +727,14 @@ fileop_delete(int wsfd, const char *path, struct fileop_result *r)
 	return 0;
 }
 
+/* The workspace directory fd every operation resolves beneath. */
 int
 fileop_workspace(const char *workspace)
 {
 	return open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/* The operation named op. */
 int
 fileop_run(int wsfd, const char *op, const char *path, int content,
     int64_t size, struct fileop_result *r)

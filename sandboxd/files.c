@@ -239,6 +239,7 @@ files_timeout(evutil_socket_t fd, short ev, void *arg)
 	files_free(j);
 }
 
+/* Hand an operation to the user's spawner and wait for it on the loop. */
 int
 files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
     int setid, uid_t uid, gid_t gid, const char *workspace, const char *op,
@@ -305,6 +306,7 @@ files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
 	return 0;
 }
 
+/* The spawner's answer: the child's pid, or why it did not start. */
 void
 files_started(uint64_t seq, pid_t pid, const char *err)
 {
@@ -332,6 +334,7 @@ files_started(uint64_t seq, pid_t pid, const char *err)
 	spawn_reap();
 }
 
+/* The pids spawn_reap may wait for. */
 int
 files_pids(pid_t *pids, int max)
 {
@@ -344,6 +347,7 @@ files_pids(pid_t *pids, int max)
 	return n;
 }
 
+/* A reaped child: 1 when it was an operation's. */
 int
 files_reaped(pid_t pid, int status)
 {
@@ -366,6 +370,7 @@ files_reaped(pid_t pid, int status)
 	return 1;
 }
 
+/* brokerd went away: its answers are dropped. */
 void
 files_peer_gone(struct ipc_peer *peer)
 {
@@ -407,6 +412,7 @@ files_send(int sock, const struct files_rep *rep, int fd)
 		;
 }
 
+/* The operation itself, in the child of the user's uid. */
 void
 files_child(const char *workspace, const char *op, const char *path,
     int content, int64_t size, int sock)
@@ -441,6 +447,7 @@ files_child(const char *workspace, const char *op, const char *path,
 	close(wsfd);
 }
 
+/* The event base the operations' sockets and timers run on. */
 void
 files_init(struct event_base *base, struct config *conf)
 {
