@@ -563,9 +563,9 @@ def test_users_are_apart(hg, alice):
 # -- memory and garbage ---------------------------------------------------------
 
 def test_large_download_memory_bounded(hg, alice):
-    """A 512 MiB file downloaded slowly: frontd's resident memory does not
-    grow with it (the bytes are read from the fd as the socket drains)."""
-    size = 512 * MiB
+    """A 1 GiB file downloaded: frontd's resident memory does not grow
+    with it (the bytes are read from the fd as the socket drains)."""
+    size = 1024 * MiB
     sh(alice, "truncate -s %d huge.bin" % size)
     pid = frontd_pid(hg)
     before = rss_kib(pid)
