@@ -116,6 +116,7 @@ static const struct proto_field f_file_write[] = {
 	F_PATH("path", R, 4096),
 	F_INT("size", R, 0, I64_MAX),
 	F_BOOL("dir", O),
+	F_BOOL("check", O),
 	F_END
 };
 /* What every file reply carries: the session's current constraints. */
@@ -140,6 +141,7 @@ static const struct proto_field r_file_write[] = {
 	F_INT("size", O, 0, I64_MAX),
 	F_INT("mtime", O, -I64_MAX, I64_MAX),
 	F_BOOL("created", R),
+	F_BOOL("check", O),
 	F_END
 };
 static const struct proto_field r_file_delete[] = {
@@ -391,7 +393,10 @@ const struct proto_msg proto_msgs[] = {
 	    "write a workspace file atomically from the content memfd of "
 	    "exactly `size` bytes, or with `dir` make a directory (+ CSRF for "
 	    "cookies; refused under read-only; audited): `{path, size, mtime, "
-	    "created, mode, permission}`" },
+	    "created, mode, permission}`; with `check` and no fd, only whether "
+	    "it would be taken, asked before the body is read (a refusal "
+	    "audited, nothing written): `{path, size, created: false, check: "
+	    "true, mode, permission}`" },
 	{ "file_delete", FB, PM_IDENT, f_file_path, r_file_delete,
 	    "delete a file, a symlink or an empty directory of the workspace "
 	    "(+ CSRF for cookies; refused under read-only; audited): `{path, "

@@ -38,6 +38,7 @@ struct files_call {
 	struct http_request	*req;
 	char			 path[FILES_PATH_MAX + 1];
 	int			 dir;	/* the path had a trailing slash */
+	int			 check;	/* an upload's check, body unread */
 };
 
 static struct config	*files_conf;
@@ -277,6 +278,12 @@ files_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		free(c);
 		return;
 	}
+	if (c->check) {
+		/* brokerd would take it: now the body may come. */
+		free(c);
+		http_spool_continue(req);
+		return;
+	}
 	if (!json_object_object_get_ex(m->obj, "result", &res) ||
 	    !json_object_is_type(res, json_type_object)) {
 		free(c);
@@ -358,6 +365,51 @@ files_send(struct http_request *req, struct files_call *c,
 	}
 }
 
+/* Why a PUT of length bytes to c's path is refused, or NULL. */
+static const char *
+files_put_refused(struct files_call *c, long length)
+{
+	if (c->path[0] == '\0')
+		return "the workspace itself always exists";
+	if (c->dir && length > 0)
+		return "a directory is made with an empty body";
+	return NULL;
+}
+
+/*
+ * An upload's head has come, its body not read: ask brokerd whether the
+ * write would be taken (credentials, CSRF, permission, rate, size) before
+ * any of it is held. The write itself is checked again when it comes.
+ */
+void
+files_check(struct http_request *req)
+{
+	struct files_call	*c;
+	struct json_object	*obj;
+	const char		*why;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	c->req = req;
+	c->check = 1;
+	if ((why = files_path(req->path + sizeof(FILES_PREFIX) - 1, c->path,
+	    sizeof(c->path), &c->dir)) != NULL ||
+	    (why = files_put_refused(c, req->content_length)) != NULL) {
+		free(c);
+		http_reply_error(req, 400, ERR_BAD_REQUEST, why, NULL);
+		return;
+	}
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type", json_object_new_string(
+	    "file_write"));
+	json_object_object_add(obj, "path", json_object_new_string(c->path));
+	json_object_object_add(obj, "size",
+	    json_object_new_int64((int64_t)req->content_length));
+	json_object_object_add(obj, "dir", json_object_new_boolean(c->dir));
+	json_object_object_add(obj, "check", json_object_new_boolean(1));
+	files_send(req, c, obj, -1);
+}
+
 /* Route /api/files/...: check the path, then ask brokerd. */
 void
 files_handle(struct http_request *req)
@@ -382,10 +434,8 @@ files_handle(struct http_request *req)
 		op = c->dir || c->path[0] == '\0' ? "file_list" : "file_read";
 	else if (strcmp(req->method, "PUT") == 0) {
 		op = "file_write";
-		why = c->path[0] == '\0' ? "the workspace itself always exists" :
-		    req->body_fd == -1 ? "an upload needs a body" :
-		    c->dir && req->body_len > 0 ? "a directory is made with "
-		    "an empty body" : NULL;
+		why = req->body_fd == -1 ? "an upload needs a body" :
+		    files_put_refused(c, (long)req->body_len);
 		if (why != NULL) {
 			json_object_put(obj);
 			free(c);
