@@ -8,12 +8,10 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import tempfile
-import threading
 
 import pytest
 
@@ -284,18 +282,6 @@ needs_root = pytest.mark.skipif(not hglib.IS_ROOT or
                                 reason="mount namespaces need root")
 
 
-def pids_of(binary):
-    """The processes running this very file (a hostgate's own copy)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        try:
-            if pid.isdigit() and os.readlink("/proc/%s/exe" % pid) == binary:
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
-
-
 @needs_root
 def test_no_syslog_means_stderr(hostgate_factory):
     """Without -d (so daemon(3) points fd 2 at /dev/null) and with nothing
@@ -307,8 +293,7 @@ def test_no_syslog_means_stderr(hostgate_factory):
     binary = hg.binary("brokerd")
     hg.start("sandboxd")
     hg.start("frontd")
-    p = start_logged(hg, "brokerd", ["unshare", "-m", "--propagation",
-                                     "private", "sh", "-c", hide, "sh"],
+    p = start_logged(hg, "brokerd", hglib.private_mounts(hide, "sh"),
                      argv_tail=())
     try:
         assert p.wait(10) == 0      # the parent of daemon(3)
@@ -325,9 +310,7 @@ def test_no_syslog_means_stderr(hostgate_factory):
                    for ln in lines), lines
         assert any("login: user bob" in ln for ln in lines), lines
     finally:
-        for pid in pids_of(binary):
-            os.kill(pid, signal.SIGTERM)
-        hglib.wait_for(lambda: not pids_of(binary), 5, what="brokerd gone")
+        hglib.stop_binary(binary, "brokerd")
 
 
 def journal_fields(data):
@@ -370,34 +353,19 @@ def test_journal_fields(hostgate_factory):
     mount namespace. Nothing of it goes to stderr."""
     hg = hostgate_factory(start=False)
     jdir = tempfile.mkdtemp(prefix="hg-journal-")
+    sink = None
     try:
         os.chmod(jdir, 0o755)
         os.mkdir(os.path.join(jdir, "journal"), 0o755)
-        path = os.path.join(jdir, "journal", "socket")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(path)
-        os.chmod(path, 0o666)
-        # Read all along, as journald does: a full queue blocks senders.
-        entries = []
-        done = threading.Event()
-
-        def reader():
-            sock.settimeout(0.1)
-            while not done.is_set():
-                try:
-                    data = sock.recv(1 << 20)
-                except socket.timeout:
-                    continue
-                entries.append(journal_fields(data))
-        t = threading.Thread(target=reader, daemon=True)
-        t.start()
+        sink = hglib.DatagramSink(os.path.join(jdir, "journal", "socket"),
+                                  parse=journal_fields)
+        entries = sink.got
         mount = 'mount --bind "$0" /run/systemd && exec "$@"'
 
         def stream(st):
             return {"JOURNAL_STREAM": "%d:%d" % (st.st_dev, st.st_ino)}
         for name in hglib.DAEMONS:
-            start_logged(hg, name, ["unshare", "-m", "--propagation",
-                                    "private", "sh", "-c", mount, jdir],
+            start_logged(hg, name, hglib.private_mounts(mount, jdir),
                          env=stream)
         hg.wait_healthy()
         hg.add_user(*hglib.ADMIN, admin=True)
@@ -420,9 +388,8 @@ def test_journal_fields(hostgate_factory):
         # the reader takes them one by one: wait for each daemon's.
         hglib.wait_for(all_arrived, 10, what="each daemon's journal entry")
     finally:
-        done.set()
-        t.join()
-        sock.close()
+        if sink is not None:
+            sink.close()
         shutil.rmtree(jdir, ignore_errors=True)
 
     for name in hglib.DAEMONS:

@@ -8,7 +8,6 @@ target, so that the targets are real."""
 
 import json
 import os
-import signal
 import subprocess
 
 import pytest
@@ -390,46 +389,20 @@ def test_same_uid_elsewhere_is_refused(shared):
             "another PID namespace" in hg.log_text(name), name
 
 
-def pids_of(binary):
-    """The processes running this very file (a hostgate's own copy)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        try:
-            if pid.isdigit() and os.readlink("/proc/%s/exe" % pid) == binary:
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
-
-
 @needs_root
 def test_frontd_logs_to_syslog_from_its_jail(hostgate_factory):
     """Without -d and with a syslog daemon on /dev/log (a datagram socket
     of the test's, over /dev in frontd's private mount namespace), frontd
     logs through it after the jail too: its start line and each access
     line arrive, and /dev/log is in its jail."""
-    import socket
     import tempfile
-    import threading
     hg = hostgate_factory(start=False)
     d = tempfile.mkdtemp(prefix="hg-syslog-")
-    got, done, t = [], threading.Event(), None
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sink = None
     try:
         os.chmod(d, 0o755)
         os.mkdir(os.path.join(d, "dev"))
-        sock.bind(os.path.join(d, "log"))
-        os.chmod(os.path.join(d, "log"), 0o666)
-
-        def reader():
-            sock.settimeout(0.1)
-            while not done.is_set():
-                try:
-                    got.append(sock.recv(1 << 16).decode("latin-1"))
-                except socket.timeout:
-                    continue
-        t = threading.Thread(target=reader, daemon=True)
-        t.start()
+        sink = hglib.DatagramSink(os.path.join(d, "log"))
         # A /dev of two entries, on a tmpfs (the test's directory may be
         # nodev): the host's null and the test's log.
         dev = ('mount -t tmpfs tmpfs "$0/dev" && '
@@ -439,31 +412,23 @@ def test_frontd_logs_to_syslog_from_its_jail(hostgate_factory):
                'mount --rbind "$0/dev" /dev && exec "$@"')
         hg.start("sandboxd")
         hg.start("brokerd")
-        p = hg.start("frontd", args=(), prefix=[
-            "unshare", "-m", "--propagation", "private", "sh", "-c", dev, d])
+        p = hg.start("frontd", args=(), prefix=hglib.private_mounts(dev, d))
         assert p.wait(10) == 0          # the parent of daemon(3)
         hg.port = hglib.read_listen(hg.run)[1]
         hg.wait_healthy()
-        inner = [pid for pid in pids_of(hg.binary("frontd"))
+        inner = [pid for pid in hglib.pids_of(hg.binary("frontd"))
                  if hglib.proc_status(pid)["NSpid"].split()[1:] == ["1"]]
         assert len(inner) == 1, inner
         assert os.path.exists("/proc/%d/root/dev/log" % inner[0])
 
         def arrived():
+            got = sink.got
             return (any("frontd[" in m and "listening on" in m for m in got)
                     and any("frontd[" in m and "GET /healthz" in m
                             for m in got))
         hglib.wait_for(arrived, 10, what="frontd's lines on syslog")
     finally:
-        for pid in pids_of(hg.binary("frontd")):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        hglib.wait_for(lambda: not pids_of(hg.binary("frontd")), 5,
-                       what="frontd gone")
-        done.set()
-        if t is not None:
-            t.join()
-        sock.close()
+        hglib.stop_binary(hg.binary("frontd"), "frontd")
+        if sink is not None:
+            sink.close()
         subprocess.run(["rm", "-rf", d])
