@@ -472,22 +472,6 @@ proto_find(const struct proto_msg *table, const char *type, unsigned from,
 	return NULL;
 }
 
-/* Whether s is a hostgate user name (brokerd's auth_name_valid). */
-static int
-proto_user_ok(const char *s, size_t len)
-{
-	size_t	i;
-
-	if (len == 0 || len > 32 || !((s[0] >= 'a' && s[0] <= 'z') ||
-	    s[0] == '_'))
-		return 0;
-	for (i = 1; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= '0' && s[i] <= '9') || strchr("_.-", s[i]) != NULL))
-			return 0;
-	return 1;
-}
-
 /*
  * The checks of one kind's values, after its JSON type (and for a string,
  * its lack of NUL) is right: 0, or -1 with err.
@@ -551,8 +535,7 @@ static int
 proto_check_user(const struct proto_field *f, struct json_object *v,
     char *err, size_t errsz)
 {
-	if (!proto_user_ok(json_object_get_string(v),
-	    (size_t)json_object_get_string_len(v))) {
+	if (!str_is_user_name(json_object_get_string(v))) {
 		snprintf(err, errsz, "\"%s\" must be a user name (a-z, 0-9, "
 		    "_ . -, at most 32 bytes)", f->name);
 		return -1;
