@@ -51,8 +51,15 @@ def run(session, command):
     return r
 
 
-def access_lines(hg):
-    """frontd's access lines, parsed: {request id: fields}."""
+def access_lines(hg, *want):
+    """frontd's access lines, parsed: {request id: fields}. frontd writes
+    a request's line just after its answer, so with want (request ids)
+    this waits until the line of each is there."""
+    if want:
+        return hglib.wait_for(
+            lambda: (lambda a: a if all(r in a for r in want) else None)(
+                access_lines(hg)), 10,
+            what="frontd's access lines of " + ", ".join(want))
     out = {}
     for line in hg.log_text("frontd").splitlines():
         m = LINE.fullmatch(line)
@@ -69,6 +76,15 @@ def access_lines(hg):
 def lines_with(hg, name, rid):
     return [line for line in hg.log_text(name).splitlines()
             if "[%s] " % rid in line]
+
+
+def lines_saying(hg, name, rid, text):
+    """The lines of daemon name about request rid, once one says text (a
+    daemon may log a step just after passing its result on)."""
+    return hglib.wait_for(
+        lambda: (lambda b: b if any(text in ln for ln in b) else None)(
+            lines_with(hg, name, rid)), 10,
+        what="%s saying %r about %s" % (name, text, rid))
 
 
 def test_every_line_has_a_timestamp(hg, alice):
@@ -138,7 +154,7 @@ def test_request_id_on_every_response(hg, alice):
                 ws.close()
     assert len(set(seen)) == len(seen), seen
 
-    access = access_lines(hg)
+    access = access_lines(hg, *seen)
     for rid in seen:
         assert rid in access, (rid, hg.log_text("frontd")[-3000:])
     assert access[seen[1]]["status"] == 404
@@ -152,25 +168,26 @@ def test_access_line(hg, alice):
     without its query string, status, body bytes, milliseconds."""
     r = alice.get("/api/status?secret=hunter2")
     assert r.status == 200
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert a == dict(a, level="INFO", client="127.0.0.1", user="alice",
                      method="GET", path="/api/status", status=200,
                      bytes=len(r.body)), a
     assert "hunter2" not in hg.log_text("frontd")
 
     r = hg.get("/api/status")
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert (a["user"], a["status"], a["bytes"]) == ("-", 401, len(r.body))
 
     # A path that needs escaping stays one field on one line.
     r = hg.get('/api/a"b%0A\\c')
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert a["path"] == '/api/a\\"b%0A\\\\c' and a["status"] == 404, a
 
     r = alice.request("HEAD", "/api/status")
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert a["method"] == "HEAD" and a["bytes"] == 0, a
     rids = [rid_of(alice.get("/api/status")) for _ in range(3)]
+    access_lines(hg, *rids)
     for rid in rids:
         assert len([ln for ln in hg.log_text("frontd").splitlines()
                     if "[%s] access " % rid in ln]) == 1, rid
@@ -185,12 +202,11 @@ def test_request_id_end_to_end(hg, alice):
             if x["detail"].get("request_id") == rid]
     assert len(recs) == 1, pl.audit_records(hg, action="spawn_end")
     spawn_id = recs[0]["detail"]["id"]
-    assert access_lines(hg)[rid]["path"] == "/api/run_command"
-    b = lines_with(hg, "brokerd", rid)
-    assert any("command %s of alice ran" % spawn_id in ln for ln in b), b
-    s = lines_with(hg, "sandboxd", rid)
+    assert access_lines(hg, rid)[rid]["path"] == "/api/run_command"
+    lines_saying(hg, "brokerd", rid, "command %s of alice ran" % spawn_id)
+    s = lines_saying(hg, "sandboxd", rid,
+                     "command %s of alice: exit 0" % spawn_id)
     assert any("spawn %s " % spawn_id in ln for ln in s), s
-    assert any("command %s of alice: exit 0" % spawn_id in ln for ln in s), s
     # hgctl shows it as well.
     shown = pl.audit_show(hg, "--action", "spawn")
     assert any(x["detail"].get("request_id") == rid for x in shown), shown
