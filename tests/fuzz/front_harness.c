@@ -125,7 +125,7 @@ fh_init(const char *web_dir)
 	if ((fh_base = event_base_new()) == NULL)
 		abort();
 	fh_conf.command_timeout_max = 600;
-	fh_conf.max_body = 1024 * 1024;
+	fh_conf.max_body = FH_MAX_BODY;
 	fh_conf.listen_loopback = 1;
 	fh_conf.allowed_origins = "https://panel.example.com,http://[::1]:8443";
 	memset(&limits, 0, sizeof(limits));

@@ -261,9 +261,23 @@ static = {
     "post": b"/index.html" + SEP + b"POST",
     "etag_hit": b"/index.html" + SEP + b"GET" + SEP + b'"' + b"0" * 16 + b'"',
     "etag_star": b"/assets/app.css" + SEP + b"GET" + SEP + b"*",
+    # the fixture's own ETag (sha256 of the file, 16 hex digits): a 304
+    "etag_match": b"/index.html" + SEP + b"GET" + SEP + b'"' + hashlib.sha256(
+        b"<!doctype html><title>hostgate</title>").hexdigest()[:16].encode() + b'"',
     "absolute": b"http://127.0.0.1:8080/index.html",
     "api": b"/api",
     "fragment": b"/index.html#top",
+    # CR LF in the target pipelines more requests: each answer is for its own
+    "pipelined": b"/assets/app.css HTTP/1.1\r\nHost: h\r\n\r\nHEAD /favicon.ico",
+    # the long campaign's input: an asset, then a bare CR and a bad version
+    "pipelined_bare_cr": b"/assets/index-AbCdEf12.js HTTP/1.1\r\n\r\n\rGET / x",
+    "pipelined_close": b"/index.html HTTP/1.0\r\n\r\nGET /assets/app.css",
+    "pipelined_body": b"/favicon.ico HTTP/1.1\r\nContent-Length: 4\r\n\r\n"
+                      b"abcdGET /assets/missing.js",
+    "pipelined_api": b"/docs/readme.txt HTTP/1.1\r\n\r\nGET /api/status HTTP/1.1\r\n"
+                     b"\r\nGET /passwd",
+    "pipelined_refused": b"/favicon.ico HTTP/1.1\r\n\r\nPOST /index.html HTTP/1.1\r\n"
+                         b"\r\nget /",
 }
 for name, data in static.items():
     put("fuzz_static", name, data)
