@@ -271,19 +271,19 @@ FUZZ_SRC_fuzz_api     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
-FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c
-FUZZ_SRC_fuzz_auth    = brokerd/auth.c
+FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c tests/fuzz/fuzz_fixture.c
+FUZZ_SRC_fuzz_auth    = brokerd/auth.c tests/fuzz/fuzz_fixture.c
 # sandboxd whole but its main; what would touch the host is wrapped.
 FZ_ALLCOMMON = $(filter-out $(FZ_COMMON),$(COMMON:%=common/%.c))
 FUZZ_SRC_fuzz_spawn   = $(filter-out sandboxd/sandboxd.c,$(SANDBOXD:%=sandboxd/%.c)) \
-	  $(FZ_ALLCOMMON)
+	  $(FZ_ALLCOMMON) tests/fuzz/fuzz_fixture.c
 FUZZ_WRAP_fuzz_spawn  = $(patsubst %,-Wl$(comma)--wrap=%,workspace_ensure \
 	  backend_build spawn_start backend_probe backend_json cgroup_json \
 	  cgroup_usage workspace_usage cgroup_session_kill cgroup_user_kill \
 	  ids_per_user files_start)
 # brokerd whole but its main, behind its frontd socket.
 FUZZ_SRC_fuzz_front   = $(filter-out brokerd/brokerd.c,$(BROKERD:%=brokerd/%.c)) \
-	  $(FZ_ALLCOMMON)
+	  $(FZ_ALLCOMMON) tests/fuzz/fuzz_fixture.c
 FUZZ_WRAP_fuzz_front  = $(patsubst %,-Wl$(comma)--wrap=%,auth_verify \
 	  rl_take rl_peek)
 comma	 = ,

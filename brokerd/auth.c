@@ -214,22 +214,7 @@ auth_password_valid(const char *password, char *err, size_t errsz)
 int
 auth_name_valid(const char *name)
 {
-	size_t	i;
-
-	if (name == NULL || name[0] == '\0')
-		return 0;
-	if (!(name[0] >= 'a' && name[0] <= 'z') && name[0] != '_')
-		return 0;
-	for (i = 1; name[i] != '\0'; i++) {
-		if (i >= USER_NAME_MAX)
-			return 0;
-		if ((name[i] >= 'a' && name[i] <= 'z') ||
-		    (name[i] >= '0' && name[i] <= '9') ||
-		    strchr("_.-", name[i]) != NULL)
-			continue;
-		return 0;
-	}
-	return 1;
+	return str_is_user_name(name);
 }
 
 /* Hash a password into an argon2id encoded string; -1 on failure. */

@@ -16,7 +16,14 @@
 
 #include "brokerd.h"
 
-#define FILES_TIMEOUT_MS	120000	/* sandboxd writing a large file */
+/*
+ * How long sandboxd may take: its own limit (30 s, and 1 ms per 8 KiB a
+ * write carries, at most 6 hours: sandboxd/files.c) and a grace.
+ */
+#define FILES_TIMEOUT_MS	30000
+#define FILES_BYTES_PER_MS	8192
+#define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000LL)
+#define FILES_GRACE_MS		10000
 
 #define FILES_READ_ONLY	"this session's permission is read-only: the " \
 	"workspace cannot be changed; ask an admin to switch the session to " \
@@ -223,14 +230,38 @@ files_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 	log_ctx_clear();
 }
 
+/* A check passed: what the write would be told, nothing written. */
+static void
+files_checked(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    const char *path, int64_t size)
+{
+	struct json_object	*o;
+
+	log_debug("file write by %s: may come (%lld bytes)", id->user->name,
+	    (long long)size);
+	o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(path));
+	json_object_object_add(o, "size", json_object_new_int64(size));
+	json_object_object_add(o, "created", json_object_new_boolean(0));
+	json_object_object_add(o, "check", json_object_new_boolean(1));
+	json_object_object_add(o, "mode", json_object_new_string(
+	    mode_is_direct(id->session) ? "direct" : "sandbox"));
+	json_object_object_add(o, "permission",
+	    json_object_new_string(session_permission(id->session)));
+	ipc_reply(p, m, o, NULL, 0);
+}
+
 /*
  * Check a request of frontd and forward it to sandboxd as a "file"
  * operation op. Changes need a session that may write, an audit log that
  * takes records, and for a write the content memfd of exactly size bytes.
+ * With check (a write whose body frontd has not read yet) it stops short
+ * of the content and of sandboxd: the answer says whether it would be
+ * taken, without taking a rate token; only a refusal is audited.
  */
 static void
 files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
-    const char *op)
+    const char *op, int check)
 {
 	struct json_object	*req;
 	struct ipc_peer		*sp;
@@ -239,11 +270,13 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	const char		*path = json_str(m->obj, "path");
 	char			 why[300], esc[LOG_ESCAPE_MAX];
 	int64_t			 size = 0;
+	int64_t			 ms;
 	int			 fd = -1, wait;
 
 	json_int(m->obj, "size", &size);
 	log_escape(path, (size_t)-1, esc, sizeof(esc));
-	if ((wait = rl_take(files_rl, id->user->name, now_mono_ms())) > 0) {
+	if ((wait = check ? rl_peek(files_rl, id->user->name, now_mono_ms()) :
+	    rl_take(files_rl, id->user->name, now_mono_ms())) > 0) {
 		if (files_changes(op))
 			files_refuse(p, m, id, op, path, size, ERR_RATE_LIMITED,
 			    wait, "too many file requests for this user; try "
@@ -275,18 +308,22 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 			    "the file is larger than HOSTGATE_MAX_UPLOAD_BYTES");
 			return;
 		}
-		if (m->nfds != 1 || fstat(m->fds[0], &st) == -1 ||
-		    !S_ISREG(st.st_mode) || st.st_size != size) {
+		if (!check && (m->nfds != 1 || fstat(m->fds[0], &st) == -1 ||
+		    !S_ISREG(st.st_mode) || st.st_size != size)) {
 			ipc_reply_error(p, m, ERR_BAD_REQUEST, "a write needs "
 			    "the content as a memfd of exactly \"size\" bytes");
 			return;
 		}
-		fd = m->fds[0];
+		fd = check ? -1 : m->fds[0];
 	}
 	/* No record, no change: the log must take the change's record. */
 	if (files_changes(op) && audit_ready(why, sizeof(why)) == -1) {
 		log_warnx("file %s of %s refused: %s", op, id->user->name, why);
 		ipc_reply_error(p, m, ERR_UNAVAILABLE, "not done: %s", why);
+		return;
+	}
+	if (check) {
+		files_checked(p, m, id, path, size);
 		return;
 	}
 
@@ -328,9 +365,12 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 		json_object_object_add(req, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
 	log_debug("file %s by %s: \"%s\"", op, id->user->name, esc);
+	ms = FILES_TIMEOUT_MS + size / FILES_BYTES_PER_MS;
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;
 	/* sandboxd's link died under us: answered as no answer. */
 	if (ipc_request(sp, req, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
-	    FILES_TIMEOUT_MS, files_done, w) == -1)
+	    (int)(ms + FILES_GRACE_MS), files_done, w) == -1)
 		files_done(sp, NULL, w);
 }
 
@@ -338,31 +378,35 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 void
 files_read(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	files_forward(p, m, id, "read");
+	files_forward(p, m, id, "read", 0);
 }
 
 /* file_list: a workspace directory's listing as a memfd. */
 void
 files_list(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	files_forward(p, m, id, "list");
+	files_forward(p, m, id, "list", 0);
 }
 
-/* file_write: a file from its content memfd, or a directory. */
+/*
+ * file_write: a file from its content memfd, or a directory; with check,
+ * only whether it would be taken (frontd asks before reading the body).
+ */
 void
 files_write(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	int	dir = 0;
+	int	dir = 0, check = 0;
 
 	json_flag(m->obj, "dir", &dir);
-	files_forward(p, m, id, dir ? "mkdir" : "write");
+	json_flag(m->obj, "check", &check);
+	files_forward(p, m, id, dir ? "mkdir" : "write", check);
 }
 
 /* file_delete: a file, a symlink or an empty directory. */
 void
 files_delete(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
-	files_forward(p, m, id, "delete");
+	files_forward(p, m, id, "delete", 0);
 }
 
 /* A frontd connection closed: no answer may reach it any more. */

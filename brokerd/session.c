@@ -199,12 +199,14 @@ session_rand_hex(char *out, size_t nbytes)
 	return 0;
 }
 
-/* Whether a user name fits the stores' fields. */
+/*
+ * Whether a session or token may be for this user: a name users.json
+ * could hold (auth_name_valid), and nothing else, such as "../x".
+ */
 static int
 session_user_ok(const char *user)
 {
-	return user != NULL && user[0] != '\0' &&
-	    strlen(user) < USER_NAME_MAX;
+	return str_is_user_name(user);
 }
 
 /* Put a session in the lists and indexes. */

@@ -360,6 +360,8 @@ void	 sha256_hex(const void *data, size_t len, char out[65]);
 int	 str_ct_equal(const char *, const char *);
 /* Whether s is exactly len lower-case hex digits (ids, hashes). */
 int	 str_is_hex(const char *s, size_t len);
+/* Whether s is a user name as users.json holds them (1 to 32 bytes). */
+int	 str_is_user_name(const char *s);
 /* Decode the \ooo escapes of a /proc/self/mountinfo field in place. */
 void	 mountinfo_unescape(char *);
 /* Monotonic and wall clocks in milliseconds. */

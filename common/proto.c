@@ -116,6 +116,7 @@ static const struct proto_field f_file_write[] = {
 	F_PATH("path", R, 4096),
 	F_INT("size", R, 0, I64_MAX),
 	F_BOOL("dir", O),
+	F_BOOL("check", O),
 	F_END
 };
 /* What every file reply carries: the session's current constraints. */
@@ -140,6 +141,7 @@ static const struct proto_field r_file_write[] = {
 	F_INT("size", O, 0, I64_MAX),
 	F_INT("mtime", O, -I64_MAX, I64_MAX),
 	F_BOOL("created", R),
+	F_BOOL("check", O),
 	F_END
 };
 static const struct proto_field r_file_delete[] = {
@@ -391,7 +393,10 @@ const struct proto_msg proto_msgs[] = {
 	    "write a workspace file atomically from the content memfd of "
 	    "exactly `size` bytes, or with `dir` make a directory (+ CSRF for "
 	    "cookies; refused under read-only; audited): `{path, size, mtime, "
-	    "created, mode, permission}`" },
+	    "created, mode, permission}`; with `check` and no fd, only whether "
+	    "it would be taken, asked before the body is read (a refusal "
+	    "audited, nothing written): `{path, size, created: false, check: "
+	    "true, mode, permission}`" },
 	{ "file_delete", FB, PM_IDENT, f_file_path, r_file_delete,
 	    "delete a file, a symlink or an empty directory of the workspace "
 	    "(+ CSRF for cookies; refused under read-only; audited): `{path, "
@@ -554,169 +559,217 @@ proto_find(const struct proto_msg *table, const char *type, unsigned from,
 	return NULL;
 }
 
-/* Whether s is a hostgate user name (brokerd's auth_name_valid). */
-static int
-proto_user_ok(const char *s, size_t len)
-{
-	size_t	i;
+/*
+ * The checks of one kind's values, after its JSON type (and for a string,
+ * its lack of NUL) is right: 0, or -1 with err.
+ */
+typedef int (*proto_kind_fn)(const struct proto_field *, struct json_object *,
+    char *, size_t);
 
-	if (len == 0 || len > 32 || !((s[0] >= 'a' && s[0] <= 'z') ||
-	    s[0] == '_'))
-		return 0;
-	for (i = 1; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') ||
-		    (s[i] >= '0' && s[i] <= '9') || strchr("_.-", s[i]) != NULL))
-			return 0;
-	return 1;
+/* PK_STRING: min to max bytes long. */
+static int
+proto_check_length(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	long long	len = json_object_get_string_len(v);
+
+	if (len < f->min || len > f->max) {
+		snprintf(err, errsz, "\"%s\" must be %lld to %lld bytes long",
+		    f->name, f->min, f->max);
+		return -1;
+	}
+	return 0;
 }
 
-/* Check one string value of a field against its kind and limits. */
+/* PK_PATH: at most max bytes, no control character. */
 static int
-proto_check_string(const struct proto_field *f, struct json_object *v,
+proto_check_path(const struct proto_field *f, struct json_object *v,
     char *err, size_t errsz)
 {
 	const char	*s = json_object_get_string(v);
 	size_t		 len = (size_t)json_object_get_string_len(v), i;
-	unsigned char	 a[sizeof(struct in6_addr)];
 
-	if (strlen(s) != len) {
-		snprintf(err, errsz, "\"%s\" must not contain NUL", f->name);
+	for (i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			break;
+	if (len > (size_t)f->max || i < len) {
+		snprintf(err, errsz, "\"%s\" must be a path of at most %lld "
+		    "bytes without control characters", f->name, f->max);
 		return -1;
 	}
-	switch (f->kind) {
-	case PK_STRING:
-		if ((long long)len < f->min || (long long)len > f->max) {
-			snprintf(err, errsz, "\"%s\" must be %lld to %lld bytes "
-			    "long", f->name, f->min, f->max);
-			return -1;
-		}
-		return 0;
-	case PK_PATH:
-		for (i = 0; i < len; i++)
-			if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-				break;
-		if (len > (size_t)f->max || i < len) {
-			snprintf(err, errsz, "\"%s\" must be a path of at most "
-			    "%lld bytes without control characters", f->name,
-			    f->max);
-			return -1;
-		}
-		return 0;
-	case PK_ADDRESS:
-		if (len >= INET6_ADDRSTRLEN || (inet_pton(AF_INET, s, a) != 1 &&
-		    inet_pton(AF_INET6, s, a) != 1)) {
-			snprintf(err, errsz, "\"%s\" must be a numeric IPv4 or "
-			    "IPv6 address", f->name);
-			return -1;
-		}
-		return 0;
-	case PK_USER:
-		if (!proto_user_ok(s, len)) {
-			snprintf(err, errsz, "\"%s\" must be a user name (a-z, "
-			    "0-9, _ . -, at most 32 bytes)", f->name);
-			return -1;
-		}
-		return 0;
-	case PK_HEX:
-		if (len != (size_t)f->max || !str_is_hex(s, len)) {
-			snprintf(err, errsz, "\"%s\" must be %lld lower-case hex "
-			    "digits", f->name, f->max);
-			return -1;
-		}
-		return 0;
-	default:
-		return 0;
-	}
+	return 0;
 }
+
+/* PK_ADDRESS: a numeric IPv4 or IPv6 address. */
+static int
+proto_check_address(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	const char	*s = json_object_get_string(v);
+	unsigned char	 a[sizeof(struct in6_addr)];
+
+	if (json_object_get_string_len(v) >= INET6_ADDRSTRLEN ||
+	    (inet_pton(AF_INET, s, a) != 1 && inet_pton(AF_INET6, s, a) != 1)) {
+		snprintf(err, errsz, "\"%s\" must be a numeric IPv4 or IPv6 "
+		    "address", f->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* PK_USER: a hostgate user name. */
+static int
+proto_check_user(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	if (!str_is_user_name(json_object_get_string(v))) {
+		snprintf(err, errsz, "\"%s\" must be a user name (a-z, 0-9, "
+		    "_ . -, at most 32 bytes)", f->name);
+		return -1;
+	}
+	return 0;
+}
+
+/* PK_HEX: exactly max lower-case hex digits. */
+static int
+proto_check_hex(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	size_t	len = (size_t)json_object_get_string_len(v);
+
+	if (len != (size_t)f->max || !str_is_hex(json_object_get_string(v),
+	    len)) {
+		snprintf(err, errsz, "\"%s\" must be %lld lower-case hex digits",
+		    f->name, f->max);
+		return -1;
+	}
+	return 0;
+}
+
+/* PK_INT: from min to max. */
+static int
+proto_check_int(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	int64_t	n = json_object_get_int64(v);
+
+	/* json-c clamps integers above INT64_MAX: out of any range. */
+	if ((n == INT64_MAX && json_object_get_uint64(v) !=
+	    (uint64_t)INT64_MAX) || n < f->min || n > f->max) {
+		snprintf(err, errsz, "\"%s\" must be from %lld to %lld",
+		    f->name, f->min, f->max);
+		return -1;
+	}
+	return 0;
+}
+
+/* PK_OBJECT: its members, when the field has a schema for them. */
+static int
+proto_check_object(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	char	sub[256];
+
+	if (f->sub != NULL && proto_check_fields(f->sub, v, sub,
+	    sizeof(sub)) == -1) {
+		snprintf(err, errsz, "in \"%s\": %s", f->name, sub);
+		return -1;
+	}
+	return 0;
+}
+
+/* PK_ARRAY: at most max items. */
+static int
+proto_check_array(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	if (json_object_array_length(v) > (size_t)f->max) {
+		snprintf(err, errsz, "\"%s\" has more than %lld items",
+		    f->name, f->max);
+		return -1;
+	}
+	return 0;
+}
+
+/* PK_STRINGS: at most min items, strings without NUL of at most max. */
+static int
+proto_check_strings(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	struct json_object	*s;
+	size_t			 i, len = json_object_array_length(v);
+
+	if (len > (size_t)f->min) {
+		snprintf(err, errsz, "\"%s\" has more than %lld items",
+		    f->name, f->min);
+		return -1;
+	}
+	for (i = 0; i < len; i++) {
+		s = json_object_array_get_idx(v, i);
+		if (!json_object_is_type(s, json_type_string) ||
+		    strlen(json_object_get_string(s)) !=
+		    (size_t)json_object_get_string_len(s) ||
+		    json_object_get_string_len(s) > f->max) {
+			snprintf(err, errsz, "\"%s\" must hold strings without "
+			    "NUL of at most %lld bytes", f->name, f->max);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Each kind: the JSON type its values have (what names it in an error;
+ * NULL: "a string (kind)"), and the check of their content (NULL: none).
+ */
+static const struct {
+	int		 any;	/* every value passes (PK_ANY) */
+	enum json_type	 type;
+	const char	*what;
+	proto_kind_fn	 check;
+} proto_kinds[] = {
+	[PK_STRING] = { 0, json_type_string, "a string", proto_check_length },
+	[PK_INT] = { 0, json_type_int, "an integer", proto_check_int },
+	[PK_BOOL] = { 0, json_type_boolean, "true or false", NULL },
+	[PK_OBJECT] = { 0, json_type_object, "an object", proto_check_object },
+	[PK_ARRAY] = { 0, json_type_array, "an array", proto_check_array },
+	[PK_STRINGS] = { 0, json_type_array, "an array", proto_check_strings },
+	[PK_ADDRESS] = { 0, json_type_string, NULL, proto_check_address },
+	[PK_USER] = { 0, json_type_string, NULL, proto_check_user },
+	[PK_HEX] = { 0, json_type_string, NULL, proto_check_hex },
+	[PK_PATH] = { 0, json_type_string, NULL, proto_check_path },
+	[PK_ANY] = { 1, json_type_null, NULL, NULL },
+};
 
 /* Check one present, non-null value against its field. */
 static int
 proto_check_value(const struct proto_field *f, struct json_object *v,
     char *err, size_t errsz)
 {
-	enum json_type	t = json_object_get_type(v);
-	int64_t		n;
-	size_t		i, len;
-	char		sub[256];
-
-	switch (f->kind) {
-	case PK_ANY:
+	if ((size_t)f->kind >= sizeof(proto_kinds) / sizeof(proto_kinds[0])) {
+		snprintf(err, errsz, "\"%s\" has a kind of no check", f->name);
+		return -1;
+	}
+	if (proto_kinds[f->kind].any)
 		return 0;
-	case PK_INT:
-		if (t != json_type_int) {
-			snprintf(err, errsz, "\"%s\" must be an integer",
-			    f->name);
-			return -1;
-		}
-		n = json_object_get_int64(v);
-		/* json-c clamps integers above INT64_MAX: out of any range. */
-		if ((n == INT64_MAX && json_object_get_uint64(v) !=
-		    (uint64_t)INT64_MAX) || n < f->min || n > f->max) {
-			snprintf(err, errsz, "\"%s\" must be from %lld to %lld",
-			    f->name, f->min, f->max);
-			return -1;
-		}
-		return 0;
-	case PK_BOOL:
-		if (t != json_type_boolean) {
-			snprintf(err, errsz, "\"%s\" must be true or false",
-			    f->name);
-			return -1;
-		}
-		return 0;
-	case PK_OBJECT:
-		if (t != json_type_object) {
-			snprintf(err, errsz, "\"%s\" must be an object",
-			    f->name);
-			return -1;
-		}
-		if (f->sub != NULL && proto_check_fields(f->sub, v, sub,
-		    sizeof(sub)) == -1) {
-			snprintf(err, errsz, "in \"%s\": %s", f->name, sub);
-			return -1;
-		}
-		return 0;
-	case PK_ARRAY:
-	case PK_STRINGS:
-		if (t != json_type_array) {
-			snprintf(err, errsz, "\"%s\" must be an array",
-			    f->name);
-			return -1;
-		}
-		len = json_object_array_length(v);
-		if (f->kind == PK_ARRAY ? len > (size_t)f->max :
-		    len > (size_t)f->min) {
-			snprintf(err, errsz, "\"%s\" has more than %lld items",
-			    f->name, f->kind == PK_ARRAY ? f->max : f->min);
-			return -1;
-		}
-		for (i = 0; f->kind == PK_STRINGS && i < len; i++) {
-			struct json_object *s = json_object_array_get_idx(v, i);
-
-			if (!json_object_is_type(s, json_type_string) ||
-			    strlen(json_object_get_string(s)) !=
-			    (size_t)json_object_get_string_len(s) ||
-			    json_object_get_string_len(s) > f->max) {
-				snprintf(err, errsz, "\"%s\" must hold strings "
-				    "without NUL of at most %lld bytes",
-				    f->name, f->max);
-				return -1;
-			}
-		}
-		return 0;
-	default:
-		if (t != json_type_string && f->kind == PK_STRING) {
-			snprintf(err, errsz, "\"%s\" must be a string",
-			    f->name);
-			return -1;
-		}
-		if (t != json_type_string) {
+	if (json_object_get_type(v) != proto_kinds[f->kind].type) {
+		if (proto_kinds[f->kind].what != NULL)
+			snprintf(err, errsz, "\"%s\" must be %s", f->name,
+			    proto_kinds[f->kind].what);
+		else
 			snprintf(err, errsz, "\"%s\" must be a string (%s)",
 			    f->name, proto_kind_name(f->kind));
-			return -1;
-		}
-		return proto_check_string(f, v, err, errsz);
+		return -1;
 	}
+	if (proto_kinds[f->kind].type == json_type_string &&
+	    strlen(json_object_get_string(v)) !=
+	    (size_t)json_object_get_string_len(v)) {
+		snprintf(err, errsz, "\"%s\" must not contain NUL", f->name);
+		return -1;
+	}
+	if (proto_kinds[f->kind].check == NULL)
+		return 0;
+	return proto_kinds[f->kind].check(f, v, err, errsz);
 }
 
 /* Check the fields of obj (an object) against fields; 0, or -1 and err. */

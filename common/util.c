@@ -397,6 +397,29 @@ mountinfo_unescape(char *s)
 	*w = '\0';
 }
 
+/*
+ * Whether s is a hostgate user name, ^[a-z_][a-z0-9_.-]{0,31}$: what
+ * users.json holds (brokerd's USER_NAME_MAX is 32), and so the only names
+ * the protocol, the session store and sandboxd take.
+ */
+int
+str_is_user_name(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL || !((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+		return (0);
+	for (i = 1; s[i] != '\0'; i++) {
+		if (i >= 32)
+			return (0);
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		    s[i] == '.' || s[i] == '-'))
+			return (0);
+	}
+	return (1);
+}
+
 /* Whether s is exactly len lower-case hex digits (ids, hashes). */
 int
 str_is_hex(const char *s, size_t len)

@@ -1071,6 +1071,45 @@ api_handle(struct http_request *req, void *arg)
 }
 
 /*
+ * A new call of route r pending on req, with brokerd's peer in *broker;
+ * NULL when brokerd is unreachable, and then req is answered.
+ */
+static struct api_call *
+api_pending_new(struct http_request *req, const struct api_route *r,
+    struct ipc_peer **broker)
+{
+	struct api_call	*c;
+
+	if ((*broker = ipc_link_peer(api_broker)) == NULL) {
+		if (strcmp(r->op, "health") == 0)
+			api_healthz_down(req, "brokerd is unreachable");
+		else
+			http_reply_error(req, 503, ERR_UNAVAILABLE,
+			    "brokerd is unreachable", NULL);
+		return NULL;
+	}
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	c->req = req;
+	c->route = r;
+	req->pending = c;
+	return c;
+}
+
+/* The request of c could not be sent: unless its callback ran, a 503. */
+static void
+api_pending_failed(struct http_request *req, struct api_call *c)
+{
+	/* The link died under us; the callback did not run. */
+	if (req->pending == c) {
+		req->pending = NULL;
+		free(c);
+		http_reply_error(req, 503, ERR_UNAVAILABLE,
+		    "brokerd is unreachable", NULL);
+	}
+}
+
+/*
  * Send a route's request to brokerd (takes obj and fd); the reply comes
  * back through api_broker_reply.
  */
@@ -1095,32 +1134,15 @@ api_send(struct http_request *req, const struct api_route *r,
 	timeout = strcmp(r->op, "health") == 0 ? API_HEALTH_TIMEOUT_MS :
 	    strcmp(r->op, "run") == 0 ? API_RUN_TIMEOUT_MS :
 	    API_BROKER_TIMEOUT_MS;
-	if ((broker = ipc_link_peer(api_broker)) == NULL) {
+	if ((c = api_pending_new(req, r, &broker)) == NULL) {
 		json_object_put(obj);
 		if (fd != -1)
 			close(fd);
-		if (strcmp(r->op, "health") == 0)
-			api_healthz_down(req, "brokerd is unreachable");
-		else
-			http_reply_error(req, 503, ERR_UNAVAILABLE,
-			    "brokerd is unreachable", NULL);
 		return;
 	}
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		fatal("%s", __func__);
-	c->req = req;
-	c->route = r;
-	req->pending = c;
 	if (ipc_request(broker, obj, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
-	    timeout, api_broker_reply, c) == -1) {
-		/* The link died under us; the callback did not run. */
-		if (req->pending == c) {
-			req->pending = NULL;
-			free(c);
-			http_reply_error(req, 503, ERR_UNAVAILABLE,
-			    "brokerd is unreachable", NULL);
-		}
-	}
+	    timeout, api_broker_reply, c) == -1)
+		api_pending_failed(req, c);
 	if (fd != -1)
 		close(fd);	/* ipc_send keeps its own dup */
 }
@@ -1214,25 +1236,11 @@ api_send_text(struct http_request *req, const struct api_route *r)
 		    "are too large (send long input as \"stdin\")", NULL);
 		return;
 	}
-	if ((broker = ipc_link_peer(api_broker)) == NULL) {
-		http_reply_error(req, 503, ERR_UNAVAILABLE,
-		    "brokerd is unreachable", NULL);
+	if ((c = api_pending_new(req, r, &broker)) == NULL)
 		return;
-	}
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		fatal("%s", __func__);
-	c->req = req;
-	c->route = r;
-	req->pending = c;
 	if (ipc_request_text(broker, r->op, api_text, api_text_len,
-	    API_BROKER_TIMEOUT_MS, api_broker_reply, c) == -1 &&
-	    req->pending == c) {
-		/* The link died under us; the callback did not run. */
-		req->pending = NULL;
-		free(c);
-		http_reply_error(req, 503, ERR_UNAVAILABLE,
-		    "brokerd is unreachable", NULL);
-	}
+	    API_BROKER_TIMEOUT_MS, api_broker_reply, c) == -1)
+		api_pending_failed(req, c);
 }
 
 struct ipc_peer *

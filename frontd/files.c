@@ -24,13 +24,21 @@
 #define FILES_PREFIX		"/api/files/"
 #define FILES_PATH_MAX		4096	/* bytes of a decoded path */
 #define FILES_NAME_MAX		255	/* bytes of one component */
-#define FILES_TIMEOUT_MS	150000	/* brokerd's own is shorter */
+/*
+ * How long brokerd may take: sandboxd's limit (30 s, and 1 ms per 8 KiB of
+ * a write, at most 6 hours), brokerd's grace beyond it, and one more.
+ */
+#define FILES_TIMEOUT_MS	30000
+#define FILES_BYTES_PER_MS	8192
+#define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000LL)
+#define FILES_GRACE_MS		20000
 
 /* A file request waiting for brokerd. */
 struct files_call {
 	struct http_request	*req;
 	char			 path[FILES_PATH_MAX + 1];
 	int			 dir;	/* the path had a trailing slash */
+	int			 check;	/* an upload's check, body unread */
 };
 
 static struct config	*files_conf;
@@ -270,6 +278,12 @@ files_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		free(c);
 		return;
 	}
+	if (c->check) {
+		/* brokerd would take it: now the body may come. */
+		free(c);
+		http_spool_continue(req);
+		return;
+	}
 	if (!json_object_object_get_ex(m->obj, "result", &res) ||
 	    !json_object_is_type(res, json_type_object)) {
 		free(c);
@@ -317,6 +331,7 @@ files_send(struct http_request *req, struct files_call *c,
     struct json_object *obj, int fd)
 {
 	struct ipc_peer	*broker;
+	long long	 ms;
 
 	json_object_object_add(obj, "client", json_object_new_string(req->peer));
 	api_add_auth(req, obj);
@@ -335,15 +350,64 @@ files_send(struct http_request *req, struct files_call *c,
 		    "the request's credentials are too large", NULL);
 		return;
 	}
+	ms = FILES_TIMEOUT_MS + (long long)req->body_len / FILES_BYTES_PER_MS;
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;
 	req->pending = c;
 	if (ipc_request(broker, obj, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
-	    FILES_TIMEOUT_MS, files_reply, c) == -1 && req->pending == c) {
+	    (int)(ms + FILES_GRACE_MS), files_reply, c) == -1 &&
+	    req->pending == c) {
 		/* The link died under us; the callback did not run. */
 		req->pending = NULL;
 		free(c);
 		http_reply_error(req, 503, ERR_UNAVAILABLE,
 		    "brokerd is unreachable", NULL);
 	}
+}
+
+/* Why a PUT of length bytes to c's path is refused, or NULL. */
+static const char *
+files_put_refused(struct files_call *c, long length)
+{
+	if (c->path[0] == '\0')
+		return "the workspace itself always exists";
+	if (c->dir && length > 0)
+		return "a directory is made with an empty body";
+	return NULL;
+}
+
+/*
+ * An upload's head has come, its body not read: ask brokerd whether the
+ * write would be taken (credentials, CSRF, permission, rate, size) before
+ * any of it is held. The write itself is checked again when it comes.
+ */
+void
+files_check(struct http_request *req)
+{
+	struct files_call	*c;
+	struct json_object	*obj;
+	const char		*why;
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	c->req = req;
+	c->check = 1;
+	if ((why = files_path(req->path + sizeof(FILES_PREFIX) - 1, c->path,
+	    sizeof(c->path), &c->dir)) != NULL ||
+	    (why = files_put_refused(c, req->content_length)) != NULL) {
+		free(c);
+		http_reply_error(req, 400, ERR_BAD_REQUEST, why, NULL);
+		return;
+	}
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type", json_object_new_string(
+	    "file_write"));
+	json_object_object_add(obj, "path", json_object_new_string(c->path));
+	json_object_object_add(obj, "size",
+	    json_object_new_int64((int64_t)req->content_length));
+	json_object_object_add(obj, "dir", json_object_new_boolean(c->dir));
+	json_object_object_add(obj, "check", json_object_new_boolean(1));
+	files_send(req, c, obj, -1);
 }
 
 /* Route /api/files/...: check the path, then ask brokerd. */
@@ -370,10 +434,8 @@ files_handle(struct http_request *req)
 		op = c->dir || c->path[0] == '\0' ? "file_list" : "file_read";
 	else if (strcmp(req->method, "PUT") == 0) {
 		op = "file_write";
-		why = c->path[0] == '\0' ? "the workspace itself always exists" :
-		    req->body_fd == -1 ? "an upload needs a body" :
-		    c->dir && req->body_len > 0 ? "a directory is made with "
-		    "an empty body" : NULL;
+		why = req->body_fd == -1 ? "an upload needs a body" :
+		    files_put_refused(c, (long)req->body_len);
 		if (why != NULL) {
 			json_object_put(obj);
 			free(c);

@@ -322,7 +322,7 @@ main(int argc, char *argv[])
 		fatalx("http_server_new");
 	http_server_set_limits(server, &limits);
 	files_init(&conf);
-	http_server_set_spool(server, files_spool);
+	http_server_set_spool(server, files_spool, files_check);
 
 	priv_seccomp(&plan);
 	log_info("frontd %s listening on %s (%s)", HG_VERSION, bound,

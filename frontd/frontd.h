@@ -69,6 +69,12 @@ typedef void (*http_handler)(struct http_request *, void *);
  * its body goes to a sealed memfd, req->body_fd, instead of the heap.
  */
 typedef int (*http_spool_fn)(struct http_request *, long *cap);
+/*
+ * Asked, with the body still unread, whether a spooled body may come: it
+ * answers later with http_spool_continue, or refuses with any http_reply
+ * (the body is then dropped if small, else the connection closed).
+ */
+typedef void (*http_check_fn)(struct http_request *);
 
 /* http.c */
 /*
@@ -102,7 +108,10 @@ void	 http_server_set_limits(struct http_server *,
  * Spool the bodies the hook picks into memfds as they arrive: 411 without
  * Content-Length, 413 over the cap before any of it is read.
  */
-void	 http_server_set_spool(struct http_server *, http_spool_fn);
+void	 http_server_set_spool(struct http_server *, http_spool_fn,
+	    http_check_fn);
+/* The check let a spooled body come: 100 Continue if asked, then read. */
+void	 http_spool_continue(struct http_request *);
 /*
  * Answer a request. extra is NULL or more header lines, each ending in
  * "\r\n". The request is freed after this call (or now, when its client
@@ -156,6 +165,8 @@ void	 api_add_auth(struct http_request *, struct json_object *);
 void	 files_init(struct config *);
 /* Whether a request's body is spooled to a memfd (PUT /api/files/...). */
 int	 files_spool(struct http_request *, long *cap);
+/* Ask brokerd, the body unread, whether an upload may come. */
+void	 files_check(struct http_request *);
 /* GET, HEAD, PUT and DELETE /api/files/...: the workspace's files. */
 void	 files_handle(struct http_request *);
 

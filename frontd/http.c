@@ -62,10 +62,18 @@
  * an upload gets 503 and Retry-After, though one at the cap always fits.
  */
 #define HTTP_SPOOL_TOTAL	(1024L * 1024 * 1024)
+/*
+ * A spooled body refused before it was read (by the check hook) is read
+ * and dropped, keeping the connection, up to this size; a larger one, or
+ * one whose client waits for a 100, gets Connection: close instead.
+ */
+#define HTTP_DISCARD_MAX	(64 * 1024)
 
 enum http_conn_state {
 	HTTP_HEAD,		/* reading a request head */
 	HTTP_BODY,		/* reading a Content-Length body */
+	HTTP_CHECK,		/* a spooled body waits, unread, for the check */
+	HTTP_DISCARD,		/* dropping a refused body, then the next head */
 	HTTP_HANDLER,		/* the handler has the request */
 	HTTP_FILE,		/* sending a reply's body from a file */
 	HTTP_CLOSING,		/* flushing the last reply */
@@ -101,6 +109,7 @@ struct http_server {
 	http_handler		 handler;
 	void			*arg;
 	http_spool_fn		 spool;		/* NULL: no body spooled */
+	http_check_fn		 check;		/* NULL: spooled unasked */
 	int			 nconns;	/* counted against the limits */
 	int			 nrefusing;	/* being answered 503, uncounted */
 	int			 paused;	/* at HTTP_MAX_REFUSING */
@@ -126,6 +135,8 @@ struct http_conn {
 	int			 tls;
 	int			 file_fd;	/* HTTP_FILE: read, then closed */
 	off_t			 file_off, file_left;
+	long			 spool_cap;	/* HTTP_CHECK: the cap, then */
+	long			 discard;	/* of a refused body, to drop */
 	int			 file_keep;	/* keep-alive after it */
 	char			 peer[64];
 	char			 key[64];	/* its address, or IPv6 /64 */
@@ -150,6 +161,7 @@ static const char http_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
 
 static void	http_reply_send(struct http_request *, int, const char *,
 		    const void *, size_t, const char *, int);
+static void	http_conn_spool_open(struct http_conn *, long);
 
 /* Record why a head is refused; returns minus its status. */
 static int
@@ -555,6 +567,17 @@ http_header(struct http_request *req, const char *name)
 	return (NULL);
 }
 
+/* Whether a client waits for a 100 Continue before it sends the body. */
+static int
+http_expects_continue(struct http_request *req)
+{
+	const char	*expect;
+
+	expect = http_header(req, "Expect");
+	return (req->minor == 1 && expect != NULL &&
+	    strcasecmp(expect, "100-continue") == 0);
+}
+
 /*
  * Copy the value of cookie name (exact match, surrounding quotes removed)
  * from the Cookie header(s) into out. Returns 0, or -1 when the cookie is
@@ -843,7 +866,7 @@ static void
 http_conn_free(struct http_conn *conn)
 {
 	if (conn->req != NULL) {
-		if (conn->state == HTTP_HANDLER)
+		if (conn->state == HTTP_HANDLER || conn->state == HTTP_CHECK)
 			conn->req->conn = NULL;
 		else
 			http_request_free(conn->req);
@@ -869,10 +892,18 @@ http_conn_next(struct http_conn *conn, int keep)
 		bufferevent_disable(conn->bev, EV_READ);
 		return;
 	}
-	conn->state = HTTP_HEAD;
-	conn->scanned = 0;
 	if (!conn->eof)
 		bufferevent_enable(conn->bev, EV_READ);
+	if (conn->discard > 0) {
+		/* http_conn_discard comes back here once it is dropped. */
+		conn->state = HTTP_DISCARD;
+		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
+		bufferevent_trigger(conn->bev, EV_READ,
+		    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+		return;
+	}
+	conn->state = HTTP_HEAD;
+	conn->scanned = 0;
 	if (evbuffer_get_length(in) == 0) {
 		conn->idle = 1;
 		http_conn_quiet(conn, 1);
@@ -1092,6 +1123,14 @@ http_reply_send(struct http_request *req, int status, const char *ctype,
 		http_request_free(req);
 		return;
 	}
+	if (conn->state == HTTP_CHECK) {
+		/* Refused before its body was read: drop a small one. */
+		if (req->content_length <= HTTP_DISCARD_MAX &&
+		    !http_expects_continue(req))
+			conn->discard = req->content_length;
+		else
+			conn->linger = 1;
+	}
 	/* A client that shut its side gets what it asked, then a close. */
 	keep = req->keep_alive && !conn->linger && !(conn->eof &&
 	    evbuffer_get_length(bufferevent_get_input(conn->bev)) == 0);
@@ -1291,15 +1330,39 @@ http_conn_continue(struct http_conn *conn)
 {
 	struct evbuffer		*in = bufferevent_get_input(conn->bev);
 	struct http_request	*req = conn->req;
-	const char		*expect;
 
-	if (req->minor != 1 || conn->eof ||
+	if (conn->eof ||
 	    evbuffer_get_length(in) >= (size_t)req->content_length)
 		return;
-	expect = http_header(req, "Expect");
-	if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
+	if (http_expects_continue(req))
 		bufferevent_write(conn->bev, http_continue,
 		    sizeof http_continue - 1);
+}
+
+/*
+ * Drop what has arrived of a body refused unread; once it is all gone,
+ * read the next request.
+ */
+static void
+http_conn_discard(struct http_conn *conn)
+{
+	struct evbuffer		*in = bufferevent_get_input(conn->bev);
+	size_t			 n;
+
+	n = evbuffer_get_length(in);
+	if (n > (size_t)conn->discard)
+		n = (size_t)conn->discard;
+	evbuffer_drain(in, n);
+	conn->discard -= (long)n;
+	if (conn->discard == 0) {
+		http_conn_next(conn, 1);
+		return;
+	}
+	if (conn->eof) {
+		http_conn_end(conn, "closed in the middle of a refused body");
+		return;
+	}
+	http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
 }
 
 /*
@@ -1324,6 +1387,28 @@ http_conn_spool_start(struct http_conn *conn, long cap)
 		http_conn_refuse(conn, 413, msg, NULL);
 		return;
 	}
+	if (conn->server->check != NULL && req->content_length > 0) {
+		/* Not one byte read, nor memory held, until it may come. */
+		conn->state = HTTP_CHECK;
+		conn->spool_cap = cap;
+		evtimer_del(conn->timer);
+		bufferevent_disable(conn->bev, EV_READ);
+		conn->server->check(req);
+		return;
+	}
+	http_conn_spool_open(conn, cap);
+}
+
+/*
+ * Reserve a spooled body's bytes (503 past HTTP_SPOOL_TOTAL), make its
+ * memfd, ask for the body when the client waits for that, and read it.
+ */
+static void
+http_conn_spool_open(struct http_conn *conn, long cap)
+{
+	struct http_request	*req = conn->req;
+	char			 msg[128];
+
 	if (http_spooled > 0 && http_spooled + req->content_length >
 	    (cap > HTTP_SPOOL_TOTAL ? cap : HTTP_SPOOL_TOTAL)) {
 		log_warnx("%s: %ld bytes of uploads held already; refusing "
@@ -1346,6 +1431,25 @@ http_conn_spool_start(struct http_conn *conn, long cap)
 	http_conn_continue(conn);
 	conn->state = HTTP_BODY;
 	http_conn_spool(conn);
+}
+
+/* The check hook let a spooled body come: see frontd.h. */
+void
+http_spool_continue(struct http_request *req)
+{
+	struct http_conn	*conn = req->conn;
+
+	if (conn == NULL) {
+		log_debug("%s: client gone before its upload", req->peer);
+		http_access_log(req, 499, 0);
+		http_request_free(req);
+		return;
+	}
+	if (conn->state != HTTP_CHECK || conn->req != req)
+		fatalx("%s: no check pending", __func__);
+	if (!conn->eof)
+		bufferevent_enable(conn->bev, EV_READ);
+	http_conn_spool_open(conn, conn->spool_cap);
 }
 
 /* Collect the body; pass the request on once it is complete. */
@@ -1470,6 +1574,11 @@ http_conn_read(struct bufferevent *bev, void *arg)
 	case HTTP_BODY:
 		http_conn_body(conn);
 		break;
+	case HTTP_DISCARD:
+		http_conn_discard(conn);
+		break;
+	case HTTP_CHECK:
+		break;		/* read again once the check lets it */
 	case HTTP_HANDLER:
 	case HTTP_FILE:
 		/* A pipelined request waits; bound what may pile up. */
@@ -1549,9 +1658,11 @@ http_conn_event(struct bufferevent *bev, short what, void *arg)
 		switch (conn->state) {
 		case HTTP_HEAD:
 		case HTTP_BODY:
+		case HTTP_DISCARD:
 			/* Whatever is buffered, then the close. */
 			http_conn_read(bev, conn);
 			return;
+		case HTTP_CHECK:
 		case HTTP_HANDLER:
 		case HTTP_FILE:
 			log_debug("%s: the client shut its side; answering "
@@ -1884,12 +1995,15 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 
 /*
  * Set the hook asked at each request head whether its body goes to a
- * memfd (req->body_fd) rather than the heap, and with what cap.
+ * memfd (req->body_fd) rather than the heap, and with what cap, and the
+ * one (or NULL) that decides, before any of it is read, whether it may.
  */
 void
-http_server_set_spool(struct http_server *server, http_spool_fn fn)
+http_server_set_spool(struct http_server *server, http_spool_fn fn,
+    http_check_fn check)
 {
 	server->spool = fn;
+	server->check = check;
 }
 
 /* Set a server's connection limits (before it serves). */

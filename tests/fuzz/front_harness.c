@@ -125,7 +125,9 @@ fh_init(const char *web_dir)
 	if ((fh_base = event_base_new()) == NULL)
 		abort();
 	fh_conf.command_timeout_max = 600;
-	fh_conf.max_body = 1024 * 1024;
+	fh_conf.max_body = FH_MAX_BODY;
+	/* Small, so that uploads over the cap (413) are within reach. */
+	fh_conf.max_upload = FH_MAX_UPLOAD;
 	fh_conf.listen_loopback = 1;
 	fh_conf.allowed_origins = "https://panel.example.com,http://[::1]:8443";
 	memset(&limits, 0, sizeof(limits));
@@ -137,6 +139,7 @@ fh_init(const char *web_dir)
 		abort();
 	}
 	api_init(fh_base, &fh_conf, NULL);
+	files_init(&fh_conf);
 	ws_init();
 	/* The origins of a frontd listening on 127.0.0.1:8080, and two more. */
 	ws_origins_init(&fh_conf, "127.0.0.1:8080");
@@ -155,6 +158,8 @@ fh_init(const char *web_dir)
 	    api_handle, NULL)) == NULL)
 		abort();
 	http_server_set_limits(server, &limits);
+	/* As frontd does: PUT /api/files/ checked, then spooled to a memfd. */
+	http_server_set_spool(server, files_spool, files_check);
 }
 
 /* A new client connection, accepted by frontd before this returns. */

@@ -21,6 +21,10 @@ struct fh_call {
 	void			*arg;
 };
 
+/* The largest request body frontd takes (conf.max_body); over it, a 413. */
+#define FH_MAX_BODY	(1024 * 1024)
+#define FH_MAX_UPLOAD	(256 * 1024)	/* HOSTGATE_MAX_UPLOAD_BYTES */
+
 extern struct fh_call	 fh_call;
 extern int		 fh_sent;	/* ipc_send calls (events) */
 

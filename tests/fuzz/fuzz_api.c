@@ -4,11 +4,13 @@
  * and what frontd makes of brokerd's answer. The input, split at 0xff
  * bytes, is: the HTTP request (head and body) as a client sends it; then
  * brokerd's answer to the request frontd made of it (absent: no answer);
- * then the contents of the two output memfds of a command's result.
- * Besides the sanitizers it checks that every answer is an HTTP/1.1
+ * then the contents of the two output memfds of a command's result (or
+ * the file or listing of a file read). An upload (PUT /api/files/) asks
+ * brokerd twice, its check before the body and its write after: both
+ * get the same answer, the memfds going with the second. Besides the sanitizers it checks that every answer is an HTTP/1.1
  * response and that where frontd passes brokerd's result on as it is
- * (every route but health, login, logout and run), the body is that
- * result: the same JSON as json-c reads it.
+ * (every route but health, login, logout, run and the file routes), the
+ * body is that result: the same JSON as json-c reads it.
  */
 #include <sys/mman.h>
 
@@ -42,7 +44,8 @@ static int
 fuzz_own_reply(const char *op)
 {
 	return strcmp(op, "health") == 0 || strcmp(op, "login") == 0 ||
-	    strcmp(op, "logout") == 0 || strcmp(op, "run") == 0;
+	    strcmp(op, "logout") == 0 || strcmp(op, "run") == 0 ||
+	    strncmp(op, "file_", 5) == 0;
 }
 
 /*
@@ -117,7 +120,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const uint8_t	*req, *reply, *out;
 	size_t		 reqlen, replylen, outlen, got;
 	char		 buf[4096], op[64];
-	int		 fd, fds[2], nfds = 0, i, own, fds_before;
+	int		 fd, fds[2], nfds = 0, i, own, fds_before, round, check;
 
 	fuzz_det_reset();
 
@@ -133,14 +136,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = fh_connect();
 	fh_write(fd, req, reqlen);
 	got = fh_read(fd, buf, sizeof(buf));
-	if (fh_call.pending) {
+	/* An upload's check, then its write; any other request once. */
+	for (round = 0; fh_call.pending && round < 2; round++) {
 		snprintf(op, sizeof(op), "%s", json_str(fh_call.obj, "type"));
 		own = fuzz_own_reply(op);
+		check = 0;
+		json_flag(fh_call.obj, "check", &check);
+		if (check && (strcmp(op, "file_write") != 0 ||
+		    fh_call.nfds != 0))
+			abort();	/* a check carries no content */
+		if (check) {
+			fh_answer((const char *)reply, replylen, NULL, 0);
+			/* The body (if it came) is read now. */
+			got = fh_read(fd, buf, sizeof(buf));
+			continue;
+		}
 		fh_answer((const char *)reply, replylen, fds, nfds);
 		nfds = 0;
 		got = fh_read(fd, buf, sizeof(buf));
 		if (reply != NULL && !own && got < sizeof(buf) - 1)
 			fuzz_check_result(buf, (const char *)reply, replylen);
+		break;
 	}
 	for (i = 0; i < nfds; i++)
 		close(fds[i]);

@@ -19,53 +19,25 @@
 #include <unistd.h>
 
 #include "../../brokerd/brokerd.h"
+#include "fuzz_fixture.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_reset(void);
 
-static char	fuzz_dir[] = "/tmp/fuzz_auth.XXXXXX";
-static char	fuzz_file[64];
-
-/* Remove the state directory. */
-static void
-fuzz_cleanup(void)
-{
-	char	cmd[64];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fuzz_dir);
-	(void)!system(cmd);
-}
+static const char	*fuzz_dir;
+static char		 fuzz_file[64];
 
 /* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	log_init("fuzz_auth", 1);
-	log_setlevel(LOG_LVL_ERROR);
-	if (mkdtemp(fuzz_dir) == NULL)
-		abort();
-	atexit(fuzz_cleanup);
+	fuzz_dir = ff_dir("fuzz_auth", "/tmp");
 	snprintf(fuzz_file, sizeof(fuzz_file), "%s/users.json", fuzz_dir);
 	/* The default HOSTGATE_UID_RANGE, and one id a daemon holds. */
 	auth_uid_range(1879048192, 1879113727);
 	auth_uid_reserve(1879048200, "the uid of hostgate-front");
 	return 0;
-}
-
-/* Abort unless msg is a non-empty line of printable text. */
-static void
-fuzz_check_message(const char *msg)
-{
-	const unsigned char	*p;
-
-	if (getenv("FUZZ_VERBOSE") != NULL)
-		fprintf(stderr, "refused: %s\n", msg);
-	if (*msg == '\0')
-		abort();
-	for (p = (const unsigned char *)msg; *p != '\0'; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			abort();
 }
 
 /* The users as one string, to compare two loads. */
@@ -109,7 +81,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 	}
 	if (auth_init(fuzz_dir, err, sizeof(err)) == -1) {
-		fuzz_check_message(err);
+		ff_check_message(err);
 		return 0;
 	}
 	/* What loaded (and was written back with ids) loads again the same. */
@@ -127,7 +99,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!auth_name_valid(user))
 			abort();
 		if (auth_user_del(user, err, sizeof(err)) == -1)
-			fuzz_check_message(err);
+			ff_check_message(err);
 		else if (auth_find(user) != NULL ||
 		    auth_init(fuzz_dir, err, sizeof(err)) == -1 ||
 		    auth_find(user) != NULL)

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "../../brokerd/brokerd.h"
+#include "fuzz_fixture.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -40,11 +41,9 @@ int	__wrap_rl_peek(struct rl_table *, const char *, int64_t);
 
 extern char	**environ;
 
-static struct event_base	*fuzz_base;
+static struct ff_daemon		 fuzz_brokerd;
 static struct config		 fuzz_conf;
-static struct sockaddr_un	 fuzz_addr;
-static socklen_t		 fuzz_addrlen;
-static char			 fuzz_dir[] = "/dev/shm/fuzz_front.XXXXXX";
+static const char		*fuzz_dir;
 static char			*fuzz_users, *fuzz_sessions;
 
 #define FUZZ_HASH "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$" \
@@ -76,16 +75,6 @@ __wrap_rl_peek(struct rl_table *t, const char *key, int64_t now_ms)
 	if (key == NULL)
 		abort();
 	return 0;
-}
-
-/* Remove the state directory. */
-static void
-fuzz_cleanup(void)
-{
-	char	cmd[64];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fuzz_dir);
-	(void)!system(cmd);
 }
 
 /* Write a file of the state directory (0600, as brokerd wants them). */
@@ -152,12 +141,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	size_t	n;
 	int	fd;
 
-	signal(SIGPIPE, SIG_IGN);
-	log_init("fuzz_front", 1);
-	log_setlevel(LOG_LVL_ERROR);
-	if (mkdtemp(fuzz_dir) == NULL)
-		abort();
-	atexit(fuzz_cleanup);
+	fuzz_dir = ff_dir("fuzz_front", "/dev/shm");
 	/* The defaults alone: no HOSTGATE_* of this environment. */
 	for (e = environ; *e != NULL;) {
 		if (strncmp(*e, "HOSTGATE_", 9) == 0 &&
@@ -223,72 +207,35 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	prompt_init(&fuzz_conf);
-	if ((fuzz_base = event_base_new()) == NULL)
-		abort();
-	audit_refusal_init(fuzz_base, fuzz_conf.audit_refusal_interval);
-
-	memset(&fuzz_addr, 0, sizeof(fuzz_addr));
-	fuzz_addr.sun_family = AF_UNIX;
-	snprintf(fuzz_addr.sun_path + 1, sizeof(fuzz_addr.sun_path) - 1,
-	    "hostgate-fuzz-front-%ld", (long)getpid());
-	fuzz_addrlen = offsetof(struct sockaddr_un, sun_path) + 1 +
-	    strlen(fuzz_addr.sun_path + 1);
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1 ||
-	    bind(fd, (struct sockaddr *)&fuzz_addr, fuzz_addrlen) == -1 ||
-	    listen(fd, 16) == -1)
-		abort();
-	front_init(fuzz_base, &fuzz_conf, geteuid(), fd);
+	fd = ff_daemon_init(&fuzz_brokerd, "brokerd");
+	audit_refusal_init(fuzz_brokerd.base, fuzz_conf.audit_refusal_interval);
+	front_init(fuzz_brokerd.base, &fuzz_conf, geteuid(), fd);
 	/* No sandboxd: its socket does not exist, spawns are refused. */
-	sandbox_init(fuzz_base, &fuzz_conf, geteuid());
-	mode_init(fuzz_base, &fuzz_conf);
+	sandbox_init(fuzz_brokerd.base, &fuzz_conf, geteuid());
+	mode_init(fuzz_brokerd.base, &fuzz_conf);
 	return 0;
-}
-
-/* Run brokerd's loop until nothing more happens now. */
-static void
-fuzz_run(void)
-{
-	int	i;
-
-	for (i = 0; i < 8; i++)
-		event_base_loop(fuzz_base, EVLOOP_NONBLOCK);
 }
 
 /* Messages from frontd, after a hello, on a fixture state. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char	 hello[] =
-	    "{\"type\":\"hello\",\"version\":1,\"role\":\"frontd\"}";
-	const uint8_t		*d, *end = data + size, *cut;
-	char			 sink[IPC_MAX_MSG];
-	ssize_t			 n;
-	int			 fd;
+	const uint8_t	*d, *end = data + size, *cut;
+	int		 fd;
 
 	fuzz_det_reset();
 	fuzz_reset();
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
-	    SOCK_NONBLOCK, 0)) == -1 || connect(fd,
-	    (struct sockaddr *)&fuzz_addr, fuzz_addrlen) == -1)
-		abort();
-	fuzz_run();
-	(void)!send(fd, hello, sizeof(hello) - 1, 0);
-	fuzz_run();
+	fd = ff_daemon_connect(&fuzz_brokerd, "frontd");
 	for (d = data; d < end; d = cut + 1) {
 		if ((cut = memchr(d, 0xff, end - d)) == NULL)
 			cut = end;
 		if (cut > d)
-			(void)!send(fd, d, cut - d, 0);
-		fuzz_run();
-		while ((n = recv(fd, sink, sizeof(sink) - 1, 0)) > 0)
-			if (getenv("FUZZ_VERBOSE") != NULL) {
-				sink[n] = '\0';
-				fprintf(stderr, "brokerd: %s\n", sink);
-			}
+			ff_daemon_send(&fuzz_brokerd, fd, d, cut - d);
+		else
+			ff_daemon_drain(&fuzz_brokerd, fd);
 		if (cut == end)
 			break;
 	}
-	close(fd);
-	fuzz_run();
+	ff_daemon_close(&fuzz_brokerd, fd);
 	return 0;
 }

@@ -21,33 +21,20 @@
 #include <unistd.h>
 
 #include "../../brokerd/brokerd.h"
+#include "fuzz_fixture.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_seed(const uint8_t *, size_t);
 
-static char	fuzz_dir[] = "/dev/shm/fuzz_session.XXXXXX";
-static char	fuzz_file[64], fuzz_done[80], fuzz_db[64], fuzz_wal[80];
-
-/* Remove the state directory. */
-static void
-fuzz_cleanup(void)
-{
-	char	cmd[64];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fuzz_dir);
-	(void)!system(cmd);
-}
+static const char	*fuzz_dir;
+static char		 fuzz_file[64], fuzz_done[80], fuzz_db[64], fuzz_wal[80];
 
 /* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	log_init("fuzz_session", 1);
-	log_setlevel(LOG_LVL_ERROR);
-	if (mkdtemp(fuzz_dir) == NULL)
-		abort();
-	atexit(fuzz_cleanup);
+	fuzz_dir = ff_dir("fuzz_session", "/dev/shm");
 	snprintf(fuzz_file, sizeof(fuzz_file), "%s/sessions.json", fuzz_dir);
 	snprintf(fuzz_done, sizeof(fuzz_done), "%s.migrated", fuzz_file);
 	snprintf(fuzz_db, sizeof(fuzz_db), "%s/store.db", fuzz_dir);
@@ -74,21 +61,6 @@ fuzz_part(const uint8_t *data, size_t size, int n)
 	memcpy(s, p, cut - p);
 	s[cut - p] = '\0';
 	return s;
-}
-
-/* Abort unless msg is a non-empty line of printable text. */
-static void
-fuzz_check_message(const char *msg)
-{
-	const unsigned char	*p;
-
-	if (getenv("FUZZ_VERBOSE") != NULL)
-		fprintf(stderr, "refused: %s\n", msg);
-	if (*msg == '\0')
-		abort();
-	for (p = (const unsigned char *)msg; *p != '\0'; p++)
-		if (*p < 0x20 || *p == 0x7f)
-			abort();
 }
 
 /* Order two strings (for qsort). */
@@ -169,7 +141,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close(fd);
 	}
 	if (session_init(fuzz_dir, 3600, err, sizeof(err)) == -1) {
-		fuzz_check_message(err);
+		ff_check_message(err);
 		goto out;
 	}
 	/* What migrated is in the store: it loads again the same. */

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "../../sandboxd/sandboxd.h"
+#include "fuzz_fixture.h"
 
 int	LLVMFuzzerInitialize(int *, char ***);
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -52,11 +53,9 @@ int	__wrap_files_start(struct ipc_peer *, int64_t, const char *, int, uid_t,
 	    gid_t, const char *, const char *, const char *, int, int64_t,
 	    char *, size_t);
 
-static struct event_base	*fuzz_base;
+static struct ff_daemon		 fuzz_sandboxd;
 static struct config		 fuzz_conf;
-static struct sockaddr_un	 fuzz_addr;
-static socklen_t		 fuzz_addrlen;
-static char			 fuzz_dir[] = "/tmp/fuzz_spawn.XXXXXX";
+static char			*fuzz_dir;
 static char			 fuzz_ws[256];
 
 /* A user name as sandboxd must have checked it. */
@@ -211,16 +210,6 @@ __wrap_ids_per_user(void)
 	return 1;
 }
 
-/* Remove the fixture. */
-static void
-fuzz_cleanup(void)
-{
-	char	cmd[64];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", fuzz_dir);
-	(void)!system(cmd);
-}
-
 /* Make the fixture once, before the first input. */
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -228,12 +217,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	char	path[512];
 	int	fd;
 
-	signal(SIGPIPE, SIG_IGN);
-	log_init("fuzz_spawn", 1);
-	log_setlevel(LOG_LVL_ERROR);
-	if (mkdtemp(fuzz_dir) == NULL)
-		abort();
-	atexit(fuzz_cleanup);
+	fuzz_dir = ff_dir("fuzz_spawn", "/tmp");
 	/* A workspace with a few directories, a file and a way out. */
 	snprintf(fuzz_ws, sizeof(fuzz_ws), "%s/ws", fuzz_dir);
 	mkdir(fuzz_ws, 0700);
@@ -253,20 +237,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	fuzz_conf.uid_range[1] = 1879113727;
 	fuzz_conf.state_dir = fuzz_dir;
 	ids_setup(&fuzz_conf);
-	if ((fuzz_base = event_base_new()) == NULL)
-		abort();
-	memset(&fuzz_addr, 0, sizeof(fuzz_addr));
-	fuzz_addr.sun_family = AF_UNIX;
-	snprintf(fuzz_addr.sun_path + 1, sizeof(fuzz_addr.sun_path) - 1,
-	    "hostgate-fuzz-spawn-%ld", (long)getpid());
-	fuzz_addrlen = offsetof(struct sockaddr_un, sun_path) + 1 +
-	    strlen(fuzz_addr.sun_path + 1);
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1 ||
-	    bind(fd, (struct sockaddr *)&fuzz_addr, fuzz_addrlen) == -1 ||
-	    listen(fd, 16) == -1)
-		abort();
-	grant_init(fuzz_base);
-	broker_init(fuzz_base, &fuzz_conf, geteuid(), fd);
+	fd = ff_daemon_init(&fuzz_sandboxd, "sandboxd");
+	grant_init(fuzz_sandboxd.base);
+	broker_init(fuzz_sandboxd.base, &fuzz_conf, geteuid(), fd);
 	return 0;
 }
 
@@ -288,41 +261,18 @@ fuzz_drop_grants(void)
 	json_object_put(arr);
 }
 
-/* Run sandboxd's loop until nothing more happens now. */
-static void
-fuzz_run(void)
-{
-	int	i;
-
-	for (i = 0; i < 8; i++)
-		event_base_loop(fuzz_base, EVLOOP_NONBLOCK);
-}
-
 /* One message from brokerd, after a hello, to sandboxd's table. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char	hello[] =
-	    "{\"type\":\"hello\",\"version\":1,\"role\":\"brokerd\"}";
-	char			sink[IPC_MAX_MSG];
-	int			fd;
+	int	fd;
 
 	fuzz_det_reset();
 	if (size > IPC_MAX_MSG)
 		return 0;
-	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
-	    SOCK_NONBLOCK, 0)) == -1 || connect(fd,
-	    (struct sockaddr *)&fuzz_addr, fuzz_addrlen) == -1)
-		abort();
-	fuzz_run();
-	(void)!send(fd, hello, sizeof(hello) - 1, 0);
-	fuzz_run();
-	(void)!send(fd, data, size, 0);
-	fuzz_run();
-	while (recv(fd, sink, sizeof(sink), 0) > 0)
-		;
-	close(fd);
-	fuzz_run();
+	fd = ff_daemon_connect(&fuzz_sandboxd, "brokerd");
+	ff_daemon_send(&fuzz_sandboxd, fd, data, size);
+	ff_daemon_close(&fuzz_sandboxd, fd);
 	fuzz_drop_grants();
 	return 0;
 }

@@ -8,7 +8,10 @@
  * value (absent: none). Besides the sanitizers it checks every answer: a
  * 200 or 304 is for exactly the file the path names, or index.html for a
  * path outside /assets/ that names none; anything else under /assets/ is a
- * 404; no other content ever goes out.
+ * 404, a method other than GET or HEAD a 405; no other content ever goes
+ * out. CR LF in the parts makes more requests, pipelined: the answers are
+ * checked in order against the requests frontd takes from the stream, as
+ * its own parser splits it.
  */
 #include <sys/stat.h>
 
@@ -104,38 +107,158 @@ fuzz_expected(const char *path)
 	return fuzz_files[0].data;
 }
 
-/* Check one answer against the path it was for. */
-static void
-fuzz_check(const char *buf, const char *path, int head)
-{
-	const char	*body, *want, *cl;
-	int		 status;
-	long		 len;
+/* A request as frontd reads it off the connection. */
+struct fuzz_req {
+	char	*path;		/* NULL for a refused head */
+	int	 get;		/* GET or HEAD */
+	int	 head;		/* HEAD: an answer without a body */
+	int	 refused;	/* the status frontd refuses the head with */
+};
 
-	if (sscanf(buf, "HTTP/1.1 %d ", &status) != 1)
-		abort();
-	if (status != 200 && status != 304)
+/* At most this many requests fit in one input's 4096 bytes. */
+#define FUZZ_MAXREQ	256
+
+/*
+ * Split what the client sends (len bytes at s) into the requests frontd
+ * takes from it, in order, with frontd's own parser: empty lines before a
+ * request skipped, a body skipped by its Content-Length, and nothing after
+ * a refused head, a request that closes, or a head or body that has not
+ * fully arrived (frontd waits for the rest). The number of requests.
+ */
+static size_t
+fuzz_split(const char *s, size_t len, struct fuzz_req *rq)
+{
+	struct http_request	 r;
+	size_t			 n = 0, off = 0;
+	long			 cl;
+	int			 rc, keep;
+
+	while (n < FUZZ_MAXREQ) {
+		while (off < len && (s[off] == '\r' || s[off] == '\n'))
+			off++;
+		if (off == len)
+			break;
+		http_request_init(&r);
+		if ((rc = http_parse_head(s + off, len - off, &r)) == 0)
+			break;
+		memset(&rq[n], 0, sizeof(rq[n]));
+		if (rc < 0) {
+			rq[n++].refused = -rc;
+			break;
+		}
+		off += rc;
+		cl = r.content_length;
+		keep = r.keep_alive;
+		rq[n].head = strcmp(r.method, "HEAD") == 0;
+		rq[n].get = rq[n].head || strcmp(r.method, "GET") == 0;
+		if (cl > FH_MAX_BODY)
+			rq[n].refused = 413;
+		else if ((rq[n].path = strdup(r.path)) == NULL)
+			abort();
+		http_request_clear(&r);
+		if (rq[n++].refused != 0 || (cl > 0 && len - off < (size_t)cl))
+			break;
+		if (cl > 0)
+			off += cl;
+		if (!keep)
+			break;
+	}
+	return n;
+}
+
+/*
+ * Check one answer against the request it is for: a refused head gets its
+ * status; a panel path (not /api, /healthz: static.c never sees those)
+ * gets 405 for a method other than GET and HEAD, else exactly the file it
+ * names (200, or 304), index.html outside /assets/, or a 404.
+ */
+static void
+fuzz_check(const struct fuzz_req *r, int status, long len, const char *body)
+{
+	const char	*want;
+
+	if (r->refused != 0) {
+		if (status != r->refused)
+			abort();
 		return;
-	/* Only a panel path (not /api, /healthz) reaches static.c. */
-	want = fuzz_expected(path);
-	if (want == NULL || (body = strstr(buf, "\r\n\r\n")) == NULL ||
-	    (cl = strstr(buf, "\r\nContent-Length: ")) == NULL || cl > body)
-		abort();
-	body += 4;
-	len = strtol(cl + 18, NULL, 10);
-	/* The body (before any answer to a next request) is that file. */
-	if (status == 200 && (len != (long)strlen(want) ||
-	    (!head && strncmp(body, want, len) != 0)))
+	}
+	if (strncmp(r->path, "/api/", 5) == 0 || strcmp(r->path, "/api") ==
+	    0 || strcmp(r->path, "/healthz") == 0)
+		return;
+	if (!r->get) {
+		if (status != 405)
+			abort();
+		return;
+	}
+	if ((want = fuzz_expected(r->path)) == NULL) {
+		if (status != 404)
+			abort();
+		return;
+	}
+	if (status == 304)
+		return;
+	if (status != 200 || len != (long)strlen(want) || (!r->head &&
+	    memcmp(body, want, len) != 0))
 		abort();
 }
 
-/* One request for a panel path, and the check of its answer. */
+/*
+ * Walk the answers in buf (got bytes, NUL-terminated) in order, each
+ * against the next of the nrq requests frontd took; the last answer may be
+ * cut short by the size of buf.
+ */
+static void
+fuzz_answers(const char *buf, size_t got, const struct fuzz_req *rq,
+    size_t nrq)
+{
+	const char	*p = buf, *end = buf + got, *hend, *cl;
+	size_t		 i = 0;
+	long		 len, blen;
+	int		 status;
+
+	while (p < end) {
+		if ((hend = memmem(p, end - p, "\r\n\r\n", 4)) == NULL)
+			break;
+		hend += 4;
+		if (sscanf(p, "HTTP/1.1 %d ", &status) != 1)
+			abort();
+		if (status >= 100 && status < 200) {
+			/* 100 Continue, before the body it asks for. */
+			p = hend;
+			continue;
+		}
+		if (i == nrq) {
+			/* A head that never ended may time out, nothing else. */
+			if (status != 408)
+				abort();
+			break;
+		}
+		len = -1;
+		if ((cl = memmem(p, hend - p, "\r\nContent-Length: ", 18)) !=
+		    NULL)
+			len = strtol(cl + 18, NULL, 10);
+		else if (status != 204 && status != 304)
+			abort();
+		blen = status == 204 || status == 304 || rq[i].head ? 0 : len;
+		if (end - hend < blen)
+			break;
+		if (getenv("FUZZ_VERBOSE") != NULL)
+			fprintf(stderr, "answer %d to %s\n", status,
+			    rq[i].path != NULL ? rq[i].path : "a refused head");
+		fuzz_check(&rq[i++], status, len, hend);
+		p = hend + blen;
+	}
+}
+
+/* One input: its requests to frontd, and the check of each answer. */
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t	*target, *method, *inm;
-	size_t		 tlen, mlen, ilen;
-	char		 req[4096], buf[8192], path[4096], *q;
+	size_t		 tlen, mlen, ilen, got, nrq, i;
+	struct fuzz_req	 rq[FUZZ_MAXREQ];
+	static char	 buf[65536];
+	char		 req[4096];
 	int		 fd, n;
 
 	fuzz_det_reset();
@@ -150,7 +273,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (n = 0; n < (int)mlen; n++)
 		if (method[n] <= ' ' || method[n] >= 0x7f)
 			return 0;
-	if (memchr(target, '\0', tlen) != NULL || tlen >= sizeof(path) ||
+	if (memchr(target, '\0', tlen) != NULL ||
 	    (inm != NULL && memchr(inm, '\0', ilen) != NULL))
 		return 0;
 	n = snprintf(req, sizeof(req), "%.*s %.*s HTTP/1.1\r\nHost: h\r\n"
@@ -160,26 +283,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    inm != NULL ? "\r\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(req))
 		return 0;
+	/*
+	 * The target and the header may hold CR LF: then this is several
+	 * requests, pipelined, and each answer is for the one frontd took.
+	 */
+	nrq = fuzz_split(req, n, rq);
 	fd = fh_connect();
 	fh_write(fd, req, n);
-	if (fh_call.pending) {
-		/* An API path: brokerd is not the point here. */
-		fh_close(fd);
-		return 0;
-	}
-	if (fh_read(fd, buf, sizeof(buf)) > 0 && strncmp(buf, "HTTP/1.1 2",
-	    10) == 0 && strncmp(req, "GET /api", 8) != 0 &&
-	    strncmp(req, "HEAD /api", 9) != 0 &&
-	    strncmp(req, "GET /healthz", 12) != 0) {
-		memcpy(path, target, tlen);
-		path[tlen] = '\0';
-		if ((q = strchr(path, '?')) != NULL)
-			*q = '\0';
-		fuzz_check(buf, path, mlen == 4 && memcmp(method, "HEAD", 4) ==
-		    0);
-	}
+	/* Up to a request for brokerd, which is not the point here. */
+	got = fh_read(fd, buf, sizeof(buf));
+	fuzz_answers(buf, got, rq, nrq);
 	if (strstr(buf, "SECRET") != NULL || strstr(buf, "root:") != NULL)
 		abort();
 	fh_close(fd);
+	for (i = 0; i < nrq; i++)
+		free(rq[i].path);
 	return 0;
 }

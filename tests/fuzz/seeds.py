@@ -119,6 +119,73 @@ api = {
     "events": (http("GET", "/api/events", headers=AUTH), j({"result": {"user": "alice"}})),
     "ws_noupgrade": (http("GET", "/api/terminals/0123456789abcdef/ws", headers=AUTH), None),
 }
+# The workspace file API: PUT is checked (file_write with check) before its
+# body is read, then written; both get the same answer.
+WROTE = j({"result": {"path": "a.txt", "size": 5, "mtime": 1767225600, "created": True,
+                      "mode": "sandbox", "permission": "workspace-write"}})
+READ_ONLY = j({"error": {"code": "forbidden", "message": "this session's permission is read-only"}})
+FILE = j({"result": {"path": "a.txt", "size": 5, "mtime": 1767225600, "mode": "sandbox",
+                     "permission": "workspace-write"}})
+LISTING = j({"path": "", "entries": [{"name": "a.txt", "type": "file", "size": 5,
+                                      "mtime": 1767225600}], "truncated": False})
+
+
+def raw_put(target, body, headers=()):
+    h = "PUT %s HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n" % target
+    for k, v in list(AUTH) + list(headers):
+        h += "%s: %s\r\n" % (k, v)
+    return (h + "\r\n").encode() + body
+
+
+api.update({
+    "files_put": (raw_put("/api/files/a.txt", b"hello", [("Content-Length", "5")]), WROTE),
+    "files_put_bearer": (http("PUT", "/api/files/dir/b.bin", b"\x00\x01binary", headers=BEARER), WROTE),
+    "files_put_expect": (raw_put("/api/files/a.txt", b"", [("Content-Length", "5"),
+                                                            ("Expect", "100-continue")]), WROTE),
+    "files_put_expect_body": (raw_put("/api/files/a.txt", b"hello", [("Content-Length", "5"),
+                                                                      ("Expect", "100-continue")]), WROTE),
+    "files_put_nolen": (raw_put("/api/files/a.txt", b"hello"), WROTE),
+    "files_put_chunked": (raw_put("/api/files/a.txt", b"5\r\nhello\r\n0\r\n\r\n",
+                                  [("Transfer-Encoding", "chunked")]), WROTE),
+    "files_put_too_large": (raw_put("/api/files/a.txt", b"x" * 100, [("Content-Length", "262145")]), WROTE),
+    "files_put_short": (raw_put("/api/files/a.txt", b"hel", [("Content-Length", "5")]), WROTE),
+    "files_put_refused": (raw_put("/api/files/a.txt", b"hello", [("Content-Length", "5")])
+                          + http("GET", "/api/files/", headers=AUTH), READ_ONLY),
+    "files_put_refused_big": (raw_put("/api/files/a.txt", b"y" * 1000, [("Content-Length", "100000")]),
+                              READ_ONLY),
+    "files_put_refused_expect": (raw_put("/api/files/a.txt", b"", [("Content-Length", "5"),
+                                                                    ("Expect", "100-continue")]),
+                                 j({"error": {"code": "rate_limited", "message": "slow down",
+                                              "retry_after": 3}})),
+    "files_put_noanswer": (raw_put("/api/files/a.txt", b"hello", [("Content-Length", "5")]), None),
+    "files_put_pipelined": (raw_put("/api/files/a.txt", b"hello", [("Content-Length", "5")])
+                            + raw_put("/api/files/b.txt", b"world", [("Content-Length", "5")]), WROTE),
+    "files_mkdir": (raw_put("/api/files/d/e/", b"", [("Content-Length", "0")]),
+                    j({"result": {"path": "d/e", "created": True, "mode": "sandbox",
+                                  "permission": "workspace-write"}})),
+    "files_mkdir_body": (raw_put("/api/files/d/", b"xy", [("Content-Length", "2")]), WROTE),
+    "files_put_root": (raw_put("/api/files/", b"xy", [("Content-Length", "2")]), WROTE),
+    "files_put_hostile": (raw_put("/api/files/a/%2e%2e/%2e%2e/etc/passwd", b"x",
+                                  [("Content-Length", "1")]), WROTE),
+    "files_get_hostile": (http("GET", "/api/files/a//b%00/../" + "c" * 300, headers=AUTH), FILE),
+    "files_get_pct": (http("GET", "/api/files/%E2%82%AC%20x%zz", headers=AUTH), FILE),
+    "files_read": (http("GET", "/api/files/a.txt", headers=AUTH), FILE, b"hello"),
+    "files_read_nofd": (http("GET", "/api/files/a.txt", headers=AUTH), FILE),
+    "files_head": (http("HEAD", "/api/files/dir/x.tar.gz", headers=AUTH), FILE, b"hello"),
+    "files_list": (http("GET", "/api/files/", headers=AUTH),
+                   j({"result": {"path": "", "count": 1, "truncated": False, "mode": "sandbox",
+                                 "permission": "workspace-write"}}), LISTING),
+    "files_list_dir": (http("GET", "/api/files/dir/", headers=BEARER),
+                       j({"result": {"path": "dir", "count": 0, "truncated": False,
+                                     "mode": "direct", "permission": "read-only"}}), b"{}"),
+    "files_delete": (http("DELETE", "/api/files/a.txt", headers=AUTH),
+                     j({"result": {"path": "a.txt", "deleted": True, "mode": "sandbox",
+                                   "permission": "workspace-write"}})),
+    "files_delete_root": (http("DELETE", "/api/files/", headers=AUTH), OK),
+    "files_delete_refused": (http("DELETE", "/api/files/full", headers=AUTH),
+                             j({"error": {"code": "conflict", "message": "not empty"}})),
+    "files_post": (http("POST", "/api/files/a.txt", b"{}", headers=AUTH), OK),
+})
 for name, parts in api.items():
     req, reply = parts[0], parts[1]
     data = req
@@ -261,9 +328,23 @@ static = {
     "post": b"/index.html" + SEP + b"POST",
     "etag_hit": b"/index.html" + SEP + b"GET" + SEP + b'"' + b"0" * 16 + b'"',
     "etag_star": b"/assets/app.css" + SEP + b"GET" + SEP + b"*",
+    # the fixture's own ETag (sha256 of the file, 16 hex digits): a 304
+    "etag_match": b"/index.html" + SEP + b"GET" + SEP + b'"' + hashlib.sha256(
+        b"<!doctype html><title>hostgate</title>").hexdigest()[:16].encode() + b'"',
     "absolute": b"http://127.0.0.1:8080/index.html",
     "api": b"/api",
     "fragment": b"/index.html#top",
+    # CR LF in the target pipelines more requests: each answer is for its own
+    "pipelined": b"/assets/app.css HTTP/1.1\r\nHost: h\r\n\r\nHEAD /favicon.ico",
+    # the long campaign's input: an asset, then a bare CR and a bad version
+    "pipelined_bare_cr": b"/assets/index-AbCdEf12.js HTTP/1.1\r\n\r\n\rGET / x",
+    "pipelined_close": b"/index.html HTTP/1.0\r\n\r\nGET /assets/app.css",
+    "pipelined_body": b"/favicon.ico HTTP/1.1\r\nContent-Length: 4\r\n\r\n"
+                      b"abcdGET /assets/missing.js",
+    "pipelined_api": b"/docs/readme.txt HTTP/1.1\r\n\r\nGET /api/status HTTP/1.1\r\n"
+                     b"\r\nGET /passwd",
+    "pipelined_refused": b"/favicon.ico HTTP/1.1\r\n\r\nPOST /index.html HTTP/1.1\r\n"
+                         b"\r\nget /",
 }
 for name, data in static.items():
     put("fuzz_static", name, data)

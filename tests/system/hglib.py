@@ -789,6 +789,70 @@ def proc_status(pid):
     return out
 
 
+def pids_of(binary):
+    """The processes running this very file (a hostgate's own copy)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            if pid.isdigit() and os.readlink("/proc/%s/exe" % pid) == binary:
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def stop_binary(binary, what):
+    """SIGTERM every process running binary (a daemon started without -d
+    is no child of the test) and wait until none is left."""
+    for pid in pids_of(binary):
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    wait_for(lambda: not pids_of(binary), 5, what=what + " gone")
+
+
+def private_mounts(script, *args):
+    """A start prefix: sh -c script args... in a private mount namespace
+    of its own (script ends by exec'ing "$@", the daemon)."""
+    return ["unshare", "-m", "--propagation", "private", "sh", "-c",
+            script] + list(args)
+
+
+class DatagramSink:
+    """A unix datagram socket bound at path (mode 0666), read all along by
+    a thread as syslogd or journald reads theirs (a full queue would block
+    the senders); .got holds parse(datagram) of each, in order."""
+
+    def __init__(self, path, parse=lambda d: d.decode("latin-1")):
+        import threading
+        self.got = []
+        self._done = threading.Event()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            self._sock.bind(path)
+            os.chmod(path, 0o666)
+        except OSError:
+            self._sock.close()
+            raise
+        self._sock.settimeout(0.1)
+
+        def reader():
+            while not self._done.is_set():
+                try:
+                    data = self._sock.recv(1 << 20)
+                except socket.timeout:
+                    continue
+                self.got.append(parse(data))
+        self._thread = threading.Thread(target=reader, daemon=True)
+        self._thread.start()
+
+    def close(self):
+        self._done.set()
+        self._thread.join()
+        self._sock.close()
+
+
 # -- IPC probes ------------------------------------------------------------
 
 def hello(role, version=1):

@@ -247,3 +247,20 @@ def test_session_token_listed_with_its_session(shared):
     assert mine[0]["session_id"] not in [x["id"] for x in sessions], sessions
     listed = shared.hgctl_json("token", "list")
     assert str(doc["id"]) not in [str(t["id"]) for t in listed], listed
+
+
+def test_longest_user_name_logs_in(hostgate_factory):
+    """A user of the longest name users.json holds (32 bytes) gets a
+    session and a token like any other (the store once took 31 at most:
+    the login failed with "cannot store the session")."""
+    hg = hostgate_factory()
+    name, password = "abcdefghijklmnopqrstuvwxyz_.-012", "long name pw"
+    assert len(name) == 32
+    hg.add_user(name, password)
+    s = hg.login(name, password)
+    assert s.user == name
+    r = s.get("/api/status")
+    assert r.status == 200 and r.json()["user"] == name, r
+    tok = hg.hgctl_ok("token", "create", name).stdout.strip()
+    r = hg.get("/api/status", bearer=tok)
+    assert r.status == 200 and r.json()["user"] == name, r

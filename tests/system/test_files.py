@@ -265,6 +265,121 @@ def test_expect_continue(hg, alice):
     assert get(alice, "cont.txt").body == body
 
 
+def read_head(sock, timeout=20):
+    """The first response head that comes on sock (and what follows)."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    while b"\r\n\r\n" not in got:
+        assert time.monotonic() < deadline, "no response: %r" % got
+        sock.settimeout(max(0.1, deadline - time.monotonic()))
+        chunk = sock.recv(65536)
+        assert chunk, "closed without a response: %r" % got
+        got += chunk
+    return got
+
+
+def unauth_head(path, length, extra=b""):
+    return (b"PUT %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n%s\r\n"
+            % (url(path).encode(), length, extra))
+
+
+def test_unauthenticated_never_gets_100(hg, alice):
+    """The credentials are checked before the body is asked for: a client
+    that waits for a 100 without them gets 401 (and Connection: close),
+    never a 100, and nothing is written."""
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    try:
+        s.sendall(unauth_head("nocont.txt", 1000,
+                              b"Expect: 100-continue\r\n"))
+        got = read_head(s)
+        assert got.startswith(b"HTTP/1.1 401 "), got
+        status, headers, body = hglib.parse_raw(got)
+        assert headers["connection"] == "close", headers
+        assert json.loads(body)["error"]["code"] == "unauthorized"
+    finally:
+        s.close()
+    assert get(alice, "nocont.txt").status == 404
+
+
+def test_unauthenticated_bodies_hold_no_memory(hg, alice):
+    """Unauthenticated uploads that declare the whole budget of uploads in
+    progress (1 GiB) and send their bytes slowly are refused at their
+    head, reserve nothing, and an authorized upload at the cap still
+    goes through while they are open."""
+    n = (1 << 30) // CAP
+    socks = []
+    try:
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+            socks.append(s)
+            s.sendall(unauth_head("slow/%d" % i, CAP) + b"x")
+        for s in socks:
+            status, headers, _ = hglib.parse_raw(read_head(s))
+            assert status == 401, headers
+            assert headers["connection"] == "close", headers
+        for s in socks:
+            try:
+                s.sendall(b"y")     # still trickling
+            except OSError:
+                pass
+        data = os.urandom(CAP)
+        r = put(alice, "slow/authorized.bin", data, timeout=60)
+        assert r.status == 201, r
+    finally:
+        for s in socks:
+            s.close()
+    assert get(alice, "slow/authorized.bin", timeout=60).body == data
+    assert get(alice, "slow/0").status == 404
+
+
+def test_refused_small_body_is_drained(hg, alice):
+    """A small body refused unread is dropped and the connection kept: a
+    request pipelined after it is answered in turn."""
+    body = b"0123456789"
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    try:
+        s.sendall(unauth_head("small.txt", len(body)) + body +
+                  raw_head(hg, alice, "GET", url("")))
+        (st1, h1, _), (st2, _, b2) = read_responses(s, 2)
+        assert st1 == 401 and h1["connection"] == "keep-alive", h1
+        assert st2 == 200 and "entries" in json.loads(b2), b2
+    finally:
+        s.close()
+    assert get(alice, "small.txt").status == 404
+
+
+def test_read_only_refused_before_the_body(hg):
+    """Under read-only a PUT gets its 403 while the client has sent only
+    the head, audited once as file_refused."""
+    bob = hg.login(*pl.USER)
+    assert bob.post("/api/permission",
+                    {"permission": "read-only"}).status == 200
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    try:
+        s.sendall(raw_head(hg, bob, "PUT", url("ro-head.txt"),
+                           b"Content-Length: %d\r\n" % MiB))
+        got = read_head(s)
+        status, headers, body = hglib.parse_raw(got)
+        assert status == 403, got
+        assert json.loads(body)["error"]["message"] == READ_ONLY
+        assert headers["connection"] == "close", headers
+        rid = headers["x-request-id"]
+    finally:
+        s.close()
+        assert bob.post("/api/permission",
+                        {"permission": "workspace-write"}).status == 200
+    recs = pl.wait_audit(hg, action="file_refused", user="bob",
+                         detail_path="ro-head.txt")
+    assert len(recs) == 1 and recs[0]["reason"] == READ_ONLY, recs
+    assert recs[0]["detail"]["size"] == MiB, recs
+    assert pl.audit_records(hg, detail_request_id=rid) == recs
+    r = put(bob, "ro-head.txt", b"now")
+    assert r.status == 201, r
+    rid = r.header("X-Request-Id")
+    recs = pl.wait_audit(hg, detail_request_id=rid)
+    assert [x["action"] for x in recs] == ["file_write"], recs
+
+
 def test_pipelined(hg, alice):
     """Two uploads and a download on one connection, sent at once: the
     answers come in order, each body framed."""

@@ -8,12 +8,10 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import tempfile
-import threading
 
 import pytest
 
@@ -53,8 +51,15 @@ def run(session, command):
     return r
 
 
-def access_lines(hg):
-    """frontd's access lines, parsed: {request id: fields}."""
+def access_lines(hg, *want):
+    """frontd's access lines, parsed: {request id: fields}. frontd writes
+    a request's line just after its answer, so with want (request ids)
+    this waits until the line of each is there."""
+    if want:
+        return hglib.wait_for(
+            lambda: (lambda a: a if all(r in a for r in want) else None)(
+                access_lines(hg)), 10,
+            what="frontd's access lines of " + ", ".join(want))
     out = {}
     for line in hg.log_text("frontd").splitlines():
         m = LINE.fullmatch(line)
@@ -71,6 +76,15 @@ def access_lines(hg):
 def lines_with(hg, name, rid):
     return [line for line in hg.log_text(name).splitlines()
             if "[%s] " % rid in line]
+
+
+def lines_saying(hg, name, rid, text):
+    """The lines of daemon name about request rid, once one says text (a
+    daemon may log a step just after passing its result on)."""
+    return hglib.wait_for(
+        lambda: (lambda b: b if any(text in ln for ln in b) else None)(
+            lines_with(hg, name, rid)), 10,
+        what="%s saying %r about %s" % (name, text, rid))
 
 
 def test_every_line_has_a_timestamp(hg, alice):
@@ -140,7 +154,7 @@ def test_request_id_on_every_response(hg, alice):
                 ws.close()
     assert len(set(seen)) == len(seen), seen
 
-    access = access_lines(hg)
+    access = access_lines(hg, *seen)
     for rid in seen:
         assert rid in access, (rid, hg.log_text("frontd")[-3000:])
     assert access[seen[1]]["status"] == 404
@@ -154,25 +168,26 @@ def test_access_line(hg, alice):
     without its query string, status, body bytes, milliseconds."""
     r = alice.get("/api/status?secret=hunter2")
     assert r.status == 200
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert a == dict(a, level="INFO", client="127.0.0.1", user="alice",
                      method="GET", path="/api/status", status=200,
                      bytes=len(r.body)), a
     assert "hunter2" not in hg.log_text("frontd")
 
     r = hg.get("/api/status")
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert (a["user"], a["status"], a["bytes"]) == ("-", 401, len(r.body))
 
     # A path that needs escaping stays one field on one line.
     r = hg.get('/api/a"b%0A\\c')
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert a["path"] == '/api/a\\"b%0A\\\\c' and a["status"] == 404, a
 
     r = alice.request("HEAD", "/api/status")
-    a = access_lines(hg)[rid_of(r)]
+    a = access_lines(hg, rid_of(r))[rid_of(r)]
     assert a["method"] == "HEAD" and a["bytes"] == 0, a
     rids = [rid_of(alice.get("/api/status")) for _ in range(3)]
+    access_lines(hg, *rids)
     for rid in rids:
         assert len([ln for ln in hg.log_text("frontd").splitlines()
                     if "[%s] access " % rid in ln]) == 1, rid
@@ -187,12 +202,11 @@ def test_request_id_end_to_end(hg, alice):
             if x["detail"].get("request_id") == rid]
     assert len(recs) == 1, pl.audit_records(hg, action="spawn_end")
     spawn_id = recs[0]["detail"]["id"]
-    assert access_lines(hg)[rid]["path"] == "/api/run_command"
-    b = lines_with(hg, "brokerd", rid)
-    assert any("command %s of alice ran" % spawn_id in ln for ln in b), b
-    s = lines_with(hg, "sandboxd", rid)
+    assert access_lines(hg, rid)[rid]["path"] == "/api/run_command"
+    lines_saying(hg, "brokerd", rid, "command %s of alice ran" % spawn_id)
+    s = lines_saying(hg, "sandboxd", rid,
+                     "command %s of alice: exit 0" % spawn_id)
     assert any("spawn %s " % spawn_id in ln for ln in s), s
-    assert any("command %s of alice: exit 0" % spawn_id in ln for ln in s), s
     # hgctl shows it as well.
     shown = pl.audit_show(hg, "--action", "spawn")
     assert any(x["detail"].get("request_id") == rid for x in shown), shown
@@ -284,18 +298,6 @@ needs_root = pytest.mark.skipif(not hglib.IS_ROOT or
                                 reason="mount namespaces need root")
 
 
-def pids_of(binary):
-    """The processes running this very file (a hostgate's own copy)."""
-    out = []
-    for pid in os.listdir("/proc"):
-        try:
-            if pid.isdigit() and os.readlink("/proc/%s/exe" % pid) == binary:
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
-
-
 @needs_root
 def test_no_syslog_means_stderr(hostgate_factory):
     """Without -d (so daemon(3) points fd 2 at /dev/null) and with nothing
@@ -307,8 +309,7 @@ def test_no_syslog_means_stderr(hostgate_factory):
     binary = hg.binary("brokerd")
     hg.start("sandboxd")
     hg.start("frontd")
-    p = start_logged(hg, "brokerd", ["unshare", "-m", "--propagation",
-                                     "private", "sh", "-c", hide, "sh"],
+    p = start_logged(hg, "brokerd", hglib.private_mounts(hide, "sh"),
                      argv_tail=())
     try:
         assert p.wait(10) == 0      # the parent of daemon(3)
@@ -325,9 +326,7 @@ def test_no_syslog_means_stderr(hostgate_factory):
                    for ln in lines), lines
         assert any("login: user bob" in ln for ln in lines), lines
     finally:
-        for pid in pids_of(binary):
-            os.kill(pid, signal.SIGTERM)
-        hglib.wait_for(lambda: not pids_of(binary), 5, what="brokerd gone")
+        hglib.stop_binary(binary, "brokerd")
 
 
 def journal_fields(data):
@@ -370,34 +369,19 @@ def test_journal_fields(hostgate_factory):
     mount namespace. Nothing of it goes to stderr."""
     hg = hostgate_factory(start=False)
     jdir = tempfile.mkdtemp(prefix="hg-journal-")
+    sink = None
     try:
         os.chmod(jdir, 0o755)
         os.mkdir(os.path.join(jdir, "journal"), 0o755)
-        path = os.path.join(jdir, "journal", "socket")
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        sock.bind(path)
-        os.chmod(path, 0o666)
-        # Read all along, as journald does: a full queue blocks senders.
-        entries = []
-        done = threading.Event()
-
-        def reader():
-            sock.settimeout(0.1)
-            while not done.is_set():
-                try:
-                    data = sock.recv(1 << 20)
-                except socket.timeout:
-                    continue
-                entries.append(journal_fields(data))
-        t = threading.Thread(target=reader, daemon=True)
-        t.start()
+        sink = hglib.DatagramSink(os.path.join(jdir, "journal", "socket"),
+                                  parse=journal_fields)
+        entries = sink.got
         mount = 'mount --bind "$0" /run/systemd && exec "$@"'
 
         def stream(st):
             return {"JOURNAL_STREAM": "%d:%d" % (st.st_dev, st.st_ino)}
         for name in hglib.DAEMONS:
-            start_logged(hg, name, ["unshare", "-m", "--propagation",
-                                    "private", "sh", "-c", mount, jdir],
+            start_logged(hg, name, hglib.private_mounts(mount, jdir),
                          env=stream)
         hg.wait_healthy()
         hg.add_user(*hglib.ADMIN, admin=True)
@@ -420,9 +404,8 @@ def test_journal_fields(hostgate_factory):
         # the reader takes them one by one: wait for each daemon's.
         hglib.wait_for(all_arrived, 10, what="each daemon's journal entry")
     finally:
-        done.set()
-        t.join()
-        sock.close()
+        if sink is not None:
+            sink.close()
         shutil.rmtree(jdir, ignore_errors=True)
 
     for name in hglib.DAEMONS:

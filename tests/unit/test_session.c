@@ -407,6 +407,40 @@ test_token_create_refused(void **state)
 	    sizeof f->bearer));
 }
 
+/*
+ * Only a name users.json could hold gets a session or a token: "../x" and
+ * the like never enter the store, and a name of 32 bytes (the longest a
+ * user may have) does.
+ */
+static void
+test_user_names(void **state)
+{
+	struct fixture	*f = *state;
+	const char	*bad[] = { "", "../x", "..", "a/b", "Root", "9lives",
+	    "a b", "abcdefghijklmnopqrstuvwxyz0123456" };
+	const char	*longest = "abcdefghijklmnopqrstuvwxyz012345";
+	struct session	*s;
+	size_t		 i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		if (session_create(bad[i], f->cookie, sizeof f->cookie, f->csrf,
+		    sizeof f->csrf) != NULL)
+			fail_msg("a session for \"%s\"", bad[i]);
+		if (token_create(bad[i], NULL, f->bearer,
+		    sizeof f->bearer) != NULL)
+			fail_msg("a token for \"%s\"", bad[i]);
+	}
+	s = create_ok(f, longest);
+	assert_string_equal(s->user, longest);
+	assert_non_null(token_create(longest, s->id, f->bearer,
+	    sizeof f->bearer));
+	session_close();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 1);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
+	reopen(f);
+	assert_string_equal(session_lookup(f->cookie)->user, longest);
+}
+
 /* Revoking a token by id ends it, once. */
 static void
 test_revoke(void **state)
@@ -850,6 +884,16 @@ test_migrate_refused(void **state)
 	    h, h);
 	migrate_fails(f, text, "no session");
 	assert_null(session_by_id("0123456789abcdef0123456789abcdef"));
+	/* A user name users.json would never hold. */
+	snprintf(text, sizeof text, "{\"version\": 1, \"sessions\": [{"
+	    "\"id\": \"%.32s\", \"token_hash\": \"%s\", \"csrf_hash\": \"%s\", "
+	    "\"user\": \"../x\", \"created\": 1, \"last_seen\": 1, "
+	    "\"expires\": 1}], \"tokens\": []}", h, h, h);
+	migrate_fails(f, text, "session 0");
+	snprintf(text, sizeof text, "{\"version\": 1, \"sessions\": [], "
+	    "\"tokens\": [{\"id\": \"0123456789abcdef\", \"hash\": \"%s\", "
+	    "\"user\": \"../x\", \"session_id\": \"\", \"created\": 1}]}", h);
+	migrate_fails(f, text, "token 0");
 
 	/* The same token, standalone, loads; a 0644 file becomes 0600. */
 	snprintf(text, sizeof text, "{\"version\": 1, \"sessions\": [], "
@@ -979,6 +1023,8 @@ main(void)
 		    test_tokens_bound_and_standalone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_token_create_refused,
 		    setup, teardown),
+		cmocka_unit_test_setup_teardown(test_user_names, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_revoke, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drop_user, setup,
 		    teardown),

@@ -363,12 +363,33 @@ test_str_is_hex(void **state)
 	assert_true(str_is_hex("", 0));
 }
 
+/* str_is_user_name: ^[a-z_][a-z0-9_.-]{0,31}$, as users.json holds. */
+static void
+test_str_is_user_name(void **state)
+{
+	const char	*good[] = { "a", "alice", "_svc", "a.b-c_9",
+	    "abcdefghijklmnopqrstuvwxyz012345" };
+	const char	*bad[] = { "", "Alice", "9lives", "-a", ".a", "a b",
+	    "a/b", "a:b", "\xc3\xa9", "abcdefghijklmnopqrstuvwxyz0123456",
+	    "../x", "..", "x/../y", "a\n" };
+	size_t		 i;
+
+	for (i = 0; i < sizeof good / sizeof good[0]; i++)
+		if (!str_is_user_name(good[i]))
+			fail_msg("refused %s", good[i]);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (str_is_user_name(bad[i]))
+			fail_msg("accepted %s", bad[i]);
+	assert_false(str_is_user_name(NULL));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_json_helpers),
 		cmocka_unit_test(test_str_is_hex),
+		cmocka_unit_test(test_str_is_user_name),
 		cmocka_unit_test_setup_teardown(test_write_atomic, setup_dir,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_write_atomic_errors,
