@@ -57,7 +57,7 @@ B	 = build-san
 endif
 
 COMMON	= log config ipc proto priv util proc
-FRONTD	= frontd http api tls ws static sse jail
+FRONTD	= frontd http api tls ws static sse jail mcp mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
