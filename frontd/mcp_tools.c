@@ -698,14 +698,14 @@ tool_read_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
-/* Send a file_* request for a path. */
+/* Send a file_* request (type) of a tool for a path. */
 static void
-tool_file_send(struct mcp_call *c, const char *type, const char *path,
-    struct json_object *obj, int fd, mcp_broker_cb cb)
+tool_file_send(struct mcp_call *c, const char *tool, const char *type,
+    const char *path, struct json_object *obj, int fd, mcp_broker_cb cb)
 {
 	struct tool_wait	*w;
 
-	w = tool_wait_new(c, type);
+	w = tool_wait_new(c, tool);
 	snprintf(w->path, sizeof(w->path), "%s", path);
 	if (obj == NULL)
 		obj = json_object_new_object();
@@ -717,7 +717,7 @@ tool_file_send(struct mcp_call *c, const char *type, const char *path,
 static void
 tool_read_file(struct mcp_call *c, struct json_object *args)
 {
-	tool_file_send(c, "file_read", json_str(args, "path"), NULL, -1,
+	tool_file_send(c, "read_file", "file_read", json_str(args, "path"), NULL, -1,
 	    tool_read_done);
 }
 
@@ -780,7 +780,7 @@ tool_write_file(struct mcp_call *c, struct json_object *args)
 	obj = json_object_new_object();
 	json_object_object_add(obj, "size", json_object_new_int64(len));
 	json_object_object_add(obj, "dir", json_object_new_boolean(0));
-	tool_file_send(c, "file_write", json_str(args, "path"), obj, fd,
+	tool_file_send(c, "write_file", "file_write", json_str(args, "path"), obj, fd,
 	    tool_write_done);
 }
 
@@ -825,7 +825,7 @@ tool_list_files(struct mcp_call *c, struct json_object *args)
 {
 	const char	*path = args != NULL ? json_str(args, "path") : NULL;
 
-	tool_file_send(c, "file_list", path ? path : "", NULL, -1,
+	tool_file_send(c, "list_files", "file_list", path ? path : "", NULL, -1,
 	    tool_list_done);
 }
 
