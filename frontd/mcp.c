@@ -46,7 +46,6 @@ struct mcp_session {
 	char			 version[16];
 	int			 subscribed;	/* to the prompt resource */
 	int64_t			 used;		/* monotonic ms */
-	TAILQ_ENTRY(mcp_session) entry;
 };
 
 /* An open SSE stream: a GET stream, or a subscriptions/listen. */
@@ -61,9 +60,11 @@ struct mcp_stream {
 	TAILQ_ENTRY(mcp_stream)	 entry;
 };
 
-static TAILQ_HEAD(mcp_session_list, mcp_session) mcp_sessions =
-    TAILQ_HEAD_INITIALIZER(mcp_sessions);
-static int			 mcp_nsessions;
+/*
+ * A fixed table (id "" when free): no allocation per session, and the
+ * least recently used one makes room when it is full.
+ */
+static struct mcp_session	 mcp_sessions[MCP_MAX_SESSIONS];
 static TAILQ_HEAD(, mcp_stream)	 mcp_streams =
     TAILQ_HEAD_INITIALIZER(mcp_streams);
 static int			 mcp_nstreams;
@@ -102,44 +103,55 @@ mcp_supported(void)
 static struct mcp_session *
 mcp_session_find(const char *id, const char *token)
 {
-	struct mcp_session	*s, *next;
+	struct mcp_session	*s;
 	int64_t			 now = now_mono_ms();
+	size_t			 i;
 
-	for (s = TAILQ_FIRST(&mcp_sessions); s != NULL; s = next) {
-		next = TAILQ_NEXT(s, entry);
-		if (now - s->used > MCP_SESSION_IDLE_MS) {
-			TAILQ_REMOVE(&mcp_sessions, s, entry);
-			mcp_nsessions--;
-			free(s);
+	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
+		s = &mcp_sessions[i];
+		if (s->id[0] == '\0' || strcmp(s->id, id) != 0)
 			continue;
+		if (now - s->used > MCP_SESSION_IDLE_MS) {
+			s->id[0] = '\0';	/* forgotten: 404 */
+			return NULL;
 		}
-		if (strcmp(s->id, id) == 0 && strcmp(s->token, token) == 0) {
-			s->used = now;
-			/* Most recently used first: the oldest go at the cap. */
-			TAILQ_REMOVE(&mcp_sessions, s, entry);
-			TAILQ_INSERT_HEAD(&mcp_sessions, s, entry);
-			return s;
-		}
+		if (strcmp(s->token, token) != 0)
+			return NULL;
+		s->used = now;
+		return s;
 	}
 	return NULL;
 }
 
-/* A new session for a token; the least recently used goes at the cap. */
+/* The session called id, whatever its token, or NULL. */
+static struct mcp_session *
+mcp_session_byid(const char *id)
+{
+	size_t	i;
+
+	for (i = 0; id[0] != '\0' && i < MCP_MAX_SESSIONS; i++)
+		if (strcmp(mcp_sessions[i].id, id) == 0)
+			return &mcp_sessions[i];
+	return NULL;
+}
+
+/* A new session for a token, in a free slot or the least recently used. */
 static struct mcp_session *
 mcp_session_new(const char *token, const char *version)
 {
-	struct mcp_session	*s;
+	struct mcp_session	*s = &mcp_sessions[0];
 	unsigned char		 rnd[16];
 	size_t			 i;
 
-	if (mcp_nsessions >= MCP_MAX_SESSIONS) {
-		s = TAILQ_LAST(&mcp_sessions, mcp_session_list);
-		TAILQ_REMOVE(&mcp_sessions, s, entry);
-		mcp_nsessions--;
-		free(s);
+	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
+		if (mcp_sessions[i].id[0] == '\0') {
+			s = &mcp_sessions[i];
+			break;
+		}
+		if (mcp_sessions[i].used < s->used)
+			s = &mcp_sessions[i];
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		fatal("%s", __func__);
+	memset(s, 0, sizeof(*s));
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		fatal("getrandom");
 	for (i = 0; i < sizeof(rnd); i++)
@@ -147,8 +159,6 @@ mcp_session_new(const char *token, const char *version)
 	snprintf(s->token, sizeof(s->token), "%s", token);
 	snprintf(s->version, sizeof(s->version), "%s", version);
 	s->used = now_mono_ms();
-	TAILQ_INSERT_HEAD(&mcp_sessions, s, entry);
-	mcp_nsessions++;
 	return s;
 }
 
@@ -764,14 +774,8 @@ mcp_checked(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		/* A notification or a response: accepted, no body. */
 		if (strcmp(c->method, "DELETE") == 0) {
 			mcp_session_streams_close(c->session, "deleted");
-			TAILQ_FOREACH(s, &mcp_sessions, entry)
-				if (strcmp(s->id, c->session) == 0)
-					break;
-			if (s != NULL) {
-				TAILQ_REMOVE(&mcp_sessions, s, entry);
-				mcp_nsessions--;
-				free(s);
-			}
+			if ((s = mcp_session_byid(c->session)) != NULL)
+				s->id[0] = '\0';
 			http_reply(c->req, 200, NULL, NULL, 0, NULL);
 		} else
 			http_reply(c->req, 202, NULL, NULL, 0, NULL);
@@ -808,10 +812,9 @@ mcp_checked(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		}
 	} else if (strcmp(c->method, "resources/subscribe") == 0 ||
 	    strcmp(c->method, "resources/unsubscribe") == 0) {
-		TAILQ_FOREACH(s, &mcp_sessions, entry)
-			if (strcmp(s->id, c->session) == 0)
-				s->subscribed = strcmp(c->method,
-				    "resources/subscribe") == 0;
+		if ((s = mcp_session_byid(c->session)) != NULL)
+			s->subscribed = strcmp(c->method,
+			    "resources/subscribe") == 0;
 	}
 	/* ping, logging/setLevel: an empty result. */
 	mcp_call_result(c, res);
@@ -1538,9 +1541,7 @@ mcp_deliver(struct json_object *ev)
 		if (st->sub_id == NULL) {
 			mcp_stream_send(st, "notifications/message",
 			    mcp_event_log(ev, name));
-			TAILQ_FOREACH(s, &mcp_sessions, entry)
-				if (strcmp(s->id, st->mcp_session) == 0)
-					break;
+			s = mcp_session_byid(st->mcp_session);
 			if (s == NULL || !s->subscribed)
 				continue;
 		} else if (!st->want_prompt)

@@ -47,7 +47,6 @@ struct tool_wait {
 	char			*error;		/* brokerd's refusal */
 	char			 permission[32];
 	char			 path[4097];
-	int			 waiting;	/* replies still to come */
 };
 
 static void	tool_run_command(struct mcp_call *, struct json_object *);
@@ -482,6 +481,13 @@ tool_run_finish(struct tool_wait *w)
 	int64_t			 code = -1;
 	int			 timed_out = 0;
 
+	if (w->env != NULL && !json_object_object_get_ex(w->env, "error",
+	    NULL)) {
+		mcp_call_error(w->c, MCP_INTERNAL_ERROR, "malformed reply from "
+		    "brokerd", NULL);
+		tool_wait_free(w);
+		return;
+	}
 	if (w->env == NULL && w->res == NULL) {
 		mcp_call_error(w->c, MCP_INTERNAL_ERROR, "brokerd did not "
 		    "answer", NULL);
@@ -509,7 +515,7 @@ tool_run_finish(struct tool_wait *w)
 	tool_wait_free(w);
 }
 
-/* The permission of a run's session (asked beside the run). */
+/* The permission of a run's session, asked once the run is done. */
 static void
 tool_run_permission(struct mcp_call *c, struct ipc_msg *m, void *arg)
 {
@@ -522,41 +528,49 @@ tool_run_permission(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		    "");
 		json_object_put(res);
 	}
-	if (--w->waiting == 0)
-		tool_run_finish(w);
+	tool_run_finish(w);
 }
 
 /*
  * The run's reply: its result with the output read now (the fds are
- * the reply's), or the refusal kept for tool_run_finish.
+ * the reply's), then the session's permission; or the refusal.
  */
 static void
 tool_run_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 {
 	struct tool_wait	*w = arg;
-	struct json_object	*res;
+	struct json_object	*res, *obj;
 	int			 fds[2];
 
-	if (m != NULL && json_object_object_get_ex(m->obj, "error", NULL))
-		w->env = json_object_get(m->obj);
-	else if (m != NULL && (res = mcp_result(m)) != NULL) {
-		if (json_str(m->obj, "user") != NULL)
-			snprintf(c->req->user, sizeof(c->req->user), "%s",
-			    json_str(m->obj, "user"));
-		fds[0] = m->nfds > 0 ? m->fds[0] : -1;
-		fds[1] = m->nfds > 1 ? m->fds[1] : -1;
-		w->res = api_run_result(res, fds);
-		json_object_put(res);
-	}
-	if (--w->waiting == 0)
+	if (m == NULL || json_object_object_get_ex(m->obj, "error", NULL) ||
+	    (res = mcp_result(m)) == NULL) {
+		w->env = m != NULL ? json_object_get(m->obj) : NULL;
 		tool_run_finish(w);
+		return;
+	}
+	if (json_str(m->obj, "user") != NULL)
+		snprintf(c->req->user, sizeof(c->req->user), "%s",
+		    json_str(m->obj, "user"));
+	fds[0] = m->nfds > 0 ? m->fds[0] : -1;
+	fds[1] = m->nfds > 1 ? m->fds[1] : -1;
+	w->res = api_run_result(res, fds);
+	json_object_put(res);
+	/*
+	 * The run reply has the mode, not the permission: one more small
+	 * request (PM_RAW, no sandboxd), after the run so that the answer
+	 * says the permission as it is once the command is done.
+	 */
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type",
+	    json_object_new_string("permission_get"));
+	mcp_broker(c, obj, -1, 0, tool_run_permission, w);
 }
 
 /* run_command and run_python: "run" as the HTTP API sends it. */
 static void
 tool_run(struct mcp_call *c, struct json_object *args, int python)
 {
-	struct json_object	*obj, *perm;
+	struct json_object	*obj;
 	struct tool_wait	*w;
 	char			 msg[200];
 	int			 fd = -1, status;
@@ -571,12 +585,6 @@ tool_run(struct mcp_call *c, struct json_object *args, int python)
 		return;
 	}
 	w = tool_wait_new(c, python ? "run_python" : "run_command");
-	w->waiting = 2;
-	perm = json_object_new_object();
-	json_object_object_add(perm, "type",
-	    json_object_new_string("permission_get"));
-	/* Asked beside the run, so that it adds no round trip. */
-	mcp_broker(c, perm, -1, 0, tool_run_permission, w);
 	mcp_broker(c, obj, fd, api_run_timeout_ms(), tool_run_done, w);
 }
 
