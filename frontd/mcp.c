@@ -30,6 +30,7 @@
 #define MCP_MAX_BACKLOG		(1024 * 1024)	/* a slower client is dropped */
 #define MCP_HEARTBEAT_SECS	15
 #define MCP_BROKER_TIMEOUT_MS	5000
+#define MCP_LIST_TTL_MS		3600000	/* the tools never change */
 #define MCP_MODERN		"2026-07-28"
 #define MCP_META_VERSION	"io.modelcontextprotocol/protocolVersion"
 #define MCP_META_CAPS		"io.modelcontextprotocol/clientCapabilities"
@@ -479,6 +480,15 @@ mcp_result(struct ipc_msg *m)
 	return json_object_get(res);
 }
 
+/* 2026-07-28's CacheableResult members: how long a client may keep it. */
+static void
+mcp_cacheable(struct json_object *res, int ttl_ms, const char *scope)
+{
+	json_object_object_add(res, "ttlMs", json_object_new_int(ttl_ms));
+	json_object_object_add(res, "cacheScope",
+	    json_object_new_string(scope));
+}
+
 /* The prompt resource's one entry for resources/list. */
 static struct json_object *
 mcp_prompt_resource(void)
@@ -554,6 +564,8 @@ mcp_prompt_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		a = json_object_new_array();
 		json_object_array_add(a, o);
 		json_object_object_add(res, "contents", a);
+		if (c->modern)
+			mcp_cacheable(res, 0, "private");
 	} else if (strcmp(c->method, "server/discover") == 0) {
 		a = mcp_supported();
 		json_object_object_add(res, "supportedVersions", a);
@@ -563,9 +575,7 @@ mcp_prompt_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 			json_object_object_add(res, "instructions",
 			    json_object_new_string(text));
 		/* Per token and changing with the mode: not to be cached. */
-		json_object_object_add(res, "ttlMs", json_object_new_int(0));
-		json_object_object_add(res, "cacheScope",
-		    json_object_new_string("private"));
+		mcp_cacheable(res, 0, "private");
 	} else {
 		/* initialize: the session starts with its answer. */
 		s = mcp_session_new(c->token, c->version);
@@ -785,31 +795,19 @@ mcp_checked(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	res = json_object_new_object();
 	if (strcmp(c->method, "tools/list") == 0) {
 		json_object_object_add(res, "tools", mcp_tools_list());
-		if (c->modern) {
-			json_object_object_add(res, "ttlMs",
-			    json_object_new_int(3600000));
-			json_object_object_add(res, "cacheScope",
-			    json_object_new_string("public"));
-		}
+		if (c->modern)
+			mcp_cacheable(res, MCP_LIST_TTL_MS, "public");
 	} else if (strcmp(c->method, "resources/list") == 0) {
 		a = json_object_new_array();
 		json_object_array_add(a, mcp_prompt_resource());
 		json_object_object_add(res, "resources", a);
-		if (c->modern) {
-			json_object_object_add(res, "ttlMs",
-			    json_object_new_int(3600000));
-			json_object_object_add(res, "cacheScope",
-			    json_object_new_string("public"));
-		}
+		if (c->modern)
+			mcp_cacheable(res, MCP_LIST_TTL_MS, "public");
 	} else if (strcmp(c->method, "resources/templates/list") == 0) {
 		json_object_object_add(res, "resourceTemplates",
 		    json_object_new_array());
-		if (c->modern) {
-			json_object_object_add(res, "ttlMs",
-			    json_object_new_int(3600000));
-			json_object_object_add(res, "cacheScope",
-			    json_object_new_string("public"));
-		}
+		if (c->modern)
+			mcp_cacheable(res, MCP_LIST_TTL_MS, "public");
 	} else if (strcmp(c->method, "resources/subscribe") == 0 ||
 	    strcmp(c->method, "resources/unsubscribe") == 0) {
 		if ((s = mcp_session_byid(c->session)) != NULL)

@@ -375,6 +375,17 @@ def test_modern_tools(hg, token):
     res = r.json()["result"]
     assert check_tool_result(res)["stdout"] == "m\n", res
     assert res["resultType"] == "complete", res
+    # resources/read is a CacheableResult: ttlMs and cacheScope.
+    r = modern(hg, token, 3, "resources/read",
+               {"uri": "hostgate://sandbox/prompt"},
+               name="hostgate://sandbox/prompt")
+    assert r.status == 200, r
+    res = r.json()["result"]
+    assert res["ttlMs"] == 0 and res["cacheScope"] == "private", res
+    assert res["contents"][0]["text"], res
+    r = modern(hg, token, 4, "resources/read", {"uri": "file:///etc/passwd"},
+               name="file:///etc/passwd")
+    assert r.json()["error"]["code"] == -32602, r
 
 
 def test_modern_version_and_headers(hg, token):
