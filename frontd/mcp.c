@@ -1066,6 +1066,8 @@ mcp_header_value(const char *h, char *out, size_t outsz)
 			n--;
 		if (len - 11 >= 2 && h[len - 4] == '=')
 			n--;
+		if (n < 0)
+			return -1;
 		out[n] = '\0';
 		return 0;
 	}
@@ -1087,6 +1089,9 @@ mcp_modern_check(struct http_request *req, struct mcp_call *c,
 	const char		*h, *bodyname;
 	char			 name[1024], msg[1200];
 
+	/* The revision sets no header rules for notifications. */
+	if (c->id == NULL)
+		return 0;
 	if (!json_object_object_get_ex(meta, MCP_META_CAPS, &caps) ||
 	    caps == NULL || !json_object_is_type(caps, json_type_object)) {
 		mcp_fail(req, 400, c->id, MCP_INVALID_PARAMS, "_meta lacks "
@@ -1101,8 +1106,6 @@ mcp_modern_check(struct http_request *req, struct mcp_call *c,
 		    "_meta's protocolVersion", NULL);
 		return -1;
 	}
-	if (c->id == NULL)
-		return 0;
 	if ((h = http_header(req, "Mcp-Method")) == NULL ||
 	    strcmp(h, c->method) != 0) {
 		mcp_fail(req, 400, c->id, MCP_HEADER_MISMATCH, h == NULL ?
@@ -1217,7 +1220,11 @@ mcp_post(struct http_request *req)
 		    "accept application/json and text/event-stream", NULL);
 		return;
 	}
-	tok = json_tokener_new();
+	/* Strict JSON (no comments, no single quotes), valid UTF-8. */
+	if ((tok = json_tokener_new()) == NULL)
+		fatal("%s", __func__);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+	    JSON_TOKENER_VALIDATE_UTF8);
 	msg = req->body_len > 0 ? json_tokener_parse_ex(tok, req->body,
 	    req->body_len) : NULL;
 	if (msg == NULL || json_tokener_get_parse_end(tok) != req->body_len) {

@@ -775,6 +775,12 @@ tool_write_file(struct mcp_call *c, struct json_object *args)
 			dec--;
 		if (n >= 2 && content[n - 2] == '=')
 			dec--;
+		if (dec < 0) {
+			free(raw);
+			tool_bad_args(c, "Invalid arguments for write_file: "
+			    "\"content\" is not valid base64");
+			return;
+		}
 		fd = api_memfd((char *)raw, dec);
 		len = dec;
 		free(raw);

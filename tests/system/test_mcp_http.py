@@ -420,6 +420,15 @@ def test_modern_version_and_headers(hg, token):
     r = post(hg, m, token, {"MCP-Protocol-Version": MODERN,
                             "Mcp-Method": "tools/list"})
     assert r.status == 400 and r.json()["error"]["code"] == -32602, r
+    # A notification: 202, no body.
+    r = post(hg, {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": meta({"requestId": 1})}, token,
+             {"MCP-Protocol-Version": MODERN})
+    assert r.status == 202 and r.body == b"", r
+    # A response: this revision's clients send none.
+    r = post(hg, {"jsonrpc": "2.0", "id": 3, "result": {}}, token,
+             {"MCP-Protocol-Version": MODERN})
+    assert r.status == 400, r
     # No initialize, GET or DELETE in this revision.
     r = modern(hg, token, 7, "initialize")
     assert r.status == 404 and r.json()["error"]["code"] == -32601, r
@@ -488,6 +497,9 @@ def test_hostile(hg, token):
     cases = [
         (b"{nope", 400, -32700),
         (b"", 400, -32700),
+        (b'{"jsonrpc":"2.0","id":1,/* x */"method":"ping"}', 400, -32700),
+        (b"{'jsonrpc':'2.0','id':1,'method':'ping'}", 400, -32700),
+        (b'{"jsonrpc":"2.0","id":1,"method":"p\xffing"}', 400, -32700),
         (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', 400, -32600),
         (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', 400, -32600),
         (b'{"id":1,"method":"ping"}', 400, -32600),
