@@ -547,7 +547,9 @@ mcp_prompt_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	if (!json_object_object_get_ex(m->obj, "error", &err)) {
 		pres = mcp_result(m);
 		text = json_str(pres, "prompt");
-	} else if (strcmp(c->method, "resources/read") == 0) {
+	} else if (strcmp(c->method, "resources/read") == 0 ||
+	    json_str(err, "code") == NULL ||
+	    strcmp(json_str(err, "code"), ERR_CONFLICT) != 0) {
 		mcp_call_error(c, MCP_INTERNAL_ERROR, json_str(err, "message") ?
 		    json_str(err, "message") : "no prompt", NULL);
 		return;
@@ -623,6 +625,7 @@ mcp_heartbeat(evutil_socket_t fd, short ev, void *arg)
 		bufferevent_write(st->bev, ": heartbeat\n\n", 13);
 }
 
+/* The client of a stream went away. */
 static void
 mcp_stream_event_cb(struct bufferevent *bev, short what, void *arg)
 {

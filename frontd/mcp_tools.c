@@ -362,6 +362,7 @@ mcp_tools_call(struct mcp_call *c, const char *name, struct json_object *args)
 	return 0;
 }
 
+/* The state of a tool call waiting for brokerd. */
 static struct tool_wait *
 tool_wait_new(struct mcp_call *c, const char *tool)
 {
@@ -374,6 +375,7 @@ tool_wait_new(struct mcp_call *c, const char *tool)
 	return w;
 }
 
+/* Forget a tool call's state (its call has been answered). */
 static void
 tool_wait_free(struct tool_wait *w)
 {
@@ -588,12 +590,14 @@ tool_run(struct mcp_call *c, struct json_object *args, int python)
 	mcp_broker(c, obj, fd, api_run_timeout_ms(), tool_run_done, w);
 }
 
+/* run_command: a shell command line. */
 static void
 tool_run_command(struct mcp_call *c, struct json_object *args)
 {
 	tool_run(c, args, 0);
 }
 
+/* run_python: Python code on python3's stdin. */
 static void
 tool_run_python(struct mcp_call *c, struct json_object *args)
 {
@@ -722,6 +726,7 @@ tool_file_send(struct mcp_call *c, const char *tool, const char *type,
 	mcp_broker(c, obj, fd, TOOL_FILE_TIMEOUT_MS, cb, w);
 }
 
+/* read_file: file_read of a path. */
 static void
 tool_read_file(struct mcp_call *c, struct json_object *args)
 {
@@ -742,6 +747,7 @@ tool_write_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
+/* write_file: the content, decoded, in a memfd sent with file_write. */
 static void
 tool_write_file(struct mcp_call *c, struct json_object *args)
 {
@@ -834,6 +840,7 @@ tool_list_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
+/* list_files: file_list of a directory ("" for the workspace). */
 static void
 tool_list_files(struct mcp_call *c, struct json_object *args)
 {
@@ -881,6 +888,7 @@ tool_status_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
+/* status: brokerd's status of the caller. */
 static void
 tool_status(struct mcp_call *c, struct json_object *args)
 {
