@@ -653,8 +653,10 @@ mcp_stream_send(struct mcp_stream *st, const char *method,
 			meta = json_object_new_object();
 			json_object_object_add(params, "_meta", meta);
 		}
-		json_object_object_add(meta, MCP_META_SUB,
-		    json_tokener_parse(st->sub_id));
+		/* The listen's id as it came: a huge integer stays exact. */
+		json_object_object_add(meta, MCP_META_SUB, st->sub_id[0] ==
+		    '"' ? json_tokener_parse(st->sub_id) :
+		    json_object_new_double_s(0, st->sub_id));
 	}
 	evbuffer_add_printf(bufferevent_get_output(st->bev), "event: message\n"
 	    "data: {\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":%s}\n\n",

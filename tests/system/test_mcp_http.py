@@ -606,3 +606,27 @@ def test_mode_change_notifies(hg, alice):
     assert prompt["mode"] == "direct" and text == prompt["prompt"], prompt
     doc = s.call("resources/read", {"uri": "hostgate://sandbox/prompt"})
     assert doc["result"]["contents"][0]["text"] == text, doc
+
+
+def test_listen_huge_id(hg, token):
+    """A listen's id, a 100-bit integer, is its subscription id exactly;
+    a listen that names no resource of ours is acknowledged with an empty
+    filter."""
+    huge = 2 ** 100 + 7
+    body = json.dumps(rpc(huge, "subscriptions/listen", meta({
+        "notifications": {"toolsListChanged": True,
+                          "resourceSubscriptions": ["file:///x"]}}))).encode()
+    st = Stream(hg, "POST", {
+        "Accept": ACCEPT, "Content-Type": "application/json",
+        "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen"}, body)
+    try:
+        assert st.status == 200, st.headers
+        assert st.headers["content-type"].startswith("text/event-stream")
+        ack = st.message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["_meta"][
+            "io.modelcontextprotocol/subscriptionId"] == huge, ack
+        assert ack["params"]["notifications"] == {}, ack
+    finally:
+        st.close()
