@@ -25,6 +25,7 @@
 #include "frontd.h"
 
 #define MCP_MAX_SESSIONS	4096
+#define MCP_MAX_TOKEN_SESSIONS	64	/* of one token */
 #define MCP_SESSION_IDLE_MS	(24LL * 3600 * 1000)	/* then forgotten */
 #define MCP_MAX_STREAMS		256
 #define MCP_MAX_BACKLOG		(1024 * 1024)	/* a slower client is dropped */
@@ -73,6 +74,7 @@ static struct event		*mcp_heartbeat_ev;
 
 static void	mcp_dispatch(struct mcp_call *);
 static struct json_object *mcp_parse_len(const char *, size_t);
+static void	mcp_session_streams_close(const char *, const char *);
 
 /* Whether s is one of the handshake revisions. */
 static int
@@ -136,22 +138,38 @@ mcp_session_byid(const char *id)
 	return NULL;
 }
 
-/* A new session for a token, in a free slot or the least recently used. */
+/*
+ * A new session for a token, in a free slot or the least recently used
+ * one; past MCP_MAX_TOKEN_SESSIONS of its own, a token's oldest, so that
+ * one agent that keeps initializing cannot push out the others'.
+ */
 static struct mcp_session *
 mcp_session_new(const char *token, const char *version)
 {
-	struct mcp_session	*s = &mcp_sessions[0];
+	struct mcp_session	*s = &mcp_sessions[0], *mine = NULL;
+	struct mcp_session	*empty = NULL;
 	unsigned char		 rnd[16];
-	size_t			 i;
+	size_t			 i, n = 0;
 
 	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
 		if (mcp_sessions[i].id[0] == '\0') {
-			s = &mcp_sessions[i];
-			break;
+			if (empty == NULL)
+				empty = &mcp_sessions[i];
+			continue;
 		}
-		if (mcp_sessions[i].used < s->used)
+		if (mcp_sessions[i].used < s->used || s->id[0] == '\0')
 			s = &mcp_sessions[i];
+		if (strcmp(mcp_sessions[i].token, token) == 0) {
+			n++;
+			if (mine == NULL || mcp_sessions[i].used < mine->used)
+				mine = &mcp_sessions[i];
+		}
 	}
+	if (n >= MCP_MAX_TOKEN_SESSIONS)
+		s = mine;
+	else if (empty != NULL)
+		s = empty;
+	mcp_session_streams_close(s->id, "session forgotten");
 	memset(s, 0, sizeof(*s));
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		fatal("getrandom");

@@ -630,3 +630,16 @@ def test_listen_huge_id(hg, token):
         assert ack["params"]["notifications"] == {}, ack
     finally:
         st.close()
+
+
+def test_sessions_per_token(hg):
+    """A token keeps at most 64 sessions: its 65th initialize forgets its
+    oldest (404), not another token's."""
+    mine = hg.hgctl_json("token", "create", pl.USER[0])["token"]
+    other = Legacy(hg, hg.hgctl_json("token", "create", pl.USER[0])["token"])
+    first = Legacy(hg, mine)
+    rest = [Legacy(hg, mine) for _ in range(64)]
+    assert first.send(rpc(1, "ping")).status == 404
+    assert rest[0].call("ping")["result"] == {}
+    assert rest[-1].call("ping")["result"] == {}
+    assert other.call("ping")["result"] == {}
