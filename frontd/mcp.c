@@ -58,6 +58,7 @@ struct mcp_stream {
 	char			 mcp_session[33]; /* "" for a listen */
 	char			*sub_id;	/* the listen's raw JSON id */
 	int			 want_prompt;	/* listen: the prompt resource */
+	int			 closing;	/* freed once the output is out */
 	char			 peer[64];
 	TAILQ_ENTRY(mcp_stream)	 entry;
 };
@@ -381,6 +382,9 @@ mcp_call_error(struct mcp_call *c, int code, const char *message,
 	/* 2026-07-28 gives these their HTTP status; earlier ones, 200. */
 	if (c->modern && code == MCP_METHOD_NOT_FOUND)
 		status = 404;
+	/* What has no JSON-RPC answer (a notification, GET, DELETE) fails. */
+	if (c->id == NULL)
+		status = code == MCP_INTERNAL_ERROR ? 503 : 400;
 	mcp_reply(c->req, status, c->id, c->sse, "error",
 	    mcp_error_obj(code, message, data), NULL);
 	mcp_call_free(c);
@@ -650,6 +654,35 @@ mcp_stream_event_cb(struct bufferevent *bev, short what, void *arg)
 	mcp_stream_free(arg, "client closed");
 }
 
+/* A closing stream has sent its last message: now close it. */
+static void
+mcp_stream_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct mcp_stream	*st = arg;
+
+	if (st->closing &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		mcp_stream_free(st, "session ended");
+}
+
+/*
+ * End a stream when its login session ends: a listen gets the result of
+ * its request first (the graceful end of a subscription), then it closes
+ * once that is written.
+ */
+static void
+mcp_stream_end(struct mcp_stream *st)
+{
+	if (st->sub_id != NULL)
+		evbuffer_add_printf(bufferevent_get_output(st->bev), "event: "
+		    "message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":"
+		    "{\"resultType\":\"complete\",\"_meta\":{\"" MCP_META_SUB
+		    "\":%s}}}\n\n", st->sub_id, st->sub_id);
+	st->closing = 1;
+	if (evbuffer_get_length(bufferevent_get_output(st->bev)) == 0)
+		mcp_stream_free(st, "session ended");
+}
+
 /* A stream is one-way: what the client sends is dropped. */
 static void
 mcp_stream_read_cb(struct bufferevent *bev, void *arg)
@@ -767,8 +800,8 @@ mcp_stream_open(struct mcp_call *c, struct ipc_msg *m, void *arg)
 			fatalx("%s: event_new", __func__);
 		evtimer_add(mcp_heartbeat_ev, &tv);
 	}
-	bufferevent_setcb(bev, mcp_stream_read_cb, NULL, mcp_stream_event_cb,
-	    st);
+	bufferevent_setcb(bev, mcp_stream_read_cb, mcp_stream_write_cb,
+	    mcp_stream_event_cb, st);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	log_debug("%s: MCP stream of %s opened", peer, user);
 	c->req = NULL;
@@ -1557,8 +1590,10 @@ mcp_deliver(struct json_object *ev)
 		if (strcmp(st->user, user) != 0 || (session != NULL &&
 		    strcmp(session, st->session) != 0))
 			continue;
+		if (st->closing)
+			continue;
 		if (ended) {
-			mcp_stream_free(st, "session ended");
+			mcp_stream_end(st);
 			continue;
 		}
 		if (evbuffer_get_length(bufferevent_get_output(st->bev)) >

@@ -643,3 +643,36 @@ def test_sessions_per_token(hg):
     assert rest[0].call("ping")["result"] == {}
     assert rest[-1].call("ping")["result"] == {}
     assert other.call("ping")["result"] == {}
+
+
+def test_logout_ends_streams(hg):
+    """The logout of the token's session ends its streams: a listen gets
+    the result of its request (a graceful end), a GET stream closes."""
+    bob = hg.login(*pl.USER)
+    tok = pl.mint_token(bob)
+    s = Legacy(hg, tok)
+    get = Stream(hg, "GET", dict(s.headers(), **{
+        "Accept": "text/event-stream", "Authorization": "Bearer " + tok}))
+    body = json.dumps(rpc(41, "subscriptions/listen", meta({
+        "notifications": {}}))).encode()
+    listen = Stream(hg, "POST", {
+        "Accept": ACCEPT, "Content-Type": "application/json",
+        "Authorization": "Bearer " + tok, "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen"}, body)
+    try:
+        assert get.status == 200 and listen.status == 200
+        assert listen.message()["method"] == \
+            "notifications/subscriptions/acknowledged"
+        assert bob.post("/api/logout").status == 200
+        end = listen.message()
+        assert end["id"] == 41 and end["result"]["resultType"] == \
+            "complete", end
+        assert end["result"]["_meta"][
+            "io.modelcontextprotocol/subscriptionId"] == 41, end
+        assert listen._until(b"\n\n") is None   # then it closes
+        assert get._until(b"\n\n") is None
+    finally:
+        get.close()
+        listen.close()
+    # The token went with the session.
+    assert s.send(rpc(2, "ping")).status == 401
