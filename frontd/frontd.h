@@ -245,8 +245,6 @@ typedef void (*mcp_broker_cb)(struct mcp_call *, struct ipc_msg *, void *);
 /* /mcp and /.well-known/oauth-protected-resource[/mcp]. */
 void	 mcp_handle(struct http_request *);
 void	 mcp_wellknown(struct http_request *);
-/* A brokerd event (sse_deliver): notify the MCP streams it is for. */
-void	 mcp_deliver(struct json_object *ev);
 /* Send brokerd a request for a call (obj, fd taken); cb gets the reply. */
 void	 mcp_broker(struct mcp_call *, struct json_object *obj, int fd,
 	    int timeout_ms, mcp_broker_cb, void *);
@@ -264,6 +262,18 @@ void	 mcp_call_error(struct mcp_call *, int code, const char *message,
 	    struct json_object *data);
 /* Whether bad tool arguments are a tool result (not a protocol error). */
 int	 mcp_call_lenient(struct mcp_call *);
+/* Free a call once its request is answered (or taken over). */
+void	 mcp_call_free(struct mcp_call *);
+/* Whether an MCP session subscribed to the prompt resource. */
+int	 mcp_session_subscribed(const char *id);
+
+/* mcp_stream.c */
+/* The brokerd reply of a GET stream or a listen (whoami): open it. */
+void	 mcp_stream_open(struct mcp_call *, struct ipc_msg *, void *);
+/* Close the stream of an MCP session. */
+void	 mcp_stream_close_session(const char *id, const char *why);
+/* A brokerd event (sse_deliver): notify the MCP streams it is for. */
+void	 mcp_deliver(struct json_object *ev);
 
 /* mcp_tools.c */
 /* The tools/list array (a new reference). */
