@@ -57,7 +57,8 @@ B	 = build-san
 endif
 
 COMMON	= log config ipc proto priv util proc
-FRONTD	= frontd http api tls ws static sse jail files
+FRONTD	= frontd http api tls ws static sse jail files mcp mcp_stream \
+	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
@@ -243,7 +244,7 @@ install: all $(B)/hostgate.env
 # at a time. A crash fails the run with its input saved and named.
 FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc fuzz_api \
 	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn \
-	  fuzz_front fuzz_proto
+	  fuzz_front fuzz_proto fuzz_mcp
 FZ	 = build-fuzz
 FZ_O	 = $(FZ)/obj
 FZ_CC	 = clang
@@ -260,7 +261,8 @@ FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
 # A fixed clock and random stream, no disk flushes (fuzz_det.c).
 FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
 FZ_FRONT  = tests/fuzz/front_harness.c common/proto.c frontd/http.c frontd/tls.c \
-	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c frontd/files.c
+	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c frontd/files.c \
+	  frontd/mcp.c frontd/mcp_stream.c frontd/mcp_tools.c
 FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config  =
 FUZZ_SRC_fuzz_policy  = sandboxd/policy.c
@@ -271,6 +273,7 @@ FUZZ_SRC_fuzz_api     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
+FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c tests/fuzz/fuzz_fixture.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c tests/fuzz/fuzz_fixture.c
 # sandboxd whole but its main; what would touch the host is wrapped.

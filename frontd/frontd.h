@@ -160,6 +160,20 @@ int	 api_broker_failed(struct http_request *, struct ipc_msg *);
 struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */
 void	 api_add_auth(struct http_request *, struct json_object *);
+/*
+ * The brokerd "run" request of a run_command (python 0) or run_python (1)
+ * body as the HTTP API builds it, and its stdin memfd (-1 when none); 0,
+ * or the HTTP status of the refusal and its reason.
+ */
+int	 api_run_request(int python, struct json_object *body,
+	    struct json_object **objp, int *fd, char *msg, size_t msgsz);
+int	 api_run_timeout_ms(void);
+/* A "run" reply's result as the HTTP API answers it, output from fds. */
+struct json_object *api_run_result(struct json_object *res, const int fds[2]);
+/* A sealed memfd holding data at offset 0; -1 on failure. */
+int	 api_memfd(const char *data, size_t len);
+/* A copy of s, len bytes, as valid UTF-8 (U+FFFD for bad bytes). */
+char	*utf8_clean(const char *s, size_t len, size_t *outlen);
 
 /* files.c */
 void	 files_init(struct config *);
@@ -198,9 +212,88 @@ void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
 
 /* ws.c */
 void	 ws_init(void);
+/*
+ * Whether a request's Origin (when it sends one) is this site's or one of
+ * HOSTGATE_ALLOWED_ORIGINS: the DNS-rebinding and cross-site check.
+ */
+int	 ws_origin_allowed(struct http_request *);
 /* The origins allowed to open terminals, from the address bound. */
 void	 ws_origins_init(const struct config *, const char *bound);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
+
+/* mcp.c */
+/* JSON-RPC and MCP error codes. */
+#define MCP_PARSE_ERROR		(-32700)
+#define MCP_INVALID_REQUEST	(-32600)
+#define MCP_METHOD_NOT_FOUND	(-32601)
+#define MCP_INVALID_PARAMS	(-32602)
+#define MCP_INTERNAL_ERROR	(-32603)
+#define MCP_RESOURCE_NOT_FOUND	(-32002)	/* before 2026-07-28 */
+#define MCP_HEADER_MISMATCH	(-32020)	/* 2026-07-28 */
+#define MCP_UNSUPPORTED_VERSION	(-32022)	/* 2026-07-28 */
+/* The resource holding the sandbox prompt (the instructions). */
+#define MCP_PROMPT_URI		"hostgate://sandbox/prompt"
+
+/* One JSON-RPC message of a POST (or a GET, a DELETE) being answered. */
+struct mcp_call {
+	struct http_request	*req;
+	struct json_object	*msg;		/* the parsed message */
+	struct json_object	*params;	/* in msg, or NULL */
+	char			*id;		/* raw JSON text; NULL: none */
+	char			 method[48];
+	char			 version[16];	/* the revision it speaks */
+	int			 modern;	/* 2026-07-28: stateless */
+	int			 sse;		/* answer as an SSE event */
+	char			 session[33];	/* its MCP session, or "" */
+	char			 new_session[33]; /* minted by initialize */
+	char			 token[65];	/* SHA-256 of the bearer */
+	int			 listen_prompt;	/* listen: the prompt resource */
+	int			 pending;	/* brokerd requests in flight */
+};
+typedef void (*mcp_broker_cb)(struct mcp_call *, struct ipc_msg *, void *);
+
+/* /mcp and /.well-known/oauth-protected-resource[/mcp]. */
+void	 mcp_handle(struct http_request *);
+void	 mcp_wellknown(struct http_request *);
+/* Send brokerd a request for a call (obj, fd taken); cb gets the reply. */
+void	 mcp_broker(struct mcp_call *, struct json_object *obj, int fd,
+	    int timeout_ms, mcp_broker_cb, void *);
+/* A reply's result (a raw one parsed), a new reference; NULL if none. */
+struct json_object *mcp_result(struct ipc_msg *);
+/*
+ * 1 after answering a call whose brokerd request failed: no reply (m or
+ * env NULL), or the token refused (401).
+ */
+int	 mcp_call_refused(struct mcp_call *, struct ipc_msg *);
+int	 mcp_call_failed(struct mcp_call *, struct json_object *env);
+/* Answer a call: a result (taken), or a JSON-RPC error (data taken). */
+void	 mcp_call_result(struct mcp_call *, struct json_object *);
+void	 mcp_call_error(struct mcp_call *, int code, const char *message,
+	    struct json_object *data);
+/* Whether bad tool arguments are a tool result (not a protocol error). */
+int	 mcp_call_lenient(struct mcp_call *);
+/* Free a call once its request is answered (or taken over). */
+void	 mcp_call_free(struct mcp_call *);
+/* Whether an MCP session subscribed to the prompt resource. */
+int	 mcp_session_subscribed(const char *id);
+
+/* mcp_stream.c */
+/* The brokerd reply of a GET stream or a listen (whoami): open it. */
+void	 mcp_stream_open(struct mcp_call *, struct ipc_msg *, void *);
+/* Close the stream of an MCP session. */
+void	 mcp_stream_close_session(const char *id, const char *why);
+/* A brokerd event (sse_deliver): notify the MCP streams it is for. */
+void	 mcp_deliver(struct json_object *ev);
+
+/* mcp_tools.c */
+/* The tools/list array (a new reference). */
+struct json_object *mcp_tools_list(void);
+/*
+ * Run tools/call "name" with arguments (NULL: none): 0 when under way (it
+ * answers the call), -1 when there is no such tool.
+ */
+int	 mcp_tools_call(struct mcp_call *, const char *name,
+	    struct json_object *args);
 
 #endif

@@ -48,6 +48,18 @@ fuzz_own_reply(const char *op)
 	    strncmp(op, "file_", 5) == 0;
 }
 
+/* Whether a request is for /mcp, which answers in JSON-RPC (fuzz_mcp). */
+static int
+fuzz_is_mcp(const uint8_t *req, size_t len)
+{
+	const uint8_t	*sp;
+
+	if (req == NULL || (sp = memchr(req, ' ', len)) == NULL ||
+	    (size_t)(sp - req) + 5 > len)
+		return 0;
+	return memcmp(sp + 1, "/mcp", 4) == 0;
+}
+
 /*
  * Check an answer with a body for brokerd's reply (len bytes): when frontd
  * passed the result on, the body must be that result.
@@ -139,7 +151,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* An upload's check, then its write; any other request once. */
 	for (round = 0; fh_call.pending && round < 2; round++) {
 		snprintf(op, sizeof(op), "%s", json_str(fh_call.obj, "type"));
-		own = fuzz_own_reply(op);
+		own = fuzz_own_reply(op) || fuzz_is_mcp(req, reqlen);
 		check = 0;
 		json_flag(fh_call.obj, "check", &check);
 		if (check && (strcmp(op, "file_write") != 0 ||
