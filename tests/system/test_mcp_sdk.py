@@ -576,3 +576,45 @@ def test_inspector_cli(hg, mcp_dir, tmp_path):
     rc, out, err = inspector(hg, "hgt_not-a-token", home, "--method",
                              "tools/list")
     assert rc != 0 and "401" in (str(out) + err), (rc, out, err)
+
+
+# -- a fresh Debian 12: its Node.js 18 and npm 9 -------------------------------
+
+@pytest.fixture(scope="module")
+def debian_node18():
+    """Debian 12's nodejs 18 and npm 9.2.0 (test_node18.py's, from Debian's
+    mirror, cached in $HG_BUILD/node18), with scripts/mcp-deps.sh run by
+    them into $HG_BUILD/node18/mcp: what `make check` does on a fresh
+    Debian 12."""
+    import test_node18
+    d = tempfile.mkdtemp(prefix="hg-mcp-node18-")
+    try:
+        node = test_node18.Node18(d)
+        # The Inspector and the v2 client declare Node.js 20 and 22: npm
+        # warns, and the Node.js 22 of the lock file runs them.
+        node.env["npm_config_engine_strict"] = "false"
+        dest = os.path.join(test_node18.CACHE, "mcp")
+        r = node.run([os.path.join(hglib.REPO, "scripts", "mcp-deps.sh"),
+                      dest])
+        assert r.returncode == 0, r.stdout + r.stderr
+        shutil.copy(os.path.join(SOURCES, "driver.mjs"), dest)
+        yield node, dest
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_sdk_on_debian_node18(hg, debian_node18):
+    node, dest = debian_node18
+    tok, _ = token_of(hg.login(*pl.USER))
+    steps = [{"op": "connect", "url": url(hg), "token": tok},
+             {"op": "call", "name": "run_command",
+              "arguments": {"command": "echo on-node18"}},
+             {"op": "close"}]
+    r = node.run(["node", "driver.mjs", "v1"], cwd=dest, timeout=STEP_TIMEOUT,
+                 input="".join(json.dumps(s) + "\n" for s in steps))
+    assert r.returncode == 0, r.stderr
+    replies = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [x["ok"] for x in replies] == [True] * 3, replies
+    assert replies[0]["result"]["node"].startswith("v18."), replies[0]
+    assert replies[0]["result"]["instructions"] == prompt_of(hg, tok)
+    assert "on-node18" in text_of(replies[1]["result"]), replies[1]
