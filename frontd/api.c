@@ -516,6 +516,46 @@ api_add_auth(struct http_request *req, struct json_object *obj)
 }
 
 /*
+ * Check the fields of a parsed JSON object body against a route's list,
+ * copying them into obj. Returns 0, or -1 with the reason in msg.
+ */
+static int
+api_fields_copy(const struct api_field *fields, struct json_object *body,
+    struct json_object *obj, char *msg, size_t msgsz)
+{
+	const struct api_field	*f;
+	struct json_object	*v;
+
+	for (f = fields; f->name != NULL; f++) {
+		if (!json_object_object_get_ex(body, f->name, &v) ||
+		    (v == NULL && f->optional)) {
+			if (f->optional)
+				continue;
+			v = NULL;
+		}
+		if (v != NULL && f->type == json_type_string &&
+		    json_object_is_type(v, json_type_string) &&
+		    strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v)) {
+			snprintf(msg, msgsz, "\"%s\" must not contain "
+			    "NUL characters", f->name);
+			return -1;
+		}
+		if (v == NULL || !json_object_is_type(v, f->type)) {
+			snprintf(msg, msgsz, "\"%s\" %smust be a%s %s",
+			    f->name, f->optional ? "" : "is required and ",
+			    f->type == json_type_int ||
+			    f->type == json_type_object ? "n" : "",
+			    f->type == json_type_int ? "integer" :
+			    json_type_to_name(f->type));
+			return -1;
+		}
+		json_object_object_add(obj, f->name, json_object_get(v));
+	}
+	return 0;
+}
+
+/*
  * Parse and check a route's JSON body, copying its fields into obj; the
  * parsed body is left in *bodyp for the route's prepare hook. Returns 0,
  * or -1 after answering 400.
@@ -525,7 +565,7 @@ api_take_body(struct http_request *req, const struct api_route *r,
     struct json_object *obj, struct json_object **bodyp)
 {
 	const struct api_field	*f;
-	struct json_object	*body, *v;
+	struct json_object	*body;
 	struct json_tokener	*tok;
 	char			 msg[128];
 
@@ -556,35 +596,10 @@ api_take_body(struct http_request *req, const struct api_route *r,
 		    "the body must be a JSON object", NULL);
 		return -1;
 	}
-	for (f = r->body; f->name != NULL; f++) {
-		if (!json_object_object_get_ex(body, f->name, &v) ||
-		    (v == NULL && f->optional)) {
-			if (f->optional)
-				continue;
-			v = NULL;
-		}
-		if (v != NULL && f->type == json_type_string &&
-		    json_object_is_type(v, json_type_string) &&
-		    strlen(json_object_get_string(v)) !=
-		    (size_t)json_object_get_string_len(v)) {
-			snprintf(msg, sizeof(msg), "\"%s\" must not contain "
-			    "NUL characters", f->name);
-			json_object_put(body);
-			http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
-			return -1;
-		}
-		if (v == NULL || !json_object_is_type(v, f->type)) {
-			snprintf(msg, sizeof(msg), "\"%s\" %smust be a%s %s",
-			    f->name, f->optional ? "" : "is required and ",
-			    f->type == json_type_int ||
-			    f->type == json_type_object ? "n" : "",
-			    f->type == json_type_int ? "integer" :
-			    json_type_to_name(f->type));
-			json_object_put(body);
-			http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
-			return -1;
-		}
-		json_object_object_add(obj, f->name, json_object_get(v));
+	if (api_fields_copy(r->body, body, obj, msg, sizeof(msg)) == -1) {
+		json_object_put(body);
+		http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
+		return -1;
 	}
 	*bodyp = body;
 	return 0;
@@ -595,7 +610,7 @@ api_take_body(struct http_request *req, const struct api_route *r,
  * not start or continue a valid sequence becomes U+FFFD. JSON clients
  * (browsers first) reject invalid UTF-8.
  */
-static char *
+char *
 utf8_clean(const char *s, size_t len, size_t *outlen)
 {
 	const unsigned char	*p = (const unsigned char *)s;
@@ -682,7 +697,7 @@ api_terminal_id(const char *path, char id[17])
  * A memfd holding data, offset 0, for a command's stdin; -1 on failure.
  * Sealed, so that what brokerd records of it is what the command reads.
  */
-static int
+int
 api_memfd(const char *data, size_t len)
 {
 	ssize_t	n;
@@ -707,32 +722,70 @@ api_memfd(const char *data, size_t len)
 	return fd;
 }
 
+/*
+ * What a run request takes beyond its fields: a command's optional
+ * "stdin", or run_python's "code" (python), as a memfd in *fd. Returns 0,
+ * or the HTTP status of the refusal with its reason in msg.
+ */
+static int
+api_run_input(int python, struct json_object *body, struct json_object *obj,
+    int *fd, char *msg, size_t msgsz)
+{
+	struct json_object	*v;
+	const char		*name = python ? "code" : "stdin";
+
+	if (!python && strlen(json_str(obj, "command")) > API_MAX_COMMAND) {
+		snprintf(msg, msgsz, "\"command\" is longer than 32 KiB; send "
+		    "long input as \"stdin\"");
+		return 413;
+	}
+	if (!json_object_object_get_ex(body, name, &v) ||
+	    (v == NULL && !python)) {
+		if (!python)
+			return 0;
+		v = NULL;
+	}
+	if (v == NULL || !json_object_is_type(v, json_type_string)) {
+		snprintf(msg, msgsz, python ? "\"code\" is required and must "
+		    "be a string" : "\"stdin\" must be a string");
+		return 400;
+	}
+	if (python) {
+		json_object_object_add(obj, "lang",
+		    json_object_new_string("python"));
+		json_object_object_add(obj, "code", json_object_new_string(""));
+	}
+	if ((*fd = api_memfd(json_object_get_string(v),
+	    json_object_get_string_len(v))) == -1) {
+		snprintf(msg, msgsz, python ? "cannot hold the code" :
+		    "cannot hold stdin");
+		return 500;
+	}
+	return 0;
+}
+
+/* api_run_input for a route: the refusal is the HTTP reply. */
+static int
+api_prepare_run(struct http_request *req, int python,
+    struct json_object *body, struct json_object *obj, int *fd)
+{
+	char	msg[128];
+	int	status;
+
+	if ((status = api_run_input(python, body, obj, fd, msg,
+	    sizeof(msg))) == 0)
+		return 0;
+	http_reply_error(req, status, status == 413 ? ERR_TOO_LARGE :
+	    status == 400 ? ERR_BAD_REQUEST : ERR_INTERNAL, msg, NULL);
+	return -1;
+}
+
 /* The optional "stdin" string of a command becomes a memfd. */
 static int
 api_prepare_command(struct http_request *req, struct json_object *body,
     struct json_object *obj, int *fd)
 {
-	struct json_object	*v;
-
-	if (strlen(json_str(obj, "command")) > API_MAX_COMMAND) {
-		http_reply_error(req, 413, ERR_TOO_LARGE, "\"command\" is "
-		    "longer than 32 KiB; send long input as \"stdin\"", NULL);
-		return -1;
-	}
-	if (!json_object_object_get_ex(body, "stdin", &v) || v == NULL)
-		return 0;
-	if (!json_object_is_type(v, json_type_string)) {
-		http_reply_error(req, 400, ERR_BAD_REQUEST,
-		    "\"stdin\" must be a string", NULL);
-		return -1;
-	}
-	if ((*fd = api_memfd(json_object_get_string(v),
-	    json_object_get_string_len(v))) == -1) {
-		http_reply_error(req, 500, ERR_INTERNAL,
-		    "cannot hold stdin", NULL);
-		return -1;
-	}
-	return 0;
+	return api_prepare_run(req, 0, body, obj, fd);
 }
 
 /* The "code" of run_python goes to python3's stdin. */
@@ -740,22 +793,42 @@ static int
 api_prepare_python(struct http_request *req, struct json_object *body,
     struct json_object *obj, int *fd)
 {
-	struct json_object	*v;
+	return api_prepare_run(req, 1, body, obj, fd);
+}
 
-	if (!json_object_object_get_ex(body, "code", &v) ||
-	    !json_object_is_type(v, json_type_string)) {
-		http_reply_error(req, 400, ERR_BAD_REQUEST,
-		    "\"code\" is required and must be a string", NULL);
-		return -1;
+/* How long brokerd may take to answer a run request. */
+int
+api_run_timeout_ms(void)
+{
+	return API_RUN_TIMEOUT_MS;
+}
+
+/*
+ * The brokerd "run" request of a run_command (python 0) or run_python
+ * (1) body, exactly as POST /api/run_command or /api/run_python builds
+ * it, into *objp and *fd (-1 when none). Returns 0, or the HTTP status
+ * of the refusal with its reason in msg.
+ */
+int
+api_run_request(int python, struct json_object *body,
+    struct json_object **objp, int *fd, char *msg, size_t msgsz)
+{
+	struct json_object	*obj;
+	int			 status;
+
+	*fd = -1;
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type", json_object_new_string("run"));
+	if (api_fields_copy(python ? api_python_body : api_command_body, body,
+	    obj, msg, msgsz) == -1) {
+		json_object_put(obj);
+		return 400;
 	}
-	json_object_object_add(obj, "lang", json_object_new_string("python"));
-	json_object_object_add(obj, "code", json_object_new_string(""));
-	if ((*fd = api_memfd(json_object_get_string(v),
-	    json_object_get_string_len(v))) == -1) {
-		http_reply_error(req, 500, ERR_INTERNAL, "cannot hold the code",
-		    NULL);
-		return -1;
+	if ((status = api_run_input(python, body, obj, fd, msg, msgsz)) != 0) {
+		json_object_put(obj);
+		return status;
 	}
+	*objp = obj;
 	return 0;
 }
 
@@ -940,10 +1013,12 @@ api_output(int fd, int64_t len)
 	return o;
 }
 
-/* A command's result: its output comes in two memfds from sandboxd. */
-static void
-api_reply_run(struct http_request *req, const struct api_route *r,
-    struct json_object *res)
+/*
+ * The result of a "run" reply as POST /api/run_command answers it, its
+ * output read from the reply's two memfds (fds, -1 when absent).
+ */
+struct json_object *
+api_run_result(struct json_object *res, const int fds[2])
 {
 	static const char *const keep[] = { "exit_code", "signal",
 	    "truncated", "timed_out", "oom", "duration_ms", "mode", "backend",
@@ -961,12 +1036,21 @@ api_reply_run(struct http_request *req, const struct api_route *r,
 		json_object_object_add(o, keep[i], json_object_get(v));
 		if (i == 1) {
 			json_object_object_add(o, "stdout",
-			    api_output(api_reply_fds[0], olen));
+			    api_output(fds[0], olen));
 			json_object_object_add(o, "stderr",
-			    api_output(api_reply_fds[1], elen));
+			    api_output(fds[1], elen));
 		}
 	}
-	http_reply_json(req, r->status, o, NULL);
+	return o;
+}
+
+/* A command's result: its output comes in two memfds from sandboxd. */
+static void
+api_reply_run(struct http_request *req, const struct api_route *r,
+    struct json_object *res)
+{
+	http_reply_json(req, r->status, api_run_result(res, api_reply_fds),
+	    NULL);
 }
 
 /* Whether a route's path matches; "*" takes one id segment. */
@@ -1005,11 +1089,24 @@ api_handle(struct http_request *req, void *arg)
 		sse_handle(req);
 		return;
 	}
+	if (strcmp(req->path, "/mcp") == 0) {
+		mcp_handle(req);
+		return;
+	}
+	if (strncmp(req->path, "/.well-known/oauth-protected-resource",
+	    37) == 0) {
+		mcp_wellknown(req);
+		return;
+	}
 	/* Everything outside the API is the web panel. */
 	if (strncmp(req->path, "/api/", 5) != 0 &&
 	    strcmp(req->path, "/api") != 0 &&
 	    strcmp(req->path, "/healthz") != 0) {
 		static_serve(req);
+		return;
+	}
+	if (strncmp(req->path, "/api/files/", 11) == 0) {
+		files_handle(req);
 		return;
 	}
 	is_get = strcmp(req->method, "GET") == 0 ||

@@ -50,6 +50,7 @@ struct http_request {
 	struct http_headers	 headers;
 	char			*body;		/* NUL-terminated, may be NULL */
 	size_t			 body_len;
+	int			 body_fd;	/* a spooled body's memfd, or -1 */
 	long			 content_length; /* -1 when absent */
 	int			 keep_alive;
 	int			 tls;
@@ -62,6 +63,11 @@ struct http_request {
 };
 
 typedef void (*http_handler)(struct http_request *, void *);
+/*
+ * Asked when a request's head is complete: 1 (and *cap, -1 for none) when
+ * its body goes to a sealed memfd, req->body_fd, instead of the heap.
+ */
+typedef int (*http_spool_fn)(struct http_request *, long *cap);
 
 /* http.c */
 /*
@@ -92,12 +98,23 @@ struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
 void	 http_server_set_limits(struct http_server *,
 	    const struct http_limits *);
 /*
+ * Spool the bodies the hook picks into memfds as they arrive: 411 without
+ * Content-Length, 413 over the cap before any of it is read.
+ */
+void	 http_server_set_spool(struct http_server *, http_spool_fn);
+/*
  * Answer a request. extra is NULL or more header lines, each ending in
  * "\r\n". The request is freed after this call (or now, when its client
  * has gone). Security headers and Content-Length are added here.
  */
 void	 http_reply(struct http_request *, int status, const char *ctype,
 	    const void *body, size_t len, const char *extra);
+/*
+ * As http_reply with a body of len bytes read from fd (taken) as the
+ * output drains: frontd's memory stays bounded whatever the size.
+ */
+void	 http_reply_fd(struct http_request *, int status, const char *ctype,
+	    int fd, size_t len, const char *extra);
 /* As http_reply with a JSON body; takes ownership of obj. */
 void	 http_reply_json(struct http_request *, int status,
 	    struct json_object *obj, const char *extra);
@@ -133,6 +150,27 @@ int	 api_broker_failed(struct http_request *, struct ipc_msg *);
 struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */
 void	 api_add_auth(struct http_request *, struct json_object *);
+/*
+ * The brokerd "run" request of a run_command (python 0) or run_python (1)
+ * body as the HTTP API builds it, and its stdin memfd (-1 when none); 0,
+ * or the HTTP status of the refusal and its reason.
+ */
+int	 api_run_request(int python, struct json_object *body,
+	    struct json_object **objp, int *fd, char *msg, size_t msgsz);
+int	 api_run_timeout_ms(void);
+/* A "run" reply's result as the HTTP API answers it, output from fds. */
+struct json_object *api_run_result(struct json_object *res, const int fds[2]);
+/* A sealed memfd holding data at offset 0; -1 on failure. */
+int	 api_memfd(const char *data, size_t len);
+/* A copy of s, len bytes, as valid UTF-8 (U+FFFD for bad bytes). */
+char	*utf8_clean(const char *s, size_t len, size_t *outlen);
+
+/* files.c */
+void	 files_init(struct config *);
+/* Whether a request's body is spooled to a memfd (PUT /api/files/...). */
+int	 files_spool(struct http_request *, long *cap);
+/* GET, HEAD, PUT and DELETE /api/files/...: the workspace's files. */
+void	 files_handle(struct http_request *);
 
 /* jail.c */
 /*
@@ -162,9 +200,78 @@ void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
 
 /* ws.c */
 void	 ws_init(void);
+/*
+ * Whether a request's Origin (when it sends one) is this site's or one of
+ * HOSTGATE_ALLOWED_ORIGINS: the DNS-rebinding and cross-site check.
+ */
+int	 ws_origin_allowed(struct http_request *);
 /* The origins allowed to open terminals, from the address bound. */
 void	 ws_origins_init(const struct config *, const char *bound);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
+
+/* mcp.c */
+/* JSON-RPC and MCP error codes. */
+#define MCP_PARSE_ERROR		(-32700)
+#define MCP_INVALID_REQUEST	(-32600)
+#define MCP_METHOD_NOT_FOUND	(-32601)
+#define MCP_INVALID_PARAMS	(-32602)
+#define MCP_INTERNAL_ERROR	(-32603)
+#define MCP_RESOURCE_NOT_FOUND	(-32002)	/* before 2026-07-28 */
+#define MCP_HEADER_MISMATCH	(-32020)	/* 2026-07-28 */
+#define MCP_UNSUPPORTED_VERSION	(-32022)	/* 2026-07-28 */
+/* The resource holding the sandbox prompt (the instructions). */
+#define MCP_PROMPT_URI		"hostgate://sandbox/prompt"
+
+/* One JSON-RPC message of a POST (or a GET, a DELETE) being answered. */
+struct mcp_call {
+	struct http_request	*req;
+	struct json_object	*msg;		/* the parsed message */
+	struct json_object	*params;	/* in msg, or NULL */
+	char			*id;		/* raw JSON text; NULL: none */
+	char			 method[48];
+	char			 version[16];	/* the revision it speaks */
+	int			 modern;	/* 2026-07-28: stateless */
+	int			 sse;		/* answer as an SSE event */
+	char			 session[33];	/* its MCP session, or "" */
+	char			 new_session[33]; /* minted by initialize */
+	char			 token[65];	/* SHA-256 of the bearer */
+	int			 listen_prompt;	/* listen: the prompt resource */
+	int			 pending;	/* brokerd requests in flight */
+};
+typedef void (*mcp_broker_cb)(struct mcp_call *, struct ipc_msg *, void *);
+
+/* /mcp and /.well-known/oauth-protected-resource[/mcp]. */
+void	 mcp_handle(struct http_request *);
+void	 mcp_wellknown(struct http_request *);
+/* A brokerd event (sse_deliver): notify the MCP streams it is for. */
+void	 mcp_deliver(struct json_object *ev);
+/* Send brokerd a request for a call (obj, fd taken); cb gets the reply. */
+void	 mcp_broker(struct mcp_call *, struct json_object *obj, int fd,
+	    int timeout_ms, mcp_broker_cb, void *);
+/* A reply's result (a raw one parsed), a new reference; NULL if none. */
+struct json_object *mcp_result(struct ipc_msg *);
+/*
+ * 1 after answering a call whose brokerd request failed: no reply (m or
+ * env NULL), or the token refused (401).
+ */
+int	 mcp_call_refused(struct mcp_call *, struct ipc_msg *);
+int	 mcp_call_failed(struct mcp_call *, struct json_object *env);
+/* Answer a call: a result (taken), or a JSON-RPC error (data taken). */
+void	 mcp_call_result(struct mcp_call *, struct json_object *);
+void	 mcp_call_error(struct mcp_call *, int code, const char *message,
+	    struct json_object *data);
+/* Whether bad tool arguments are a tool result (not a protocol error). */
+int	 mcp_call_lenient(struct mcp_call *);
+
+/* mcp_tools.c */
+/* The tools/list array (a new reference). */
+struct json_object *mcp_tools_list(void);
+/*
+ * Run tools/call "name" with arguments (NULL: none): 0 when under way (it
+ * answers the call), -1 when there is no such tool.
+ */
+int	 mcp_tools_call(struct mcp_call *, const char *name,
+	    struct json_object *args);
 
 #endif

@@ -112,6 +112,7 @@ sse_deliver(struct ipc_peer *p, struct ipc_msg *m)
 	struct sse	*s, *next;
 	const char	*name = json_str(m->obj, "event");
 
+	mcp_deliver(m->obj);
 	for (s = TAILQ_FIRST(&sse_all); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
 		if (s->closing || !sse_match(s, m->obj))

@@ -129,8 +129,8 @@ ws_origin_same(const struct web_origin *a, const struct web_origin *b)
  * https:// site. Clients that send no Origin (agents, curl) are not
  * browsers.
  */
-static int
-ws_origin_ok(struct http_request *req)
+int
+ws_origin_allowed(struct http_request *req)
 {
 	struct web_origin	 o, here;
 	const char		*origin, *host;
@@ -671,7 +671,7 @@ ws_handle(struct http_request *req)
 			    "malformed Sec-WebSocket-Key", NULL);
 			return;
 		}
-	if (!ws_origin_ok(req)) {
+	if (!ws_origin_allowed(req)) {
 		http_reply_error(req, 403, ERR_FORBIDDEN,
 		    "cross-origin WebSocket refused", NULL);
 		return;
