@@ -816,7 +816,7 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
 
 # -- 2e. tools/call run_command through /mcp (issue 12) ----------------------
 
-MCP_RUNS, MCP_WARMUP = 100, 10
+MCP_RUNS, MCP_WARMUP = 200, 10
 
 
 class BearerConn:
