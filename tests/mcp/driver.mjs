@@ -16,6 +16,8 @@
 //   {"op": "call", "name": N, "arguments": {...}}
 //   {"op": "notifications"}              what arrived so far (and clears it)
 //   {"op": "wait_notification", "method": M, "ms": N}
+//   {"op": "listen", "filter": {...}}    v2, 2026-07-28: subscriptions/listen
+//   {"op": "discover"}                   v2: server/discover
 //   {"op": "close"}
 //
 // A watchdog ends the process with status 3 after HG_MCP_TIMEOUT_MS
@@ -49,6 +51,7 @@ if (flavour === 'v1') {
 let client = null;
 let transport = null;
 let listed = false;
+const subs = [];
 const notes = [];
 const waiters = [];
 const transportErrors = [];
@@ -157,7 +160,17 @@ async function step(s) {
 	}
 	case 'wait_notification':
 		return await stepWait(s);
+	case 'listen': {
+		// 2026-07-28: a subscriptions/listen stream.
+		const sub = await client.listen(s.filter);
+		subs.push(sub);
+		return { honoredFilter: sub.honoredFilter };
+	}
+	case 'discover':
+		return await client.discover();
 	case 'close':
+		for (const sub of subs.splice(0))
+			await sub.close();
 		if (transport?.terminateSession && transport.sessionId) {
 			try {
 				await transport.terminateSession();

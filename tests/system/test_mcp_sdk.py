@@ -505,6 +505,32 @@ def test_v2_client_modern_revision(hg, drivers):
     assert s["content"] == "modern\n" and s["encoding"] == "utf-8", s
 
 
+def test_v2_listen_sees_the_permission_change(hg, drivers):
+    """A 2026-07-28 client holding a subscriptions/listen stream on the
+    prompt resource is told when the session's constraints change, and
+    server/discover then gives the new prompt."""
+    bob = hg.login(*pl.USER)
+    tok, _ = token_of(bob)
+    d = drivers("v2")
+    before = d.connect(hg, tok, version=MODERN)["instructions"]
+    uri = "hostgate://sandbox/prompt"
+    sub = d.ok("listen", filter={"resourceSubscriptions": [uri]})
+    assert sub["honoredFilter"].get("resourceSubscriptions") == [uri], sub
+    assert bob.post("/api/permission",
+                    {"permission": "read-only"}).status == 200
+    try:
+        n = d.ok("wait_notification", method="notifications/resources/updated",
+                 ms=10000)
+        assert n["params"]["uri"] == uri, n
+        r = d.call("run_command", command="true")
+        assert sc(r)["permission"] == "read-only", r
+        now = d.ok("discover")["instructions"]
+        assert now == prompt_of(hg, tok) and now != before, now
+    finally:
+        assert bob.post("/api/permission",
+                        {"permission": "workspace-write"}).status == 200
+
+
 def test_v2_client_legacy_revision(hg, drivers):
     """The v2 client's default (the initialize handshake) works too."""
     tok, _ = token_of(hg.login(*pl.USER))
