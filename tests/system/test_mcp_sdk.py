@@ -389,6 +389,8 @@ def test_refused_write_says_what_to_do(hg, drivers):
         msg = text_of(r)
         assert "read-only" in msg and "ask an admin" in msg, msg
         assert "workspace-write" in msg, msg
+        assert sc(r)["permission"] == "read-only", r
+        assert sc(r)["error"]["code"] == "forbidden", r
         # Nothing changed, and reads still work.
         s = sc(d.call("read_file", path="ro.txt"))
         assert s["content"] == "1" and s["permission"] == "read-only", s
