@@ -62,7 +62,7 @@ BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
-	  workspace disk
+	  workspace disk fileops files
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -77,7 +77,8 @@ BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
-	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd
+	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
+	  test_fileops
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -130,6 +131,8 @@ $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 $(B)/tests/test_workspace: $(O)/tests/unit/test_workspace.o \
 	$(O)/sandboxd/workspace.o $(O)/sandboxd/disk.o $(COMMON_O)
 $(B)/tests/test_proto: $(O)/tests/unit/test_proto.o $(COMMON_O)
+$(B)/tests/test_fileops: $(O)/tests/unit/test_fileops.o \
+	$(O)/sandboxd/fileops.o $(COMMON_O)
 # Each daemon's handler maps against the protocol table: its objects but
 # main (frontd's map is in frontd.c: built again with main renamed).
 $(O)/tests/unit/test_maps_%.o: tests/unit/test_maps.c
@@ -242,7 +245,7 @@ install: all $(B)/hostgate.env
 # at a time. A crash fails the run with its input saved and named.
 FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc fuzz_api \
 	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn \
-	  fuzz_front fuzz_proto
+	  fuzz_front fuzz_proto fuzz_mcp
 FZ	 = build-fuzz
 FZ_O	 = $(FZ)/obj
 FZ_CC	 = clang
@@ -259,7 +262,8 @@ FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
 # A fixed clock and random stream, no disk flushes (fuzz_det.c).
 FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
 FZ_FRONT  = tests/fuzz/front_harness.c common/proto.c frontd/http.c frontd/tls.c \
-	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c frontd/files.c
+	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c frontd/files.c \
+	  frontd/mcp.c frontd/mcp_tools.c
 FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config  =
 FUZZ_SRC_fuzz_policy  = sandboxd/policy.c
@@ -270,6 +274,7 @@ FUZZ_SRC_fuzz_api     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
+FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c
 # sandboxd whole but its main; what would touch the host is wrapped.

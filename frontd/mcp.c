@@ -30,6 +30,7 @@
 #define MCP_MAX_BACKLOG		(1024 * 1024)	/* a slower client is dropped */
 #define MCP_HEARTBEAT_SECS	15
 #define MCP_BROKER_TIMEOUT_MS	5000
+#define MCP_LIST_TTL_MS		3600000	/* the tools never change */
 #define MCP_MODERN		"2026-07-28"
 #define MCP_META_VERSION	"io.modelcontextprotocol/protocolVersion"
 #define MCP_META_CAPS		"io.modelcontextprotocol/clientCapabilities"
@@ -46,7 +47,6 @@ struct mcp_session {
 	char			 version[16];
 	int			 subscribed;	/* to the prompt resource */
 	int64_t			 used;		/* monotonic ms */
-	TAILQ_ENTRY(mcp_session) entry;
 };
 
 /* An open SSE stream: a GET stream, or a subscriptions/listen. */
@@ -61,9 +61,11 @@ struct mcp_stream {
 	TAILQ_ENTRY(mcp_stream)	 entry;
 };
 
-static TAILQ_HEAD(mcp_session_list, mcp_session) mcp_sessions =
-    TAILQ_HEAD_INITIALIZER(mcp_sessions);
-static int			 mcp_nsessions;
+/*
+ * A fixed table (id "" when free): no allocation per session, and the
+ * least recently used one makes room when it is full.
+ */
+static struct mcp_session	 mcp_sessions[MCP_MAX_SESSIONS];
 static TAILQ_HEAD(, mcp_stream)	 mcp_streams =
     TAILQ_HEAD_INITIALIZER(mcp_streams);
 static int			 mcp_nstreams;
@@ -102,44 +104,55 @@ mcp_supported(void)
 static struct mcp_session *
 mcp_session_find(const char *id, const char *token)
 {
-	struct mcp_session	*s, *next;
+	struct mcp_session	*s;
 	int64_t			 now = now_mono_ms();
+	size_t			 i;
 
-	for (s = TAILQ_FIRST(&mcp_sessions); s != NULL; s = next) {
-		next = TAILQ_NEXT(s, entry);
-		if (now - s->used > MCP_SESSION_IDLE_MS) {
-			TAILQ_REMOVE(&mcp_sessions, s, entry);
-			mcp_nsessions--;
-			free(s);
+	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
+		s = &mcp_sessions[i];
+		if (s->id[0] == '\0' || strcmp(s->id, id) != 0)
 			continue;
+		if (now - s->used > MCP_SESSION_IDLE_MS) {
+			s->id[0] = '\0';	/* forgotten: 404 */
+			return NULL;
 		}
-		if (strcmp(s->id, id) == 0 && strcmp(s->token, token) == 0) {
-			s->used = now;
-			/* Most recently used first: the oldest go at the cap. */
-			TAILQ_REMOVE(&mcp_sessions, s, entry);
-			TAILQ_INSERT_HEAD(&mcp_sessions, s, entry);
-			return s;
-		}
+		if (strcmp(s->token, token) != 0)
+			return NULL;
+		s->used = now;
+		return s;
 	}
 	return NULL;
 }
 
-/* A new session for a token; the least recently used goes at the cap. */
+/* The session called id, whatever its token, or NULL. */
+static struct mcp_session *
+mcp_session_byid(const char *id)
+{
+	size_t	i;
+
+	for (i = 0; id[0] != '\0' && i < MCP_MAX_SESSIONS; i++)
+		if (strcmp(mcp_sessions[i].id, id) == 0)
+			return &mcp_sessions[i];
+	return NULL;
+}
+
+/* A new session for a token, in a free slot or the least recently used. */
 static struct mcp_session *
 mcp_session_new(const char *token, const char *version)
 {
-	struct mcp_session	*s;
+	struct mcp_session	*s = &mcp_sessions[0];
 	unsigned char		 rnd[16];
 	size_t			 i;
 
-	if (mcp_nsessions >= MCP_MAX_SESSIONS) {
-		s = TAILQ_LAST(&mcp_sessions, mcp_session_list);
-		TAILQ_REMOVE(&mcp_sessions, s, entry);
-		mcp_nsessions--;
-		free(s);
+	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
+		if (mcp_sessions[i].id[0] == '\0') {
+			s = &mcp_sessions[i];
+			break;
+		}
+		if (mcp_sessions[i].used < s->used)
+			s = &mcp_sessions[i];
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		fatal("%s", __func__);
+	memset(s, 0, sizeof(*s));
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		fatal("getrandom");
 	for (i = 0; i < sizeof(rnd); i++)
@@ -147,8 +160,6 @@ mcp_session_new(const char *token, const char *version)
 	snprintf(s->token, sizeof(s->token), "%s", token);
 	snprintf(s->version, sizeof(s->version), "%s", version);
 	s->used = now_mono_ms();
-	TAILQ_INSERT_HEAD(&mcp_sessions, s, entry);
-	mcp_nsessions++;
 	return s;
 }
 
@@ -469,6 +480,15 @@ mcp_result(struct ipc_msg *m)
 	return json_object_get(res);
 }
 
+/* 2026-07-28's CacheableResult members: how long a client may keep it. */
+static void
+mcp_cacheable(struct json_object *res, int ttl_ms, const char *scope)
+{
+	json_object_object_add(res, "ttlMs", json_object_new_int(ttl_ms));
+	json_object_object_add(res, "cacheScope",
+	    json_object_new_string(scope));
+}
+
 /* The prompt resource's one entry for resources/list. */
 static struct json_object *
 mcp_prompt_resource(void)
@@ -527,7 +547,9 @@ mcp_prompt_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	if (!json_object_object_get_ex(m->obj, "error", &err)) {
 		pres = mcp_result(m);
 		text = json_str(pres, "prompt");
-	} else if (strcmp(c->method, "resources/read") == 0) {
+	} else if (strcmp(c->method, "resources/read") == 0 ||
+	    json_str(err, "code") == NULL ||
+	    strcmp(json_str(err, "code"), ERR_CONFLICT) != 0) {
 		mcp_call_error(c, MCP_INTERNAL_ERROR, json_str(err, "message") ?
 		    json_str(err, "message") : "no prompt", NULL);
 		return;
@@ -544,6 +566,8 @@ mcp_prompt_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		a = json_object_new_array();
 		json_object_array_add(a, o);
 		json_object_object_add(res, "contents", a);
+		if (c->modern)
+			mcp_cacheable(res, 0, "private");
 	} else if (strcmp(c->method, "server/discover") == 0) {
 		a = mcp_supported();
 		json_object_object_add(res, "supportedVersions", a);
@@ -553,9 +577,7 @@ mcp_prompt_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 			json_object_object_add(res, "instructions",
 			    json_object_new_string(text));
 		/* Per token and changing with the mode: not to be cached. */
-		json_object_object_add(res, "ttlMs", json_object_new_int(0));
-		json_object_object_add(res, "cacheScope",
-		    json_object_new_string("private"));
+		mcp_cacheable(res, 0, "private");
 	} else {
 		/* initialize: the session starts with its answer. */
 		s = mcp_session_new(c->token, c->version);
@@ -603,6 +625,7 @@ mcp_heartbeat(evutil_socket_t fd, short ev, void *arg)
 		bufferevent_write(st->bev, ": heartbeat\n\n", 13);
 }
 
+/* The client of a stream went away. */
 static void
 mcp_stream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -764,14 +787,8 @@ mcp_checked(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		/* A notification or a response: accepted, no body. */
 		if (strcmp(c->method, "DELETE") == 0) {
 			mcp_session_streams_close(c->session, "deleted");
-			TAILQ_FOREACH(s, &mcp_sessions, entry)
-				if (strcmp(s->id, c->session) == 0)
-					break;
-			if (s != NULL) {
-				TAILQ_REMOVE(&mcp_sessions, s, entry);
-				mcp_nsessions--;
-				free(s);
-			}
+			if ((s = mcp_session_byid(c->session)) != NULL)
+				s->id[0] = '\0';
 			http_reply(c->req, 200, NULL, NULL, 0, NULL);
 		} else
 			http_reply(c->req, 202, NULL, NULL, 0, NULL);
@@ -781,37 +798,24 @@ mcp_checked(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	res = json_object_new_object();
 	if (strcmp(c->method, "tools/list") == 0) {
 		json_object_object_add(res, "tools", mcp_tools_list());
-		if (c->modern) {
-			json_object_object_add(res, "ttlMs",
-			    json_object_new_int(3600000));
-			json_object_object_add(res, "cacheScope",
-			    json_object_new_string("public"));
-		}
+		if (c->modern)
+			mcp_cacheable(res, MCP_LIST_TTL_MS, "public");
 	} else if (strcmp(c->method, "resources/list") == 0) {
 		a = json_object_new_array();
 		json_object_array_add(a, mcp_prompt_resource());
 		json_object_object_add(res, "resources", a);
-		if (c->modern) {
-			json_object_object_add(res, "ttlMs",
-			    json_object_new_int(3600000));
-			json_object_object_add(res, "cacheScope",
-			    json_object_new_string("public"));
-		}
+		if (c->modern)
+			mcp_cacheable(res, MCP_LIST_TTL_MS, "public");
 	} else if (strcmp(c->method, "resources/templates/list") == 0) {
 		json_object_object_add(res, "resourceTemplates",
 		    json_object_new_array());
-		if (c->modern) {
-			json_object_object_add(res, "ttlMs",
-			    json_object_new_int(3600000));
-			json_object_object_add(res, "cacheScope",
-			    json_object_new_string("public"));
-		}
+		if (c->modern)
+			mcp_cacheable(res, MCP_LIST_TTL_MS, "public");
 	} else if (strcmp(c->method, "resources/subscribe") == 0 ||
 	    strcmp(c->method, "resources/unsubscribe") == 0) {
-		TAILQ_FOREACH(s, &mcp_sessions, entry)
-			if (strcmp(s->id, c->session) == 0)
-				s->subscribed = strcmp(c->method,
-				    "resources/subscribe") == 0;
+		if ((s = mcp_session_byid(c->session)) != NULL)
+			s->subscribed = strcmp(c->method,
+			    "resources/subscribe") == 0;
 	}
 	/* ping, logging/setLevel: an empty result. */
 	mcp_call_result(c, res);
@@ -1065,6 +1069,8 @@ mcp_header_value(const char *h, char *out, size_t outsz)
 			n--;
 		if (len - 11 >= 2 && h[len - 4] == '=')
 			n--;
+		if (n < 0)
+			return -1;
 		out[n] = '\0';
 		return 0;
 	}
@@ -1086,6 +1092,9 @@ mcp_modern_check(struct http_request *req, struct mcp_call *c,
 	const char		*h, *bodyname;
 	char			 name[1024], msg[1200];
 
+	/* The revision sets no header rules for notifications. */
+	if (c->id == NULL)
+		return 0;
 	if (!json_object_object_get_ex(meta, MCP_META_CAPS, &caps) ||
 	    caps == NULL || !json_object_is_type(caps, json_type_object)) {
 		mcp_fail(req, 400, c->id, MCP_INVALID_PARAMS, "_meta lacks "
@@ -1100,8 +1109,6 @@ mcp_modern_check(struct http_request *req, struct mcp_call *c,
 		    "_meta's protocolVersion", NULL);
 		return -1;
 	}
-	if (c->id == NULL)
-		return 0;
 	if ((h = http_header(req, "Mcp-Method")) == NULL ||
 	    strcmp(h, c->method) != 0) {
 		mcp_fail(req, 400, c->id, MCP_HEADER_MISMATCH, h == NULL ?
@@ -1216,7 +1223,11 @@ mcp_post(struct http_request *req)
 		    "accept application/json and text/event-stream", NULL);
 		return;
 	}
-	tok = json_tokener_new();
+	/* Strict JSON (no comments, no single quotes), valid UTF-8. */
+	if ((tok = json_tokener_new()) == NULL)
+		fatal("%s", __func__);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT |
+	    JSON_TOKENER_VALIDATE_UTF8);
 	msg = req->body_len > 0 ? json_tokener_parse_ex(tok, req->body,
 	    req->body_len) : NULL;
 	if (msg == NULL || json_tokener_get_parse_end(tok) != req->body_len) {
@@ -1538,9 +1549,7 @@ mcp_deliver(struct json_object *ev)
 		if (st->sub_id == NULL) {
 			mcp_stream_send(st, "notifications/message",
 			    mcp_event_log(ev, name));
-			TAILQ_FOREACH(s, &mcp_sessions, entry)
-				if (strcmp(s->id, st->mcp_session) == 0)
-					break;
+			s = mcp_session_byid(st->mcp_session);
 			if (s == NULL || !s->subscribed)
 				continue;
 		} else if (!st->want_prompt)

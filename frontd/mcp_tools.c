@@ -47,7 +47,6 @@ struct tool_wait {
 	char			*error;		/* brokerd's refusal */
 	char			 permission[32];
 	char			 path[4097];
-	int			 waiting;	/* replies still to come */
 };
 
 static void	tool_run_command(struct mcp_call *, struct json_object *);
@@ -363,6 +362,7 @@ mcp_tools_call(struct mcp_call *c, const char *name, struct json_object *args)
 	return 0;
 }
 
+/* The state of a tool call waiting for brokerd. */
 static struct tool_wait *
 tool_wait_new(struct mcp_call *c, const char *tool)
 {
@@ -375,6 +375,7 @@ tool_wait_new(struct mcp_call *c, const char *tool)
 	return w;
 }
 
+/* Forget a tool call's state (its call has been answered). */
 static void
 tool_wait_free(struct tool_wait *w)
 {
@@ -482,6 +483,13 @@ tool_run_finish(struct tool_wait *w)
 	int64_t			 code = -1;
 	int			 timed_out = 0;
 
+	if (w->env != NULL && !json_object_object_get_ex(w->env, "error",
+	    NULL)) {
+		mcp_call_error(w->c, MCP_INTERNAL_ERROR, "malformed reply from "
+		    "brokerd", NULL);
+		tool_wait_free(w);
+		return;
+	}
 	if (w->env == NULL && w->res == NULL) {
 		mcp_call_error(w->c, MCP_INTERNAL_ERROR, "brokerd did not "
 		    "answer", NULL);
@@ -509,7 +517,7 @@ tool_run_finish(struct tool_wait *w)
 	tool_wait_free(w);
 }
 
-/* The permission of a run's session (asked beside the run). */
+/* The permission of a run's session, asked once the run is done. */
 static void
 tool_run_permission(struct mcp_call *c, struct ipc_msg *m, void *arg)
 {
@@ -522,41 +530,49 @@ tool_run_permission(struct mcp_call *c, struct ipc_msg *m, void *arg)
 		    "");
 		json_object_put(res);
 	}
-	if (--w->waiting == 0)
-		tool_run_finish(w);
+	tool_run_finish(w);
 }
 
 /*
  * The run's reply: its result with the output read now (the fds are
- * the reply's), or the refusal kept for tool_run_finish.
+ * the reply's), then the session's permission; or the refusal.
  */
 static void
 tool_run_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 {
 	struct tool_wait	*w = arg;
-	struct json_object	*res;
+	struct json_object	*res, *obj;
 	int			 fds[2];
 
-	if (m != NULL && json_object_object_get_ex(m->obj, "error", NULL))
-		w->env = json_object_get(m->obj);
-	else if (m != NULL && (res = mcp_result(m)) != NULL) {
-		if (json_str(m->obj, "user") != NULL)
-			snprintf(c->req->user, sizeof(c->req->user), "%s",
-			    json_str(m->obj, "user"));
-		fds[0] = m->nfds > 0 ? m->fds[0] : -1;
-		fds[1] = m->nfds > 1 ? m->fds[1] : -1;
-		w->res = api_run_result(res, fds);
-		json_object_put(res);
-	}
-	if (--w->waiting == 0)
+	if (m == NULL || json_object_object_get_ex(m->obj, "error", NULL) ||
+	    (res = mcp_result(m)) == NULL) {
+		w->env = m != NULL ? json_object_get(m->obj) : NULL;
 		tool_run_finish(w);
+		return;
+	}
+	if (json_str(m->obj, "user") != NULL)
+		snprintf(c->req->user, sizeof(c->req->user), "%s",
+		    json_str(m->obj, "user"));
+	fds[0] = m->nfds > 0 ? m->fds[0] : -1;
+	fds[1] = m->nfds > 1 ? m->fds[1] : -1;
+	w->res = api_run_result(res, fds);
+	json_object_put(res);
+	/*
+	 * The run reply has the mode, not the permission: one more small
+	 * request (PM_RAW, no sandboxd), after the run so that the answer
+	 * says the permission as it is once the command is done.
+	 */
+	obj = json_object_new_object();
+	json_object_object_add(obj, "type",
+	    json_object_new_string("permission_get"));
+	mcp_broker(c, obj, -1, 0, tool_run_permission, w);
 }
 
 /* run_command and run_python: "run" as the HTTP API sends it. */
 static void
 tool_run(struct mcp_call *c, struct json_object *args, int python)
 {
-	struct json_object	*obj, *perm;
+	struct json_object	*obj;
 	struct tool_wait	*w;
 	char			 msg[200];
 	int			 fd = -1, status;
@@ -571,21 +587,17 @@ tool_run(struct mcp_call *c, struct json_object *args, int python)
 		return;
 	}
 	w = tool_wait_new(c, python ? "run_python" : "run_command");
-	w->waiting = 2;
-	perm = json_object_new_object();
-	json_object_object_add(perm, "type",
-	    json_object_new_string("permission_get"));
-	/* Asked beside the run, so that it adds no round trip. */
-	mcp_broker(c, perm, -1, 0, tool_run_permission, w);
 	mcp_broker(c, obj, fd, api_run_timeout_ms(), tool_run_done, w);
 }
 
+/* run_command: a shell command line. */
 static void
 tool_run_command(struct mcp_call *c, struct json_object *args)
 {
 	tool_run(c, args, 0);
 }
 
+/* run_python: Python code on python3's stdin. */
 static void
 tool_run_python(struct mcp_call *c, struct json_object *args)
 {
@@ -698,14 +710,14 @@ tool_read_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
-/* Send a file_* request for a path. */
+/* Send a file_* request (type) of a tool for a path. */
 static void
-tool_file_send(struct mcp_call *c, const char *type, const char *path,
-    struct json_object *obj, int fd, mcp_broker_cb cb)
+tool_file_send(struct mcp_call *c, const char *tool, const char *type,
+    const char *path, struct json_object *obj, int fd, mcp_broker_cb cb)
 {
 	struct tool_wait	*w;
 
-	w = tool_wait_new(c, type);
+	w = tool_wait_new(c, tool);
 	snprintf(w->path, sizeof(w->path), "%s", path);
 	if (obj == NULL)
 		obj = json_object_new_object();
@@ -714,10 +726,11 @@ tool_file_send(struct mcp_call *c, const char *type, const char *path,
 	mcp_broker(c, obj, fd, TOOL_FILE_TIMEOUT_MS, cb, w);
 }
 
+/* read_file: file_read of a path. */
 static void
 tool_read_file(struct mcp_call *c, struct json_object *args)
 {
-	tool_file_send(c, "file_read", json_str(args, "path"), NULL, -1,
+	tool_file_send(c, "read_file", "file_read", json_str(args, "path"), NULL, -1,
 	    tool_read_done);
 }
 
@@ -734,6 +747,7 @@ tool_write_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
+/* write_file: the content, decoded, in a memfd sent with file_write. */
 static void
 tool_write_file(struct mcp_call *c, struct json_object *args)
 {
@@ -767,6 +781,12 @@ tool_write_file(struct mcp_call *c, struct json_object *args)
 			dec--;
 		if (n >= 2 && content[n - 2] == '=')
 			dec--;
+		if (dec < 0) {
+			free(raw);
+			tool_bad_args(c, "Invalid arguments for write_file: "
+			    "\"content\" is not valid base64");
+			return;
+		}
 		fd = api_memfd((char *)raw, dec);
 		len = dec;
 		free(raw);
@@ -780,7 +800,7 @@ tool_write_file(struct mcp_call *c, struct json_object *args)
 	obj = json_object_new_object();
 	json_object_object_add(obj, "size", json_object_new_int64(len));
 	json_object_object_add(obj, "dir", json_object_new_boolean(0));
-	tool_file_send(c, "file_write", json_str(args, "path"), obj, fd,
+	tool_file_send(c, "write_file", "file_write", json_str(args, "path"), obj, fd,
 	    tool_write_done);
 }
 
@@ -820,12 +840,13 @@ tool_list_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
+/* list_files: file_list of a directory ("" for the workspace). */
 static void
 tool_list_files(struct mcp_call *c, struct json_object *args)
 {
 	const char	*path = args != NULL ? json_str(args, "path") : NULL;
 
-	tool_file_send(c, "file_list", path ? path : "", NULL, -1,
+	tool_file_send(c, "list_files", "file_list", path ? path : "", NULL, -1,
 	    tool_list_done);
 }
 
@@ -867,6 +888,7 @@ tool_status_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
+/* status: brokerd's status of the caller. */
 static void
 tool_status(struct mcp_call *c, struct json_object *args)
 {
