@@ -619,6 +619,39 @@ def test_inspector_cli(hg, mcp_dir, tmp_path):
     assert rc != 0 and "auth_required" in (str(out) + err), (rc, out, err)
 
 
+# -- scripts/mcp-deps.sh -------------------------------------------------------
+
+DEAD_REGISTRY = {"npm_config_registry": "http://127.0.0.1:9/",
+                 "npm_config_fetch_retries": "0"}
+
+
+def test_deps_installed_work_offline(mcp_dir):
+    """Once installed, mcp-deps.sh touches no registry: it answers at once
+    with a registry that cannot be reached."""
+    env = dict(os.environ, **DEAD_REGISTRY)
+    r = subprocess.run([os.path.join(hglib.REPO, "scripts", "mcp-deps.sh"),
+                        mcp_dir], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == mcp_dir, r
+    assert "NPM" not in r.stderr, r.stderr
+
+
+def test_deps_fail_clearly_without_the_registry(tmp_path):
+    """A first install that cannot reach the registry fails, saying so;
+    it never leaves a directory that looks installed."""
+    env = dict(os.environ, **DEAD_REGISTRY)
+    env["npm_config_cache"] = str(tmp_path / "cache")
+    dest = str(tmp_path / "mcp")
+    r = subprocess.run([os.path.join(hglib.REPO, "scripts", "mcp-deps.sh"),
+                        dest], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 1, r
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("mcp-deps: npm ci failed") and \
+        "registry must be reachable" in last, r.stderr
+    assert not os.path.exists(os.path.join(dest, ".installed"))
+
+
 # -- a fresh Debian 12: its Node.js 18 and npm 9 -------------------------------
 
 @pytest.fixture(scope="module")
