@@ -63,6 +63,11 @@ function errorOf(e) {
 		out.code = e.code;
 	if (e?.status !== undefined)
 		out.status = e.status;
+	if (e?.cause !== undefined) {
+		// fetch's TypeError("fetch failed") says why only here.
+		out.cause = [e.cause?.code, e.cause?.message ?? String(e.cause)]
+		    .filter(Boolean).join(': ');
+	}
 	if (e?.data !== undefined) {
 		try {
 			out.data = JSON.parse(JSON.stringify(e.data));

@@ -76,11 +76,11 @@ def url(hg):
 class Driver:
     """tests/mcp/driver.mjs running one SDK client ("v1" or "v2")."""
 
-    def __init__(self, mcp_dir, flavour):
+    def __init__(self, mcp_dir, flavour, env=None):
         node = system_node() if flavour == "v1" else NODE22
         self.flavour = flavour
         self.err = tempfile.TemporaryFile()
-        env = dict(os.environ)
+        env = dict(os.environ, **(env or {}))
         env["HG_MCP_TIMEOUT_MS"] = str(STEP_TIMEOUT * 4 * 1000)
         self.p = subprocess.Popen([node, "driver.mjs", flavour],
                                   cwd=mcp_dir, env=env,
@@ -155,8 +155,8 @@ def drivers(mcp_dir):
     """Makes drivers; all closed after the test."""
     made = []
 
-    def make(flavour="v1"):
-        d = Driver(mcp_dir, flavour)
+    def make(flavour="v1", env=None):
+        d = Driver(mcp_dir, flavour, env)
         made.append(d)
         return d
     yield make
@@ -496,6 +496,27 @@ def test_session_survives_hostile_requests(hg, drivers):
     r = d.call("run_command", command="echo still-here")
     assert "still-here" in text_of(r), r
     assert d.ok("notifications")["transportErrors"] == [], info
+
+
+def test_tls_with_the_servers_ca(hostgate_factory, drivers):
+    """Over HTTPS the SDK checks the certificate: a private CA is given with
+    NODE_EXTRA_CA_CERTS (docs/agents.md); without it the connection is
+    refused."""
+    hg = hostgate_factory(tls=True, name="mcptls")
+    tok, _ = token_of(hg.login(*pl.USER))
+    assert url(hg).startswith("https://"), url(hg)
+    env = {"NODE_EXTRA_CA_CERTS": hg.certfile}
+    for flavour in ("v1", "v2"):
+        d = drivers(flavour, env=env)
+        info = d.connect(hg, tok, **({"version": MODERN}
+                                     if flavour == "v2" else {}))
+        assert info["instructions"] == prompt_of(hg, tok), info
+        r = d.call("run_command", command="echo over-tls")
+        assert "over-tls" in text_of(r), r
+    r = drivers("v1", env={"NODE_EXTRA_CA_CERTS": ""}).step(
+        "connect", url=url(hg), token=tok)
+    assert not r["ok"], r
+    assert "certificate" in r["error"].get("cause", "").lower(), r
 
 
 # -- v2 client, 2026-07-28 -----------------------------------------------------
