@@ -25,6 +25,7 @@
 #include "frontd.h"
 
 #define MCP_MAX_SESSIONS	4096
+#define MCP_MAX_TOKEN_SESSIONS	64	/* of one token */
 #define MCP_SESSION_IDLE_MS	(24LL * 3600 * 1000)	/* then forgotten */
 #define MCP_MAX_STREAMS		256
 #define MCP_MAX_BACKLOG		(1024 * 1024)	/* a slower client is dropped */
@@ -57,6 +58,7 @@ struct mcp_stream {
 	char			 mcp_session[33]; /* "" for a listen */
 	char			*sub_id;	/* the listen's raw JSON id */
 	int			 want_prompt;	/* listen: the prompt resource */
+	int			 closing;	/* freed once the output is out */
 	char			 peer[64];
 	TAILQ_ENTRY(mcp_stream)	 entry;
 };
@@ -73,6 +75,7 @@ static struct event		*mcp_heartbeat_ev;
 
 static void	mcp_dispatch(struct mcp_call *);
 static struct json_object *mcp_parse_len(const char *, size_t);
+static void	mcp_session_streams_close(const char *, const char *);
 
 /* Whether s is one of the handshake revisions. */
 static int
@@ -136,22 +139,38 @@ mcp_session_byid(const char *id)
 	return NULL;
 }
 
-/* A new session for a token, in a free slot or the least recently used. */
+/*
+ * A new session for a token, in a free slot or the least recently used
+ * one; past MCP_MAX_TOKEN_SESSIONS of its own, a token's oldest, so that
+ * one agent that keeps initializing cannot push out the others'.
+ */
 static struct mcp_session *
 mcp_session_new(const char *token, const char *version)
 {
-	struct mcp_session	*s = &mcp_sessions[0];
+	struct mcp_session	*s = &mcp_sessions[0], *mine = NULL;
+	struct mcp_session	*empty = NULL;
 	unsigned char		 rnd[16];
-	size_t			 i;
+	size_t			 i, n = 0;
 
 	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
 		if (mcp_sessions[i].id[0] == '\0') {
-			s = &mcp_sessions[i];
-			break;
+			if (empty == NULL)
+				empty = &mcp_sessions[i];
+			continue;
 		}
-		if (mcp_sessions[i].used < s->used)
+		if (mcp_sessions[i].used < s->used || s->id[0] == '\0')
 			s = &mcp_sessions[i];
+		if (strcmp(mcp_sessions[i].token, token) == 0) {
+			n++;
+			if (mine == NULL || mcp_sessions[i].used < mine->used)
+				mine = &mcp_sessions[i];
+		}
 	}
+	if (n >= MCP_MAX_TOKEN_SESSIONS)
+		s = mine;
+	else if (empty != NULL)
+		s = empty;
+	mcp_session_streams_close(s->id, "session forgotten");
 	memset(s, 0, sizeof(*s));
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		fatal("getrandom");
@@ -363,6 +382,9 @@ mcp_call_error(struct mcp_call *c, int code, const char *message,
 	/* 2026-07-28 gives these their HTTP status; earlier ones, 200. */
 	if (c->modern && code == MCP_METHOD_NOT_FOUND)
 		status = 404;
+	/* What has no JSON-RPC answer (a notification, GET, DELETE) fails. */
+	if (c->id == NULL)
+		status = code == MCP_INTERNAL_ERROR ? 503 : 400;
 	mcp_reply(c->req, status, c->id, c->sse, "error",
 	    mcp_error_obj(code, message, data), NULL);
 	mcp_call_free(c);
@@ -632,6 +654,35 @@ mcp_stream_event_cb(struct bufferevent *bev, short what, void *arg)
 	mcp_stream_free(arg, "client closed");
 }
 
+/* A closing stream has sent its last message: now close it. */
+static void
+mcp_stream_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct mcp_stream	*st = arg;
+
+	if (st->closing &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		mcp_stream_free(st, "session ended");
+}
+
+/*
+ * End a stream when its login session ends: a listen gets the result of
+ * its request first (the graceful end of a subscription), then it closes
+ * once that is written.
+ */
+static void
+mcp_stream_end(struct mcp_stream *st)
+{
+	if (st->sub_id != NULL)
+		evbuffer_add_printf(bufferevent_get_output(st->bev), "event: "
+		    "message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":"
+		    "{\"resultType\":\"complete\",\"_meta\":{\"" MCP_META_SUB
+		    "\":%s}}}\n\n", st->sub_id, st->sub_id);
+	st->closing = 1;
+	if (evbuffer_get_length(bufferevent_get_output(st->bev)) == 0)
+		mcp_stream_free(st, "session ended");
+}
+
 /* A stream is one-way: what the client sends is dropped. */
 static void
 mcp_stream_read_cb(struct bufferevent *bev, void *arg)
@@ -653,8 +704,10 @@ mcp_stream_send(struct mcp_stream *st, const char *method,
 			meta = json_object_new_object();
 			json_object_object_add(params, "_meta", meta);
 		}
-		json_object_object_add(meta, MCP_META_SUB,
-		    json_tokener_parse(st->sub_id));
+		/* The listen's id as it came: a huge integer stays exact. */
+		json_object_object_add(meta, MCP_META_SUB, st->sub_id[0] ==
+		    '"' ? json_tokener_parse(st->sub_id) :
+		    json_object_new_double_s(0, st->sub_id));
 	}
 	evbuffer_add_printf(bufferevent_get_output(st->bev), "event: message\n"
 	    "data: {\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":%s}\n\n",
@@ -747,8 +800,8 @@ mcp_stream_open(struct mcp_call *c, struct ipc_msg *m, void *arg)
 			fatalx("%s: event_new", __func__);
 		evtimer_add(mcp_heartbeat_ev, &tv);
 	}
-	bufferevent_setcb(bev, mcp_stream_read_cb, NULL, mcp_stream_event_cb,
-	    st);
+	bufferevent_setcb(bev, mcp_stream_read_cb, mcp_stream_write_cb,
+	    mcp_stream_event_cb, st);
 	bufferevent_enable(bev, EV_READ | EV_WRITE);
 	log_debug("%s: MCP stream of %s opened", peer, user);
 	c->req = NULL;
@@ -1537,8 +1590,10 @@ mcp_deliver(struct json_object *ev)
 		if (strcmp(st->user, user) != 0 || (session != NULL &&
 		    strcmp(session, st->session) != 0))
 			continue;
+		if (st->closing)
+			continue;
 		if (ended) {
-			mcp_stream_free(st, "session ended");
+			mcp_stream_end(st);
 			continue;
 		}
 		if (evbuffer_get_length(bufferevent_get_output(st->bev)) >

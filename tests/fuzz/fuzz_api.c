@@ -45,6 +45,18 @@ fuzz_own_reply(const char *op)
 	    strcmp(op, "logout") == 0 || strcmp(op, "run") == 0;
 }
 
+/* Whether a request is for /mcp, which answers in JSON-RPC (fuzz_mcp). */
+static int
+fuzz_is_mcp(const uint8_t *req, size_t len)
+{
+	const uint8_t	*sp;
+
+	if (req == NULL || (sp = memchr(req, ' ', len)) == NULL ||
+	    (size_t)(sp - req) + 5 > len)
+		return 0;
+	return memcmp(sp + 1, "/mcp", 4) == 0;
+}
+
 /*
  * Check an answer with a body for brokerd's reply (len bytes): when frontd
  * passed the result on, the body must be that result.
@@ -135,7 +147,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	got = fh_read(fd, buf, sizeof(buf));
 	if (fh_call.pending) {
 		snprintf(op, sizeof(op), "%s", json_str(fh_call.obj, "type"));
-		own = fuzz_own_reply(op);
+		own = fuzz_own_reply(op) || fuzz_is_mcp(req, reqlen);
 		fh_answer((const char *)reply, replylen, fds, nfds);
 		nfds = 0;
 		got = fh_read(fd, buf, sizeof(buf));

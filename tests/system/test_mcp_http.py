@@ -606,3 +606,73 @@ def test_mode_change_notifies(hg, alice):
     assert prompt["mode"] == "direct" and text == prompt["prompt"], prompt
     doc = s.call("resources/read", {"uri": "hostgate://sandbox/prompt"})
     assert doc["result"]["contents"][0]["text"] == text, doc
+
+
+def test_listen_huge_id(hg, token):
+    """A listen's id, a 100-bit integer, is its subscription id exactly;
+    a listen that names no resource of ours is acknowledged with an empty
+    filter."""
+    huge = 2 ** 100 + 7
+    body = json.dumps(rpc(huge, "subscriptions/listen", meta({
+        "notifications": {"toolsListChanged": True,
+                          "resourceSubscriptions": ["file:///x"]}}))).encode()
+    st = Stream(hg, "POST", {
+        "Accept": ACCEPT, "Content-Type": "application/json",
+        "Authorization": "Bearer " + token, "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen"}, body)
+    try:
+        assert st.status == 200, st.headers
+        assert st.headers["content-type"].startswith("text/event-stream")
+        ack = st.message()
+        assert ack["method"] == "notifications/subscriptions/acknowledged"
+        assert ack["params"]["_meta"][
+            "io.modelcontextprotocol/subscriptionId"] == huge, ack
+        assert ack["params"]["notifications"] == {}, ack
+    finally:
+        st.close()
+
+
+def test_sessions_per_token(hg):
+    """A token keeps at most 64 sessions: its 65th initialize forgets its
+    oldest (404), not another token's."""
+    mine = hg.hgctl_json("token", "create", pl.USER[0])["token"]
+    other = Legacy(hg, hg.hgctl_json("token", "create", pl.USER[0])["token"])
+    first = Legacy(hg, mine)
+    rest = [Legacy(hg, mine) for _ in range(64)]
+    assert first.send(rpc(1, "ping")).status == 404
+    assert rest[0].call("ping")["result"] == {}
+    assert rest[-1].call("ping")["result"] == {}
+    assert other.call("ping")["result"] == {}
+
+
+def test_logout_ends_streams(hg):
+    """The logout of the token's session ends its streams: a listen gets
+    the result of its request (a graceful end), a GET stream closes."""
+    bob = hg.login(*pl.USER)
+    tok = pl.mint_token(bob)
+    s = Legacy(hg, tok)
+    get = Stream(hg, "GET", dict(s.headers(), **{
+        "Accept": "text/event-stream", "Authorization": "Bearer " + tok}))
+    body = json.dumps(rpc(41, "subscriptions/listen", meta({
+        "notifications": {}}))).encode()
+    listen = Stream(hg, "POST", {
+        "Accept": ACCEPT, "Content-Type": "application/json",
+        "Authorization": "Bearer " + tok, "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen"}, body)
+    try:
+        assert get.status == 200 and listen.status == 200
+        assert listen.message()["method"] == \
+            "notifications/subscriptions/acknowledged"
+        assert bob.post("/api/logout").status == 200
+        end = listen.message()
+        assert end["id"] == 41 and end["result"]["resultType"] == \
+            "complete", end
+        assert end["result"]["_meta"][
+            "io.modelcontextprotocol/subscriptionId"] == 41, end
+        assert listen._until(b"\n\n") is None   # then it closes
+        assert get._until(b"\n\n") is None
+    finally:
+        get.close()
+        listen.close()
+    # The token went with the session.
+    assert s.send(rpc(2, "ping")).status == 401
