@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import tempfile
 import time
-import urllib.parse
 
 import pytest
 
