@@ -16,7 +16,14 @@
 
 #include "brokerd.h"
 
-#define FILES_TIMEOUT_MS	120000	/* sandboxd writing a large file */
+/*
+ * How long sandboxd may take: its own limit (30 s, and 1 ms per 8 KiB a
+ * write carries, at most 6 hours: sandboxd/files.c) and a grace.
+ */
+#define FILES_TIMEOUT_MS	30000
+#define FILES_BYTES_PER_MS	8192
+#define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000LL)
+#define FILES_GRACE_MS		10000
 
 #define FILES_READ_ONLY	"this session's permission is read-only: the " \
 	"workspace cannot be changed; ask an admin to switch the session to " \
@@ -239,6 +246,7 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	const char		*path = json_str(m->obj, "path");
 	char			 why[300], esc[LOG_ESCAPE_MAX];
 	int64_t			 size = 0;
+	int64_t			 ms;
 	int			 fd = -1, wait;
 
 	json_int(m->obj, "size", &size);
@@ -328,9 +336,12 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 		json_object_object_add(req, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
 	log_debug("file %s by %s: \"%s\"", op, id->user->name, esc);
+	ms = FILES_TIMEOUT_MS + size / FILES_BYTES_PER_MS;
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;
 	/* sandboxd's link died under us: answered as no answer. */
 	if (ipc_request(sp, req, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
-	    FILES_TIMEOUT_MS, files_done, w) == -1)
+	    (int)(ms + FILES_GRACE_MS), files_done, w) == -1)
 		files_done(sp, NULL, w);
 }
 

@@ -24,7 +24,14 @@
 #define FILES_PREFIX		"/api/files/"
 #define FILES_PATH_MAX		4096	/* bytes of a decoded path */
 #define FILES_NAME_MAX		255	/* bytes of one component */
-#define FILES_TIMEOUT_MS	150000	/* brokerd's own is shorter */
+/*
+ * How long brokerd may take: sandboxd's limit (30 s, and 1 ms per 8 KiB of
+ * a write, at most 6 hours), brokerd's grace beyond it, and one more.
+ */
+#define FILES_TIMEOUT_MS	30000
+#define FILES_BYTES_PER_MS	8192
+#define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000LL)
+#define FILES_GRACE_MS		20000
 
 /* A file request waiting for brokerd. */
 struct files_call {
@@ -317,6 +324,7 @@ files_send(struct http_request *req, struct files_call *c,
     struct json_object *obj, int fd)
 {
 	struct ipc_peer	*broker;
+	long long	 ms;
 
 	json_object_object_add(obj, "client", json_object_new_string(req->peer));
 	api_add_auth(req, obj);
@@ -335,9 +343,13 @@ files_send(struct http_request *req, struct files_call *c,
 		    "the request's credentials are too large", NULL);
 		return;
 	}
+	ms = FILES_TIMEOUT_MS + (long long)req->body_len / FILES_BYTES_PER_MS;
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;
 	req->pending = c;
 	if (ipc_request(broker, obj, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
-	    FILES_TIMEOUT_MS, files_reply, c) == -1 && req->pending == c) {
+	    (int)(ms + FILES_GRACE_MS), files_reply, c) == -1 &&
+	    req->pending == c) {
 		/* The link died under us; the callback did not run. */
 		req->pending = NULL;
 		free(c);
