@@ -308,7 +308,7 @@ export class TerminalsView {
     this.filesBtn = h(
       'button',
       {
-        class: 'btn btn-small',
+        class: 'btn btn-small files-toggle',
         type: 'button',
         id: 'files-toggle',
         title: 'Files of your workspace',
@@ -327,13 +327,9 @@ export class TerminalsView {
       h(
         'aside',
         { class: 'term-side', attrs: { 'aria-label': 'Your terminals' } },
-        h(
-          'div',
-          { class: 'term-side-head' },
-          h('h2', { class: 'side-title', text: 'Terminals' }),
-          h('div', { class: 'term-side-actions' }, newBtn, this.filesBtn),
-        ),
+        h('div', { class: 'term-side-head' }, h('h2', { class: 'side-title', text: 'Terminals' }), newBtn),
         this.listEl,
+        h('div', { class: 'term-side-foot' }, this.filesBtn),
       ),
       h(
         'section',
