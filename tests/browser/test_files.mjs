@@ -203,6 +203,17 @@ export default async function ({ main, users, newPage, shot, hostgate }) {
   const dlBytes = fs.readFileSync(await dl.path());
   check(dlBytes.equals(bin2), `downloaded bytes: ${dlBytes.length}`);
 
+  // The same name again: replaced only after a confirmation.
+  const text1b = Buffer.from('second version\n');
+  await chooseFiles(page, [{ name: 'up1.txt', mimeType: 'text/plain', buffer: text1b }]);
+  await page.locator('[role=alertdialog]').waitFor();
+  check(/Replace "up1\.txt"/.test(await page.locator('.dialog-title').textContent()), 'asks before replacing');
+  await page.click('[role=alertdialog] [data-action=confirm]');
+  const replaced = await waitUpload(page, 'up1.txt', 'done');
+  check(/replaced/.test(replaced[3]), `the row says replaced: ${replaced[3]}`);
+  got = await serverBytes(api, 'd/up1.txt');
+  check(got.body.equals(text1b), `up1.txt replaced on the server: ${got.body}`);
+
   // Delete asks first: Cancel keeps the file, Delete removes it.
   await (await row(page, 'dropped.txt')).locator('.file-delete').click();
   await page.locator('[role=alertdialog]').waitFor();
