@@ -57,9 +57,9 @@ B	 = build-san
 endif
 
 COMMON	= log config ipc proto priv util proc
-FRONTD	= frontd http api tls ws static sse jail
+FRONTD	= frontd http api tls ws static sse jail files
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store
+	  mode events admin prompt audit ttl recording store files
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk
@@ -257,7 +257,7 @@ FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
 # A fixed clock and random stream, no disk flushes (fuzz_det.c).
 FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
 FZ_FRONT  = tests/fuzz/front_harness.c common/proto.c frontd/http.c frontd/tls.c \
-	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c
+	  frontd/api.c frontd/ws.c frontd/sse.c frontd/static.c frontd/files.c
 FUZZ_SRC_fuzz_http    = frontd/http.c frontd/tls.c
 FUZZ_SRC_fuzz_config  =
 FUZZ_SRC_fuzz_policy  = sandboxd/policy.c

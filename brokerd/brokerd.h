@@ -304,6 +304,14 @@ struct json_object *sandbox_containment_json(void);
 struct json_object *sandbox_backend_raw(void);
 struct json_object *sandbox_containment_raw(void);
 
+/* files.c */
+void	 files_init(struct config *);
+void	 files_read(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 files_list(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 files_write(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 files_delete(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 files_front_gone(struct ipc_peer *);
+
 /* audit.c */
 #define AUDIT_LINE_MAX	(64 * 1024)	/* a longer line is a bad record */
 /*

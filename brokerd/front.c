@@ -71,6 +71,10 @@ static const struct front_op front_ops[] = {
 	{ "permission_get", NEED_IDENT,			front_permission_get },
 	{ "permission_set", NEED_SESSION | NEED_CSRF,	front_permission_set },
 	{ "run",	NEED_ANY_CSRF,			spawn_run },
+	{ "file_read",	NEED_IDENT,			files_read },
+	{ "file_list",	NEED_IDENT,			files_list },
+	{ "file_write",	NEED_ANY_CSRF,			files_write },
+	{ "file_delete", NEED_ANY_CSRF,			files_delete },
 	{ "terminal_create", NEED_ANY_CSRF,		spawn_terminal_create },
 	{ "terminal_list", NEED_IDENT,			spawn_terminal_list },
 	{ "terminal_attach", NEED_IDENT,		spawn_terminal_attach },
@@ -803,6 +807,7 @@ front_closed(struct ipc_peer *p)
 			fp->peer = NULL;
 	sandbox_front_gone(p);
 	spawn_front_gone(p);
+	files_front_gone(p);
 	recording_peer_closed(p);
 }
 
@@ -891,6 +896,7 @@ front_init(struct event_base *base, struct config *conf, uid_t front_uid,
 {
 	front_conf = conf;
 	spawn_init(conf);
+	files_init(conf);
 	admin_init(conf);
 	front_rl_user = rl_new(conf->login_rate, conf->login_burst, 10000);
 	front_rl_addr = rl_new(conf->login_rate, conf->login_burst, 10000);

@@ -107,6 +107,44 @@ static const struct proto_field f_run[] = {
 	F_OBJ("env", O, NULL),
 	F_END
 };
+/* The workspace file API: a path relative to the workspace, "" its root. */
+static const struct proto_field f_file_path[] = {
+	FRONT_COMMON, F_PATH("path", R, 4096), F_END
+};
+static const struct proto_field f_file_write[] = {
+	FRONT_COMMON,
+	F_PATH("path", R, 4096),
+	F_INT("size", R, 0, I64_MAX),
+	F_BOOL("dir", O),
+	F_END
+};
+/* What every file reply carries: the session's current constraints. */
+#define FILE_REPLY \
+	F_PATH("path", R, 4096), \
+	F_STR("mode", R, 1, 16), \
+	F_STR("permission", R, 1, 64)
+static const struct proto_field r_file_read[] = {
+	FILE_REPLY,
+	F_INT("size", R, 0, I64_MAX),
+	F_INT("mtime", R, -I64_MAX, I64_MAX),
+	F_END
+};
+static const struct proto_field r_file_list[] = {
+	FILE_REPLY,
+	F_INT("count", R, 0, I64_MAX),
+	F_BOOL("truncated", R),
+	F_END
+};
+static const struct proto_field r_file_write[] = {
+	FILE_REPLY,
+	F_INT("size", O, 0, I64_MAX),
+	F_INT("mtime", O, -I64_MAX, I64_MAX),
+	F_BOOL("created", R),
+	F_END
+};
+static const struct proto_field r_file_delete[] = {
+	FILE_REPLY, F_BOOL("deleted", R), F_END
+};
 static const struct proto_field f_terminal_create[] = {
 	FRONT_COMMON, F_INT("cols", O, 2, 1000), F_INT("rows", O, 2, 1000),
 	F_END
@@ -183,6 +221,18 @@ static const struct proto_field f_spawn[] = {
 	F_INT("deadline_ms", O, 0, I64_MAX),
 	F_END
 };
+/* A workspace file operation (sandboxd/files.c), path relative to it. */
+static const struct proto_field f_file[] = {
+	F_STR("op", R, 1, 16),
+	F_USER("user", R),
+	F_PATH("path", R, 4096),
+	F_INT("size", O, 0, I64_MAX),
+	F_INT("uid", O, 0, UID_MAX),
+	F_INT("gid", O, 0, UID_MAX),
+	F_HEX("session", O, 32),
+	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
+	F_END
+};
 static const struct proto_field f_proc[] = {
 	F_HEX("proc", R, 16), F_HEX("request_id", O, LOG_REQUEST_ID_LEN), F_END
 };
@@ -226,6 +276,15 @@ static const struct proto_field r_spawn[] = {
 	F_STR("backend", O, 0, 64),
 	F_STR("sha256", O, 0, 64),
 	F_OBJ("container", O, NULL),
+	F_END
+};
+static const struct proto_field r_file[] = {
+	F_INT("size", O, 0, I64_MAX),
+	F_INT("mtime", O, -I64_MAX - 1, I64_MAX),
+	F_BOOL("created", O),
+	F_INT("count", O, 0, I64_MAX),
+	F_BOOL("truncated", O),
+	F_BOOL("deleted", O),
 	F_END
 };
 static const struct proto_field r_killed[] = {
@@ -320,6 +379,23 @@ const struct proto_msg proto_msgs[] = {
 	    "memfd, sealed against write, grow and shrink (+ CSRF for "
 	    "cookies): the command's result with stdout and stderr as two "
 	    "memfds" },
+	{ "file_read", FB, PM_IDENT, f_file_path, r_file_read,
+	    "a workspace file (sandboxd resolves `path` beneath the workspace, "
+	    "as the user): `{path, size, mtime, mode, permission}` with the "
+	    "file as an O_RDONLY fd" },
+	{ "file_list", FB, PM_IDENT, f_file_path, r_file_list,
+	    "a workspace directory's listing: `{path, count, truncated, mode, "
+	    "permission}` with a memfd holding the listing JSON object (the "
+	    "HTTP body of `GET /api/files/{dir}/`)" },
+	{ "file_write", FB, PM_IDENT | PM_FDS, f_file_write, r_file_write,
+	    "write a workspace file atomically from the content memfd of "
+	    "exactly `size` bytes, or with `dir` make a directory (+ CSRF for "
+	    "cookies; refused under read-only; audited): `{path, size, mtime, "
+	    "created, mode, permission}`" },
+	{ "file_delete", FB, PM_IDENT, f_file_path, r_file_delete,
+	    "delete a file, a symlink or an empty directory of the workspace "
+	    "(+ CSRF for cookies; refused under read-only; audited): `{path, "
+	    "deleted, mode, permission}`" },
 	{ "terminal_create", FB, PM_IDENT, f_terminal_create, NULL,
 	    "a terminal (+ CSRF for cookies): `{id, mode, backend}`" },
 	{ "terminal_list", FB, PM_IDENT | PM_RAW, f_front, NULL,
@@ -393,6 +469,12 @@ const struct proto_msg proto_msgs[] = {
 	    "timed_out, oom, duration_ms, stdout_len, stderr_len, mode, "
 	    "backend, sha256}` with two memfds; terminals at once `{id, mode, "
 	    "backend}`" },
+	{ "file", BS, PM_FDS, f_file, r_file,
+	    "a workspace file operation as the user's uid (`op` read, list, "
+	    "write with the content memfd of `size` bytes, mkdir, delete): "
+	    "read `{size, mtime}` with the file's fd, list `{count, "
+	    "truncated}` with a memfd of the listing, write and mkdir "
+	    "`{size, mtime, created}`, delete `{deleted}`" },
 	{ "attach", BS, 0, f_proc, NULL,
 	    "`{}` with a dup of the terminal's pty master" },
 	{ "hangup", BS, 0, f_proc, NULL,

@@ -1012,6 +1012,10 @@ api_handle(struct http_request *req, void *arg)
 		static_serve(req);
 		return;
 	}
+	if (strncmp(req->path, "/api/files/", 11) == 0) {
+		files_handle(req);
+		return;
+	}
 	is_get = strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0;
 	allow[0] = '\0';

@@ -321,6 +321,8 @@ main(int argc, char *argv[])
 	    api_handle, NULL)) == NULL)
 		fatalx("http_server_new");
 	http_server_set_limits(server, &limits);
+	files_init(&conf);
+	http_server_set_spool(server, files_spool);
 
 	priv_seccomp(&plan);
 	log_info("frontd %s listening on %s (%s)", HG_VERSION, bound,

@@ -50,6 +50,7 @@ struct http_request {
 	struct http_headers	 headers;
 	char			*body;		/* NUL-terminated, may be NULL */
 	size_t			 body_len;
+	int			 body_fd;	/* a spooled body's memfd, or -1 */
 	long			 content_length; /* -1 when absent */
 	int			 keep_alive;
 	int			 tls;
@@ -62,6 +63,11 @@ struct http_request {
 };
 
 typedef void (*http_handler)(struct http_request *, void *);
+/*
+ * Asked when a request's head is complete: 1 (and *cap, -1 for none) when
+ * its body goes to a sealed memfd, req->body_fd, instead of the heap.
+ */
+typedef int (*http_spool_fn)(struct http_request *, long *cap);
 
 /* http.c */
 /*
@@ -92,12 +98,23 @@ struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
 void	 http_server_set_limits(struct http_server *,
 	    const struct http_limits *);
 /*
+ * Spool the bodies the hook picks into memfds as they arrive: 411 without
+ * Content-Length, 413 over the cap before any of it is read.
+ */
+void	 http_server_set_spool(struct http_server *, http_spool_fn);
+/*
  * Answer a request. extra is NULL or more header lines, each ending in
  * "\r\n". The request is freed after this call (or now, when its client
  * has gone). Security headers and Content-Length are added here.
  */
 void	 http_reply(struct http_request *, int status, const char *ctype,
 	    const void *body, size_t len, const char *extra);
+/*
+ * As http_reply with a body of len bytes read from fd (taken) as the
+ * output drains: frontd's memory stays bounded whatever the size.
+ */
+void	 http_reply_fd(struct http_request *, int status, const char *ctype,
+	    int fd, size_t len, const char *extra);
 /* As http_reply with a JSON body; takes ownership of obj. */
 void	 http_reply_json(struct http_request *, int status,
 	    struct json_object *obj, const char *extra);
@@ -133,6 +150,13 @@ int	 api_broker_failed(struct http_request *, struct ipc_msg *);
 struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */
 void	 api_add_auth(struct http_request *, struct json_object *);
+
+/* files.c */
+void	 files_init(struct config *);
+/* Whether a request's body is spooled to a memfd (PUT /api/files/...). */
+int	 files_spool(struct http_request *, long *cap);
+/* GET, HEAD, PUT and DELETE /api/files/...: the workspace's files. */
+void	 files_handle(struct http_request *);
 
 /* jail.c */
 /*

@@ -28,12 +28,14 @@
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,11 +55,14 @@
 #define HTTP_MAX_TARGET		8192	/* longest request target, bytes */
 #define HTTP_LINGER_TIMEOUT	2	/* seconds to drain an unread body */
 #define HTTP_WRITE_TIMEOUT	HTTP_IDLE_TIMEOUT /* seconds without progress */
+#define HTTP_FILE_CHUNK		(64 * 1024)	/* one read of a file body */
+#define HTTP_FILE_QUEUE		(256 * 1024)	/* of it in the output, at most */
 
 enum http_conn_state {
 	HTTP_HEAD,		/* reading a request head */
 	HTTP_BODY,		/* reading a Content-Length body */
 	HTTP_HANDLER,		/* the handler has the request */
+	HTTP_FILE,		/* sending a reply's body from a file */
 	HTTP_CLOSING,		/* flushing the last reply */
 	HTTP_LINGER,		/* discarding what the client still sends */
 };
@@ -90,6 +95,7 @@ struct http_server {
 	struct http_limits	 limits;
 	http_handler		 handler;
 	void			*arg;
+	http_spool_fn		 spool;		/* NULL: no body spooled */
 	int			 nconns;	/* counted against the limits */
 	int			 nrefusing;	/* being answered 503, uncounted */
 	int			 paused;	/* at HTTP_MAX_REFUSING */
@@ -113,6 +119,9 @@ struct http_conn {
 	int			 refusing;	/* over a limit: a 503, then close */
 	int			 linger;	/* drain the input, then close */
 	int			 tls;
+	int			 file_fd;	/* HTTP_FILE: read, then closed */
+	off_t			 file_off, file_left;
+	int			 file_keep;	/* keep-alive after it */
 	char			 peer[64];
 	char			 key[64];	/* its address, or IPv6 /64 */
 	TAILQ_ENTRY(http_conn)	 sentry;	/* in server->quiet */
@@ -130,6 +139,9 @@ static int	http_taken;
 static const char *http_parse_reason = "malformed request";
 
 static const char http_continue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+static void	http_reply_send(struct http_request *, int, const char *,
+		    const void *, size_t, const char *, int);
 
 /* Record why a head is refused; returns minus its status. */
 static int
@@ -505,6 +517,7 @@ http_request_init(struct http_request *req)
 	memset(req, 0, sizeof *req);
 	TAILQ_INIT(&req->headers);
 	req->content_length = -1;
+	req->body_fd = -1;
 }
 
 /*
@@ -516,6 +529,8 @@ http_request_clear(struct http_request *req)
 {
 	http_request_clear_head(req);
 	free(req->body);
+	if (req->body_fd != -1)
+		close(req->body_fd);
 	http_request_init(req);
 }
 
@@ -626,6 +641,8 @@ http_error_code(int status)
 		return ("timeout");
 	case 503:
 		return (ERR_UNAVAILABLE);
+	case 507:
+		return (ERR_NO_SPACE);
 	}
 	return (ERR_BAD_REQUEST);
 }
@@ -822,6 +839,8 @@ http_conn_free(struct http_conn *conn)
 		else
 			http_request_free(conn->req);
 	}
+	if (conn->file_fd != -1)
+		close(conn->file_fd);
 	http_conn_uncount(conn);
 	bufferevent_free(conn->bev);
 	event_free(conn->timer);
@@ -968,10 +987,84 @@ http_reply_direct(struct http_conn *conn, int keep, struct iovec *iov)
 	}
 }
 
+/*
+ * Queue more of a file body (HTTP_FILE), HTTP_FILE_CHUNK at a time, up to
+ * HTTP_FILE_QUEUE in the output: the write callback asks for more as it
+ * drains, so a large file never sits in memory. At its end the
+ * connection goes on as after any reply; a file that shrank under us
+ * ends the connection (its Content-Length can no longer be kept).
+ */
+static void
+http_conn_file(struct http_conn *conn)
+{
+	struct evbuffer		*out = bufferevent_get_output(conn->bev);
+	struct evbuffer_iovec	 vec;
+	ssize_t			 n;
+	size_t			 want;
+	int			 keep;
+
+	while (conn->file_left > 0 &&
+	    evbuffer_get_length(out) < HTTP_FILE_QUEUE) {
+		want = conn->file_left < HTTP_FILE_CHUNK ?
+		    (size_t)conn->file_left : HTTP_FILE_CHUNK;
+		if (evbuffer_reserve_space(out, want, &vec, 1) < 1)
+			fatalx("%s: evbuffer_reserve_space", __func__);
+		do
+			n = pread(conn->file_fd, vec.iov_base, want,
+			    conn->file_off);
+		while (n == -1 && errno == EINTR);
+		if (n <= 0) {
+			if (n == -1)
+				log_warn("%s: reading a file body", conn->peer);
+			else
+				log_warnx("%s: a file body ended %lld bytes "
+				    "early; closing", conn->peer,
+				    (long long)conn->file_left);
+			vec.iov_len = 0;
+			evbuffer_commit_space(out, &vec, 1);
+			conn->file_left = 0;
+			conn->file_keep = 0;
+			break;
+		}
+		vec.iov_len = (size_t)n;
+		if (evbuffer_commit_space(out, &vec, 1) == -1)
+			fatalx("%s: evbuffer_commit_space", __func__);
+		conn->file_off += n;
+		conn->file_left -= n;
+	}
+	if (conn->file_left > 0)
+		return;
+	close(conn->file_fd);
+	conn->file_fd = -1;
+	bufferevent_setwatermark(conn->bev, EV_WRITE, 0, 0);
+	keep = conn->file_keep && !conn->linger && !(conn->eof &&
+	    evbuffer_get_length(bufferevent_get_input(conn->bev)) == 0);
+	http_conn_next(conn, keep);
+}
+
 /* Answer a request; see frontd.h. */
 void
 http_reply(struct http_request *req, int status, const char *ctype,
     const void *body, size_t len, const char *extra)
+{
+	http_reply_send(req, status, ctype, body, len, extra, -1);
+}
+
+/* Answer a request with a body of len bytes read from fd; see frontd.h. */
+void
+http_reply_fd(struct http_request *req, int status, const char *ctype,
+    int fd, size_t len, const char *extra)
+{
+	http_reply_send(req, status, ctype, NULL, len, extra, fd);
+}
+
+/*
+ * http_reply and http_reply_fd: the head, and the body from memory, or
+ * (fd not -1, taken) from fd as the output drains.
+ */
+static void
+http_reply_send(struct http_request *req, int status, const char *ctype,
+    const void *body, size_t len, const char *extra, int fd)
 {
 	struct http_conn	*conn = req->conn;
 	struct evbuffer		*out;
@@ -983,6 +1076,8 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	if (conn == NULL) {
 		log_debug("%s: client gone, reply %d dropped", req->peer,
 		    status);
+		if (fd != -1)
+			close(fd);
 		/* 499, as nginx logs a client that closed first. */
 		http_access_log(req, 499, 0);
 		http_request_free(req);
@@ -1027,9 +1122,13 @@ http_reply(struct http_request *req, int status, const char *ctype,
 		fatalx("%s: head too long", __func__);
 	hlen = (size_t)(hp - head);
 	xlen = extra != NULL ? strlen(extra) : 0;
-	if (body == NULL || status == 204 || status == 304 ||
+	if ((body == NULL && fd == -1) || status == 204 || status == 304 ||
 	    strcmp(req->method, "HEAD") == 0)
 		len = 0;
+	if (fd != -1 && len == 0) {
+		close(fd);
+		fd = -1;
+	}
 	out = bufferevent_get_output(conn->bev);
 	iov[0].iov_base = head;
 	iov[0].iov_len = hlen;
@@ -1038,7 +1137,7 @@ http_reply(struct http_request *req, int status, const char *ctype,
 	iov[2].iov_base = (void *)"\r\n";
 	iov[2].iov_len = 2;
 	iov[3].iov_base = (void *)body;
-	iov[3].iov_len = len;
+	iov[3].iov_len = fd == -1 ? len : 0;
 	http_reply_direct(conn, keep, iov);
 	if (evbuffer_expand(out, iov[0].iov_len + iov[1].iov_len +
 	    iov[2].iov_len + iov[3].iov_len) == -1)
@@ -1054,6 +1153,18 @@ http_reply(struct http_request *req, int status, const char *ctype,
 		http_access_log(req, status, sent);
 	conn->req = NULL;
 	http_request_free(req);
+	if (fd != -1) {
+		conn->state = HTTP_FILE;
+		conn->file_fd = fd;
+		conn->file_off = 0;
+		conn->file_left = (off_t)len;
+		conn->file_keep = keep;
+		/* Asked for more while a quarter of the queue is left. */
+		bufferevent_setwatermark(conn->bev, EV_WRITE,
+		    HTTP_FILE_QUEUE / 4, 0);
+		http_conn_file(conn);
+		return;
+	}
 	http_conn_next(conn, keep);
 }
 
@@ -1122,6 +1233,99 @@ http_conn_dispatch(struct http_conn *conn)
 	server->handler(conn->req, server->arg);
 }
 
+/*
+ * Move what has arrived of a spooled body into its memfd; once complete,
+ * seal it (write, grow, shrink), rewind it and pass the request on.
+ */
+static void
+http_conn_spool(struct http_conn *conn)
+{
+	struct evbuffer		*in = bufferevent_get_input(conn->bev);
+	struct http_request	*req = conn->req;
+	size_t			 need = (size_t)req->content_length, have;
+	int			 n;
+
+	while ((have = evbuffer_get_length(in)) > 0 && req->body_len < need) {
+		if (have > need - req->body_len)
+			have = need - req->body_len;
+		if ((n = evbuffer_write_atmost(in, req->body_fd, have)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			log_warn("%s: spooling a request body", conn->peer);
+			http_conn_refuse(conn, 507, "no room left for the "
+			    "upload in frontd's memory", NULL);
+			return;
+		}
+		req->body_len += (size_t)n;
+	}
+	if (req->body_len < need) {
+		if (conn->eof) {
+			http_conn_end(conn, "closed in the middle of a body");
+			return;
+		}
+		http_conn_timer(conn, HTTP_IDLE_TIMEOUT);
+		return;
+	}
+	if (fcntl(req->body_fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW |
+	    F_SEAL_WRITE | F_SEAL_SEAL) == -1 ||
+	    lseek(req->body_fd, 0, SEEK_SET) == -1) {
+		log_warn("%s: sealing a request body", conn->peer);
+		http_conn_refuse(conn, 500, "cannot seal the upload", NULL);
+		return;
+	}
+	http_conn_dispatch(conn);
+}
+
+/* Tell a client that waits for it (curl does) to send its body. */
+static void
+http_conn_continue(struct http_conn *conn)
+{
+	struct evbuffer		*in = bufferevent_get_input(conn->bev);
+	struct http_request	*req = conn->req;
+	const char		*expect;
+
+	if (req->minor != 1 || conn->eof ||
+	    evbuffer_get_length(in) >= (size_t)req->content_length)
+		return;
+	expect = http_header(req, "Expect");
+	if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
+		bufferevent_write(conn->bev, http_continue,
+		    sizeof http_continue - 1);
+}
+
+/*
+ * A request whose route spools its body (the server's spool hook said so
+ * at head time): Content-Length required (411), at most cap bytes (413,
+ * before any of it is read; cap -1: no cap), into a memfd.
+ */
+static void
+http_conn_spool_start(struct http_conn *conn, long cap)
+{
+	struct http_request	*req = conn->req;
+	char			 msg[128];
+
+	if (req->content_length == -1) {
+		http_conn_refuse(conn, 411, "an upload needs a Content-Length",
+		    NULL);
+		return;
+	}
+	if (cap >= 0 && req->content_length > cap) {
+		snprintf(msg, sizeof msg, "upload larger than %ld bytes "
+		    "(HOSTGATE_MAX_UPLOAD_BYTES)", cap);
+		http_conn_refuse(conn, 413, msg, NULL);
+		return;
+	}
+	if ((req->body_fd = memfd_create("upload", MFD_CLOEXEC |
+	    MFD_ALLOW_SEALING)) == -1) {
+		log_warn("%s: memfd_create", conn->peer);
+		http_conn_refuse(conn, 503, "cannot hold the upload now", NULL);
+		return;
+	}
+	http_conn_continue(conn);
+	conn->state = HTTP_BODY;
+	http_conn_spool(conn);
+}
+
 /* Collect the body; pass the request on once it is complete. */
 static void
 http_conn_body(struct http_conn *conn)
@@ -1130,6 +1334,10 @@ http_conn_body(struct http_conn *conn)
 	struct http_request	*req = conn->req;
 	size_t			 need = (size_t)req->content_length;
 
+	if (req->body_fd != -1) {
+		http_conn_spool(conn);
+		return;
+	}
 	if (evbuffer_get_length(in) < need) {
 		if (conn->eof) {
 			http_conn_end(conn, "closed in the middle of a body");
@@ -1154,6 +1362,7 @@ http_conn_head(struct http_conn *conn)
 	unsigned char		*p;
 	char			 msg[128];
 	size_t			 len, skip;
+	long			 cap;
 	int			 rc;
 
 	if ((len = evbuffer_get_length(in)) > HTTP_MAX_HEAD)
@@ -1206,6 +1415,10 @@ http_conn_head(struct http_conn *conn)
 	evbuffer_drain(in, rc);
 	conn->scanned = 0;
 
+	if (conn->server->spool != NULL && conn->server->spool(req, &cap)) {
+		http_conn_spool_start(conn, cap);
+		return;
+	}
 	if (req->content_length > conn->server->max_body) {
 		snprintf(msg, sizeof msg, "request body larger than %ld bytes",
 		    conn->server->max_body);
@@ -1216,15 +1429,7 @@ http_conn_head(struct http_conn *conn)
 		http_conn_dispatch(conn);
 		return;
 	}
-	if (req->minor == 1 && evbuffer_get_length(in) <
-	    (size_t)req->content_length && !conn->eof) {
-		const char	*expect = http_header(req, "Expect");
-
-		/* Tell a client that waits (curl does) to send the body. */
-		if (expect != NULL && strcasecmp(expect, "100-continue") == 0)
-			bufferevent_write(conn->bev, http_continue,
-			    sizeof http_continue - 1);
-	}
+	http_conn_continue(conn);
 	conn->state = HTTP_BODY;
 	http_conn_body(conn);
 }
@@ -1244,6 +1449,7 @@ http_conn_read(struct bufferevent *bev, void *arg)
 		http_conn_body(conn);
 		break;
 	case HTTP_HANDLER:
+	case HTTP_FILE:
 		/* A pipelined request waits; bound what may pile up. */
 		if (evbuffer_get_length(in) > HTTP_MAX_HEAD)
 			bufferevent_disable(bev, EV_READ);
@@ -1263,6 +1469,10 @@ http_conn_write(struct bufferevent *bev, void *arg)
 	struct http_conn	*conn = arg;
 	SSL			*ssl;
 
+	if (conn->state == HTTP_FILE) {
+		http_conn_file(conn);
+		return;
+	}
 	if (conn->state != HTTP_CLOSING ||
 	    evbuffer_get_length(bufferevent_get_output(bev)) > 0)
 		return;
@@ -1321,6 +1531,7 @@ http_conn_event(struct bufferevent *bev, short what, void *arg)
 			http_conn_read(bev, conn);
 			return;
 		case HTTP_HANDLER:
+		case HTTP_FILE:
 			log_debug("%s: the client shut its side; answering "
 			    "first", conn->peer);
 			return;
@@ -1517,6 +1728,7 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	if ((conn = calloc(1, sizeof *conn)) == NULL)
 		fatal("calloc");
 	conn->server = server;
+	conn->file_fd = -1;
 	memcpy(conn->peer, peer, sizeof conn->peer);
 	memcpy(conn->key, key, sizeof conn->key);
 	if (server->ssl_ctx != NULL) {
@@ -1646,6 +1858,16 @@ http_server_new(struct event_base *base, int fd, SSL_CTX *ctx,
 	}
 	evconnlistener_set_error_cb(server->listener, http_server_accept_error);
 	return (server);
+}
+
+/*
+ * Set the hook asked at each request head whether its body goes to a
+ * memfd (req->body_fd) rather than the heap, and with what cap.
+ */
+void
+http_server_set_spool(struct http_server *server, http_spool_fn fn)
+{
+	server->spool = fn;
 }
 
 /* Set a server's connection limits (before it serves). */

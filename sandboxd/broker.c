@@ -30,6 +30,7 @@ static void	broker_recording(struct ipc_peer *, struct ipc_msg *);
 static void	broker_grant(struct ipc_peer *, struct ipc_msg *);
 static void	broker_kill_user(struct ipc_peer *, struct ipc_msg *);
 static void	broker_usage(struct ipc_peer *, struct ipc_msg *);
+static void	broker_file(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
@@ -45,6 +46,7 @@ const struct ipc_handler broker_handlers[] = {
 	{ "grant",	broker_grant },
 	{ "kill_user",	broker_kill_user },
 	{ "usage",	broker_usage },
+	{ "file",	broker_file },
 	{ NULL, NULL }
 };
 
@@ -487,6 +489,14 @@ broker_recording(struct ipc_peer *p, struct ipc_msg *m)
 		close(fd);
 	}
 	log_ctx_clear();
+}
+
+/* A workspace file operation: not yet done here. */
+static void
+broker_file(struct ipc_peer *p, struct ipc_msg *m)
+{
+	ipc_reply_error(p, m, ERR_INTERNAL, "workspace file operations are "
+	    "not yet supported by this sandboxd");
 }
 
 /* The process table. */
