@@ -62,7 +62,7 @@ BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
-	  workspace disk
+	  workspace disk fileops files
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -77,7 +77,8 @@ BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
-	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd
+	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
+	  test_fileops
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -130,6 +131,8 @@ $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 $(B)/tests/test_workspace: $(O)/tests/unit/test_workspace.o \
 	$(O)/sandboxd/workspace.o $(O)/sandboxd/disk.o $(COMMON_O)
 $(B)/tests/test_proto: $(O)/tests/unit/test_proto.o $(COMMON_O)
+$(B)/tests/test_fileops: $(O)/tests/unit/test_fileops.o \
+	$(O)/sandboxd/fileops.o $(COMMON_O)
 # Each daemon's handler maps against the protocol table: its objects but
 # main (frontd's map is in frontd.c: built again with main renamed).
 $(O)/tests/unit/test_maps_%.o: tests/unit/test_maps.c

@@ -46,6 +46,7 @@ const struct ipc_handler broker_handlers[] = {
 	{ "grant",	broker_grant },
 	{ "kill_user",	broker_kill_user },
 	{ "usage",	broker_usage },
+	/* a write's content arrives as a memfd (files.c) */
 	{ "file",	broker_file },
 	{ NULL, NULL }
 };
@@ -344,6 +345,79 @@ out:
 	log_ctx_clear();
 }
 
+/*
+ * A workspace file operation: the user's ids and workspace as for a
+ * spawn, then a child of the user's spawner does it as the user
+ * (files.c), and answers later.
+ */
+static void
+broker_file(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct spawn_spec	 s;
+	const char		*op, *path;
+	char			 ws[4096], err[512];
+	int64_t			 size = -1;
+	int			 content = m->nfds > 0 ? m->fds[0] : -1;
+	int			 write = 0;
+
+	memset(&s, 0, sizeof(s));
+	broker_ctx(m);
+	/* Required, a user name, a path without control characters. */
+	op = json_str(m->obj, "op");
+	path = json_str(m->obj, "path");
+	s.user = json_str(m->obj, "user");
+	json_int(m->obj, "size", &size);
+	if (strcmp(op, "write") == 0)
+		write = 1;
+	else if (strcmp(op, "read") != 0 && strcmp(op, "list") != 0 &&
+	    strcmp(op, "mkdir") != 0 && strcmp(op, "delete") != 0) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown file operation "
+		    "(read, list, write, mkdir or delete)");
+		goto out;
+	}
+	if (write != (m->nfds == 1) || m->nfds > 1 || (write && size < 0)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "a write (and only a "
+		    "write) carries its content as one fd, with its \"size\"");
+		goto out;
+	}
+	if (write && broker_conf->max_upload > 0 &&
+	    size > broker_conf->max_upload) {
+		ipc_reply_error(p, m, ERR_TOO_LARGE, "%lld bytes is over "
+		    "HOSTGATE_MAX_UPLOAD_BYTES (%ld)", (long long)size,
+		    broker_conf->max_upload);
+		goto out;
+	}
+	if (!fileop_path_ok(path)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed path: "
+		    "relative, no empty, \".\" or \"..\" component");
+		goto out;
+	}
+	if (broker_ids(m, &s, err, sizeof(err)) == -1) {
+		log_warnx("file %s refused: %s", op, err);
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
+		goto out;
+	}
+	/* Under docker the workspace stays sandboxd's, as for spawns. */
+	if (broker_conf->runtime == RUNTIME_DOCKER) {
+		s.uid = geteuid();
+		s.gid = getegid();
+	}
+	if (broker_workspace(s.user, s.uid, s.gid, ws, sizeof(ws), err,
+	    sizeof(err)) == -1) {
+		log_warnx("file %s: %s", op, err);
+		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
+		goto out;
+	}
+	if (files_start(p, m->id, s.user, spawn_per_user() &&
+	    s.uid != geteuid(), s.uid, s.gid, ws, op, path, content, size, err,
+	    sizeof(err)) == -1) {
+		log_warnx("file %s: %s", op, err);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
+	}
+out:
+	log_ctx_clear();
+}
+
 /* A dup of a terminal's pty master, for frontd (through brokerd). */
 static void
 broker_attach(struct ipc_peer *p, struct ipc_msg *m)
@@ -491,14 +565,6 @@ broker_recording(struct ipc_peer *p, struct ipc_msg *m)
 	log_ctx_clear();
 }
 
-/* A workspace file operation: not yet done here. */
-static void
-broker_file(struct ipc_peer *p, struct ipc_msg *m)
-{
-	ipc_reply_error(p, m, ERR_INTERNAL, "workspace file operations are "
-	    "not yet supported by this sandboxd");
-}
-
 /* The process table. */
 static void
 broker_list(struct ipc_peer *p, struct ipc_msg *m)
@@ -551,6 +617,7 @@ broker_closed(struct ipc_peer *p)
 {
 	if (broker_peer == p)
 		broker_peer = NULL;
+	files_peer_gone(p);
 }
 
 /* Serve the socket for brokerd's uid only. */
@@ -559,6 +626,7 @@ broker_init(struct event_base *base, struct config *conf, uid_t broker_uid,
     int fd)
 {
 	broker_conf = conf;
+	files_init(base, conf);
 	broker_started = now_wall_ms() / 1000;
 	/* Rootless, the uid alone cannot tell brokerd from frontd's jail. */
 	ipc_server_admit(ipc_server_new(base, fd, ROLE_SANDBOXD, ROLE_BROKERD,

@@ -169,7 +169,23 @@ struct spawner_job {
 	char *const	*argv;
 	char *const	*envp;
 };
+/* One file operation for a user's spawner (files.c). */
+struct spawner_file_job {
+	uint64_t	 seq;		/* files_started() names it so */
+	const char	*user;
+	int		 setid;		/* switch to uid/gid */
+	uid_t		 uid;
+	gid_t		 gid;
+	const char	*workspace;
+	const char	*op;
+	const char	*path;
+	int64_t		 size;		/* write: bytes of content */
+	int		 sock;		/* where the child answers */
+	int		 content;	/* write: the content memfd, or -1 */
+};
 void	 spawner_init(struct event_base *, struct config *);
+int	 spawner_file_submit(const struct spawner_file_job *, char *err,
+	    size_t);
 /* Returns unless argv[0] is the direct-mode hider's (then never). */
 void	 spawner_direct_main(int argc, char *argv[]);
 int	 spawner_user(const char *user, char *err, size_t);
@@ -346,6 +362,61 @@ const char *workspace_quota_why(void);
 /* btrfs qgroup 1/1 of fsid under sysroot ("" or a test tree). */
 int	 workspace_btrfs_usage(const char *sysroot, const char *fsid,
 	    int64_t *used, int64_t *max);
+
+/* fileops.c: workspace file operations beneath a directory fd */
+#define FILEOP_PATH_MAX	4096	/* bytes of a relative path */
+#define FILEOP_LIST_MAX	10000	/* entries of a listing, then truncated */
+/* What an operation did: code NULL, or an ERR_* code and its message. */
+struct fileop_result {
+	const char	*code;
+	char		 msg[256];
+	int64_t		 size;		/* read, write: the file's; list: JSON */
+	int64_t		 mtime;		/* seconds */
+	int64_t		 count;		/* list: entries */
+	int		 truncated;	/* list: more than FILEOP_LIST_MAX */
+	int		 created;	/* write, mkdir: the name was new */
+	int		 deleted;
+	int		 fd;		/* read: the file; list: a memfd; or -1 */
+};
+/* Whether a relative path is one the file API may name. */
+int	 fileop_path_ok(const char *path);
+/* openat2 beneath dirfd with RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS. */
+int	 fileop_openat2(int dirfd, const char *path, int flags, mode_t mode);
+/* s as valid UTF-8 (invalid bytes: U+FFFD) into out (3 * len + 1). */
+size_t	 fileop_utf8(const char *s, size_t len, char *out);
+/* Each operation: 0, or -1 with r->code and r->msg set. */
+int	 fileop_read(int wsfd, const char *path, struct fileop_result *r);
+int	 fileop_list(int wsfd, const char *path, struct fileop_result *r);
+int	 fileop_write(int wsfd, const char *path, int content, int64_t size,
+	    struct fileop_result *r);
+int	 fileop_mkdir(int wsfd, const char *path, struct fileop_result *r);
+int	 fileop_delete(int wsfd, const char *path, struct fileop_result *r);
+/* The operation named op (read, list, write, mkdir, delete). */
+int	 fileop_run(int wsfd, const char *op, const char *path, int content,
+	    int64_t size, struct fileop_result *r);
+/* The workspace directory itself, O_PATH, its last component no link. */
+int	 fileop_workspace(const char *workspace);
+
+/* files.c: the "file" message, done by a child of the user's spawner */
+#define FILES_SEQ	(1ULL << 63)	/* spawner requests of files.c */
+void	 files_init(struct event_base *, struct config *);
+/*
+ * Start an operation for brokerd (peer, req_id): it answers later. 0, or
+ * -1 and err (nothing was started; the caller answers).
+ */
+int	 files_start(struct ipc_peer *, int64_t req_id, const char *user,
+	    int setid, uid_t, gid_t, const char *workspace, const char *op,
+	    const char *path, int content, int64_t size, char *err, size_t);
+/* The spawner started the operation's child (pid), or could not (err). */
+void	 files_started(uint64_t seq, pid_t pid, const char *err);
+/* In the child, as the user: do the operation, answer on sock. */
+void	 files_child(const char *workspace, const char *op, const char *path,
+	    int content, int64_t size, int sock);
+/* For spawn_reap: the children not reaped yet, and a reaped one. */
+int	 files_pids(pid_t *, int max);
+int	 files_reaped(pid_t, int status);
+/* brokerd's connection went away: no answer goes to it. */
+void	 files_peer_gone(struct ipc_peer *);
 
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,

@@ -462,7 +462,7 @@ spawn_dispatch(pid_t pid, int status)
 			return;
 		}
 	}
-	if (spawner_reaped(pid, status))
+	if (spawner_reaped(pid, status) || files_reaped(pid, status))
 		return;
 	for (i = 0; i < spawn_ndiscards; i++)
 		if (spawn_discards[i] == pid) {
@@ -490,7 +490,7 @@ spawn_reap(void)
 			spawn_dispatch(pid, status);
 		return;
 	}
-	max = 3 * 4096 + SPAWN_DISCARDS + 1024;
+	max = 3 * 4096 + SPAWN_DISCARDS + 1024 + 256;
 	if ((pids = calloc(max, sizeof(*pids))) == NULL)
 		fatal("%s", __func__);
 	TAILQ_FOREACH(p, &procs, entry) {
@@ -504,6 +504,7 @@ spawn_reap(void)
 			pids[n++] = p->slirp;
 	}
 	n += spawner_pids(pids + n, 1024);
+	n += files_pids(pids + n, 256);	/* file operations (files.c) */
 	for (i = 0; i < (size_t)spawn_ndiscards; i++)
 		pids[n++] = spawn_discards[i];
 	for (i = 0; i < n; i++)

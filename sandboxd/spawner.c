@@ -61,6 +61,7 @@
 #define SPAWNER_F_NET	0x2	/* bwrap waits for its network (fds 4-6) */
 #define SPAWNER_F_SETID	0x4	/* switch to uid/gid */
 #define SPAWNER_F_CG	0x8	/* the last fd is the v2 cgroup directory */
+#define SPAWNER_F_FILE	0x10	/* a workspace file operation (files.c) */
 #define SPAWNER_HIDE_MAX 8	/* directories a direct spawn cannot see */
 #define SPAWNER_DIRECT	"hostgate-direct"	/* argv[0] of the hider */
 
@@ -69,7 +70,9 @@
  * cgroup.procs path, the cwd to enter, argc args, envc variables, nhide
  * directories to hide and the workspace to keep when nhide > 0), and as
  * SCM_RIGHTS: stdio (3, or 1 with SPAWNER_F_TTY), nkeep fds for bwrap,
- * and the cgroup directory with SPAWNER_F_CG.
+ * and the cgroup directory with SPAWNER_F_CG. A file operation
+ * (SPAWNER_F_FILE) has the workspace, op and path as its strings, and as
+ * fds the socket its answer goes to and, for a write, the content.
  */
 struct spawner_req {
 	uint64_t	seq;
@@ -81,6 +84,8 @@ struct spawner_req {
 	uint32_t	argc;
 	uint32_t	envc;
 	uint32_t	nhide;		/* then the workspace, after envp */
+	uint32_t	pad;
+	int64_t		fsize;		/* SPAWNER_F_FILE: bytes to write */
 };
 
 /*
@@ -748,6 +753,63 @@ spawner_str(char **p, const char *end)
 	return s;
 }
 
+/*
+ * A workspace file operation, in the child of clone3: the user's ids, no
+ * capability, no_new_privs, and the operation (files_child), whose answer
+ * goes to sandboxd on its own socket. Never returns.
+ */
+static void __attribute__((noreturn))
+spawner_file_child(const struct spawner_req *rq, const char *workspace,
+    const char *op, const char *path, int sock, int content)
+{
+	struct rlimit	rl;
+
+	spawner_signals_default();
+	/* Its two fds at 3 and 4 (fd 3 was the spawner's socket): no more. */
+	if ((sock = fcntl(sock, F_DUPFD, 64)) == -1 || (content != -1 &&
+	    (content = fcntl(content, F_DUPFD, 64)) == -1) ||
+	    dup2(sock, 3) == -1 || (content != -1 && dup2(content, 4) == -1))
+		_exit(126);
+	close_range(content != -1 ? 5 : 4, ~0U, 0);
+	rl.rlim_cur = rl.rlim_max = 0;
+	setrlimit(RLIMIT_CORE, &rl);
+	/* It never forks, and never holds more than a few fds. */
+	setrlimit(RLIMIT_NPROC, &rl);
+	rl.rlim_cur = rl.rlim_max = 64;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	spawner_become(rq->flags & SPAWNER_F_SETID, rq->uid, rq->gid);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1)
+		_exit(126);
+	umask(077);
+	files_child(workspace, op, path, content != -1 ? 4 : -1, rq->fsize, 3);
+	_exit(0);
+}
+
+/* Start a file operation's child; fill the reply (its pid, or why not). */
+static void
+spawner_file(const struct spawner_req *rq, char *p, const char *end,
+    int *fds, int nfds, struct spawner_rep *rep)
+{
+	const char	*workspace, *op, *path;
+	pid_t		 pid;
+
+	if ((workspace = spawner_str(&p, end)) == NULL ||
+	    (op = spawner_str(&p, end)) == NULL ||
+	    (path = spawner_str(&p, end)) == NULL || nfds < 1 || nfds > 2) {
+		snprintf(rep->err, sizeof(rep->err), "malformed file request");
+		return;
+	}
+	/* sandboxd's child, as spawns are: it reaps it and may kill it. */
+	pid = spawner_clone(CLONE_PARENT, -1, NULL);
+	if (pid == 0)
+		spawner_file_child(rq, workspace, op, path, fds[0],
+		    nfds == 2 ? fds[1] : -1);
+	if (pid == -1)
+		snprintf(rep->err, sizeof(rep->err), "clone3: %s",
+		    strerror(errno));
+	rep->pid = pid;
+}
+
 /* Start one spawn; fill the reply. */
 static void
 spawner_serve(char *msg, size_t len, int *fds, int nfds,
@@ -777,6 +839,10 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	nstdio = (rq.flags & SPAWNER_F_TTY) ? 1 : 3;
 	if (sp.joined[0] != '\0') {
 		snprintf(rep->err, sizeof(rep->err), "%s", sp.joined);
+		return;
+	}
+	if (rq.flags & SPAWNER_F_FILE) {
+		spawner_file(&rq, msg + sizeof(rq), end, fds, nfds, rep);
 		return;
 	}
 	if (rq.nkeep > 1 || rq.argc == 0 || rq.argc > 4096 ||
@@ -960,8 +1026,13 @@ spawner_lost(struct spawner *s)
 	}
 	/* Before the answers: they reap, which may free s too. */
 	spawner_free(s);
-	for (i = 0; i < n; i++)
-		spawn_started(seqs[i], -1, -1, -1, "the spawner went away");
+	for (i = 0; i < n; i++) {
+		if (seqs[i] & FILES_SEQ)
+			files_started(seqs[i], -1, "the spawner went away");
+		else
+			spawn_started(seqs[i], -1, -1, -1,
+			    "the spawner went away");
+	}
 }
 
 /* Replies from a spawner: each one ends a request, in order. */
@@ -995,6 +1066,12 @@ spawner_read(evutil_socket_t fd, short ev, void *arg)
 		s->n--;
 		spawner_ninflight--;
 		rep.err[sizeof(rep.err) - 1] = '\0';
+		if (rep.seq & FILES_SEQ) {
+			while (nfds > 0)
+				close(fds[--nfds]);
+			files_started(rep.seq, rep.pid, rep.err);
+			continue;
+		}
 		spawn_started(rep.seq, rep.pid, rep.slirp,
 		    nfds == 1 ? fds[0] : -1, rep.err);
 	}
@@ -1148,6 +1225,57 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 toolong:
 	snprintf(err, errsz, "the command line is too long");
 	return -1;
+}
+
+/*
+ * Hand a file operation to its user's spawner (forked on first use), which
+ * starts a child for it: the answer (its pid) comes to files_started(),
+ * the operation's own to j->sock. Never waits. 0, or -1 and err.
+ */
+int
+spawner_file_submit(const struct spawner_file_job *j, char *err, size_t errsz)
+{
+	static char		 buf[SPAWNER_MSG_MAX];
+	struct spawner_req	 rq;
+	struct spawner		*s;
+	size_t			 len;
+	int			 fds[2], nfds = 0;
+
+	if ((s = spawner_find(j->user)) == NULL &&
+	    (s = spawner_new(j->user, err, errsz)) == NULL)
+		return -1;
+	if (s->n == SPAWNER_INFLIGHT) {
+		snprintf(err, errsz, "too many requests queued for %s",
+		    j->user);
+		return -1;
+	}
+	memset(&rq, 0, sizeof(rq));
+	rq.seq = j->seq;
+	rq.flags = SPAWNER_F_FILE | (j->setid ? SPAWNER_F_SETID : 0);
+	rq.uid = j->uid;
+	rq.gid = j->gid;
+	rq.fsize = j->size;
+	memcpy(buf, &rq, sizeof(rq));
+	len = sizeof(rq);
+	if (spawner_put(buf, &len, j->workspace) == -1 ||
+	    spawner_put(buf, &len, j->op) == -1 ||
+	    spawner_put(buf, &len, j->path) == -1) {
+		snprintf(err, errsz, "the file request is too long");
+		return -1;
+	}
+	fds[nfds++] = j->sock;
+	if (j->content != -1)
+		fds[nfds++] = j->content;
+	if (spawner_send(s->fd, buf, len, fds, nfds, MSG_DONTWAIT) == -1) {
+		snprintf(err, errsz, "the spawner of %s: %s", j->user,
+		    errno == EAGAIN ? "too many requests queued" :
+		    strerror(errno));
+		return -1;
+	}
+	s->inflight[(s->head + s->n) % SPAWNER_INFLIGHT] = j->seq;
+	s->n++;
+	spawner_ninflight++;
+	return 0;
 }
 
 /* How many spawns were sent to a spawner and not answered yet. */
