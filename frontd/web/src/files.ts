@@ -420,6 +420,8 @@ export class FilesPane {
     if (seq !== this.seq) return;
     this.loaded = true;
     this.list.removeAttribute('aria-busy');
+    // A folder opened from the list keeps the keyboard in the list.
+    const hadFocus = this.list.contains(document.activeElement) || this.crumbs.contains(document.activeElement);
     this.dir = dir;
     this.save();
     const entries = Array.isArray(r?.entries) ? r.entries : [];
@@ -434,6 +436,7 @@ export class FilesPane {
       r.truncated ? `Only the first ${this.entries.length} entries are shown.` : null,
     );
     if (focusName !== undefined) this.focusRow(focusName);
+    else if (hadFocus && !this.el.contains(document.activeElement)) this.focusRow('', 0);
   }
 
   private async goUp(): Promise<void> {
