@@ -690,7 +690,12 @@ export class FilesPane {
         files.push(...Array.from(ev.dataTransfer.files));
       }
       if (folders) {
-        toast('warning', 'Folders are not uploaded', 'Drop the files themselves, or make the folder first.', 'files-folders');
+        toast(
+          'warning',
+          'Folders are not uploaded',
+          'Drop the files themselves, or make the folder first.',
+          'files-folders',
+        );
       }
       void this.upload(files);
     });
@@ -715,7 +720,8 @@ export class FilesPane {
         body: [
           clash.length === 1
             ? 'A file of that name is in this folder already. The upload replaces it.'
-            : `Files of these names are in this folder already: ${clash.map((f) => f.name).join(', ')}. The upload replaces them.`,
+            : `Files of these names are in this folder already: ${clash.map((f) => f.name).join(', ')}. ` +
+              'The upload replaces them.',
         ],
         confirm: 'Replace',
         warning: true,
@@ -739,7 +745,11 @@ export class FilesPane {
     const text = h('span', { class: 'upload-text', text: 'waiting' });
     const button = h(
       'button',
-      { class: 'icon-button upload-cancel', type: 'button', attrs: { 'aria-label': `Cancel the upload of ${file.name}` } },
+      {
+        class: 'icon-button upload-cancel',
+        type: 'button',
+        attrs: { 'aria-label': `Cancel the upload of ${file.name}` },
+      },
       icon('close'),
     );
     const row = h(
@@ -805,13 +815,14 @@ export class FilesPane {
   // Send one file; true when it is in the workspace.
   private async send(u: Upload): Promise<boolean> {
     this.setState(u, 'uploading', '0 %');
-    const sent = xhrSend<{ created?: boolean; size?: number }>('PUT', fileUrl(u.dir + u.file.name), u.file, (loaded, total) => {
+    const progress = (loaded: number, total: number): void => {
       if (total > 0) {
         u.bar.max = total;
         u.bar.value = Math.min(loaded, total);
         u.text.textContent = `${Math.floor((100 * loaded) / total)} %`;
       }
-    });
+    };
+    const sent = xhrSend<{ created?: boolean }>('PUT', fileUrl(u.dir + u.file.name), u.file, progress);
     u.abort = sent.abort;
     this.current = u;
     try {
