@@ -311,12 +311,15 @@ export default async function ({ main, users, newPage, shot, hostgate }) {
     'F6 from the pane goes to the top bar',
   );
 
-  // Read-only: the controls are off and say why; a forced upload gets the
-  // server's refusal and leaves nothing.
-  await page.click('#mode-button');
-  await page.click('#mode-popover [data-value="read-only"]');
-  await waitFor(async () => (await modeLabel(page)) === 'Sandboxed · Read-only', 'label Read-only');
-  await page.keyboard.press('Escape');
+  // Read-only, chosen in another tab of the session (this one hears it
+  // as an event): the controls are off and say why; a forced upload gets
+  // the server's refusal and leaves nothing.
+  const tab2 = await page.context().newPage();
+  await tab2.goto(`${main.url}/`);
+  await tab2.locator('#mode-button').waitFor();
+  await tab2.click('#mode-button');
+  await tab2.click('#mode-popover [data-value="read-only"]');
+  await waitFor(async () => (await modeLabel(page)) === 'Sandboxed · Read-only', 'label Read-only in the first tab');
   await waitFor(() => page.locator('#files-upload').isDisabled(), 'Upload off under read-only');
   check(await page.locator('#files-mkdir').isDisabled(), 'New folder off under read-only');
   const dels = await page.$$eval('#files-list .file-delete', (bs) => bs.map((b) => b.disabled));
@@ -341,10 +344,10 @@ export default async function ({ main, users, newPage, shot, hostgate }) {
   check(READ_ONLY_MESSAGE.test((await upload(page, 'forced.txt'))[3]), 'the row says why');
   check((await serverBytes(api, 'd/forced.txt')).status === 404, 'nothing written under read-only');
   await shot(page, 'files-readonly');
-  await page.click('#mode-button');
-  await page.click('#mode-popover [data-value="workspace-write"]');
+  await tab2.click('#mode-popover [data-value="workspace-write"]');
   await waitFor(() => page.locator('#files-upload').isEnabled(), 'Upload on again');
-  await page.keyboard.press('Escape');
+  check(await page.locator('#files-readonly').isHidden(), 'the read-only note gone');
+  await tab2.close();
 
   // Over the cap: 413 with the server's message, nothing written.
   const capped = await hostgate('cap', { HOSTGATE_MAX_UPLOAD_BYTES: '1M' });
