@@ -174,6 +174,7 @@ export default async function ({ main, users, newPage, shot, hostgate }) {
     const pane = document.getElementById('files-pane');
     const dt = new DataTransfer();
     dt.items.add(new File(['dropped bytes\n'], 'dropped.txt', { type: 'text/plain' }));
+    dt.items.add(new File(['second drop\n'], 'dropped2.txt', { type: 'text/plain' }));
     const fire = (type) =>
       pane.querySelector('.files-list').dispatchEvent(
         new DragEvent(type, { dataTransfer: dt, bubbles: true, cancelable: true }),
@@ -188,9 +189,13 @@ export default async function ({ main, users, newPage, shot, hostgate }) {
   check(dropped.shown && /Drop to upload into d\//.test(dropped.mask), `drop target shown: ${JSON.stringify(dropped)}`);
   check(dropped.taken && !dropped.after, `the drop was taken: ${JSON.stringify(dropped)}`);
   await waitUpload(page, 'dropped.txt', 'done');
+  await waitUpload(page, 'dropped2.txt', 'done');
   await waitListed(page, 'dropped.txt');
+  await waitListed(page, 'dropped2.txt');
   got = await serverBytes(api, 'd/dropped.txt');
   check(got.body.toString() === 'dropped bytes\n', `dropped.txt on the server: ${got.body}`);
+  got = await serverBytes(api, 'd/dropped2.txt');
+  check(got.body.toString() === 'second drop\n', `dropped2.txt on the server: ${got.body}`);
 
   // A large upload shows its progress while it runs, and finishes full.
   await page.evaluate(() => {

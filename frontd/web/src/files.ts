@@ -453,7 +453,8 @@ export class FilesPane {
     if (!row && index !== undefined && rows.length) row = rows[Math.min(index, rows.length - 1)];
     const target = row?.querySelector<HTMLElement>('.file-name');
     if (target) target.focus();
-    else this.uploadBtn.disabled ? this.el.focus() : this.uploadBtn.focus();
+    else if (this.uploadBtn.disabled) this.el.focus();
+    else this.uploadBtn.focus();
   }
 
   private renderCrumbs(): void {
