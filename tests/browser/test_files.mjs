@@ -1,9 +1,11 @@
-// The file pane: browse into a folder a command made, upload by the button
-// and by a dropped file, an 8 MiB upload with its progress, download,
-// delete after a confirmation (Cancel keeps the file), a new folder, the
-// server's refusals as toasts (a non-empty folder, read-only permission
-// with the controls off, a forced upload under it, an upload over the
-// cap), a hostile name shown as text, the keyboard, and a phone's width.
+// The file pane: browse into a folder a command made (and through links),
+// upload by the button and by dropped files, an 8 MiB upload with its
+// progress, replacing after a confirmation, download, delete after a
+// confirmation (Cancel keeps the file), a new folder, Refresh, the
+// server's refusals as toasts (a link out of the workspace, a non-empty
+// folder, read-only permission with the controls off, a forced upload
+// under it, an upload over the cap), a hostile name shown as text, the
+// keyboard, and a phone's width.
 
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -266,6 +268,26 @@ export default async function ({ main, users, newPage, shot, hostgate }) {
   check((await listed(page))[0][0] === 'sub', 'the new folder is listed first');
   const subList = await api.get('/api/files/d/sub/');
   check(subList.status === 200 && subList.json.entries.length === 0, `sub on the server: ${subList.text}`);
+
+  // A bad name is refused in the form, and Escape closes it.
+  await page.click('#files-mkdir');
+  await page.keyboard.type('x/y');
+  await page.keyboard.press('Enter');
+  await waitFor(
+    async () => /cannot hold "\/"/.test(await page.locator('#files-mkdir-form .form-error').textContent()),
+    'the form says why',
+  );
+  await page.keyboard.press('Escape');
+  await waitFor(() => page.locator('#files-mkdir-form').isHidden(), 'the form closed');
+  check((await page.evaluate(() => document.activeElement?.id)) === 'files-mkdir', 'focus back on New folder');
+  check((await listed(page)).every(([n]) => n !== 'x' && n !== 'y'), 'nothing made from a bad name');
+
+  // What a command writes shows after Refresh.
+  const cmd = await api.post('/api/run_command', { command: 'echo by-command > d/by-cmd.txt' });
+  check(cmd.status === 200 && cmd.json.exit_code === 0, `a command writes d/by-cmd.txt: ${cmd.text}`);
+  check(!(await listed(page)).some(([n]) => n === 'by-cmd.txt'), 'not listed before Refresh');
+  await page.click('#files-refresh');
+  await waitListed(page, 'by-cmd.txt');
 
   // Up: the workspace again; a non-empty folder is refused, with the
   // server's message, and stays.
