@@ -460,8 +460,8 @@ def test_hostile_symlinks_refused(hg, alice, outside):
     for p in writes:
         r = put(alice, p, b"pwned")
         pl.assert_error(r, 403, "forbidden", "leaves the workspace")
-    for p in ("evil/out/secret.txt", "evil/up/evil/passwd",
-              "evil/out/", "evil/root/etc/hostname"):
+    for p in ("evil/out/secret.txt", "evil/upup/etc/passwd",
+              "evil/root/etc/hostname", "evil/cwd/x"):
         r = delete(alice, p)
         pl.assert_error(r, 403, "forbidden", "leaves the workspace")
     r = put(alice, "evil/out/made/", b"")
@@ -472,6 +472,10 @@ def test_hostile_symlinks_refused(hg, alice, outside):
     assert sorted(os.listdir(outside)) == ["secret.txt"]
     with open("/etc/passwd", "rb") as f:
         assert b"pwned" not in f.read()
+    # "up" is the workspace itself: through it, evil/passwd is the link,
+    # deleted as a link (/etc/passwd is untouched).
+    assert delete(alice, "evil/up/evil/passwd").status == 200
+    assert os.path.exists("/etc/passwd")
     # The links themselves are still there, and can be deleted as links.
     assert delete(alice, "evil/out").status == 200
     assert os.path.isdir(outside)
