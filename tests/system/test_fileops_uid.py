@@ -1,0 +1,270 @@
+"""Workspace file operations as sandboxd does them (the "file" message),
+with sandboxd alone: the test speaks brokerd's side of sandbox.sock. In root
+mode the operation runs as the user's own uid, so a file it writes is the
+user's, a file only the user may read is read, one only root may read is
+refused, and no path, link or user name reaches another user's workspace.
+Rootless, the uid is sandboxd's own. The escapes themselves are tested in
+tests/unit/test_fileops.c; here, that they hold behind sandboxd too."""
+
+import json
+import os
+import socket
+import stat
+
+import pytest
+
+import hglib
+import policylib as pl
+
+RANGE0 = 1879048192
+UIDS = {"alice": RANGE0 + 4242, "bob": RANGE0 + 4243}
+
+
+class FakeBroker:
+    """brokerd's end of sandbox.sock: hello, then requests and replies
+    (with their fds)."""
+
+    def __init__(self, hg):
+        path = os.path.join(hg.run, hglib.SOCK_SANDBOX)
+        hglib.wait_for(lambda: os.path.exists(path), 10, what=path)
+        if hg.mode == "root":
+            uid, gid = hglib.account(hglib.SERVICE_USERS["brokerd"])
+        elif hg.run_as:
+            uid, gid = hg.run_as
+        else:
+            uid, gid = os.geteuid(), os.getegid()
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.settimeout(30)
+        # SO_PEERCRED is taken at connect(): connect as brokerd's uid.
+        if uid != os.geteuid():
+            os.setegid(gid)
+            os.seteuid(uid)
+        try:
+            self.s.connect(path)
+        finally:
+            if os.geteuid() != os.getuid():
+                os.seteuid(os.getuid())
+                os.setegid(os.getgid())
+        self.s.send(hglib.hello("brokerd"))
+        data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
+        assert json.loads(data).get("type") == "hello"
+        self.next_id = 1
+
+    def call(self, type_, fds=(), **fields):
+        """(result, error, fds) of one request."""
+        rid = self.next_id
+        self.next_id += 1
+        msg = json.dumps(dict(fields, type=type_, id=rid)).encode()
+        if fds:
+            socket.send_fds(self.s, [msg], list(fds))
+        else:
+            self.s.send(msg)
+        while True:
+            data, got, _, _ = socket.recv_fds(self.s, 1 << 20, 8)
+            m = hglib.ipc_decode(data)
+            if m.get("type") is not None:
+                for fd in got:
+                    os.close(fd)
+                if "id" in m:
+                    self.s.send(json.dumps({"id": m["id"],
+                                            "result": {}}).encode())
+                continue
+            if m.get("id") == rid:
+                return m.get("result"), m.get("error"), got
+            for fd in got:
+                os.close(fd)
+
+    def close(self):
+        self.s.close()
+
+
+@pytest.fixture
+def box(mode):
+    """sandboxd alone, and brokerd's side of its socket."""
+    hg = hglib.Hostgate(mode, name="fileops")
+    hg.start("sandboxd")
+    fb = FakeBroker(hg)
+    try:
+        yield hg, fb
+    finally:
+        fb.close()
+        hg.cleanup()
+
+
+def ids(hg, user):
+    """The uid and gid brokerd would send (the range's, in root mode)."""
+    if hg.mode == "root":
+        return {"uid": UIDS[user], "gid": UIDS[user]}
+    return {}
+
+
+def user_uid(hg, user):
+    """Who the user's files belong to: their own uid, or sandboxd's."""
+    return UIDS[user] if hg.mode == "root" else hg.daemon_uid
+
+
+def op(hg, fb, user, what, path, data=None):
+    """(result, error, text of the fd or None) of one file operation."""
+    fields = dict(op=what, user=user, path=path, **ids(hg, user))
+    fds = ()
+    if data is not None:
+        mfd = os.memfd_create("content")
+        os.write(mfd, data)
+        fields["size"] = len(data)
+        fds = (mfd,)
+    try:
+        res, err, got = fb.call("file", fds=fds, **fields)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    text = None
+    for fd in got:
+        os.lseek(fd, 0, os.SEEK_SET)
+        chunks = []
+        while True:
+            b = os.read(fd, 1 << 16)
+            if not b:
+                break
+            chunks.append(b)
+        text = b"".join(chunks)
+        os.close(fd)
+    return res, err, text
+
+
+def workspace(hg, user):
+    return os.path.join(pl.workspace_root(hg), user)
+
+
+def test_write_is_the_users(box):
+    """A write makes the file and its parents as the user: their uid, the
+    spawns' umask (0600 and 0700)."""
+    hg, fb = box
+    res, err, _ = op(hg, fb, "alice", "write", "docs/new/a.txt", b"hello")
+    assert err is None, err
+    assert res["created"] is True and res["size"] == 5, res
+    ws = workspace(hg, "alice")
+    st = os.lstat(os.path.join(ws, "docs/new/a.txt"))
+    assert st.st_uid == user_uid(hg, "alice"), st
+    assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    st = os.lstat(os.path.join(ws, "docs/new"))
+    assert st.st_uid == user_uid(hg, "alice"), st
+    assert stat.S_IMODE(st.st_mode) == 0o700, oct(st.st_mode)
+    # replaced, and read back
+    res, err, _ = op(hg, fb, "alice", "write", "docs/new/a.txt", b"bye")
+    assert err is None and res["created"] is False, (res, err)
+    res, err, text = op(hg, fb, "alice", "read", "docs/new/a.txt")
+    assert err is None and text == b"bye" and res["size"] == 3, (res, err)
+    res, err, text = op(hg, fb, "alice", "list", "docs/new/")
+    assert err is None and res["count"] == 1, (res, err)
+    listing = json.loads(text)
+    assert listing["path"] == "docs/new/" and not listing["truncated"]
+    assert [e["name"] for e in listing["entries"]] == ["a.txt"]
+    assert listing["entries"][0]["type"] == "file"
+    res, err, _ = op(hg, fb, "alice", "mkdir", "docs/more/")
+    assert err is None and res["created"] is True, (res, err)
+    res, err, _ = op(hg, fb, "alice", "delete", "docs/new")
+    assert err["code"] == "conflict", err
+    res, err, _ = op(hg, fb, "alice", "delete", "docs/new/a.txt")
+    assert err is None and res["deleted"] is True, (res, err)
+    assert not os.path.exists(os.path.join(ws, "docs/new/a.txt"))
+
+
+def test_only_the_user_may_read(box, mode):
+    """A file only the user may read is read; one only root may read, and
+    another user's workspace, are not (the operation has the user's uid
+    and nothing more)."""
+    if mode != "root":
+        pytest.skip("one uid for all without root")
+    hg, fb = box
+    # both workspaces made as a spawn would (their image, owner, mode)
+    for user in ("alice", "bob"):
+        res, err, _ = op(hg, fb, user, "mkdir", "")
+        assert err is None, err
+    ws, other = workspace(hg, "alice"), workspace(hg, "bob")
+    mine = os.path.join(ws, "mine.txt")
+    with open(mine, "w") as f:
+        f.write("alice only")
+    os.chown(mine, UIDS["alice"], UIDS["alice"])
+    os.chmod(mine, 0o400)
+    rootonly = os.path.join(ws, "root.txt")
+    with open(rootonly, "w") as f:
+        f.write("root only")
+    os.chmod(rootonly, 0o600)
+    secret = os.path.join(other, "secret.txt")
+    with open(secret, "w") as f:
+        f.write("bob's")
+    os.chown(secret, UIDS["bob"], UIDS["bob"])
+    os.chmod(secret, 0o600)
+    os.symlink(secret, os.path.join(ws, "abs"))
+    os.symlink("../bob/secret.txt", os.path.join(ws, "rel"))
+    os.symlink("..", os.path.join(ws, "up"))
+
+    res, err, text = op(hg, fb, "alice", "read", "mine.txt")
+    assert err is None and text == b"alice only", (res, err)
+    res, err, text = op(hg, fb, "alice", "read", "root.txt")
+    assert err["code"] == "forbidden" and text is None, (res, err)
+    for path in ("abs", "rel", "up/bob/secret.txt"):
+        res, err, text = op(hg, fb, "alice", "read", path)
+        assert err["code"] == "forbidden", (path, res, err)
+        assert "leaves the workspace" in err["message"], err
+        assert text is None
+        res, err, _ = op(hg, fb, "alice", "write", path, b"x")
+        assert err["code"] == "forbidden", (path, res, err)
+        res, err, _ = op(hg, fb, "alice", "delete", path + "x")
+        assert err["code"] in ("forbidden", "not_found"), (path, err)
+    res, err, _ = op(hg, fb, "alice", "read", "../bob/secret.txt")
+    assert err["code"] == "bad_request", err
+    res, err, _ = op(hg, fb, "alice", "list", "up/")
+    assert err["code"] == "forbidden", err
+    with open(secret) as f:
+        assert f.read() == "bob's"
+    # bob's own request reads it: his uid
+    res, err, text = op(hg, fb, "bob", "read", "secret.txt")
+    assert err is None and text == b"bob's", (res, err)
+    # a uid of alice's that is not bob's: bob's file is not read
+    fields = dict(op="read", user="bob", path="secret.txt",
+                  uid=UIDS["alice"], gid=UIDS["alice"])
+    res, err, got = fb.call("file", **fields)
+    assert err is not None and not got, (res, err)
+
+
+def test_hostile_entries(box):
+    """A fifo does not hang the operation; a link to /etc is refused;
+    malformed requests change nothing."""
+    hg, fb = box
+    res, err, _ = op(hg, fb, "alice", "mkdir", "")
+    assert err is None, err
+    ws = workspace(hg, "alice")
+    os.mkfifo(os.path.join(ws, "fifo"))
+    os.symlink("/etc/passwd", os.path.join(ws, "x"))
+    os.symlink("/proc/self/root", os.path.join(ws, "root"))
+    res, err, text = op(hg, fb, "alice", "read", "fifo")
+    assert err["code"] == "conflict" and text is None, (res, err)
+    for path in ("x", "root/etc/passwd"):
+        res, err, text = op(hg, fb, "alice", "read", path)
+        assert err["code"] == "forbidden" and text is None, (path, err)
+    res, err, _ = op(hg, fb, "alice", "write", "x", b"pwned")
+    assert err["code"] == "forbidden", err
+    res, err, text = op(hg, fb, "alice", "list", "")
+    assert err is None, err
+    types = {e["name"]: e["type"] for e in json.loads(text)["entries"]}
+    assert types == {"fifo": "other", "x": "symlink", "root": "symlink"}
+    for path in ("/etc/passwd", "a//b", "..", "a/../b"):
+        res, err, _ = op(hg, fb, "alice", "read", path)
+        assert err["code"] == "bad_request", (path, err)
+    res, err, _ = op(hg, fb, "alice", "chmod", "x")
+    assert err["code"] == "bad_request", err
+    # a write without its content, and a read with one
+    res, err, _ = fb.call("file", op="write", user="alice", path="w",
+                          size=3, **ids(hg, "alice"))
+    assert err["code"] == "bad_request", err
+    mfd = os.memfd_create("content")
+    try:
+        res, err, _ = fb.call("file", fds=(mfd,), op="read", user="alice",
+                              path="x", **ids(hg, "alice"))
+    finally:
+        os.close(mfd)
+    assert err["code"] == "bad_request", err
+    assert not os.path.exists(os.path.join(ws, "w"))
+    with open("/etc/passwd", "rb") as f:
+        assert b"pwned" not in f.read()
