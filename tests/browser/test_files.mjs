@@ -347,6 +347,14 @@ export default async function ({ users, newPage, shot, hostgate }) {
     'F6 from the pane goes to the top bar',
   );
 
+  // A reload keeps the pane open on the same folder.
+  await page.reload();
+  await page.locator('#files-pane').waitFor();
+  await logToasts(page);
+  await waitListed(page, 'a.txt');
+  check((await page.locator('.files-crumb').allTextContents()).join('|') === 'Workspace|d', 'still in d after a reload');
+  check((await page.getAttribute('#files-toggle', 'aria-expanded')) === 'true', 'the toggle says open');
+
   // Read-only, chosen in another tab of the session (this one hears it
   // as an event): the controls are off and say why; a forced upload gets
   // the server's refusal and leaves nothing.
@@ -416,4 +424,6 @@ export default async function ({ users, newPage, shot, hostgate }) {
   await shot(phone, 'mobile-files');
   await phone.click('#files-close');
   await waitFor(() => phone.locator('.term-host:not([hidden])').isVisible(), 'the terminal back');
+  check((await phone.evaluate(() => document.activeElement?.id)) === 'files-toggle', 'focus back on Files');
+  check((await phone.getAttribute('#files-toggle', 'aria-expanded')) === 'false', 'toggle closed');
 }

@@ -132,7 +132,8 @@ export class FilesPane {
   // The folder shown: "" (the workspace) or "a/b/".
   dir: string;
   isOpen: boolean;
-  onToggle: (open: boolean) => void = () => undefined;
+  // Told when the pane opens or closes; hadFocus: the focus was inside.
+  onToggle: (open: boolean, hadFocus: boolean) => void = () => undefined;
   private entries: FileEntry[] = [];
   private loaded = false;
   private seq = 0;
@@ -351,10 +352,11 @@ export class FilesPane {
 
   // Show or hide the pane; focus moves into it (or back to its toggle).
   setOpen(open: boolean, byUser = false): void {
+    const hadFocus = this.el.contains(document.activeElement);
     this.isOpen = open;
     this.el.hidden = !open;
     this.save();
-    this.onToggle(open);
+    this.onToggle(open, hadFocus);
     if (open) {
       const first = !this.loaded ? this.load(this.dir) : Promise.resolve();
       if (byUser) void first.then(() => this.focus());

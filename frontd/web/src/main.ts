@@ -130,9 +130,8 @@ function buildApp(): App {
     const inFiles = terminals.files.el.contains(document.activeElement);
     if (header.contains(document.activeElement)) {
       if (terminals.el.hidden || !terminals.focusActive()) main.focus();
-    } else if (!inFiles && !terminals.el.hidden && terminals.focusFiles()) {
-      // From the terminal on to the open file pane.
-    } else {
+    } else if (inFiles || terminals.el.hidden || !terminals.focusFiles()) {
+      // (From the terminal, the open file pane comes before the top bar.)
       document.getElementById('mode-button')?.focus();
     }
   };

@@ -341,10 +341,10 @@ export class TerminalsView {
       this.files.el,
     );
     this.el.classList.toggle('files-open', this.files.isOpen);
-    this.files.onToggle = (open) => {
+    this.files.onToggle = (open, hadFocus) => {
       this.el.classList.toggle('files-open', open);
       this.filesBtn.setAttribute('aria-expanded', String(open));
-      if (!open && this.files.el.contains(document.activeElement)) this.filesBtn.focus();
+      if (!open && hadFocus) this.filesBtn.focus();
     };
     this.resizeObs = new ResizeObserver(() => {
       cancelAnimationFrame(this.pendingFit);
