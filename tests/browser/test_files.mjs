@@ -1,6 +1,6 @@
 // The file pane: browse into a folder a command made (and through links),
 // upload by the button and by dropped files, an 8 MiB upload with its
-// progress, replacing after a confirmation, download, delete after a
+// progress, cancelling uploads, replacing after a confirmation, download, delete after a
 // confirmation (Cancel keeps the file), a new folder, Refresh, the
 // server's refusals as toasts (a link out of the workspace, a non-empty
 // folder, read-only permission with the controls off, a forced upload
@@ -226,6 +226,47 @@ export default async function ({ users, newPage, shot, hostgate }) {
   check(/^8\.0 M/.test(await (await row(page, 'big.bin')).locator('.file-meta').textContent()), 'big.bin is 8.0 M');
   got = await serverBytes(api, 'd/big.bin');
   check(got.body.length === big.length && sha(got.body) === sha(big), 'big.bin on the server, byte for byte');
+
+  // Cancelling: with the upload throttled (Chromium's own network
+  // emulation, 64 KiB/s: 8 MiB cannot finish in this test's time), a
+  // waiting file and then the running one are cancelled; the next one
+  // goes, and nothing of the cancelled ones is left on the server.
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Network.enable');
+  await cdp.send('Network.emulateNetworkConditions', {
+    offline: false,
+    latency: 0,
+    downloadThroughput: -1,
+    uploadThroughput: 64 * 1024,
+  });
+  await chooseFiles(page, [
+    { name: 'slow.bin', mimeType: 'application/octet-stream', buffer: big },
+    { name: 'waiting.txt', mimeType: 'text/plain', buffer: Buffer.from('never\n') },
+    { name: 'after.txt', mimeType: 'text/plain', buffer: Buffer.from('after\n') },
+  ]);
+  await waitUpload(page, 'slow.bin', 'uploading');
+  check((await upload(page, 'waiting.txt'))[0] === 'waiting', 'the second file waits its turn');
+  await page.click('#files-uploads .upload-row[data-name="waiting.txt"] .upload-cancel');
+  await waitFor(async () => (await upload(page, 'waiting.txt')) === null, 'the waiting file cancelled');
+  await page.click('#files-uploads .upload-row[data-name="slow.bin"] .upload-cancel');
+  const cancelled = await waitUpload(page, 'slow.bin', 'failed');
+  check(/cancelled/.test(cancelled[3]), `the row says cancelled: ${cancelled[3]}`);
+  await cdp.send('Network.emulateNetworkConditions', {
+    offline: false,
+    latency: 0,
+    downloadThroughput: -1,
+    uploadThroughput: -1,
+  });
+  await waitUpload(page, 'after.txt', 'done');
+  await waitListed(page, 'after.txt');
+  check(!(await listed(page)).some(([n]) => n === 'slow.bin' || n === 'waiting.txt'), 'no cancelled file listed');
+  for (const n of ['slow.bin', 'waiting.txt']) {
+    const r = await serverBytes(api, `d/${n}`);
+    check(r.status === 404, `${n} not on the server: ${r.status}`);
+  }
+  // A finished row is dismissed by its ×.
+  await page.click('#files-uploads .upload-row[data-name="slow.bin"] .upload-cancel');
+  await waitFor(async () => (await upload(page, 'slow.bin')) === null, 'the cancelled row dismissed');
 
   // Download: the bytes come back.
   const [dl] = await Promise.all([
