@@ -280,7 +280,7 @@ FUZZ_SRC_fuzz_spawn   = $(filter-out sandboxd/sandboxd.c,$(SANDBOXD:%=sandboxd/%
 FUZZ_WRAP_fuzz_spawn  = $(patsubst %,-Wl$(comma)--wrap=%,workspace_ensure \
 	  backend_build spawn_start backend_probe backend_json cgroup_json \
 	  cgroup_usage workspace_usage cgroup_session_kill cgroup_user_kill \
-	  ids_per_user)
+	  ids_per_user files_start)
 # brokerd whole but its main, behind its frontd socket.
 FUZZ_SRC_fuzz_front   = $(filter-out brokerd/brokerd.c,$(BROKERD:%=brokerd/%.c)) \
 	  $(FZ_ALLCOMMON)

@@ -51,6 +51,7 @@ struct http_request {
 	char			*body;		/* NUL-terminated, may be NULL */
 	size_t			 body_len;
 	int			 body_fd;	/* a spooled body's memfd, or -1 */
+	long			 spooled;	/* of all spools' bytes: its own */
 	long			 content_length; /* -1 when absent */
 	int			 keep_alive;
 	int			 tls;

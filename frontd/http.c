@@ -57,6 +57,11 @@
 #define HTTP_WRITE_TIMEOUT	HTTP_IDLE_TIMEOUT /* seconds without progress */
 #define HTTP_FILE_CHUNK		(64 * 1024)	/* one read of a file body */
 #define HTTP_FILE_QUEUE		(256 * 1024)	/* of it in the output, at most */
+/*
+ * Bytes all spooled bodies may hold at once (memfds are memory): past it
+ * an upload gets 503 and Retry-After, though one at the cap always fits.
+ */
+#define HTTP_SPOOL_TOTAL	(1024L * 1024 * 1024)
 
 enum http_conn_state {
 	HTTP_HEAD,		/* reading a request head */
@@ -134,6 +139,9 @@ struct http_conn {
  * are never shed.
  */
 static int	http_taken;
+
+/* Bytes the spooled bodies of live requests have reserved. */
+static long	http_spooled;
 
 /* Why http_parse_head last refused a head, for the error reply. */
 static const char *http_parse_reason = "malformed request";
@@ -531,6 +539,7 @@ http_request_clear(struct http_request *req)
 	free(req->body);
 	if (req->body_fd != -1)
 		close(req->body_fd);
+	http_spooled -= req->spooled;
 	http_request_init(req);
 }
 
@@ -1315,12 +1324,25 @@ http_conn_spool_start(struct http_conn *conn, long cap)
 		http_conn_refuse(conn, 413, msg, NULL);
 		return;
 	}
+	if (http_spooled > 0 && http_spooled + req->content_length >
+	    (cap > HTTP_SPOOL_TOTAL ? cap : HTTP_SPOOL_TOTAL)) {
+		log_warnx("%s: %ld bytes of uploads held already; refusing "
+		    "one of %ld", conn->peer, http_spooled,
+		    req->content_length);
+		snprintf(msg, sizeof msg, "Retry-After: %d\r\n",
+		    HTTP_RETRY_AFTER);
+		http_conn_refuse(conn, 503, "too many uploads at once; try "
+		    "again later", msg);
+		return;
+	}
 	if ((req->body_fd = memfd_create("upload", MFD_CLOEXEC |
 	    MFD_ALLOW_SEALING)) == -1) {
 		log_warn("%s: memfd_create", conn->peer);
 		http_conn_refuse(conn, 503, "cannot hold the upload now", NULL);
 		return;
 	}
+	req->spooled = req->content_length;
+	http_spooled += req->spooled;
 	http_conn_continue(conn);
 	conn->state = HTTP_BODY;
 	http_conn_spool(conn);

@@ -358,7 +358,7 @@ broker_file(struct ipc_peer *p, struct ipc_msg *m)
 	char			 ws[4096], err[512];
 	int64_t			 size = -1;
 	int			 content = m->nfds > 0 ? m->fds[0] : -1;
-	int			 write = 0;
+	int			 writing = 0;
 
 	memset(&s, 0, sizeof(s));
 	broker_ctx(m);
@@ -368,19 +368,19 @@ broker_file(struct ipc_peer *p, struct ipc_msg *m)
 	s.user = json_str(m->obj, "user");
 	json_int(m->obj, "size", &size);
 	if (strcmp(op, "write") == 0)
-		write = 1;
+		writing = 1;
 	else if (strcmp(op, "read") != 0 && strcmp(op, "list") != 0 &&
 	    strcmp(op, "mkdir") != 0 && strcmp(op, "delete") != 0) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown file operation "
 		    "(read, list, write, mkdir or delete)");
 		goto out;
 	}
-	if (write != (m->nfds == 1) || m->nfds > 1 || (write && size < 0)) {
+	if (writing != (m->nfds == 1) || m->nfds > 1 || (writing && size < 0)) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "a write (and only a "
 		    "write) carries its content as one fd, with its \"size\"");
 		goto out;
 	}
-	if (write && broker_conf->max_upload > 0 &&
+	if (writing && broker_conf->max_upload > 0 &&
 	    size > broker_conf->max_upload) {
 		ipc_reply_error(p, m, ERR_TOO_LARGE, "%lld bytes is over "
 		    "HOSTGATE_MAX_UPLOAD_BYTES (%ld)", (long long)size,

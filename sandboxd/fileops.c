@@ -255,7 +255,7 @@ fileop_dirs(int wsfd, const char *dir, int mk, int *made)
 	return parent;
 }
 
-/* The ".json" of one listing entry's type. */
+/* A listing entry's "type" for a mode: file, dir, symlink or other. */
 static const char *
 fileop_type(mode_t m)
 {
@@ -343,6 +343,7 @@ fileop_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* Open a regular file beneath the workspace for reading (r->fd). */
 int
 fileop_read(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -386,6 +387,7 @@ fileop_read(int wsfd, const char *path, struct fileop_result *r)
 	return 0;
 }
 
+/* A directory's listing as the API's JSON object, in a sealed memfd. */
 int
 fileop_list(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -504,7 +506,7 @@ fileop_copy(int src, int dst, int64_t size)
 		if (n > 0)
 			continue;
 		if (n == 0) {
-			errno = EINVAL;	/* the content is shorter than size */
+			errno = ENODATA;	/* the content is shorter than size */
 			return -1;
 		}
 		if (errno == EINTR)
@@ -518,7 +520,7 @@ fileop_copy(int src, int dst, int64_t size)
 			if (n == -1 && errno == EINTR)
 				continue;
 			if (n == 0)
-				errno = EINVAL;
+				errno = ENODATA;
 			return -1;
 		}
 		for (w = 0; w < n; w += k)
@@ -584,11 +586,12 @@ fileop_link(int fd, int dir, char *tmp, size_t tmpsz)
 	return -1;
 }
 
+/* Write size bytes of content to path, atomically, its parents made. */
 int
 fileop_write(int wsfd, const char *path, int content, int64_t size,
     struct fileop_result *r)
 {
-	struct stat	 st;
+	struct stat	 st, old;
 	char		 dir[FILEOP_PATH_MAX + 1], name[256], tmp[64];
 	int		 dfd, fd = -1, e, existed;
 	const char	*what = "write";
@@ -602,16 +605,16 @@ fileop_write(int wsfd, const char *path, int content, int64_t size,
 		return fileop_fail(r, ERR_BAD_REQUEST, "no size");
 	if ((dfd = fileop_dirs(wsfd, dir, 1, NULL)) == -1)
 		return fileop_errno(r, errno, what);
-	existed = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	existed = fstatat(dfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0;
 	if (!existed && errno != ENOENT) {
 		e = errno;
 		goto fail;
 	}
-	if (existed && S_ISDIR(st.st_mode)) {
+	if (existed && S_ISDIR(old.st_mode)) {
 		close(dfd);
 		return fileop_fail(r, ERR_CONFLICT, "a directory has that name");
 	}
-	if (existed && S_ISLNK(st.st_mode)) {
+	if (existed && S_ISLNK(old.st_mode)) {
 		/*
 		 * The link itself is replaced, never written through; one that
 		 * leads out of the workspace is refused all the same, as a
@@ -626,7 +629,10 @@ fileop_write(int wsfd, const char *path, int content, int64_t size,
 			close(fd);
 		fd = -1;
 	}
+	/* A file replaced keeps its permissions (never set-id bits). */
 	if ((fd = fileop_tmpfile(dfd, tmp, sizeof(tmp))) == -1 ||
+	    (existed && S_ISREG(old.st_mode) &&
+	    fchmod(fd, old.st_mode & 0777) == -1) ||
 	    fileop_copy(content, fd, size) == -1 || fsync(fd) == -1 ||
 	    fstat(fd, &st) == -1) {
 		e = errno;
@@ -653,12 +659,13 @@ fail:
 	if (fd != -1)
 		close(fd);
 	close(dfd);
-	if (e == EINVAL && size >= 0)
+	if (e == ENODATA)
 		return fileop_fail(r, ERR_BAD_REQUEST, "write: the content is "
 		    "shorter than its size");
 	return fileop_errno(r, e, what);
 }
 
+/* Make a directory and its parents. */
 int
 fileop_mkdir(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -683,6 +690,7 @@ fileop_mkdir(int wsfd, const char *path, struct fileop_result *r)
 	return 0;
 }
 
+/* Remove a file, a link itself or an empty directory. */
 int
 fileop_delete(int wsfd, const char *path, struct fileop_result *r)
 {
@@ -719,12 +727,14 @@ fileop_delete(int wsfd, const char *path, struct fileop_result *r)
 	return 0;
 }
 
+/* The workspace directory fd every operation resolves beneath. */
 int
 fileop_workspace(const char *workspace)
 {
 	return open(workspace, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/* The operation named op. */
 int
 fileop_run(int wsfd, const char *op, const char *path, int content,
     int64_t size, struct fileop_result *r)

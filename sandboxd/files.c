@@ -25,6 +25,7 @@
 
 #define FILES_TIMEOUT_MS	30000	/* any operation, beside its bytes */
 #define FILES_BYTES_PER_MS	8192	/* a write's size adds time: 8 MB/s */
+#define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000)	/* the longest */
 #define FILES_MAX		256	/* operations at once, all users */
 
 /* child -> sandboxd: one datagram, with an fd for read and list. */
@@ -177,6 +178,7 @@ files_read(evutil_socket_t fd, short ev, void *arg)
 	ssize_t			 n;
 	int			 fds[2], nfds = 0, got, i, want;
 
+	memset(&rep, 0, sizeof(rep));
 	memset(&msg, 0, sizeof(msg));
 	iov.iov_base = &rep;
 	iov.iov_len = sizeof(rep);
@@ -237,6 +239,7 @@ files_timeout(evutil_socket_t fd, short ev, void *arg)
 	files_free(j);
 }
 
+/* Hand an operation to the user's spawner and wait for it on the loop. */
 int
 files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
     int setid, uid_t uid, gid_t gid, const char *workspace, const char *op,
@@ -293,6 +296,8 @@ files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
 		fatalx("event_new");
 	event_add(j->ev, NULL);
 	ms = FILES_TIMEOUT_MS + (size > 0 ? size / FILES_BYTES_PER_MS : 0);
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;	/* HOSTGATE_MAX_UPLOAD_BYTES=max */
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(j->ev_timeout, &tv);
@@ -301,6 +306,7 @@ files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
 	return 0;
 }
 
+/* The spawner's answer: the child's pid, or why it did not start. */
 void
 files_started(uint64_t seq, pid_t pid, const char *err)
 {
@@ -328,6 +334,7 @@ files_started(uint64_t seq, pid_t pid, const char *err)
 	spawn_reap();
 }
 
+/* The pids spawn_reap may wait for. */
 int
 files_pids(pid_t *pids, int max)
 {
@@ -340,6 +347,7 @@ files_pids(pid_t *pids, int max)
 	return n;
 }
 
+/* A reaped child: 1 when it was an operation's. */
 int
 files_reaped(pid_t pid, int status)
 {
@@ -362,6 +370,7 @@ files_reaped(pid_t pid, int status)
 	return 1;
 }
 
+/* brokerd went away: its answers are dropped. */
 void
 files_peer_gone(struct ipc_peer *peer)
 {
@@ -403,6 +412,7 @@ files_send(int sock, const struct files_rep *rep, int fd)
 		;
 }
 
+/* The operation itself, in the child of the user's uid. */
 void
 files_child(const char *workspace, const char *op, const char *path,
     int content, int64_t size, int sock)
@@ -437,6 +447,7 @@ files_child(const char *workspace, const char *op, const char *path,
 	close(wsfd);
 }
 
+/* The event base the operations' sockets and timers run on. */
 void
 files_init(struct event_base *base, struct config *conf)
 {

@@ -765,6 +765,7 @@ spawner_file_child(const struct spawner_req *rq, const char *workspace,
 	struct rlimit	rl;
 
 	spawner_signals_default();
+	prctl(PR_SET_NAME, "hg-file");	/* not taken for the spawner */
 	/* Its two fds at 3 and 4 (fd 3 was the spawner's socket): no more. */
 	if ((sock = fcntl(sock, F_DUPFD, 64)) == -1 || (content != -1 &&
 	    (content = fcntl(content, F_DUPFD, 64)) == -1) ||

@@ -9,7 +9,10 @@
  * the spec it is given instead of building a command line, so that nothing
  * is ever spawned. It checks what a handler may rely on: a known kind,
  * mode and permission, a valid user, an argv of at least one string, ids
- * that are not root, and a cwd inside the workspace.
+ * that are not root, and a cwd inside the workspace. A "file" operation
+ * stops where files.c would hand it to a spawner: it must name a known
+ * operation and a path the API can name; reads and lists are done on the
+ * fixture workspace (its links out must stay shut), nothing else is.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -45,6 +48,9 @@ struct json_object *__wrap_workspace_usage(const char *);
 int	__wrap_cgroup_session_kill(const char *);
 int	__wrap_cgroup_user_kill(const char *);
 int	__wrap_ids_per_user(void);
+int	__wrap_files_start(struct ipc_peer *, int64_t, const char *, int, uid_t,
+	    gid_t, const char *, const char *, const char *, int, int64_t,
+	    char *, size_t);
 
 static struct event_base	*fuzz_base;
 static struct config		 fuzz_conf;
@@ -165,6 +171,37 @@ __wrap_cgroup_user_kill(const char *user)
 	if (!fuzz_user_ok(user))
 		abort();
 	return 0;
+}
+
+/*
+ * Where a file operation would go to the user's spawner: check what it
+ * was given; a read or a list runs here, beneath the fixture workspace.
+ */
+int
+__wrap_files_start(struct ipc_peer *p, int64_t id, const char *user,
+    int setid, uid_t uid, gid_t gid, const char *workspace, const char *op,
+    const char *path, int content, int64_t size, char *err, size_t errsz)
+{
+	struct fileop_result	r;
+	int			wsfd, writing = strcmp(op, "write") == 0;
+
+	if (!fuzz_user_ok(user) || strcmp(workspace, fuzz_ws) != 0 ||
+	    !fileop_path_ok(path) || (setid && (uid == 0 || gid == 0)) ||
+	    writing != (content != -1) || (writing && size < 0) ||
+	    (!writing && strcmp(op, "read") != 0 && strcmp(op, "list") != 0 &&
+	    strcmp(op, "mkdir") != 0 && strcmp(op, "delete") != 0))
+		abort();
+	if (strcmp(op, "read") == 0 || strcmp(op, "list") == 0) {
+		if ((wsfd = fileop_workspace(workspace)) == -1)
+			abort();
+		if (fileop_run(wsfd, op, path, -1, 0, &r) == 0)
+			close(r.fd);
+		else if (r.fd != -1 || r.code == NULL)
+			abort();
+		close(wsfd);
+	}
+	snprintf(err, errsz, "not built in the fuzzer");
+	return -1;
 }
 
 /* Spawns run as their user's own ids, as under root. */

@@ -326,6 +326,20 @@ spawns = {
     "unknown": j({"type": "nope", "id": 14}),
     "no_id": j({"type": "spawn"}),
     "not_object": b"[1]",
+    # the workspace file operations (sandboxd/files.c)
+    "file_read": j({"type": "file", "id": 15, "op": "read", "user": "alice", "path": "file",
+                    "uid": 1879048200, "gid": 1879048200}),
+    "file_read_out": j({"type": "file", "id": 16, "op": "read", "user": "alice", "path": "out/passwd",
+                        "uid": 1879048200, "gid": 1879048200}),
+    "file_list_up": j({"type": "file", "id": 17, "op": "list", "user": "alice", "path": "up/",
+                       "uid": 1879048200, "gid": 1879048200}),
+    "file_list": j({"type": "file", "id": 18, "op": "list", "user": "alice", "path": "src/",
+                    "uid": 1879048200, "gid": 1879048200}),
+    "file_write_nofd": j({"type": "file", "id": 19, "op": "write", "user": "alice", "path": "a/b",
+                          "size": 3, "uid": 1879048200, "gid": 1879048200}),
+    "file_delete_dotdot": j({"type": "file", "id": 20, "op": "delete", "user": "alice", "path": "src/../..",
+                             "uid": 1879048200, "gid": 1879048200}),
+    "file_mkdir_noid": j({"type": "file", "id": 21, "op": "mkdir", "user": "alice", "path": "new/dir/"}),
 }
 for name, data in spawns.items():
     put("fuzz_spawn", name, data)

@@ -8,6 +8,7 @@ tests/unit/test_fileops.c; here, that they hold behind sandboxd too."""
 
 import json
 import os
+import signal
 import socket
 import stat
 
@@ -15,6 +16,7 @@ import pytest
 
 import hglib
 import policylib as pl
+import sandboxlib as sl
 
 RANGE0 = 1879048192
 UIDS = {"alice": RANGE0 + 4242, "bob": RANGE0 + 4243}
@@ -50,8 +52,8 @@ class FakeBroker:
         assert json.loads(data).get("type") == "hello"
         self.next_id = 1
 
-    def call(self, type_, fds=(), **fields):
-        """(result, error, fds) of one request."""
+    def send(self, type_, fds=(), **fields):
+        """Send one request; its id."""
         rid = self.next_id
         self.next_id += 1
         msg = json.dumps(dict(fields, type=type_, id=rid)).encode()
@@ -59,6 +61,14 @@ class FakeBroker:
             socket.send_fds(self.s, [msg], list(fds))
         else:
             self.s.send(msg)
+        return rid
+
+    def call(self, type_, fds=(), **fields):
+        """(result, error, fds) of one request."""
+        return self.wait(self.send(type_, fds, **fields))
+
+    def wait(self, rid):
+        """(result, error, fds) of the reply to request rid."""
         while True:
             data, got, _, _ = socket.recv_fds(self.s, 1 << 20, 8)
             m = hglib.ipc_decode(data)
@@ -268,3 +278,113 @@ def test_hostile_entries(box):
     assert not os.path.exists(os.path.join(ws, "w"))
     with open("/etc/passwd", "rb") as f:
         assert b"pwned" not in f.read()
+
+
+def test_hung_operation_times_out(box, mode):
+    """A file operation that cannot go on (here: the user's spawner is
+    stopped, as a hung file system would hold it) delays itself alone:
+    sandboxd answers other requests meanwhile, and at the timeout brokerd
+    gets "unavailable"; the child that starts late is killed, and the next
+    operation works. (30 s: run in root mode only.)"""
+    if mode != "root":
+        pytest.skip("the same code rootless; its 30 s once is enough")
+    hg, fb = box
+    res, err, _ = op(hg, fb, "alice", "write", "f.txt", b"content")
+    assert err is None, err
+    spawners = sl.children_of(hg.pid("sandboxd"), "hg-spawner")
+    assert len(spawners) == 1, spawners
+    fb.s.settimeout(120)
+    os.kill(spawners[0], signal.SIGSTOP)
+    try:
+        rid = fb.send("file", op="read", user="alice", path="f.txt",
+                      **ids(hg, "alice"))
+        # the loop is free: another request is answered at once
+        res, err, _ = fb.call("health")
+        assert err is None and "backend" in res, (res, err)
+        res, err, got = fb.wait(rid)
+        assert not got and err["code"] == "unavailable", (res, err)
+        assert "timed out" in err["message"], err
+    finally:
+        os.kill(spawners[0], signal.SIGCONT)
+    res, err, text = op(hg, fb, "alice", "read", "f.txt")
+    assert err is None and text == b"content", (res, err)
+    hglib.wait_for(lambda: "file read: the file operation timed out" in
+                   hg.log_text("sandboxd"), 10, what="the timeout logged")
+
+
+# -- through the HTTP API (frontd, brokerd, sandboxd) ----------------------
+
+@pytest.fixture(scope="module")
+def web(mode):
+    with pl.module_hostgate(mode, "fileops-http") as h:
+        yield h
+
+
+def api_put(s, path, data):
+    return s.request("PUT", "/api/files/" + path, body=data,
+                     headers={"Content-Type": "application/octet-stream"},
+                     timeout=30)
+
+
+def api_get(s, path):
+    return s.request("GET", "/api/files/" + path, timeout=30)
+
+
+def test_api_put_is_the_users(web):
+    """A PUT makes a file of the user's uid (their own in root mode), the
+    owner a command of theirs sees too."""
+    hg = web
+    alice = hg.login(*pl.ADMIN)
+    r = api_put(alice, "put/owned.txt", b"data")
+    assert r.status == 201, r
+    uid, gid = pl.spawn_uid(hg, "alice")
+    st = os.lstat(os.path.join(workspace(hg, "alice"), "put/owned.txt"))
+    assert (st.st_uid, st.st_gid) == (uid, gid), st
+    assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
+    if hg.mode == "root":
+        assert uid != hglib.account(hglib.SERVICE_USERS["sandboxd"])[0]
+    res = pl.run(alice, "stat -c %u put/owned.txt")
+    assert res["exit_code"] == 0 and res["stdout"].strip() == str(uid), res
+
+
+def test_api_reads_as_the_user(web):
+    """Through the API, a file only its user may read is read for them;
+    one only root may read is refused; another user's workspace is out of
+    reach by every path a user can give."""
+    hg = web
+    if hg.mode != "root":
+        pytest.skip("one uid for all without root")
+    alice, bob = hg.login(*pl.ADMIN), hg.login(*pl.USER)
+    assert api_put(alice, "a.txt", b"a").status in (200, 201)
+    assert api_put(bob, "b.txt", b"b").status in (200, 201)
+    ws, other = workspace(hg, "alice"), workspace(hg, "bob")
+    auid, agid = pl.spawn_uid(hg, "alice")
+    mine = os.path.join(ws, "only-alice.txt")
+    with open(mine, "w") as f:
+        f.write("for alice's eyes")
+    os.chown(mine, auid, agid)
+    os.chmod(mine, 0o400)
+    # sandboxd's own uid could not have read it: the read is alice's
+    sbx = hglib.account(hglib.SERVICE_USERS["sandboxd"])
+    assert hglib.run_as(sbx, lambda: os.access(mine, os.R_OK)) is False
+    r = api_get(alice, "only-alice.txt")
+    assert r.status == 200 and r.body == b"for alice's eyes", r
+    rootonly = os.path.join(ws, "root-only.txt")
+    with open(rootonly, "w") as f:
+        f.write("root's")
+    os.chmod(rootonly, 0o600)
+    pl.assert_error(api_get(alice, "root-only.txt"), 403, "forbidden")
+    # bob, by links planted in his workspace and by relative paths
+    os.symlink(mine, os.path.join(other, "abs"))
+    os.symlink("../alice/only-alice.txt", os.path.join(other, "rel"))
+    os.symlink("..", os.path.join(other, "up"))
+    for path in ("abs", "rel", "up/alice/only-alice.txt"):
+        pl.assert_error(api_get(bob, path), 403, "forbidden",
+                        "leaves the workspace")
+        pl.assert_error(api_put(bob, path, b"bob was here"), 403,
+                        "forbidden")
+    pl.assert_error(api_get(bob, "up/"), 403, "forbidden")
+    assert api_get(bob, "..%2Falice%2Fonly-alice.txt").status == 400
+    with open(mine) as f:
+        assert f.read() == "for alice's eyes"
+    assert api_get(bob, "only-alice.txt").status == 404

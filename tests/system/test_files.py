@@ -563,9 +563,9 @@ def test_users_are_apart(hg, alice):
 # -- memory and garbage ---------------------------------------------------------
 
 def test_large_download_memory_bounded(hg, alice):
-    """A 512 MiB file downloaded slowly: frontd's resident memory does not
-    grow with it (the bytes are read from the fd as the socket drains)."""
-    size = 512 * MiB
+    """A 1 GiB file downloaded: frontd's resident memory does not grow
+    with it (the bytes are read from the fd as the socket drains)."""
+    size = 1024 * MiB
     sh(alice, "truncate -s %d huge.bin" % size)
     pid = frontd_pid(hg)
     before = rss_kib(pid)
@@ -637,3 +637,119 @@ def test_garbage_never_crashes(hg, alice):
     assert hg.health().status == 200
     assert get(alice, "cut.bin").status == 404
     assert put(alice, "after-garbage.txt", b"fine").status in (200, 201)
+
+
+# -- TLS and quotas, on hostgates of their own ------------------------------------
+
+def test_over_tls(hostgate_factory):
+    """Uploads spooled and downloads sent from the fd through TLS too, on
+    one keep-alive connection."""
+    hg = hostgate_factory(tls=True, name="filestls")
+    alice = hg.login(*pl.ADMIN)
+    data = os.urandom(2 * MiB + 3)
+    r = put(alice, "tls/b.bin", data)
+    assert r.status == 201, r
+    conn = hg.connection(timeout=30)
+    try:
+        h = {"Cookie": "hg_session=" + alice.cookie}
+        for _ in range(2):
+            conn.request("GET", url("tls/b.bin"), headers=h)
+            r = conn.getresponse()
+            assert r.status == 200 and r.read() == data
+        conn.request("GET", url("tls/"), headers=h)
+        r = conn.getresponse()
+        assert r.status == 200
+        assert [e["name"] for e in json.loads(r.read())["entries"]] == \
+            ["b.bin"]
+    finally:
+        conn.close()
+
+
+def test_quota_full(hostgate_factory):
+    """A write past the user's disk quota: 507, and the old file is left
+    as it was."""
+    if hostgate_factory.mode != "root":
+        pytest.skip("disk quotas need root mode")
+    hg = pl.own(hostgate_factory, "filesquota", HOSTGATE_USER_DISK_MAX="64M")
+    alice = hg.login(*pl.ADMIN)
+    assert put(alice, "q/keep.bin", b"old content").status == 201
+    r = put(alice, "q/keep.bin", os.urandom(80 * MiB), timeout=120)
+    pl.assert_error(r, 507, "no_space")
+    assert get(alice, "q/keep.bin").body == b"old content"
+    rec = pl.wait_audit(hg, action="file_write", detail_path="q/keep.bin",
+                        allowed=False)[-1]
+    assert rec["detail"]["error"] == "no_space", rec
+    # No temporary file is left behind.
+    assert names(listing(alice, "q/")) == ["keep.bin"]
+
+
+def test_rate_limited(hostgate_factory):
+    """File requests count against a per-user rate (the spawns' figures,
+    a table of their own): 429 with Retry-After beyond the burst, and a
+    refused change is audited."""
+    hg = pl.own(hostgate_factory, "filesrate",
+                HOSTGATE_SPAWN_RATE_PER_MINUTE=1, HOSTGATE_SPAWN_BURST=3)
+    alice = hg.login(*pl.ADMIN)
+    bob = hg.login(*pl.USER)
+    assert put(alice, "r.txt", b"1").status == 201
+    assert get(alice, "r.txt").status == 200
+    assert get(alice, "").status == 200
+    r = put(alice, "r.txt", b"2")
+    pl.assert_error(r, 429, "rate_limited")
+    assert int(r.header("Retry-After")) > 0
+    pl.wait_audit(hg, action="file_refused", user="alice",
+                  detail_path="r.txt")
+    pl.assert_error(get(alice, "r.txt"), 429, "rate_limited")
+    # Per user: bob is not held back, and a command still runs.
+    assert put(bob, "b.txt", b"b").status == 201
+    assert pl.run(alice, "cat r.txt")["stdout"] == "1"
+
+
+def test_direct_mode_is_still_the_workspace(hg, alice):
+    """The file API is the workspace in direct mode too, never the host."""
+    assert pl.set_mode(alice, "direct").status == 200
+    try:
+        assert put(alice, "direct-mode.txt", b"in the workspace").status \
+            in (200, 201)
+        pl.assert_error(get(alice, "%2Fetc/passwd"), 400, "bad_request")
+        pl.assert_error(get(alice, "up/etc/passwd"), 404, "not_found")
+    finally:
+        assert pl.set_mode(alice, "sandbox").status == 200
+    assert sh(alice, "cat direct-mode.txt") == "in the workspace"
+
+
+def test_uploads_held_at_once_are_bounded(hg, alice):
+    """Spooled bodies are memory: past 1 GiB reserved by uploads in
+    progress, one more is refused with 503 and Retry-After before any of
+    it is read, and accepted again once the others have gone."""
+    n = (1 << 30) // CAP
+    socks = []
+    try:
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+            socks.append(s)
+            s.sendall(raw_head(hg, alice, "PUT", url("held/%d" % i),
+                               b"Content-Length: %d\r\n"
+                               b"Expect: 100-continue\r\n" % CAP))
+        for s in socks:
+            got = b""
+            while b"\r\n\r\n" not in got:
+                chunk = s.recv(4096)
+                assert chunk, got
+                got += chunk
+            assert got.startswith(b"HTTP/1.1 100 Continue"), got
+        data = raw_head(hg, alice, "PUT", url("held/one-more"),
+                        b"Content-Length: %d\r\n" % CAP)
+        status, headers, body = hglib.parse_raw(hg.raw(data, timeout=10))
+        assert status == 503, body
+        assert int(headers["retry-after"]) > 0
+    finally:
+        for s in socks:
+            s.close()
+
+    def accepted():
+        r = put(alice, "held/after.txt", b"room again")
+        return r if r.status == 201 else None
+    hglib.wait_for(accepted, 10, what="an upload accepted again")
+    for d in hglib.DAEMONS:
+        assert hg.alive(d), d

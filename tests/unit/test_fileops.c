@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -123,7 +124,7 @@ setup(void **state)
 	char		 buf[256];
 
 	t = calloc(1, sizeof(*t));
-	snprintf(t->top, sizeof(t->top), "/tmp/hg-fileops-XXXXXX");
+	snprintf(t->top, sizeof(t->top), "/tmp/hg-unit-fileops-XXXXXX");
 	if (mkdtemp(t->top) == NULL)
 		return -1;
 	snprintf(t->ws, sizeof(t->ws), "%s/ws", t->top);
@@ -495,6 +496,14 @@ test_write(void **state)
 	close(old);
 	close(c);
 
+	/* A file replaced keeps its permissions, never set-id bits. */
+	assert_int_equal(chmod(in(t, "new.txt"), 04755), 0);
+	c = content("three");
+	assert_int_equal(fileop_write(t->wsfd, "new.txt", c, 5, &r), 0);
+	assert_true(stat(in(t, "new.txt"), &st) == 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	close(c);
+
 	/* Only size bytes of the content, from offset 0. */
 	c = content("0123456789");
 	lseek(c, 5, SEEK_SET);
@@ -571,6 +580,62 @@ test_write_swapped(void **state)
 	assert_string_equal(r.code, ERR_FORBIDDEN);
 	close(c);
 	outside_untouched(t);
+}
+
+/*
+ * A link swapped in while the operations run: a child flips "race"
+ * between a directory of the workspace and a link out of it (rename is
+ * atomic) as fast as it can, while writes, reads, mkdirs and deletes go
+ * through "race/". Whatever each one met, none reached the outside.
+ */
+static void
+test_race_swap(void **state)
+{
+	struct tree		*t = *state;
+	struct fileop_result	 r;
+	char			 real[512], link[512], race[512], path[256];
+	pid_t			 pid;
+	int			 c, i, status;
+
+	snprintf(real, sizeof(real), "%s", in(t, "race_dir"));
+	snprintf(link, sizeof(link), "%s", in(t, "race_link"));
+	snprintf(race, sizeof(race), "%s", in(t, "race"));
+	assert_int_equal(mkdir(real, 0700), 0);
+	assert_int_equal(symlink(t->outside, link), 0);
+	assert_int_equal(rename(real, race), 0);
+	if ((pid = fork()) == 0) {
+		/* race is the directory; swap the link in and out, forever */
+		for (;;) {
+			if (renameat2(AT_FDCWD, link, AT_FDCWD, race,
+			    RENAME_EXCHANGE) == -1)
+				_exit(1);
+		}
+	}
+	assert_true(pid > 0);
+	c = content("raced");
+	for (i = 0; i < 2000; i++) {
+		if (fileop_write(t->wsfd, "race/f", c, 5, &r) == -1)
+			assert_true(strcmp(r.code, ERR_FORBIDDEN) == 0 ||
+			    strcmp(r.code, ERR_NOT_FOUND) == 0 ||
+			    strcmp(r.code, ERR_CONFLICT) == 0);
+		fileop_mkdir(t->wsfd, "race/newdir", &r);
+		if (fileop_read(t->wsfd, "race/secret", &r) == 0)
+			fail_msg("read the outside through a swapped link");
+		fileop_delete(t->wsfd, "race/secret", &r);
+		fileop_delete(t->wsfd, "race/newdir", &r);
+		if (fileop_list(t->wsfd, "race/", &r) == 0) {
+			if (strstr(slurp(r.fd), "secret") != NULL)
+				fail_msg("listed the outside through a link");
+			close(r.fd);
+		}
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	assert_true(WIFSIGNALED(status));	/* it swapped all along */
+	close(c);
+	outside_untouched(t);
+	snprintf(path, sizeof(path), "%s/f", t->outside);
+	assert_false(exists(path));
 }
 
 /*
@@ -731,6 +796,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_write, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_swapped, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_race_swap, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_write_full, setup,
 		    teardown),
