@@ -379,9 +379,17 @@ export async function apiSession(base, user, password) {
     }
     return { status: res.status, json, text };
   };
+  // The answer itself (for bytes): body a Buffer or string, sent as is.
+  const raw = (method, path, body, headers = {}) =>
+    fetch(`${base}${path}`, {
+      method,
+      headers: { Cookie: cookie, ...(method === 'GET' ? {} : { 'X-CSRF-Token': csrf }), ...headers },
+      body,
+    });
   return {
     get: (p) => call('GET', p),
     post: (p, b = {}) => call('POST', p, b),
     del: (p) => call('DELETE', p),
+    raw,
   };
 }

@@ -21,6 +21,8 @@ const USERS = {
   carol: { password: 'carol-password-1', admin: true },
   dave: { password: 'dave-password-12', admin: true },
   erin: { password: 'erin-password-12', admin: true },
+  // The file pane's own workspace (test_files).
+  frank: { password: 'frank-password-1', admin: false },
 };
 
 // The direct-mode TTL of the short hostgate, in seconds.

@@ -203,20 +203,30 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   }
   if (res.ok) return doc as T;
 
-  const err = (doc as { error?: { code?: string; message?: string } } | null)?.error;
-  const e = new ApiError(
-    res.status,
-    err?.code ?? 'http_' + res.status,
-    err?.message ?? `${res.status} ${res.statusText || 'error'}`,
-    retryAfter(res.headers.get('Retry-After')),
-  );
-  if (path !== '/api/login') {
-    if (res.status === 401) onSessionLost?.('Your session has ended. Please sign in again.');
-    else if (res.status === 403 && /csrf/i.test(e.message)) {
-      onSessionLost?.('This tab lost its session key. Please sign in again.');
-    }
-  }
+  const e = errorOf(res.status, res.statusText, doc, res.headers.get('Retry-After'));
+  if (path !== '/api/login') noteRefusal(e);
   throw e;
+}
+
+// The ApiError of an error answer: its JSON body's code and message, else
+// the status line.
+export function errorOf(status: number, statusText: string, doc: unknown, retry: string | null): ApiError {
+  const err = (doc as { error?: { code?: string; message?: string } } | null)?.error;
+  return new ApiError(
+    status,
+    err?.code ?? 'http_' + status,
+    err?.message ?? `${status} ${statusText || 'error'}`,
+    retryAfter(retry),
+  );
+}
+
+// A refusal that means the session is gone (401) or this tab's CSRF token
+// is not valid: back to the login page.
+export function noteRefusal(e: ApiError): void {
+  if (e.status === 401) onSessionLost?.('Your session has ended. Please sign in again.');
+  else if (e.status === 403 && /csrf/i.test(e.message)) {
+    onSessionLost?.('This tab lost its session key. Please sign in again.');
+  }
 }
 
 export const get = <T>(path: string): Promise<T> => api<T>('GET', path);

@@ -85,6 +85,15 @@ const ICONS: Record<string, string[]> = {
   alert: ['M8 2 1.5 13.5h13z', 'M8 6.5v3.5', 'M8 11.8v.2'],
   menu: ['M2.5 4h11', 'M2.5 8h11', 'M2.5 12h11'],
   refresh: ['M13 8a5 5 0 1 1-1.5-3.6', 'M13 2.5v2.5h-2.5'],
+  folder: ['M1.5 3.5h4.5l1.5 1.5h7v8h-13z'],
+  'folder-plus': ['M1.5 3.5h4.5l1.5 1.5h7v8h-13z', 'M8 7.5v4', 'M6 9.5h4'],
+  file: ['M3.5 1.5h6l3 3v10h-9z', 'M9.5 1.5v3h3'],
+  link: ['M6.5 9.5l3-3', 'M5 8 3.5 9.5a2.1 2.1 0 0 0 3 3L8 11', 'M8 5l1.5-1.5a2.1 2.1 0 0 1 3 3L11 8'],
+  upload: ['M8 11V2.5', 'M4.5 6 8 2.5 11.5 6', 'M2.5 11v2.5h11V11'],
+  download: ['M8 2.5V11', 'M4.5 7.5 8 11l3.5-3.5', 'M2.5 11v2.5h11V11'],
+  trash: ['M2.5 4h11', 'M6 4V2.5h4V4', 'M4 4l.7 9.5h6.6L12 4', 'M6.8 6.5v4.5', 'M9.2 6.5v4.5'],
+  up: ['M8 13V3', 'M4 7l4-4 4 4'],
+  files: ['M5.5 1.5h5l3 3v8h-8z', 'M10.5 1.5v3h3', 'M3.5 4.5v10h7'],
 };
 
 // An inline SVG icon, hidden from assistive technology.

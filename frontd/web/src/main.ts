@@ -14,6 +14,7 @@ import { loginView } from './login';
 import { ModeControl } from './popover';
 import { currentPath, navigate, startRouter } from './router';
 import { store } from './state';
+import { forgetFiles } from './files';
 import { TerminalsView, forgetTerminals } from './terminals';
 import { clearToasts } from './toast';
 
@@ -126,9 +127,11 @@ function buildApp(): App {
       return;
     }
     ev.preventDefault();
+    const inFiles = terminals.files.el.contains(document.activeElement);
     if (header.contains(document.activeElement)) {
       if (terminals.el.hidden || !terminals.focusActive()) main.focus();
-    } else {
+    } else if (inFiles || terminals.el.hidden || !terminals.focusFiles()) {
+      // (From the terminal, the open file pane comes before the top bar.)
       document.getElementById('mode-button')?.focus();
     }
   };
@@ -182,6 +185,7 @@ function startApp(): void {
     sessionEnded: () => {
       setCsrfToken(null);
       forgetTerminals();
+      forgetFiles();
       showLogin('You were signed out: this session has ended.');
     },
     resync: () => void app?.terminals.refreshList().catch(() => undefined),
@@ -227,6 +231,7 @@ async function logOut(): Promise<void> {
   }
   setCsrfToken(null);
   forgetTerminals();
+  forgetFiles();
   showLogin(null);
 }
 

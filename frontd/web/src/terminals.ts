@@ -12,6 +12,7 @@ import '@xterm/xterm/css/xterm.css';
 
 import { ApiError, del, get, post, type TerminalInfo } from './api';
 import { h, icon, replace } from './dom';
+import { FilesPane } from './files';
 import { errorToast } from './popover';
 import { store } from './state';
 import { toast } from './toast';
@@ -287,6 +288,8 @@ export class TerminalsView {
   private justCreated = new Set<string>();
   private resizeObs: ResizeObserver;
   private pendingFit = 0;
+  readonly files: FilesPane;
+  private filesBtn: HTMLButtonElement;
 
   constructor() {
     this.listEl = h('ul', { class: 'term-list', id: 'terminal-list', attrs: { 'aria-label': 'Terminals' } });
@@ -301,6 +304,20 @@ export class TerminalsView {
       icon('plus'),
       h('span', { text: 'New' }),
     );
+    this.files = new FilesPane();
+    this.filesBtn = h(
+      'button',
+      {
+        class: 'btn btn-small files-toggle',
+        type: 'button',
+        id: 'files-toggle',
+        title: 'Files of your workspace',
+        attrs: { 'aria-controls': 'files-pane', 'aria-expanded': String(this.files.isOpen) },
+        on: { click: () => this.files.setOpen(!this.files.isOpen, true) },
+      },
+      icon('files'),
+      h('span', { text: 'Files' }),
+    );
     this.banner = h('div', { class: 'term-banner', role: 'status', hidden: true });
     this.empty = h('div', { class: 'term-empty', hidden: true });
     this.stage = h('div', { class: 'term-stage' });
@@ -312,6 +329,7 @@ export class TerminalsView {
         { class: 'term-side', attrs: { 'aria-label': 'Your terminals' } },
         h('div', { class: 'term-side-head' }, h('h2', { class: 'side-title', text: 'Terminals' }), newBtn),
         this.listEl,
+        h('div', { class: 'term-side-foot' }, this.filesBtn),
       ),
       h(
         'section',
@@ -320,7 +338,14 @@ export class TerminalsView {
         this.stage,
         this.empty,
       ),
+      this.files.el,
     );
+    this.el.classList.toggle('files-open', this.files.isOpen);
+    this.files.onToggle = (open, hadFocus) => {
+      this.el.classList.toggle('files-open', open);
+      this.filesBtn.setAttribute('aria-expanded', String(open));
+      if (!open && hadFocus) this.filesBtn.focus();
+    };
     this.resizeObs = new ResizeObserver(() => {
       cancelAnimationFrame(this.pendingFit);
       this.pendingFit = requestAnimationFrame(() => this.current()?.fitNow());
@@ -360,6 +385,7 @@ export class TerminalsView {
       return;
     }
     this.started = true;
+    this.files.start();
     const saved = loadSaved();
     try {
       await this.refreshList();
@@ -658,8 +684,16 @@ export class TerminalsView {
     return true;
   }
 
+  // Whether the file pane is open; focus it.
+  focusFiles(): boolean {
+    if (!this.files.isOpen) return false;
+    this.files.focus();
+    return true;
+  }
+
   // Logout: drop every connection.
   destroy(): void {
+    this.files.destroy();
     for (const v of this.views.values()) v.dispose();
     this.views.clear();
     this.resizeObs.disconnect();
