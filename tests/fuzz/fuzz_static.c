@@ -168,9 +168,10 @@ fuzz_split(const char *s, size_t len, struct fuzz_req *rq)
 
 /*
  * Check one answer against the request it is for: a refused head gets its
- * status; a panel path (not /api, /healthz: static.c never sees those)
- * gets 405 for a method other than GET and HEAD, else exactly the file it
- * names (200, or 304), index.html outside /assets/, or a 404.
+ * status; a panel path (not /api, /healthz, /mcp or the MCP metadata:
+ * static.c never sees those) gets 405 for a method other than GET and
+ * HEAD, else exactly the file it names (200, or 304), index.html outside
+ * /assets/, or a 404.
  */
 static void
 fuzz_check(const struct fuzz_req *r, int status, long len, const char *body)
@@ -183,7 +184,9 @@ fuzz_check(const struct fuzz_req *r, int status, long len, const char *body)
 		return;
 	}
 	if (strncmp(r->path, "/api/", 5) == 0 || strcmp(r->path, "/api") ==
-	    0 || strcmp(r->path, "/healthz") == 0)
+	    0 || strcmp(r->path, "/healthz") == 0 ||
+	    strcmp(r->path, "/mcp") == 0 || strncmp(r->path,
+	    "/.well-known/oauth-protected-resource", 37) == 0)
 		return;
 	if (!r->get) {
 		if (status != 405)

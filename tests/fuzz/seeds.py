@@ -333,6 +333,9 @@ static = {
         b"<!doctype html><title>hostgate</title>").hexdigest()[:16].encode() + b'"',
     "absolute": b"http://127.0.0.1:8080/index.html",
     "api": b"/api",
+    # the MCP endpoint and its metadata are not the panel's
+    "mcp": b"/mcp",
+    "mcp_metadata": b"/.well-known/oauth-protected-resource/mcp",
     "fragment": b"/index.html#top",
     # CR LF in the target pipelines more requests: each answer is for its own
     "pipelined": b"/assets/app.css HTTP/1.1\r\nHost: h\r\n\r\nHEAD /favicon.ico",
