@@ -1124,8 +1124,12 @@ http_reply_send(struct http_request *req, int status, const char *ctype,
 		return;
 	}
 	if (conn->state == HTTP_CHECK) {
-		/* Refused before its body was read: drop a small one. */
-		if (req->content_length <= HTTP_DISCARD_MAX &&
+		/*
+		 * Refused before its body was read: drop a small one and go
+		 * on; else close, draining a while (unread input would make
+		 * the close a reset, which can destroy the reply).
+		 */
+		if (req->keep_alive && req->content_length <= HTTP_DISCARD_MAX &&
 		    !http_expects_continue(req))
 			conn->discard = req->content_length;
 		else

@@ -586,6 +586,15 @@ front = {
                          j({"type": "terminal_resized", "terminal": TERM})),
     "unknown": seq(fm("nope", A), j({"type": "status"}), b"[]", b"{", j({"id": 1})),
     "reqid": seq(fm("status", A, request_id="bad id\n"), fm("status", A, request_id=None)),
+    # An upload's check before its body (no fd), then refusals of each kind.
+    "file_write_check": seq(fm("file_write", A, path="a.txt", size=5, check=True),
+                            fm("file_write", TA, path="d", size=0, dir=True, check=True),
+                            fm("file_write", B, path="big", size=1 << 40, check=True),
+                            fm("file_write", {"cookie": "hgs_alice"}, path="a", size=1, check=True),
+                            fm("file_write", A, path="a", size=1, check="yes"),
+                            fm("permission_set", A, permission="read-only"),
+                            fm("file_write", A, path="ro.txt", size=3, check=True),
+                            fm("file_write", A, path="ro.txt", size=3)),
 }
 for name, data in front.items():
     put("fuzz_front", name, data)

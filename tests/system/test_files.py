@@ -348,6 +348,17 @@ def test_refused_small_body_is_drained(hg, alice):
     assert get(alice, "small.txt").status == 404
 
 
+def test_refused_body_then_close(hg, alice):
+    """A body refused unread on a connection that is not kept (Connection:
+    close) is drained a while before the close, so that its reply arrives
+    whole rather than lost to a reset."""
+    body = b"z" * 1000
+    data = unauth_head("closing.txt", len(body), b"Connection: close\r\n")
+    status, headers, rbody = hglib.parse_raw(hg.raw(data + body, timeout=10))
+    assert status == 401 and headers["connection"] == "close", headers
+    assert json.loads(rbody)["error"]["code"] == "unauthorized"
+
+
 def test_read_only_refused_before_the_body(hg):
     """Under read-only a PUT gets its 403 while the client has sent only
     the head, audited once as file_refused."""
