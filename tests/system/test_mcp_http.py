@@ -19,6 +19,9 @@ import policylib as pl
 LEGACY = ["2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
+READ_ONLY = ("this session's permission is read-only: the workspace cannot "
+             "be changed; ask an admin to switch the session to "
+             "workspace-write")
 TOOLS = ["run_command", "run_python", "read_file", "write_file",
          "list_files", "status"]
 
@@ -318,9 +321,13 @@ def test_read_only_refusal(hg):
         s = Legacy(hg, tok)
         res = s.tool("write_file", {"path": "ro.txt", "content": "x"})
         assert res["isError"] is True, res
-        text = res["content"][0]["text"]
-        assert "read-only" in text and "server instructions" in text, res
+        # The tool the agent called, brokerd's reason word for word.
+        assert res["content"][0]["text"] == (
+            "write_file refused: " + READ_ONLY + " (see the server "
+            "instructions, or the status tool, for what this session may "
+            "do)"), res
         sc = res["structuredContent"]
+        assert sc["error"]["message"] == READ_ONLY, sc
         assert sc["permission"] == "read-only", sc
         assert sc["error"]["code"] == "forbidden", sc
     finally:
