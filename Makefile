@@ -159,7 +159,9 @@ $(UNIT_BINS):
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do echo "== $$t"; $$t || exit 1; done
 
+# The MCP clients test_mcp_sdk.py drives /mcp with (npm, cached in $(B)/mcp).
 system: all
+	@scripts/mcp-deps.sh $(B)/mcp >/dev/null
 	HG_BUILD=$(B) tests/system/run.sh
 
 browser: all

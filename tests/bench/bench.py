@@ -5,7 +5,7 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
     /usr/bin/python3 tests/bench/bench.py --bpfdump PATH
         [--policy-bench PATH] [--store-bench PATH] [--mode user|root]
         [--out FILE]
-        [--only spawn]
+        [--only spawn|http|mcp]
 
 1. GET /api/status through frontd and brokerd with wrk, against nginx
    serving a static file on another loopback port;
@@ -19,6 +19,9 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
    bwrap line run directly, isolated (one every 500 ms) and back to back,
    runs interleaved; and another user's `true` latency during 20
    concurrent network-profile spawns against its idle latency;
+   (e) tools/call run_command `true` through /mcp (a 2025-11-25 session
+   and 2026-07-28 requests) beside POST /api/run_command with the same
+   agent token, runs interleaved (issue 12);
 3. bench_policy's figures (brokerd's decision beside an IPC round trip),
    when given;
 4. bench_store's figures (mint, revoke, login, logout and lookups with 100
@@ -811,6 +814,233 @@ def bench_run_command(hg, api, bpfdump, tmp, res):
            quantile(iref, 0.9) * 1000, ihm / irm))
 
 
+# -- 2e. tools/call run_command through /mcp (issue 12) ----------------------
+
+MCP_RUNS, MCP_WARMUP = 200, 10
+
+
+class BearerConn:
+    """A keep-alive HTTP connection to frontd carrying an agent token."""
+
+    def __init__(self, port, token):
+        self.port = port
+        self.token = token
+        self.conn = None
+
+    def post(self, path, body, headers=None):
+        """(status, headers dict lower-cased, body bytes) of one POST."""
+        h = {"Authorization": "Bearer " + self.token,
+             "Content-Type": "application/json"}
+        h.update(headers or {})
+        data = json.dumps(body).encode()
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port,
+                                                       timeout=30)
+            try:
+                self.conn.request("POST", path, body=data, headers=h)
+                r = self.conn.getresponse()
+                raw = r.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError,
+                    ConnectionResetError):
+                self.close()
+                if attempt:
+                    raise
+                continue
+            except BaseException:
+                self.close()
+                raise
+            hd = {k.lower(): v for k, v in r.getheaders()}
+            if hd.get("connection", "").lower() == "close":
+                self.close()
+            return r.status, hd, raw
+
+    def close(self):
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+
+def mcp_message(headers, raw):
+    """The JSON-RPC message of a /mcp reply, JSON or an SSE stream."""
+    if headers.get("content-type", "").startswith("text/event-stream"):
+        for line in raw.decode("utf-8", "replace").splitlines():
+            if line.startswith("data:"):
+                msg = json.loads(line[5:])
+                if "id" in msg:
+                    return msg
+        raise BenchError("/mcp: no response in the event stream: %r"
+                         % raw[:300])
+    return json.loads(raw)
+
+
+class McpClient:
+    """tools/call over one keep-alive connection, as a 2025-11-25 session
+    (initialize, Mcp-Session-Id) or as 2026-07-28 requests (stateless,
+    _meta and the Mcp-Method/Mcp-Name headers)."""
+
+    def __init__(self, port, token, modern):
+        self.c = BearerConn(port, token)
+        self.modern = modern
+        self.next_id = 1
+        self.headers = {"Accept": "application/json, text/event-stream"}
+        if modern:
+            self.headers["MCP-Protocol-Version"] = "2026-07-28"
+            return
+        st, hd, raw = self.c.post("/mcp", {
+            "jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "bench", "version": "1"}}},
+            self.headers)
+        if st != 200:
+            raise BenchError("/mcp initialize: %d %r" % (st, raw[:300]))
+        self.version = mcp_message(hd, raw)["result"]["protocolVersion"]
+        self.headers["MCP-Protocol-Version"] = self.version
+        if hd.get("mcp-session-id"):
+            self.headers["Mcp-Session-Id"] = hd["mcp-session-id"]
+        st, hd, raw = self.c.post("/mcp", {
+            "jsonrpc": "2.0", "method": "notifications/initialized"},
+            self.headers)
+        if st != 202:
+            raise BenchError("/mcp notifications/initialized: %d %r"
+                             % (st, raw[:300]))
+
+    def call(self, name, arguments):
+        """The structuredContent of one tools/call (asserts success)."""
+        params = {"name": name, "arguments": arguments}
+        headers = self.headers
+        if self.modern:
+            params["_meta"] = {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {}}
+            headers = dict(headers, **{"Mcp-Method": "tools/call",
+                                       "Mcp-Name": name})
+        self.next_id += 1
+        st, hd, raw = self.c.post("/mcp", {
+            "jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+            "params": params}, headers)
+        msg = mcp_message(hd, raw) if st == 200 else None
+        res = (msg or {}).get("result") or {}
+        if st != 200 or res.get("isError") or \
+                (res.get("structuredContent") or {}).get("exit_code") != 0:
+            raise BenchError("/mcp tools/call %s: %d %r" % (name, st,
+                                                            raw[:300]))
+        return res["structuredContent"]
+
+    def close(self):
+        self.c.close()
+
+
+def bench_mcp(hg, api, res):
+    """tools/call run_command `true` through /mcp beside POST
+    /api/run_command with the same agent token, runs interleaved."""
+    log("2e. tools/call run_command `true` through /mcp (2025-11-25 session"
+        " and 2026-07-28 stateless) beside POST /api/run_command with the "
+        "same token: %d runs of each after %d warm-up, interleaved, the "
+        "order rotating" % (MCP_RUNS, MCP_WARMUP))
+    st, doc = api.request("POST", "/api/session/tokens")
+    if st != 201:
+        raise BenchError("POST /api/session/tokens: %d %r" % (st, doc))
+    token = doc["token"]
+    http_c = BearerConn(hg.port, token)
+    legacy = McpClient(hg.port, token, modern=False)
+    modern = McpClient(hg.port, token, modern=True)
+
+    def via_http():
+        t0 = time.perf_counter()
+        st, hd, raw = http_c.post("/api/run_command", {"command": "true"})
+        dt = time.perf_counter() - t0
+        if st != 200 or json.loads(raw).get("exit_code") != 0:
+            raise BenchError("run_command true: %d %r" % (st, raw[:300]))
+        return dt
+
+    def via(client):
+        def run():
+            t0 = time.perf_counter()
+            client.call("run_command", {"command": "true"})
+            return time.perf_counter() - t0
+        return run
+
+    kinds = [("http", via_http), ("mcp", via(legacy)),
+             ("mcp_modern", via(modern))]
+    times = {k: [] for k, _ in kinds}
+    try:
+        for i in range(MCP_WARMUP + MCP_RUNS):
+            # Rotate the order so that none always follows another.
+            order = kinds[i % 3:] + kinds[:i % 3]
+            for k, fn in order:
+                t = retrying("%s true" % k, fn)
+                if i >= MCP_WARMUP:
+                    times[k].append(t)
+        # For context: a request each path answers without a spawn.
+        rtt = {"http": [], "mcp": []}
+        for i in range(200):
+            t0 = time.perf_counter()
+            st, _, _ = http_c.post("/api/run_command", {})
+            rtt["http"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            legacy.c.post("/mcp", {"jsonrpc": "2.0", "id": 1,
+                                   "method": "ping"}, legacy.headers)
+            rtt["mcp"].append(time.perf_counter() - t0)
+    finally:
+        http_c.close()
+        legacy.close()
+        modern.close()
+    m = {k: statistics.median(v) * 1000 for k, v in times.items()}
+    p90 = {k: quantile(v, 0.9) * 1000 for k, v in times.items()}
+    # Each round's three runs are neighbours in time, under the same load:
+    # the median of the rounds' own ratios is the steadier figure.
+    paired = {k: statistics.median(a / b for a, b in zip(times[k],
+                                                         times["http"]))
+              for k in ("mcp", "mcp_modern")}
+    res["mcp"] = {
+        "http_ms": m["http"], "mcp_ms": m["mcp"],
+        "modern_ms": m["mcp_modern"], "http_p90_ms": p90["http"],
+        "mcp_p90_ms": p90["mcp"], "modern_p90_ms": p90["mcp_modern"],
+        "version": legacy.version, "paired": paired["mcp"],
+        "paired_modern": paired["mcp_modern"],
+        "http_rtt_ms": statistics.median(rtt["http"]) * 1000,
+        "ping_rtt_ms": statistics.median(rtt["mcp"]) * 1000,
+    }
+    log("   POST /api/run_command median %.2f ms (p90 %.2f); /mcp %s "
+        "median %.2f ms (p90 %.2f): ratio %.3f (median of the rounds' "
+        "ratios %.3f); /mcp 2026-07-28 median %.2f ms (p90 %.2f): ratio "
+        "%.3f (rounds' %.3f); no-spawn round trips: 400 of POST "
+        "/api/run_command {} %.3f ms, /mcp ping %.3f ms"
+        % (m["http"], p90["http"], legacy.version, m["mcp"], p90["mcp"],
+           m["mcp"] / m["http"], paired["mcp"], m["mcp_modern"],
+           p90["mcp_modern"], m["mcp_modern"] / m["http"],
+           paired["mcp_modern"], res["mcp"]["http_rtt_ms"],
+           res["mcp"]["ping_rtt_ms"]))
+
+
+def mcp_rows(res):
+    """The rows of the MCP figures (2e)."""
+    x = res["mcp"]
+    return [
+        ("tools/call run_command `true` through /mcp (%s session), median "
+         "of %d" % (x["version"], MCP_RUNS), "%.2f ms" % x["mcp_ms"],
+         "%.2f ms (POST /api/run_command, same token)" % x["http_ms"],
+         "%.3f (%+.1f %%)" % (x["mcp_ms"] / x["http_ms"],
+                              (x["mcp_ms"] / x["http_ms"] - 1) * 100)),
+        ("the same, p90", "%.2f ms" % x["mcp_p90_ms"],
+         "%.2f ms" % x["http_p90_ms"],
+         "%.3f" % (x["mcp_p90_ms"] / x["http_p90_ms"])),
+        ("the same, median of the %d rounds' own ratios" % MCP_RUNS, "-",
+         "-", "%.3f" % x["paired"]),
+        ("tools/call run_command `true` through /mcp (2026-07-28, "
+         "stateless), median of %d" % MCP_RUNS, "%.2f ms" % x["modern_ms"],
+         "%.2f ms (POST /api/run_command, same token)" % x["http_ms"],
+         "%.3f (%+.1f %%)" % (x["modern_ms"] / x["http_ms"],
+                              (x["modern_ms"] / x["http_ms"] - 1) * 100)),
+        ("the same, p90", "%.2f ms" % x["modern_p90_ms"],
+         "%.2f ms" % x["http_p90_ms"],
+         "%.3f" % (x["modern_p90_ms"] / x["http_p90_ms"])),
+        ("the same, median of the %d rounds' own ratios" % MCP_RUNS, "-",
+         "-", "%.3f" % x["paired_modern"]),
+    ]
+
+
 # -- 2d. another user's spawn during network-profile spawns ----------------
 
 def timed_true(api, what):
@@ -1242,6 +1472,8 @@ def markdown(res):
     rc = res.get("run_command")
     if rc is not None:
         rows += spawn_rows(res)
+    if "mcp" in res:
+        rows += mcp_rows(res)
     if "terminal" in res:
         t = res["terminal"]
         rows.append(("terminal: cat 64 MiB file, median of %d" % CAT_ROUNDS,
@@ -1318,6 +1550,17 @@ def markdown(res):
                    "the uid of the user's spawns."
                    % (rc["status_rtt_ms"], rc["duration_ms"],
                       rc["as"][0] if rc.get("as") else os.geteuid()))
+    if "mcp" in res:
+        out.append("- /mcp: tools/call run_command `true` as a %s session "
+                   "(initialize once, then Mcp-Session-Id) and as "
+                   "stateless 2026-07-28 requests (_meta, Mcp-Method and "
+                   "Mcp-Name), and POST /api/run_command, all three with "
+                   "the same agent token, each on its own keep-alive "
+                   "connection, the order rotating each round. Round trips "
+                   "without a spawn (median of 200): a 400 of POST "
+                   "/api/run_command {} %.3f ms, a /mcp ping %.3f ms."
+                   % (res["mcp"]["version"], res["mcp"]["http_rtt_ms"],
+                      res["mcp"]["ping_rtt_ms"]))
     if "network_load" in res:
         nl = res["network_load"]
         out.append("- network load: %d threads, each on its own connection, "
@@ -1357,9 +1600,10 @@ def main():
     ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
                     choices=hglib.MODES)
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
-                    choices=("", "spawn", "http"),
+                    choices=("", "spawn", "http", "mcp"),
                     help="spawn: only the spawn figures (2a, 2d); http: "
-                    "only the HTTP figures (1)")
+                    "only the HTTP figures (1); mcp: only /mcp beside the "
+                    "HTTP API (2e)")
     args = ap.parse_args()
 
     missing = hglib.missing_binaries()
@@ -1400,6 +1644,8 @@ def main():
         if args.only in ("", "spawn"):
             bench_run_command(hg, api, args.bpfdump, tmp, res)
             bench_network_load(hg, res)
+        if args.only in ("", "mcp"):
+            bench_mcp(hg, api, res)
         if not args.only:
             bench_terminal(hg, api, cookie, res)
             bench_rss_terminals(hg, api, cookie, res)
