@@ -3,8 +3,8 @@
 // snippets are docs/agents.md's with this host's URL and the token, Copy
 // puts them on the clipboard, the session's tokens are listed without
 // their secrets, Revoke asks first (Escape and Cancel keep the token) and
-// then the token gets 401; reopened, the secret is not shown again; a
-// phone's width.
+// then the token gets 401; reopened, the secret is not shown again; the
+// session's end closes it (and its tokens die); a phone's width.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -128,8 +128,8 @@ export default async function ({ main, users, newPage, shot }) {
   await page.keyboard.press('Escape');
   await waitFor(async () => !(await page.locator('[role=alertdialog]').count()), 'confirmation declined');
   check(await page.locator('#agents-dialog').isVisible(), 'Escape closed the confirmation only');
-  check((await focusedId(page)) === '' && (await page.evaluate(() => document.activeElement?.dataset.revoke)) === id1,
-    'the focus back on Revoke');
+  const back = await page.evaluate(() => document.activeElement?.dataset.revoke);
+  check(back === id1, `the focus back on Revoke: ${back}`);
   check((await listedIds(page)).includes(id1), 'declined: still listed');
   check((await statusWith(main.url, token1)) === 200, 'declined: the token works');
   // Cancel keeps it too; Revoke ends it.
@@ -168,6 +168,23 @@ export default async function ({ main, users, newPage, shot }) {
   check((await statusWith(main.url, token3)) === 401, 'the third token revoked');
   await page.locator('#agents-dialog [data-action=close]').click();
   await waitFor(async () => !(await page.locator('#agents-dialog').count()), 'Close closes');
+
+  // The session ends (here: logged out by another tab) with the dialog
+  // open: the dialog goes with the panel, and the session's tokens die.
+  await page.click('#agents-button');
+  await page.locator('#agents-dialog').waitFor();
+  const out = await page.evaluate(async () => {
+    const r = await fetch('/api/logout', {
+      method: 'POST',
+      headers: { 'X-CSRF-Token': localStorage.getItem('hostgate.csrf') ?? '', 'Content-Type': 'application/json' },
+      body: '{}',
+    });
+    return r.status;
+  });
+  check(out === 200, `logout: ${out}`);
+  await page.locator('#login-user').waitFor();
+  check(!(await page.locator('#agents-dialog').count()), 'the dialog closed with the session');
+  check((await statusWith(main.url, token2)) === 401, 'the session’s token died with it');
 
   // A phone: the button fits the top bar, the dialog the screen.
   const phone = await newPage({ viewport: { width: 390, height: 844 } });
