@@ -63,7 +63,8 @@ static const struct front_op front_ops[] = {
 	{ "status",	NEED_IDENT,			front_status },
 	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
 	{ "session_tokens", NEED_SESSION,		front_tokens },
-	{ "session_token_revoke", NEED_SESSION | NEED_CSRF, front_token_revoke },
+	{ "session_token_revoke", NEED_SESSION | NEED_CSRF,
+	    front_token_revoke },
 	{ "mode_get",	NEED_IDENT,			mode_get },
 	{ "mode_set",	NEED_ANY_CSRF,			mode_set },
 	{ "events_subscribe", NEED_IDENT,		front_events },
@@ -851,7 +852,8 @@ front_token_revoke(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    id->session->id);
 	d = json_object_new_object();
 	json_object_object_add(d, "token", json_object_new_string(tid));
-	audit_append("token_revoked", id->user->name, id->session->id, 1, NULL, d, 0);
+	audit_append("token_revoked", id->user->name, id->session->id, 1, NULL,
+	    d, 0);
 	res = json_object_new_object();
 	json_object_object_add(res, "id", json_object_new_string(tid));
 	json_object_object_add(res, "revoked", json_object_new_boolean(1));
