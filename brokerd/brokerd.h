@@ -113,6 +113,7 @@ struct json_object *token_json(const struct token *);
 struct token *token_create(const char *user, const char *session_id,
 	    char *bearer, size_t);
 struct token *token_lookup(const char *bearer);
+struct token *token_by_id(const char *id);
 int	 token_revoke(const char *id);
 struct json_object *token_list(void);
 /*
@@ -230,6 +231,8 @@ void	 mode_describe(struct session *, struct json_object *);
 void	 events_init(struct ipc_server *front);
 void	 events_emit(const char *session, const char *user, const char *name,
 	    struct json_object *data);
+void	 events_emit_token(const char *session, const char *user,
+	    const char *token, const char *name, struct json_object *data);
 struct json_object *events_since(int64_t last_id, const char *session,
 	    const char *user, int *complete);
 int64_t	 events_last(void);

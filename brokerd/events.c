@@ -45,6 +45,18 @@ void
 events_emit(const char *session, const char *user, const char *name,
     struct json_object *data)
 {
+	events_emit_token(session, user, NULL, name, data);
+}
+
+/*
+ * The same, naming a bearer token by its SHA-256 (hex, what frontd
+ * computes of the bearers it relays) in "token", beside the data: frontd
+ * ends that token's streams and never shows a client the hash.
+ */
+void
+events_emit_token(const char *session, const char *user, const char *token,
+    const char *name, struct json_object *data)
+{
 	struct event_rec	*r;
 	struct json_object	*obj;
 
@@ -62,6 +74,9 @@ events_emit(const char *session, const char *user, const char *name,
 	json_object_object_add(obj, "session",
 	    session ? json_object_new_string(session) : NULL);
 	json_object_object_add(obj, "user", json_object_new_string(user));
+	if (token != NULL)
+		json_object_object_add(obj, "token",
+		    json_object_new_string(token));
 	json_object_object_add(obj, "data",
 	    data ? data : json_object_new_object());
 	r->obj = obj;

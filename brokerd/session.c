@@ -1029,6 +1029,13 @@ token_lookup(const char *bearer)
 	return t;
 }
 
+/* The live token with this public id, or NULL. */
+struct token *
+token_by_id(const char *id)
+{
+	return id != NULL ? hindex_find(&by_tid, id) : NULL;
+}
+
 /* Revoke the token with this public id: 0, or -1 when there is none. */
 int
 token_revoke(const char *id)

@@ -323,6 +323,7 @@ static const struct proto_field f_event[] = {
 	F_STR("event", R, 1, 64),
 	F_USER("user", O),
 	F_HEX("session", O, 32),
+	F_HEX("token", O, 64),
 	F_ANY("data", O),
 	F_END
 };
@@ -518,7 +519,10 @@ const struct proto_msg proto_msgs[] = {
 
 	/* brokerd -> frontd */
 	{ "event", BF, PM_EVENT, f_event, NULL,
-	    "an event for the server-sent event streams that match it" },
+	    "an event for the server-sent event streams that match it; "
+	    "`token`, the SHA-256 of a bearer token (frontd hashes the "
+	    "bearers it relays; no client sees it), names the token whose "
+	    "streams a `token_revoked` ends" },
 	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 

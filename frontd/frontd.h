@@ -277,6 +277,8 @@ int	 mcp_call_lenient(struct mcp_call *);
 void	 mcp_call_free(struct mcp_call *);
 /* Whether an MCP session subscribed to the prompt resource. */
 int	 mcp_session_subscribed(const char *id);
+/* A token (its SHA-256) was revoked: its MCP sessions answer 401. */
+void	 mcp_session_forget_token(const char *token);
 
 /* mcp_stream.c */
 /* The brokerd reply of a GET stream or a listen (whoami): open it. */

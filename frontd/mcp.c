@@ -40,6 +40,7 @@ struct mcp_session {
 	char			 token[65];	/* SHA-256 of the bearer */
 	char			 version[16];
 	int			 subscribed;	/* to the prompt resource */
+	int			 revoked;	/* its token: 401, slot free */
 	int64_t			 used;		/* monotonic ms */
 };
 
@@ -98,7 +99,8 @@ mcp_session_find(const char *id, const char *token)
 		}
 		if (strcmp(s->token, token) != 0)
 			return NULL;
-		s->used = now;
+		if (!s->revoked)
+			s->used = now;
 		return s;
 	}
 	return NULL;
@@ -111,6 +113,29 @@ mcp_session_subscribed(const char *id)
 	struct mcp_session	*s = mcp_session_byid(id);
 
 	return s != NULL && s->subscribed;
+}
+
+/*
+ * Forget the sessions made with the token hashed to token (revoked): only
+ * their id and token stay, so that a request naming one gets the 401 of
+ * a revoked token (not a 404 that tells the client to initialize again),
+ * and their slots are the first a new session takes. Their streams, of
+ * the same token, are ending already (mcp_deliver).
+ */
+void
+mcp_session_forget_token(const char *token)
+{
+	struct mcp_session	*s;
+	size_t			 i;
+
+	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
+		s = &mcp_sessions[i];
+		if (s->id[0] == '\0' || strcmp(s->token, token) != 0)
+			continue;
+		s->version[0] = '\0';
+		s->subscribed = 0;
+		s->revoked = 1;
+	}
 }
 
 /* The session called id, whatever its token, or NULL. */
@@ -139,7 +164,7 @@ mcp_session_new(const char *token, const char *version)
 	size_t			 i, n = 0;
 
 	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
-		if (mcp_sessions[i].id[0] == '\0') {
+		if (mcp_sessions[i].id[0] == '\0' || mcp_sessions[i].revoked) {
 			if (empty == NULL)
 				empty = &mcp_sessions[i];
 			continue;
@@ -1019,6 +1044,10 @@ mcp_legacy_check(struct http_request *req, struct mcp_call *c)
 	if ((s = mcp_session_find(sid, c->token)) == NULL) {
 		mcp_fail(req, 404, c->id, MCP_INVALID_REQUEST,
 		    "Session not found", NULL);
+		return -1;
+	}
+	if (s->revoked) {
+		mcp_unauthorized(req, c->id, "invalid or revoked token");
 		return -1;
 	}
 	snprintf(c->session, sizeof(c->session), "%s", s->id);

@@ -27,6 +27,7 @@ struct mcp_stream {
 	char			*user;
 	char			 session[33];	/* login session, "" for none */
 	char			 mcp_session[33]; /* "" for a listen */
+	char			 token[65];	/* SHA-256 of the bearer */
 	char			*sub_id;	/* the listen's raw JSON id */
 	int			 want_prompt;	/* listen: the prompt resource */
 	int			 closing;	/* freed once the output is out */
@@ -92,13 +93,13 @@ mcp_stream_write_cb(struct bufferevent *bev, void *arg)
 
 	if (st->closing &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		mcp_stream_free(st, "session ended");
+		mcp_stream_free(st, "its session or token ended");
 }
 
 /*
- * End a stream when its login session ends: a listen gets the result of
- * its request first (the graceful end of a subscription), then it closes
- * once that is written.
+ * End a stream when its login session or its token ends: a listen gets
+ * the result of its request first (the graceful end of a subscription),
+ * then it closes once that is written.
  */
 static void
 mcp_stream_end(struct mcp_stream *st)
@@ -110,7 +111,7 @@ mcp_stream_end(struct mcp_stream *st)
 		    "\":%s}}}\n\n", st->sub_id, st->sub_id);
 	st->closing = 1;
 	if (evbuffer_get_length(bufferevent_get_output(st->bev)) == 0)
-		mcp_stream_free(st, "session ended");
+		mcp_stream_free(st, "its session or token ended");
 }
 
 /* A stream is one-way: what the client sends is dropped. */
@@ -191,6 +192,7 @@ mcp_stream_open(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	snprintf(st->session, sizeof(st->session), "%s", session ? session :
 	    "");
 	snprintf(st->mcp_session, sizeof(st->mcp_session), "%s", c->session);
+	snprintf(st->token, sizeof(st->token), "%s", c->token);
 	snprintf(st->peer, sizeof(st->peer), "%s", peer);
 	json_object_put(res);
 	evbuffer_add_printf(bufferevent_get_output(bev), "HTTP/1.1 200 OK\r\n"
@@ -268,11 +270,25 @@ mcp_deliver(struct json_object *ev)
 	const char		*name = json_str(ev, "event");
 	const char		*user = json_str(ev, "user");
 	const char		*session = json_str(ev, "session");
-	int			 ended;
+	const char		*token = json_str(ev, "token");
+	int			 ended, revoked;
 
 	if (name == NULL || user == NULL)
 		return;
 	ended = strcmp(name, "session_ended") == 0;
+	revoked = strcmp(name, "token_revoked") == 0;
+	if (revoked) {
+		/* That token's streams end, as at a logout; its sessions go. */
+		if (token == NULL)
+			return;
+		for (st = TAILQ_FIRST(&mcp_streams); st != NULL; st = next) {
+			next = TAILQ_NEXT(st, entry);
+			if (!st->closing && strcmp(st->token, token) == 0)
+				mcp_stream_end(st);
+		}
+		mcp_session_forget_token(token);
+		return;
+	}
 	if (!ended && strcmp(name, "mode_changed") != 0 &&
 	    strcmp(name, "mode_reverted") != 0 &&
 	    strcmp(name, "mode_expiring") != 0 &&

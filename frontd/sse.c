@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -25,6 +26,7 @@ struct sse {
 	struct bufferevent	*bev;
 	char			*user;
 	char			 session[33];	/* "" for a standalone token */
+	char			 token[65];	/* SHA-256 of the bearer, or "" */
 	char			 peer[64];
 	int			 closing;	/* freed once the output is out */
 	TAILQ_ENTRY(sse)	 entry;
@@ -62,7 +64,7 @@ sse_write_cb(struct bufferevent *bev, void *arg)
 
 	if (s->closing &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		sse_free(s, "session ended");
+		sse_free(s, "its session or token ended");
 }
 
 static void
@@ -111,13 +113,19 @@ sse_deliver(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct sse	*s, *next;
 	const char	*name = json_str(m->obj, "event");
+	const char	*token = json_str(m->obj, "token");
+	int		 end;
 
 	mcp_deliver(m->obj);
 	for (s = TAILQ_FIRST(&sse_all); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
 		if (s->closing || !sse_match(s, m->obj))
 			continue;
-		if (name != NULL && strcmp(name, "session_ended") == 0) {
+		/* A logout ends the session's streams, a revocation its token's. */
+		end = name != NULL && (strcmp(name, "session_ended") == 0 ||
+		    (strcmp(name, "token_revoked") == 0 && token != NULL &&
+		    strcmp(token, s->token) == 0));
+		if (end) {
 			/* The event first; the close once it is written. */
 			sse_write(s, m->obj);
 			s->closing = 1;
@@ -142,6 +150,22 @@ sse_heartbeat(evutil_socket_t fd, short ev, void *arg)
 		bufferevent_write(s->bev, ": heartbeat\n\n", 13);
 }
 
+/* The SHA-256 of a request's bearer token into hash, or "" without one. */
+static void
+sse_bearer_hash(struct http_request *req, char hash[65])
+{
+	const char	*h;
+
+	hash[0] = '\0';
+	/* The bearer exactly as api_add_auth sends it to brokerd. */
+	if ((h = http_header(req, "Authorization")) == NULL ||
+	    strncasecmp(h, "Bearer ", 7) != 0)
+		return;
+	for (h += 7; *h == ' '; h++)
+		;
+	sha256_hex(h, strlen(h), hash);
+}
+
 /* brokerd said who the stream is for: start it. */
 static void
 sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
@@ -153,6 +177,7 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	struct evbuffer		*out;
 	const char		*user, *session;
 	char			 peer[64], rid[LOG_REQUEST_ID_LEN + 1];
+	char			 token[65];
 	int			 complete = 1;
 	size_t			 i;
 
@@ -174,6 +199,7 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	}
 	snprintf(peer, sizeof(peer), "%s", req->peer);
 	memcpy(rid, req->request_id, sizeof(rid));
+	sse_bearer_hash(req, token);
 	if ((bev = http_takeover(req, 200)) == NULL)
 		return;
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
@@ -181,6 +207,7 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 		fatal("%s", __func__);
 	s->bev = bev;
 	snprintf(s->session, sizeof(s->session), "%s", session ? session : "");
+	snprintf(s->token, sizeof(s->token), "%s", token);
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
 	out = bufferevent_get_output(bev);
 	evbuffer_add_printf(out, "HTTP/1.1 200 OK\r\n"

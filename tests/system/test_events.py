@@ -238,3 +238,52 @@ def test_logout_sends_session_ended_first(hg):
         assert "session_ended" in es.names(), es.events
     finally:
         es.close()
+
+
+def test_revoked_token_ends_its_streams(hg, alice):
+    """Revoking one token ends its event streams at once (token_revoked,
+    then the close); the stream of another token of the same login session
+    and the session's own stream stay open, are told, and get the next mode
+    change."""
+    gone = alice.post("/api/session/tokens").json()
+    kept = pl.mint_token(alice)
+    es = stream(hg, bearer=gone["token"])
+    other = stream(hg, bearer=kept)
+    panel = stream(hg, cookie=alice.cookie)
+    try:
+        hg.hgctl_ok("token", "revoke", gone["id"])
+        ev = es.wait("token_revoked", 30)
+        assert ev["data"] == {"id": gone["id"]}, ev
+        assert wait_closed(es, 30), "the revoked token's stream stayed open"
+        for s in (other, panel):
+            assert s.wait("token_revoked", 30)["data"]["id"] == gone["id"]
+        g = pl.grant(alice)
+        for s in (other, panel):
+            assert s.wait("mode_changed", 30)["data"] == g
+            assert not s.closed
+    finally:
+        for s in (es, other, panel):
+            s.close()
+
+
+def test_revoked_standalone_token(hg):
+    """A standalone token's stream ends when it is revoked; another
+    standalone token's of the same user is told and stays open (it hears
+    of its own revocation next)."""
+    gone = hg.hgctl_json("token", "create", pl.USER[0])
+    kept = hg.hgctl_json("token", "create", pl.USER[0])
+    es = stream(hg, bearer=gone["token"])
+    other = stream(hg, bearer=kept["token"])
+    try:
+        hg.hgctl_ok("token", "revoke", str(gone["id"]))
+        assert es.wait("token_revoked", 30)["data"]["id"] == gone["id"]
+        assert wait_closed(es, 30), "the revoked token's stream stayed open"
+        assert other.wait("token_revoked", 30)["data"]["id"] == gone["id"]
+        hg.hgctl_ok("token", "revoke", str(kept["id"]))
+        ev = other.wait("token_revoked", 30,
+                        lambda e: e["data"]["id"] == kept["id"])
+        assert ev, other.events
+        assert wait_closed(other, 30)
+    finally:
+        es.close()
+        other.close()

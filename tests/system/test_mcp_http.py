@@ -19,6 +19,9 @@ import policylib as pl
 LEGACY = ["2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
+READ_ONLY = ("this session's permission is read-only: the workspace cannot "
+             "be changed; ask an admin to switch the session to "
+             "workspace-write")
 TOOLS = ["run_command", "run_python", "read_file", "write_file",
          "list_files", "status"]
 
@@ -318,9 +321,13 @@ def test_read_only_refusal(hg):
         s = Legacy(hg, tok)
         res = s.tool("write_file", {"path": "ro.txt", "content": "x"})
         assert res["isError"] is True, res
-        text = res["content"][0]["text"]
-        assert "read-only" in text and "server instructions" in text, res
+        # The tool the agent called, brokerd's reason word for word.
+        assert res["content"][0]["text"] == (
+            "write_file refused: " + READ_ONLY + " (see the server "
+            "instructions, or the status tool, for what this session may "
+            "do)"), res
         sc = res["structuredContent"]
+        assert sc["error"]["message"] == READ_ONLY, sc
         assert sc["permission"] == "read-only", sc
         assert sc["error"]["code"] == "forbidden", sc
     finally:
@@ -676,3 +683,75 @@ def test_logout_ends_streams(hg):
         listen.close()
     # The token went with the session.
     assert s.send(rpc(2, "ping")).status == 401
+
+
+def listen_stream(hg, tok, id_, prompt=False):
+    """A subscriptions/listen of tok's, its acknowledgment read."""
+    filt = {"resourceSubscriptions": ["hostgate://sandbox/prompt"]} \
+        if prompt else {}
+    body = json.dumps(rpc(id_, "subscriptions/listen", meta({
+        "notifications": filt}))).encode()
+    st = Stream(hg, "POST", {
+        "Accept": ACCEPT, "Content-Type": "application/json",
+        "Authorization": "Bearer " + tok, "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "subscriptions/listen"}, body)
+    assert st.status == 200, st.headers
+    assert st.message()["method"] == \
+        "notifications/subscriptions/acknowledged"
+    return st
+
+
+def test_revoke_ends_the_tokens_streams(hg, alice):
+    """Revoking one token ends its GET stream and its listen (the listen
+    with its request's result) and forgets its sessions at once, while
+    another token of the same login session keeps its streams and gets
+    the next mode change."""
+    gone = alice.post("/api/session/tokens").json()
+    kept = pl.mint_token(alice)
+    s = Legacy(hg, gone["token"])
+    get = Stream(hg, "GET", dict(s.headers(), **{
+        "Accept": "text/event-stream",
+        "Authorization": "Bearer " + gone["token"]}))
+    listen = listen_stream(hg, gone["token"], 51)
+    other = Legacy(hg, kept)
+    other_get = Stream(hg, "GET", dict(other.headers(), **{
+        "Accept": "text/event-stream", "Authorization": "Bearer " + kept}))
+    other_listen = listen_stream(hg, kept, 52, prompt=True)
+    try:
+        assert get.status == 200 and other_get.status == 200
+        hg.hgctl_ok("token", "revoke", gone["id"])
+        end = listen.message()
+        assert end["id"] == 51 and end["result"]["resultType"] == \
+            "complete", end
+        assert listen._until(b"\n\n", 30) is None   # then it closes
+        assert get._until(b"\n\n", 30) is None
+        # Its session is forgotten; the answer is a revoked token's.
+        r = s.send(rpc(2, "ping"))
+        assert r.status == 401, r
+        assert r.header("WWW-Authenticate").startswith(
+            "Bearer resource_metadata="), r
+        pl.grant(alice)
+        log = other_get.message(30)
+        assert log["method"] == "notifications/message", log
+        assert log["params"]["data"]["event"] == "mode_changed", log
+        up = other_listen.message(30)
+        assert up["method"] == "notifications/resources/updated", up
+        assert other.call("ping")["result"] == {}
+    finally:
+        for st in (get, listen, other_get, other_listen):
+            st.close()
+
+
+def test_revoke_standalone_token(hg):
+    """A standalone token (no login session) revoked: its listen ends
+    with its request's result, and closes."""
+    gone = hg.hgctl_json("token", "create", pl.USER[0])
+    listen = listen_stream(hg, gone["token"], 61)
+    try:
+        hg.hgctl_ok("token", "revoke", str(gone["id"]))
+        end = listen.message(30)
+        assert end["id"] == 61 and end["result"]["resultType"] == \
+            "complete", end
+        assert listen._until(b"\n\n", 30) is None
+    finally:
+        listen.close()
