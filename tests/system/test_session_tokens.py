@@ -3,6 +3,7 @@
 one; only the session's own ids, only with its cookie and CSRF token."""
 
 import re
+import time
 
 import hglib
 import policylib as pl
@@ -154,3 +155,42 @@ def test_revoke_is_audited_like_the_mint(shared):
     pl.assert_error(delete(s, theirs["id"]), 404, "not_found")
     assert not pl.audit_records(shared, action="token_revoked",
                                 detail_token=theirs["id"])
+
+
+def _closed(es, deadline_s=30):
+    """Read until the server closes the stream (or the bound passes);
+    whether it did."""
+    deadline = time.monotonic() + deadline_s
+    while not es.closed and time.monotonic() < deadline:
+        try:
+            if es.next(0.2) is None:
+                break
+        except TimeoutError:
+            pass
+    return es.closed
+
+
+def test_revoke_ends_the_tokens_streams(shared):
+    """A revoke by the session (as the panel makes it) ends that token's
+    event stream at once, as hgctl's does; the session's other token and
+    the session's own stream stay open and are told."""
+    s = shared.login(*USER)
+    gone, kept = mint(s), mint(s)
+    streams = [pl.EventStream(shared, bearer=gone["token"]),
+               pl.EventStream(shared, bearer=kept["token"]),
+               pl.EventStream(shared, cookie=s.cookie)]
+    es, other, panel = streams
+    try:
+        for x in streams:
+            assert x.status == 200, (x.status, x.body)
+        assert delete(s, gone["id"]).status == 200
+        ev = es.wait("token_revoked", 30)
+        assert ev["data"] == {"id": gone["id"]}, ev
+        assert "token" not in ev, ev
+        assert _closed(es), "the revoked token's stream stayed open"
+        for x in (other, panel):
+            assert x.wait("token_revoked", 30)["data"]["id"] == gone["id"]
+            assert not x.closed
+    finally:
+        for x in streams:
+            x.close()
