@@ -3,7 +3,8 @@
 // snippets are docs/agents.md's with this host's URL and the token, Copy
 // puts them on the clipboard, the session's tokens are listed without
 // their secrets, Revoke asks first (Escape and Cancel keep the token) and
-// then the token gets 401; reopened, the secret is not shown again; the
+// then the token gets 401; one revoked by hgctl leaves the open list;
+// reopened, the secret is not shown again; the
 // session's end closes it (and its tokens die); a phone's width.
 
 import fs from 'node:fs';
@@ -116,7 +117,7 @@ export default async function ({ main, users, newPage, shot }) {
   await waitFor(async () => (await listedIds(page)).length === 2, 'two tokens listed');
   const token2 = (await snippet(page, 'token')).trim();
   check(token2 !== token1 && /^hgt_/.test(token2), 'a new token shown');
-  const id2 = (await listedIds(page)).find((i) => i !== id1);
+  const id2 = await waitFor(async () => (await listedIds(page)).find((i) => i !== id1), 'the second id listed');
   check((await statusWith(main.url, token1)) === 200, 'the first token lives on');
 
   // Revoke the first by the keyboard; Escape declines and keeps it.
@@ -161,11 +162,23 @@ export default async function ({ main, users, newPage, shot }) {
   await page.click('#agent-create');
   await page.locator('#agent-reveal [data-snippet="token"]').waitFor();
   const token3 = (await snippet(page, 'token')).trim();
-  const id3 = (await listedIds(page)).find((i) => i !== id2);
+  const id3 = await waitFor(async () => (await listedIds(page)).find((i) => i !== id2), 'a third token listed');
   await page.click(`[data-revoke="${id3}"]`);
   await page.click('[role=alertdialog] [data-action=confirm]');
   await waitFor(async () => await page.locator('#agent-reveal').isHidden(), 'the revoked token no longer shown');
   check((await statusWith(main.url, token3)) === 401, 'the third token revoked');
+  // One revoked elsewhere (hgctl) leaves the open list by itself (the
+  // token_revoked event).
+  await page.click('#agent-create');
+  const id4 = await waitFor(async () => (await listedIds(page)).find((i) => i !== id2), 'a fourth token listed');
+  const token4 = (await snippet(page, 'token')).trim();
+  main.hgctl(['token', 'revoke', id4]);
+  await waitFor(
+    async () => JSON.stringify(await listedIds(page)) === JSON.stringify([id2]),
+    'the token revoked by hgctl gone from the open list',
+  );
+  check(await page.locator('#agent-reveal').isHidden(), 'the token revoked by hgctl no longer shown');
+  check((await statusWith(main.url, token4)) === 401, 'the fourth token revoked');
   await page.locator('#agents-dialog [data-action=close]').click();
   await waitFor(async () => !(await page.locator('#agents-dialog').count()), 'Close closes');
 

@@ -66,8 +66,9 @@ export function snippets(url: string, token: string): Snippet[] {
   ];
 }
 
-// The open dialog's close, or null.
+// The open dialog's close and list reload, or null.
 let closeOpen: (() => void) | null = null;
+let reloadOpen: (() => void) | null = null;
 
 // Put text on the clipboard; else select it in el for the user to copy.
 async function copyText(text: string, el: HTMLElement): Promise<boolean> {
@@ -118,6 +119,11 @@ function copyBlock(
 // Close the dialog if it is open (the session ended, the app is torn down).
 export function closeAgents(): void {
   closeOpen?.();
+}
+
+// Read the open dialog's list again (a token was revoked elsewhere).
+export function refreshAgents(): void {
+  reloadOpen?.();
 }
 
 // Open the dialog; the focus goes back to where it was when it closes.
@@ -188,10 +194,14 @@ export function openAgents(): void {
     );
   };
 
+  // Only the answer of the latest read is drawn (reads cross: a revoke
+  // elsewhere, a mint here).
+  let reads = 0;
   const reload = async (): Promise<void> => {
+    const n = ++reads;
     try {
       const doc = await get<{ tokens: SessionToken[] }>('/api/session/tokens');
-      render(doc.tokens ?? []);
+      if (n === reads && closeOpen === finish) render(doc.tokens ?? []);
     } catch (e) {
       if (!(e instanceof ApiError && e.status === 401)) errorToast('Cannot list the agent tokens', e);
     }
@@ -306,6 +316,7 @@ export function openAgents(): void {
     document.removeEventListener('keydown', onKey, true);
     backdrop.remove();
     closeOpen = null;
+    reloadOpen = null;
     shown = null;
     if (opener && document.contains(opener)) opener.focus();
   }
@@ -314,6 +325,7 @@ export function openAgents(): void {
   });
 
   closeOpen = finish;
+  reloadOpen = () => void reload();
   render([]);
   document.body.appendChild(backdrop);
   document.addEventListener('keydown', onKey, true);

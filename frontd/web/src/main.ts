@@ -8,7 +8,7 @@ import './style.css';
 import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status } from './api';
 import { usageLine } from './format';
 import { AdminView } from './admin';
-import { closeAgents, openAgents } from './agents';
+import { closeAgents, openAgents, refreshAgents } from './agents';
 import { h, icon } from './dom';
 import { startEvents, stopEvents } from './events';
 import { loginView } from './login';
@@ -203,7 +203,11 @@ function startApp(): void {
       forgetFiles();
       showLogin('You were signed out: this session has ended.');
     },
-    resync: () => void app?.terminals.refreshList().catch(() => undefined),
+    resync: () => {
+      void app?.terminals.refreshList().catch(() => undefined);
+      refreshAgents();
+    },
+    tokenRevoked: () => refreshAgents(),
   });
   const path = afterLogin !== '/' ? afterLogin : currentPath();
   afterLogin = '/';
