@@ -112,7 +112,7 @@ $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(COMMON_O)
+	$(O)/brokerd/store.o $(O)/brokerd/events.o $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \
@@ -276,7 +276,8 @@ FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
 FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
-FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c tests/fuzz/fuzz_fixture.c
+FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c brokerd/events.c \
+			common/ipc.c common/proto.c tests/fuzz/fuzz_fixture.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c tests/fuzz/fuzz_fixture.c
 # sandboxd whole but its main; what would touch the host is wrapped.
 FZ_ALLCOMMON = $(filter-out $(FZ_COMMON),$(COMMON:%=common/%.c))

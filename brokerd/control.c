@@ -300,18 +300,9 @@ control_token_list(struct ipc_peer *p, struct ipc_msg *m)
 static void
 control_token_revoke(struct ipc_peer *p, struct ipc_msg *m)
 {
-	struct token	*t;
 	const char	*id;
 
 	id = json_str(m->obj, "token");
-	if ((t = token_by_id(id)) != NULL) {
-		struct json_object *d = json_object_new_object();
-
-		/* Its streams end now, not at its session's logout. */
-		json_object_object_add(d, "id", json_object_new_string(t->id));
-		events_emit_token(t->session_id[0] != '\0' ? t->session_id :
-		    NULL, t->user, t->hash, "token_revoked", d);
-	}
 	if (token_revoke(id) == -1) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such token %s", id);
 		return;

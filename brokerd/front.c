@@ -41,6 +41,10 @@ static void	front_status(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 static void	front_token_mint(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
+static void	front_tokens(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
+static void	front_token_revoke(struct ipc_peer *, struct ipc_msg *,
+		    struct ident *);
 static void	front_permission_get(struct ipc_peer *, struct ipc_msg *,
 		    struct ident *);
 static void	front_permission_set(struct ipc_peer *, struct ipc_msg *,
@@ -58,6 +62,9 @@ static const struct front_op front_ops[] = {
 	{ "logout",	NEED_SESSION | NEED_CSRF,	front_logout },
 	{ "status",	NEED_IDENT,			front_status },
 	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
+	{ "session_tokens", NEED_SESSION,		front_tokens },
+	{ "session_token_revoke", NEED_SESSION | NEED_CSRF,
+	    front_token_revoke },
 	{ "mode_get",	NEED_IDENT,			mode_get },
 	{ "mode_set",	NEED_ANY_CSRF,			mode_set },
 	{ "events_subscribe", NEED_IDENT,		front_events },
@@ -791,6 +798,65 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	res = json_object_new_object();
 	json_object_object_add(res, "token", json_object_new_string(bearer));
 	json_object_object_add(res, "id", json_object_new_string(t->id));
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/* The agent tokens bound to the caller's login session: ids, never secrets. */
+static void
+front_tokens(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res, *arr, *o;
+	struct token		*t;
+	char			 when[32];
+
+	arr = json_object_new_array();
+	TAILQ_FOREACH(t, &id->session->tokens, session_entry) {
+		o = json_object_new_object();
+		json_object_object_add(o, "id", json_object_new_string(t->id));
+		iso8601(t->created, when);
+		json_object_object_add(o, "created",
+		    json_object_new_string(when));
+		json_object_array_add(arr, o);
+	}
+	res = json_object_new_object();
+	json_object_object_add(res, "tokens", arr);
+	ipc_reply(p, m, res, NULL, 0);
+}
+
+/*
+ * Revoke one agent token of the caller's login session; an id that is not
+ * one of this session's tokens is not_found, whoever holds it.
+ */
+static void
+front_token_revoke(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
+{
+	struct json_object	*res, *d;
+	struct token		*t;
+	const char		*tid;
+
+	tid = json_str(m->obj, "token");
+	TAILQ_FOREACH(t, &id->session->tokens, session_entry)
+		if (strcmp(t->id, tid) == 0)
+			break;
+	if (t == NULL) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such token");
+		return;
+	}
+	if (front_record_ok(p, m) == -1)
+		return;
+	if (token_revoke(tid) == -1) {
+		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such token");
+		return;
+	}
+	log_info("token %s revoked by %s (session %.8s)", tid, id->user->name,
+	    id->session->id);
+	d = json_object_new_object();
+	json_object_object_add(d, "token", json_object_new_string(tid));
+	audit_append("token_revoked", id->user->name, id->session->id, 1, NULL,
+	    d, 0);
+	res = json_object_new_object();
+	json_object_object_add(res, "id", json_object_new_string(tid));
+	json_object_object_add(res, "revoked", json_object_new_boolean(1));
 	ipc_reply(p, m, res, NULL, 0);
 }
 

@@ -1036,15 +1036,24 @@ token_by_id(const char *id)
 	return id != NULL ? hindex_find(&by_tid, id) : NULL;
 }
 
-/* Revoke the token with this public id: 0, or -1 when there is none. */
+/*
+ * Revoke the token with this public id, telling frontd (token_revoked)
+ * so that its streams end: 0, or -1 when there is none.
+ */
 int
 token_revoke(const char *id)
 {
-	struct token	*t;
+	struct json_object	*d;
+	struct token		*t;
 
 	if ((t = hindex_find(&by_tid, id)) == NULL)
 		return -1;
 	log_info("token %s of %s revoked", t->id, t->user);
+	/* Its streams end now, not at its session's logout (hgctl, panel). */
+	d = json_object_new_object();
+	json_object_object_add(d, "id", json_object_new_string(t->id));
+	events_emit_token(t->session_id[0] != '\0' ? t->session_id : NULL,
+	    t->user, t->hash, "token_revoked", d);
 	/* Dead now in any case; a failed write is logged (and retried never). */
 	if (store_token_delete(t->id) == -1)
 		log_warnx("token %s: its revocation could not be stored",

@@ -154,6 +154,9 @@ static const struct proto_field f_terminal_create[] = {
 static const struct proto_field f_front_info[] = {
 	F_STR("version", O, 0, 64), F_INT("started", O, 0, I64_MAX), F_END
 };
+static const struct proto_field f_session_token[] = {
+	FRONT_COMMON, F_HEX("token", R, 16), F_END
+};
 static const struct proto_field f_terminal_resized[] = {
 	F_HEX("terminal", R, 16), F_END
 };
@@ -347,6 +350,12 @@ const struct proto_msg proto_msgs[] = {
 	    "usage_reason}`" },
 	{ "token_mint", FB, PM_IDENT, f_front, NULL,
 	    "an agent token bound to the login session (+ CSRF): `{token, id}`" },
+	{ "session_tokens", FB, PM_IDENT, f_front, NULL,
+	    "the agent tokens bound to the login session, never their "
+	    "secrets: `{tokens: [{id, created}]}`" },
+	{ "session_token_revoke", FB, PM_IDENT, f_session_token, NULL,
+	    "revoke an agent token bound to the login session (+ CSRF; "
+	    "`not_found` for any other id): `{id, revoked}`" },
 	{ "mode_get", FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "the execution-mode object" },
 	{ "mode_set", FB, PM_IDENT, f_mode_set, NULL,

@@ -68,6 +68,8 @@ static int	api_prepare_recording(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
 static int	api_prepare_audit(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_token(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
 
 static const struct api_field api_login_body[] = {
 	{ "username", json_type_string, 0 },
@@ -112,6 +114,10 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/api/status", "status", NULL, 200, NULL, NULL },
 	{ "POST", "/api/session/tokens", "token_mint", api_empty_body, 201,
 	    NULL, NULL },
+	{ "GET", "/api/session/tokens", "session_tokens", NULL, 200, NULL,
+	    NULL },
+	{ "DELETE", "/api/session/tokens/*", "session_token_revoke", NULL, 200,
+	    NULL, api_prepare_token },
 	{ "GET", "/api/execution-mode", "mode_get", NULL, 200, NULL, NULL },
 	{ "POST", "/api/execution-mode", "mode_set", api_mode_body, 200, NULL,
 	    NULL },
@@ -1051,6 +1057,23 @@ api_reply_run(struct http_request *req, const struct api_route *r,
 {
 	http_reply_json(req, r->status, api_run_result(res, api_reply_fds),
 	    NULL);
+}
+
+/* DELETE /api/session/tokens/{id}: the token id. */
+static int
+api_prepare_token(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	char	id[17];
+
+	if (api_path_id(req->path, "/api/session/tokens/", 16, id) == -1 ||
+	    req->path[strlen("/api/session/tokens/") + 16] != '\0') {
+		http_reply_error(req, 404, ERR_NOT_FOUND, "no such token",
+		    NULL);
+		return -1;
+	}
+	json_object_object_add(obj, "token", json_object_new_string(id));
+	return 0;
 }
 
 /* Whether a route's path matches; "*" takes one id segment. */

@@ -23,6 +23,8 @@ const USERS = {
   erin: { password: 'erin-password-12', admin: true },
   // The file pane's own workspace (test_files).
   frank: { password: 'frank-password-1', admin: false },
+  // The agent tokens of test_agents, in sessions of their own.
+  gina: { password: 'gina-password-12', admin: false },
 };
 
 // The direct-mode TTL of the short hostgate, in seconds.

@@ -76,6 +76,12 @@ api = {
     "healthz_down": (http("GET", "/healthz"), None),
     "token_mint": (http("POST", "/api/session/tokens", b"{}", headers=AUTH),
                    j({"result": {"token": "hgt_" + "d" * 43, "id": "0" * 16}})),
+    "session_tokens": (http("GET", "/api/session/tokens", headers=AUTH),
+                       j({"result": {"tokens": [{"id": "0" * 16, "created": "2026-12-01T19:45:00Z"}]}})),
+    "session_token_revoke": (http("DELETE", "/api/session/tokens/0123456789abcdef", headers=AUTH),
+                             j({"result": {"id": "0123456789abcdef", "revoked": True}})),
+    "session_token_revoke_bad": (http("DELETE", "/api/session/tokens/0123456789ABCDEF/x", headers=AUTH),
+                                 None),
     "mode_set": (http("POST", "/api/execution-mode", j({"mode": "direct"}), headers=AUTH), OK),
     "mode_get": (http("GET", "/api/execution-mode", headers=AUTH), OK),
     "permission_set": (http("POST", "/api/permission", j({"permission": "read-only"}), headers=AUTH), OK),
@@ -659,3 +665,12 @@ for i, reply in enumerate([
         {"id": -1, "result": {}}]):
     for row in (0, 0x29, 0x2a, 0x31):
         put("fuzz_proto", "reply_%d_%02x" % (i, row), roles(SB, BR) + bytes([row]) + j(reply))
+
+# A session's own tokens (after the rest, so that the message ids of the
+# seeds above stay as they were).
+put("fuzz_front", "session_tokens", seq(
+    fm("token_mint", A), fm("session_tokens", A), fm("session_tokens", TA),
+    fm("session_tokens", B), fm("session_token_revoke", B, token="0" * 16),
+    fm("session_token_revoke", {"cookie": "hgs_alice"}, token="0" * 16),
+    fm("session_token_revoke", TA, token="0" * 16),
+    fm("session_token_revoke", A, token="zz"), fm("session_token_revoke", A)))

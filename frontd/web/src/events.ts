@@ -16,6 +16,8 @@ export interface EventHandlers {
   sessionEnded(): void;
   // Events were missed: read the state afresh.
   resync(): void;
+  // An agent token of this session was revoked (here or elsewhere).
+  tokenRevoked(id: string): void;
 }
 
 let source: EventSource | null = null;
@@ -125,6 +127,10 @@ function connect(): void {
   es.addEventListener('terminal_exited', (ev) => {
     const d = parse<{ id: string; reason?: string }>(ev);
     if (d) handlers?.terminalExited(d.id, d.reason);
+  });
+  es.addEventListener('token_revoked', (ev) => {
+    const d = parse<{ id: string }>(ev);
+    if (d) handlers?.tokenRevoked(d.id);
   });
   es.addEventListener('session_ended', () => {
     es.close();

@@ -8,6 +8,7 @@ import './style.css';
 import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status } from './api';
 import { usageLine } from './format';
 import { AdminView } from './admin';
+import { closeAgents, openAgents, refreshAgents } from './agents';
 import { h, icon } from './dom';
 import { startEvents, stopEvents } from './events';
 import { loginView } from './login';
@@ -64,6 +65,19 @@ function buildApp(): App {
   const live = h('span', { class: 'live-state', role: 'status' });
   const usage = h('span', { class: 'usage-state', id: 'usage' });
   const nav = h('nav', { class: 'mainnav', attrs: { 'aria-label': 'Main' } });
+  const agents = h(
+    'button',
+    {
+      class: 'btn btn-small btn-ghost agents-button',
+      id: 'agents-button',
+      type: 'button',
+      title: 'Connect an agent (an MCP client) with a token of this session',
+      attrs: { 'aria-haspopup': 'dialog', 'aria-label': 'Connect an agent' },
+      on: { click: () => openAgents() },
+    },
+    icon('link'),
+    h('span', { class: 'agents-label', text: 'Connect an agent' }),
+  );
   const logout = h(
     'button',
     { class: 'btn btn-small btn-ghost', id: 'logout', type: 'button', on: { click: () => void logOut() } },
@@ -90,6 +104,7 @@ function buildApp(): App {
       h('span', { class: 'user-name', text: s.user }),
       h('span', { class: 'user-role', text: s.role === 'admin' ? 'admin' : 'user' }),
     ),
+    agents,
     logout,
   );
   const main = h('main', { class: 'main', id: 'main', tabindex: -1 });
@@ -188,7 +203,11 @@ function startApp(): void {
       forgetFiles();
       showLogin('You were signed out: this session has ended.');
     },
-    resync: () => void app?.terminals.refreshList().catch(() => undefined),
+    resync: () => {
+      void app?.terminals.refreshList().catch(() => undefined);
+      refreshAgents();
+    },
+    tokenRevoked: () => refreshAgents(),
   });
   const path = afterLogin !== '/' ? afterLogin : currentPath();
   afterLogin = '/';
@@ -199,6 +218,7 @@ function teardown(): void {
   setSessionLostHandler(() => undefined);
   stopEvents();
   clearToasts();
+  closeAgents();
   if (app) {
     app.unsub();
     window.clearInterval(app.usageTimer);
