@@ -113,7 +113,6 @@ struct json_object *token_json(const struct token *);
 struct token *token_create(const char *user, const char *session_id,
 	    char *bearer, size_t);
 struct token *token_lookup(const char *bearer);
-struct token *token_by_id(const char *id);
 int	 token_revoke(const char *id);
 struct json_object *token_list(void);
 /*

@@ -1029,13 +1029,6 @@ token_lookup(const char *bearer)
 	return t;
 }
 
-/* The live token with this public id, or NULL. */
-struct token *
-token_by_id(const char *id)
-{
-	return id != NULL ? hindex_find(&by_tid, id) : NULL;
-}
-
 /*
  * Revoke the token with this public id, telling frontd (token_revoked)
  * so that its streams end: 0, or -1 when there is none.
