@@ -1223,12 +1223,35 @@ mcp_post(struct http_request *req)
 	mcp_dispatch(c);
 }
 
+/*
+ * Put the session a GET or DELETE names into c: 0, or -1 once req is
+ * answered (400 without one, 404 for one unknown or another token's).
+ */
+static int
+mcp_call_session(struct http_request *req, struct mcp_call *c)
+{
+	const char	*sid;
+
+	if ((sid = http_header(req, "Mcp-Session-Id")) == NULL) {
+		mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: "
+		    "no Mcp-Session-Id", NULL);
+		return -1;
+	}
+	if (mcp_session_find(sid, c->token) == NULL) {
+		mcp_fail(req, 404, NULL, MCP_INVALID_REQUEST,
+		    "Session not found", NULL);
+		return -1;
+	}
+	snprintf(c->session, sizeof(c->session), "%s", sid);
+	return 0;
+}
+
 /* GET /mcp: the stream of server messages of a session. */
 static void
 mcp_get(struct http_request *req)
 {
 	struct mcp_call	*c;
-	const char	*h, *sid;
+	const char	*h;
 
 	if ((h = http_header(req, "MCP-Protocol-Version")) != NULL &&
 	    strcmp(h, MCP_MODERN) == 0) {
@@ -1250,19 +1273,10 @@ mcp_get(struct http_request *req)
 		mcp_call_free(c);
 		return;
 	}
-	if ((sid = http_header(req, "Mcp-Session-Id")) == NULL) {
-		mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: "
-		    "no Mcp-Session-Id", NULL);
+	if (mcp_call_session(req, c) == -1) {
 		mcp_call_free(c);
 		return;
 	}
-	if (mcp_session_find(sid, c->token) == NULL) {
-		mcp_fail(req, 404, NULL, MCP_INVALID_REQUEST,
-		    "Session not found", NULL);
-		mcp_call_free(c);
-		return;
-	}
-	snprintf(c->session, sizeof(c->session), "%s", sid);
 	mcp_ask_whoami(c, mcp_stream_open);
 }
 
@@ -1271,7 +1285,7 @@ static void
 mcp_delete(struct http_request *req)
 {
 	struct mcp_call	*c;
-	const char	*h, *sid;
+	const char	*h;
 
 	if ((h = http_header(req, "MCP-Protocol-Version")) != NULL &&
 	    strcmp(h, MCP_MODERN) == 0) {
@@ -1281,19 +1295,10 @@ mcp_delete(struct http_request *req)
 	}
 	c = mcp_call_new(req);
 	snprintf(c->method, sizeof(c->method), "DELETE");
-	if ((sid = http_header(req, "Mcp-Session-Id")) == NULL) {
-		mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Bad Request: "
-		    "no Mcp-Session-Id", NULL);
+	if (mcp_call_session(req, c) == -1) {
 		mcp_call_free(c);
 		return;
 	}
-	if (mcp_session_find(sid, c->token) == NULL) {
-		mcp_fail(req, 404, NULL, MCP_INVALID_REQUEST,
-		    "Session not found", NULL);
-		mcp_call_free(c);
-		return;
-	}
-	snprintf(c->session, sizeof(c->session), "%s", sid);
 	mcp_ask_whoami(c, mcp_checked);
 }
 

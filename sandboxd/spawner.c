@@ -1151,6 +1151,30 @@ spawner_put(char *buf, size_t *len, const char *str)
 }
 
 /*
+ * Send a request to spawner s without waiting and count it in flight
+ * until its answer: 0, or -1 and err ("too many WHAT queued" when the
+ * socket is full).
+ */
+static int
+spawner_queue(struct spawner *s, uint64_t seq, const void *buf, size_t len,
+    const int *fds, int nfds, const char *what, char *err, size_t errsz)
+{
+	if (spawner_send(s->fd, buf, len, fds, nfds, MSG_DONTWAIT) == -1) {
+		if (errno == EAGAIN)
+			snprintf(err, errsz, "the spawner of %s: too many %s "
+			    "queued", s->user, what);
+		else
+			snprintf(err, errsz, "the spawner of %s: %s", s->user,
+			    strerror(errno));
+		return -1;
+	}
+	s->inflight[(s->head + s->n) % SPAWNER_INFLIGHT] = seq;
+	s->n++;
+	spawner_ninflight++;
+	return 0;
+}
+
+/*
  * Hand a spawn to its user's spawner (forked on first use). Never waits:
  * the answer comes to spawn_started() from the event loop. 0, or -1 and
  * err (nothing was started then).
@@ -1213,16 +1237,8 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 		fds[nfds++] = j->keep;
 	if (j->cgfd != -1)
 		fds[nfds++] = j->cgfd;
-	if (spawner_send(s->fd, buf, len, fds, nfds, MSG_DONTWAIT) == -1) {
-		snprintf(err, errsz, "the spawner of %s: %s", j->user,
-		    errno == EAGAIN ? "too many spawns queued" :
-		    strerror(errno));
-		return -1;
-	}
-	s->inflight[(s->head + s->n) % SPAWNER_INFLIGHT] = j->seq;
-	s->n++;
-	spawner_ninflight++;
-	return 0;
+	return spawner_queue(s, j->seq, buf, len, fds, nfds, "spawns", err,
+	    errsz);
 toolong:
 	snprintf(err, errsz, "the command line is too long");
 	return -1;
@@ -1267,16 +1283,8 @@ spawner_file_submit(const struct spawner_file_job *j, char *err, size_t errsz)
 	fds[nfds++] = j->sock;
 	if (j->content != -1)
 		fds[nfds++] = j->content;
-	if (spawner_send(s->fd, buf, len, fds, nfds, MSG_DONTWAIT) == -1) {
-		snprintf(err, errsz, "the spawner of %s: %s", j->user,
-		    errno == EAGAIN ? "too many requests queued" :
-		    strerror(errno));
-		return -1;
-	}
-	s->inflight[(s->head + s->n) % SPAWNER_INFLIGHT] = j->seq;
-	s->n++;
-	spawner_ninflight++;
-	return 0;
+	return spawner_queue(s, j->seq, buf, len, fds, nfds, "requests", err,
+	    errsz);
 }
 
 /* How many spawns were sent to a spawner and not answered yet. */
