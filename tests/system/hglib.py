@@ -871,6 +871,82 @@ def ipc_decode(data):
     return msg
 
 
+class SandboxClient:
+    """brokerd's end of sandbox.sock, for tests that talk to sandboxd
+    alone: connected as brokerd's uid (SO_PEERCRED is taken at connect),
+    the hello exchanged, then requests and their replies (with fds).
+    sandboxd's own requests (proc_exited...) are answered {} on the way."""
+
+    def __init__(self, hg, timeout=30):
+        path = os.path.join(hg.run, SOCK_SANDBOX)
+        wait_for(lambda: os.path.exists(path), 10, what=path)
+        if hg.mode == "root":
+            uid, gid = account(SERVICE_USERS["brokerd"])
+        elif hg.run_as:
+            uid, gid = hg.run_as
+        else:
+            uid, gid = os.geteuid(), os.getegid()
+        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.s.settimeout(timeout)
+        if uid != os.geteuid():
+            os.setegid(gid)
+            os.seteuid(uid)
+        try:
+            self.s.connect(path)
+        finally:
+            if os.geteuid() != os.getuid():
+                os.seteuid(os.getuid())
+                os.setegid(os.getgid())
+        self.s.send(hello("brokerd"))
+        data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
+        for fd in fds:
+            os.close(fd)
+        assert json.loads(data).get("type") == "hello"
+        self.next_id = 1
+
+    def send(self, type_, fds=(), **fields):
+        """Send one request; its id."""
+        rid = self.next_id
+        self.next_id += 1
+        msg = json.dumps(dict(fields, type=type_, id=rid)).encode()
+        if fds:
+            socket.send_fds(self.s, [msg], list(fds))
+        else:
+            self.s.send(msg)
+        return rid
+
+    def wait(self, rid):
+        """(result, error, fds) of the reply to request rid."""
+        while True:
+            data, got, _, _ = socket.recv_fds(self.s, 1 << 20, 8)
+            m = ipc_decode(data)
+            if m.get("type") is not None:
+                for fd in got:
+                    os.close(fd)
+                if "id" in m:
+                    self.s.send(json.dumps({"id": m["id"],
+                                            "result": {}}).encode())
+                continue
+            if m.get("id") == rid:
+                return m.get("result"), m.get("error"), got
+            for fd in got:
+                os.close(fd)
+
+    def call_fds(self, type_, fds=(), **fields):
+        """(result, error, fds) of one request."""
+        return self.wait(self.send(type_, fds, **fields))
+
+    def call(self, type_, **fields):
+        """(result, error) of one request, its fds closed."""
+        res, err, got = self.call_fds(type_, **fields)
+        for fd in got:
+            os.close(fd)
+        return res, err
+
+    def close(self):
+        self.s.close()
+
+
 def run_as(uid_gid, fn, timeout=10):
     """Run fn() in a forked child with the given (uid, gid) (None: as we
     are); returns its JSON-able result or raises what it raised."""

@@ -11,10 +11,8 @@ only the process group dies, and the setsid'd orphan is checked to be
 reported, not killed.
 """
 
-import json
 import os
 import random
-import socket
 import subprocess
 import time
 
@@ -26,67 +24,12 @@ import sandboxlib as sl
 RANGE0 = 1879048192
 
 
-class FakeBroker:
-    """brokerd's end of sandbox.sock: hello, then requests and replies."""
-
-    def __init__(self, hg):
-        path = os.path.join(hg.run, hglib.SOCK_SANDBOX)
-        hglib.wait_for(lambda: os.path.exists(path), 10, what=path)
-        if hg.mode == "root":
-            uid, gid = hglib.account(hglib.SERVICE_USERS["brokerd"])
-        elif hg.run_as:
-            uid, gid = hg.run_as
-        else:
-            uid, gid = os.geteuid(), os.getegid()
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(15)
-        # SO_PEERCRED is taken at connect(): connect as brokerd's uid.
-        if uid != os.geteuid():
-            os.setegid(gid)
-            os.seteuid(uid)
-        try:
-            self.s.connect(path)
-        finally:
-            if os.geteuid() != os.getuid():
-                os.seteuid(os.getuid())
-                os.setegid(os.getgid())
-        self.s.send(hglib.hello("brokerd"))
-        assert self.recv().get("type") == "hello"
-        self.next_id = 1
-
-    def recv(self):
-        data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
-        for fd in fds:
-            os.close(fd)
-        return json.loads(data)
-
-    def call(self, type_, **fields):
-        """The reply to one request: (result, error)."""
-        rid = self.next_id
-        self.next_id += 1
-        msg = dict(fields, type=type_, id=rid)
-        self.s.send(json.dumps(msg).encode())
-        while True:
-            m = self.recv()
-            if m.get("type") is not None:
-                # sandboxd's own request (proc_exited): answer it
-                if "id" in m:
-                    self.s.send(json.dumps({"id": m["id"],
-                                            "result": {}}).encode())
-                continue
-            if m.get("id") == rid:
-                return m.get("result"), m.get("error")
-
-    def close(self):
-        self.s.close()
-
-
 @pytest.fixture
 def box(mode):
     """sandboxd alone, and brokerd's side of its socket."""
     hg = hglib.Hostgate(mode, name="cgtree")
     hg.start("sandboxd")
-    fb = FakeBroker(hg)
+    fb = hglib.SandboxClient(hg, timeout=15)
     try:
         yield hg, fb
     finally:

@@ -9,7 +9,6 @@ tests/unit/test_fileops.c; here, that they hold behind sandboxd too."""
 import json
 import os
 import signal
-import socket
 import stat
 
 import pytest
@@ -22,78 +21,12 @@ RANGE0 = 1879048192
 UIDS = {"alice": RANGE0 + 4242, "bob": RANGE0 + 4243}
 
 
-class FakeBroker:
-    """brokerd's end of sandbox.sock: hello, then requests and replies
-    (with their fds)."""
-
-    def __init__(self, hg):
-        path = os.path.join(hg.run, hglib.SOCK_SANDBOX)
-        hglib.wait_for(lambda: os.path.exists(path), 10, what=path)
-        if hg.mode == "root":
-            uid, gid = hglib.account(hglib.SERVICE_USERS["brokerd"])
-        elif hg.run_as:
-            uid, gid = hg.run_as
-        else:
-            uid, gid = os.geteuid(), os.getegid()
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(30)
-        # SO_PEERCRED is taken at connect(): connect as brokerd's uid.
-        if uid != os.geteuid():
-            os.setegid(gid)
-            os.seteuid(uid)
-        try:
-            self.s.connect(path)
-        finally:
-            if os.geteuid() != os.getuid():
-                os.seteuid(os.getuid())
-                os.setegid(os.getgid())
-        self.s.send(hglib.hello("brokerd"))
-        data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
-        assert json.loads(data).get("type") == "hello"
-        self.next_id = 1
-
-    def send(self, type_, fds=(), **fields):
-        """Send one request; its id."""
-        rid = self.next_id
-        self.next_id += 1
-        msg = json.dumps(dict(fields, type=type_, id=rid)).encode()
-        if fds:
-            socket.send_fds(self.s, [msg], list(fds))
-        else:
-            self.s.send(msg)
-        return rid
-
-    def call(self, type_, fds=(), **fields):
-        """(result, error, fds) of one request."""
-        return self.wait(self.send(type_, fds, **fields))
-
-    def wait(self, rid):
-        """(result, error, fds) of the reply to request rid."""
-        while True:
-            data, got, _, _ = socket.recv_fds(self.s, 1 << 20, 8)
-            m = hglib.ipc_decode(data)
-            if m.get("type") is not None:
-                for fd in got:
-                    os.close(fd)
-                if "id" in m:
-                    self.s.send(json.dumps({"id": m["id"],
-                                            "result": {}}).encode())
-                continue
-            if m.get("id") == rid:
-                return m.get("result"), m.get("error"), got
-            for fd in got:
-                os.close(fd)
-
-    def close(self):
-        self.s.close()
-
-
 @pytest.fixture
 def box(mode):
     """sandboxd alone, and brokerd's side of its socket."""
     hg = hglib.Hostgate(mode, name="fileops")
     hg.start("sandboxd")
-    fb = FakeBroker(hg)
+    fb = hglib.SandboxClient(hg)
     try:
         yield hg, fb
     finally:
@@ -123,7 +56,7 @@ def op(hg, fb, user, what, path, data=None):
         fields["size"] = len(data)
         fds = (mfd,)
     try:
-        res, err, got = fb.call("file", fds=fds, **fields)
+        res, err, got = fb.call_fds("file", fds=fds, **fields)
     finally:
         for fd in fds:
             os.close(fd)
@@ -234,7 +167,7 @@ def test_only_the_user_may_read(box, mode):
     # a uid of alice's that is not bob's: bob's file is not read
     fields = dict(op="read", user="bob", path="secret.txt",
                   uid=UIDS["alice"], gid=UIDS["alice"])
-    res, err, got = fb.call("file", **fields)
+    res, err, got = fb.call_fds("file", **fields)
     assert err is not None and not got, (res, err)
 
 
@@ -265,12 +198,12 @@ def test_hostile_entries(box):
     res, err, _ = op(hg, fb, "alice", "chmod", "x")
     assert err["code"] == "bad_request", err
     # a write without its content, and a read with one
-    res, err, _ = fb.call("file", op="write", user="alice", path="w",
+    res, err, _ = fb.call_fds("file", op="write", user="alice", path="w",
                           size=3, **ids(hg, "alice"))
     assert err["code"] == "bad_request", err
     mfd = os.memfd_create("content")
     try:
-        res, err, _ = fb.call("file", fds=(mfd,), op="read", user="alice",
+        res, err, _ = fb.call_fds("file", fds=(mfd,), op="read", user="alice",
                               path="x", **ids(hg, "alice"))
     finally:
         os.close(mfd)
@@ -299,7 +232,7 @@ def test_hung_operation_times_out(box, mode):
         rid = fb.send("file", op="read", user="alice", path="f.txt",
                       **ids(hg, "alice"))
         # the loop is free: another request is answered at once
-        res, err, _ = fb.call("health")
+        res, err, _ = fb.call_fds("health")
         assert err is None and "backend" in res, (res, err)
         res, err, got = fb.wait(rid)
         assert not got and err["code"] == "unavailable", (res, err)
