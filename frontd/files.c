@@ -214,41 +214,22 @@ files_download_headers(const char *path, time_t mtime, char *out,
 	    date[0] ? "\r\n" : "");
 }
 
-/* A file came from brokerd: send its bytes from the fd. */
+/*
+ * Send the regular file brokerd passed (fd, still its) as the body: a
+ * download when c is given, a listing (a JSON object of two bytes or
+ * more) when not.
+ */
 static void
-files_send_file(struct http_request *req, struct files_call *c, int fd)
+files_send_fd(struct http_request *req, struct files_call *c, int fd)
 {
 	struct stat	 st;
 	char		 extra[FILES_NAME_MAX * 3 + 256];
 	int		 dfd;
 
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode)) {
-		http_reply_error(req, 502, ERR_INTERNAL,
-		    "brokerd sent something that is not a file", NULL);
-		return;
-	}
-	if ((dfd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) == -1) {
-		log_warn("%s: dup", __func__);
-		http_reply_error(req, 503, ERR_UNAVAILABLE,
-		    "out of descriptors", NULL);
-		return;
-	}
-	files_download_headers(c->path, st.st_mtime, extra, sizeof(extra));
-	log_debug("file read: %s, %lld bytes", c->path,
-	    (long long)st.st_size);
-	http_reply_fd(req, 200, files_type(c->path), dfd, (size_t)st.st_size,
-	    extra);
-}
-
-/* A listing came from brokerd, a JSON object in a memfd: its body. */
-static void
-files_send_list(struct http_request *req, int fd)
-{
-	struct stat	 st;
-	int		 dfd;
-
-	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_size < 2) {
-		http_reply_error(req, 502, ERR_INTERNAL,
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (c == NULL && st.st_size < 2)) {
+		http_reply_error(req, 502, ERR_INTERNAL, c != NULL ?
+		    "brokerd sent something that is not a file" :
 		    "brokerd sent no listing", NULL);
 		return;
 	}
@@ -258,8 +239,16 @@ files_send_list(struct http_request *req, int fd)
 		    "out of descriptors", NULL);
 		return;
 	}
-	http_reply_fd(req, 200, "application/json", dfd, (size_t)st.st_size,
-	    NULL);
+	if (c == NULL) {
+		http_reply_fd(req, 200, "application/json", dfd,
+		    (size_t)st.st_size, NULL);
+		return;
+	}
+	files_download_headers(c->path, st.st_mtime, extra, sizeof(extra));
+	log_debug("file read: %s, %lld bytes", c->path,
+	    (long long)st.st_size);
+	http_reply_fd(req, 200, files_type(c->path), dfd, (size_t)st.st_size,
+	    extra);
 }
 
 /* brokerd answered a file request (or did not, m NULL). */
@@ -296,9 +285,9 @@ files_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 			http_reply_error(req, 502, ERR_INTERNAL,
 			    "brokerd sent no file", NULL);
 		else if (c->dir || c->path[0] == '\0')
-			files_send_list(req, m->fds[0]);
+			files_send_fd(req, NULL, m->fds[0]);
 		else
-			files_send_file(req, c, m->fds[0]);
+			files_send_fd(req, c, m->fds[0]);
 		free(c);
 		return;
 	}

@@ -6,6 +6,7 @@
  * there for frontd at once and each run takes the same path.
  */
 #include <sys/types.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -357,4 +358,17 @@ fh_part(const uint8_t *data, size_t size, int n, const uint8_t **part)
 		}
 		p = cut + 1;
 	}
+}
+
+/* A memfd holding data, as brokerd's fds are (output, a file, a listing). */
+int
+fh_memfd(const void *data, size_t len)
+{
+	int	fd;
+
+	if ((fd = memfd_create("fuzz", MFD_CLOEXEC)) == -1)
+		abort();
+	if (len > 0 && write(fd, data, len) != (ssize_t)len)
+		abort();
+	return fd;
 }

@@ -45,6 +45,8 @@ size_t	 fh_read(int fd, char *buf, size_t bufsz);
 void	 fh_answer(const char *reply, size_t len, int *fds, int nfds);
 /* Close the client and let frontd free the connection. */
 void	 fh_close(int fd);
+/* A memfd holding data, as brokerd's fds are (output, a file, a listing). */
+int	 fh_memfd(const void *data, size_t len);
 
 /*
  * Split data at 0xff bytes: the n-th part (from 0) into *part, its length;

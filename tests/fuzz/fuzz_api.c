@@ -26,19 +26,6 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_reset(void);
 
-/* A memfd holding data (as sandboxd's output files are). */
-static int
-fuzz_memfd(const uint8_t *data, size_t len)
-{
-	int	fd;
-
-	if ((fd = memfd_create("out", MFD_CLOEXEC)) == -1)
-		abort();
-	if (len > 0 && write(fd, data, len) != (ssize_t)len)
-		abort();
-	return fd;
-}
-
 /* The routes whose answer is not brokerd's result as it is. */
 static int
 fuzz_own_reply(const char *op)
@@ -143,7 +130,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (i = 0; i < 2; i++) {
 		outlen = fh_part(data, size, 2 + i, &out);
 		if (out != NULL)
-			fds[nfds++] = fuzz_memfd(out, outlen);
+			fds[nfds++] = fh_memfd(out, outlen);
 	}
 	fd = fh_connect();
 	fh_write(fd, req, reqlen);

@@ -46,19 +46,6 @@ fuzz_fds_open(void)
 	return n;
 }
 
-/* A memfd holding data, as brokerd's fds are (output, file, listing). */
-static int
-fuzz_memfd(const uint8_t *data, size_t len)
-{
-	int	fd;
-
-	if ((fd = memfd_create("fuzz", MFD_CLOEXEC)) == -1)
-		abort();
-	if (len > 0 && write(fd, data, len) != (ssize_t)len)
-		abort();
-	return fd;
-}
-
 /*
  * Answer frontd's brokerd requests in turn from the parts from *next on;
  * a part is the reply's JSON text, given two memfds of its own bytes (as
@@ -73,8 +60,8 @@ fuzz_answer(const uint8_t *data, size_t size, int *next)
 
 	while (fh_call.pending && rounds++ < 8) {
 		len = fh_part(data, size, (*next)++, &reply);
-		fds[0] = fuzz_memfd(reply, reply ? len : 0);
-		fds[1] = fuzz_memfd(reply, reply ? len / 2 : 0);
+		fds[0] = fh_memfd(reply, reply ? len : 0);
+		fds[1] = fh_memfd(reply, reply ? len / 2 : 0);
 		fh_answer((const char *)reply, len, fds, 2);
 	}
 	/* More requests than parts: they go unanswered (a timeout). */

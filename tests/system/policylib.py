@@ -241,6 +241,18 @@ class EventStream:
             self.events.append(ev)
             return ev
 
+    def wait_closed(self, timeout=3):
+        """Read (and keep) events until the server closes the stream or
+        timeout seconds pass; whether it closed."""
+        deadline = time.monotonic() + timeout
+        while not self.closed and time.monotonic() < deadline:
+            try:
+                if self.next(0.2) is None:
+                    break
+            except TimeoutError:
+                pass
+        return self.closed
+
     def wait(self, name, timeout=5, pred=None):
         """Read events until one named name (and satisfying pred) comes;
         returns it. Events already read count too."""

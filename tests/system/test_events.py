@@ -2,7 +2,6 @@
 stream getting only its own session's events and its user's; numbered with
 "id:" lines and resumed with Last-Event-ID."""
 
-import time
 
 import pytest
 
@@ -205,24 +204,12 @@ def test_malformed_last_event_id_is_a_fresh_stream(hg, alice, value):
         es.close()
 
 
-def wait_closed(es, timeout=3):
-    """Read until the server closes the stream; whether it did."""
-    deadline = time.monotonic() + timeout
-    while not es.closed and time.monotonic() < deadline:
-        try:
-            if es.next(0.2) is None:
-                break
-        except TimeoutError:
-            pass
-    return es.closed
-
-
 def test_logout_ends_the_stream(hg):
     bob = hg.login(*pl.USER)
     es = stream(hg, cookie=bob.cookie)
     try:
         assert bob.post("/api/logout").status == 200
-        assert wait_closed(es), "the stream stayed open after logout"
+        assert es.wait_closed(), "the stream stayed open after logout"
     finally:
         es.close()
     again = pl.EventStream(hg, cookie=bob.cookie)
@@ -234,7 +221,7 @@ def test_logout_sends_session_ended_first(hg):
     es = stream(hg, cookie=bob.cookie)
     try:
         assert bob.post("/api/logout").status == 200
-        wait_closed(es)
+        es.wait_closed()
         assert "session_ended" in es.names(), es.events
     finally:
         es.close()
@@ -254,7 +241,7 @@ def test_revoked_token_ends_its_streams(hg, alice):
         hg.hgctl_ok("token", "revoke", gone["id"])
         ev = es.wait("token_revoked", 30)
         assert ev["data"] == {"id": gone["id"]}, ev
-        assert wait_closed(es, 30), "the revoked token's stream stayed open"
+        assert es.wait_closed(30), "the revoked token's stream stayed open"
         for s in (other, panel):
             assert s.wait("token_revoked", 30)["data"]["id"] == gone["id"]
         g = pl.grant(alice)
@@ -277,13 +264,13 @@ def test_revoked_standalone_token(hg):
     try:
         hg.hgctl_ok("token", "revoke", str(gone["id"]))
         assert es.wait("token_revoked", 30)["data"]["id"] == gone["id"]
-        assert wait_closed(es, 30), "the revoked token's stream stayed open"
+        assert es.wait_closed(30), "the revoked token's stream stayed open"
         assert other.wait("token_revoked", 30)["data"]["id"] == gone["id"]
         hg.hgctl_ok("token", "revoke", str(kept["id"]))
         ev = other.wait("token_revoked", 30,
                         lambda e: e["data"]["id"] == kept["id"])
         assert ev, other.events
-        assert wait_closed(other, 30)
+        assert other.wait_closed(30)
     finally:
         es.close()
         other.close()

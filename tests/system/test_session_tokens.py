@@ -3,7 +3,6 @@
 one; only the session's own ids, only with its cookie and CSRF token."""
 
 import re
-import time
 
 import hglib
 import policylib as pl
@@ -157,19 +156,6 @@ def test_revoke_is_audited_like_the_mint(shared):
                                 detail_token=theirs["id"])
 
 
-def _closed(es, deadline_s=30):
-    """Read until the server closes the stream (or the bound passes);
-    whether it did."""
-    deadline = time.monotonic() + deadline_s
-    while not es.closed and time.monotonic() < deadline:
-        try:
-            if es.next(0.2) is None:
-                break
-        except TimeoutError:
-            pass
-    return es.closed
-
-
 def test_revoke_ends_the_tokens_streams(shared):
     """A revoke by the session (as the panel makes it) ends that token's
     event stream at once, as hgctl's does; the session's other token and
@@ -187,7 +173,7 @@ def test_revoke_ends_the_tokens_streams(shared):
         ev = es.wait("token_revoked", 30)
         assert ev["data"] == {"id": gone["id"]}, ev
         assert "token" not in ev, ev
-        assert _closed(es), "the revoked token's stream stayed open"
+        assert es.wait_closed(30), "the revoked token's stream stayed open"
         for x in (other, panel):
             assert x.wait("token_revoked", 30)["data"]["id"] == gone["id"]
             assert not x.closed
