@@ -27,7 +27,6 @@ import tempfile
 import time
 import zipfile
 
-import hglib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "egress_server.py")
