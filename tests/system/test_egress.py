@@ -143,10 +143,10 @@ def check_record(rec, session, addr=None):
 ALLOWED = r"""
 echo "@@ENV $HTTP_PROXY $HTTPS_PROXY $http_proxy $https_proxy ${NO_PROXY-unset} ${no_proxy-unset} ${HOSTGATE_EGRESS-unset}"
 [ -e /etc/resolv.conf ] && echo "@@RESOLV present" || echo "@@RESOLV absent"
-t http curl -sS --max-time 20 http://files.test/small.txt
-t https curl -sS --max-time 20 --cacert ca.pem https://files.test/small.txt
-t whoami curl -sS --max-time 20 --cacert ca.pem https://pkg.test/whoami
-t suffix curl -sS --max-time 20 --cacert ca.pem https://other.pkg.test/whoami
+t http curl -fsS --max-time 20 http://files.test/small.txt
+t https curl -fsS --max-time 20 --cacert ca.pem https://files.test/small.txt
+t whoami curl -fsS --max-time 20 --cacert ca.pem https://pkg.test/whoami
+t suffix curl -fsS --max-time 20 --cacert ca.pem https://other.pkg.test/whoami
 t pip env PIP_CONFIG_FILE=/dev/null python3 -m pip install -q --no-cache-dir --disable-pip-version-check --no-input --index-url https://pkg.test/simple/ --cert ca.pem --target pipdir hgdemo
 t import env PYTHONPATH=pipdir python3 -c 'import hgdemo; print(hgdemo.VALUE)'
 t git env GIT_SSL_CAINFO="$d/ca.pem" git clone -q https://files.test/repo.git clone
@@ -197,14 +197,14 @@ def test_allowed_hosts_reached(hg, net, bob):
 # -- refused ------------------------------------------------------------------
 
 REFUSED = r"""
-v() { tag=$1; shift; t "$tag" curl -sS -v --max-time 20 --cacert ca.pem "$@"; }
+v() { tag=$1; shift; t "$tag" curl -fsS -v --max-time 20 --cacert ca.pem "$@"; }
 v name http://extra.test/small.txt
 v name_tls https://extra.test/small.txt
 v denied https://blocked.pkg.test/small.txt
 v literal http://%(ip)s/small.txt
 v literal_tls https://%(ip)s/small.txt
-t literal6 env -u NO_PROXY -u no_proxy curl -sS -v --max-time 20 -g 'http://[::1]/'
-t decimal env -u NO_PROXY -u no_proxy curl -sS -v --max-time 20 http://2130706433/
+t literal6 env -u NO_PROXY -u no_proxy curl -fsS -v --max-time 20 -g 'http://[::1]/'
+t decimal env -u NO_PROXY -u no_proxy curl -fsS -v --max-time 20 http://2130706433/
 v port https://pkg.test:22/
 v port_http http://pkg.test:8080/small.txt
 v loop http://loop.test/small.txt
@@ -332,11 +332,11 @@ def test_refused_and_bypasses(hg, net, bob):
 # -- an admin's addition ------------------------------------------------------
 
 LIVE = r"""
-v() { tag=$1; shift; t "$tag" curl -sS -v --max-time 20 --cacert ca.pem "$@"; }
+v() { tag=$1; shift; t "$tag" curl -fsS -v --max-time 20 --cacert ca.pem "$@"; }
 v before https://extra.test/whoami
 touch ready
 n=0; while [ ! -e go ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done
-v after https://extra.test/whoami
+t after curl -fsS --max-time 20 --cacert ca.pem https://extra.test/whoami
 """
 
 
@@ -410,7 +410,7 @@ def test_egressd_down_fails_closed(hg, net, bob):
         hg.start("egressd")
     hglib.wait_for(lambda: proxy_ok(bob) is True, 15,
                    what="/api/status egress.proxy.ok true")
-    doc, _ = run(bob, script(net, "t back curl -sS --max-time 20 "
+    doc, _ = run(bob, script(net, "t back curl -fsS --max-time 20 "
                              "http://files.test/small.txt\n"))
     assert framed(doc).get("back") == (0, el.SMALL_TEXT), doc
     assert not os.path.exists(marker)
