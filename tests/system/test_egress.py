@@ -45,6 +45,7 @@ def bob(hg):
     rec = pl.wait_audit(hg, action="permission_changed", user="bob")[-1]
     s.public_id = rec["session"]
     assert re.fullmatch(r"[0-9a-f]{16,64}", s.public_id or ""), rec
+    hg.wait_egress(s)
     return s
 
 
@@ -408,8 +409,7 @@ def test_egressd_down_fails_closed(hg, net, bob):
         assert not os.path.exists(marker)
     finally:
         hg.start("egressd")
-    hglib.wait_for(lambda: proxy_ok(bob) is True, 15,
-                   what="/api/status egress.proxy.ok true")
+    hg.wait_egress(bob)
     doc, _ = run(bob, script(net, "t back curl -fsS --max-time 20 "
                              "http://files.test/small.txt\n"))
     assert framed(doc).get("back") == (0, el.SMALL_TEXT), doc
