@@ -197,7 +197,8 @@ SUBST	= sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 	  -e 's|@ENVFILE@|$(ENVFILE)|g' -e 's|@PKGDATADIR@|$(PKGDATADIR)|g' \
 	  -e 's|@VERSION@|$(HG_VERSION_STR)|g'
 HG_VERSION_STR = $(shell sed -n 's/^\#define HG_VERSION[ \t]*"\(.*\)"/\1/p' common/common.h)
-UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.service
+UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.service \
+	  hostgate-egressd.service
 MAN5	= hostgate.env.5
 MAN7	= hostgate.7
 MAN8	= frontd.8 brokerd.8 sandboxd.8 hgctl.8
