@@ -56,8 +56,8 @@ LDFLAGS	+= -fsanitize=$(SANITIZE)
 B	 = build-san
 endif
 
-COMMON	= log config ipc proto priv util proc
-FRONTD	= frontd http api tls ws static sse jail files mcp mcp_stream \
+COMMON	= log config ipc proto priv util proc jail
+FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files

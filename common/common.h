@@ -336,6 +336,23 @@ void	 priv_seccomp(const struct priv_plan *);
 extern const char *const priv_base_syscalls[];
 extern const char *const priv_host_denied[];
 
+/* jail.c */
+#define JAIL_USERNS	0x1	/* rootless: a user namespace of its own */
+#define JAIL_HOSTNET	0x2	/* keep the host's network namespace */
+/*
+ * Namespaces and an empty root holding only dir (and the log socket),
+ * made on mountpoint. Returns 0 in the daemon proper, the daemon's pid
+ * in its keeper, which then calls jail_keeper(); -1 and err when there
+ * is no user namespace to be had.
+ */
+pid_t	 jail_enter(const char *name, const char *dir, const char *mountpoint,
+	    int flags, char *err, size_t errsz);
+/* The keeper: pass stop signals on to the daemon, end as it ends. */
+__attribute__((noreturn))
+void	 jail_keeper(pid_t, const struct priv_plan *);
+/* In the daemon, after its drop: die with the keeper. */
+void	 jail_tie_to_keeper(void);
+
 /* util.c */
 /*
  * Typed JSON field access: NULL / -1 when missing or of the wrong type;
