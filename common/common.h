@@ -280,13 +280,15 @@ size_t	 ipc_peer_queued(struct ipc_peer *, size_t *nmsgs);
 /*
  * The daemons' handler maps, each defined in its daemon (brokerd/front.c,
  * brokerd/control.c, brokerd/sandbox.c, sandboxd/broker.c,
- * frontd/frontd.c); a unit test checks them all against the table.
+ * frontd/frontd.c, egressd/sandbox.c); a unit test checks them all
+ * against the table.
  */
 const struct ipc_handler *front_handler_map(void);
 extern const struct ipc_handler control_handlers[];
 extern const struct ipc_handler sandbox_handlers[];
 extern const struct ipc_handler broker_handlers[];
 extern const struct ipc_handler frontd_handlers[];
+extern const struct ipc_handler egressd_handlers[];
 /* Blocking one-shot client for hgctl: connect, hello, request, reply. */
 int	 ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 	    struct json_object *req, struct json_object **reply, int timeout_ms,
@@ -306,6 +308,7 @@ struct priv_plan {
 	int		 deny;		/* 1: default allow, priv_host_denied
 					   and the listed calls EPERM */
 	int		 unix_sockets;	/* socket(2) only for AF_UNIX */
+	int		 inet_sockets;	/* only AF_UNIX, AF_INET, AF_INET6 */
 	int		 debug;		/* trap and name an offending syscall */
 	/*
 	 * Capabilities kept across the drop (permitted and effective; the
