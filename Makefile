@@ -81,7 +81,7 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_maps_egressd test_fileops test_egressd test_egress
+	  test_maps_egressd test_fileops test_egress test_egressd
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
