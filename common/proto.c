@@ -160,6 +160,18 @@ static const struct proto_field f_session_token[] = {
 static const struct proto_field f_terminal_resized[] = {
 	F_HEX("terminal", R, 16), F_END
 };
+/*
+ * An admin's egress additions: scope "user" or "session", target the user
+ * name or session id, allow the patterns that replace that list.
+ */
+#define EGRESS_SET \
+	F_STR("scope", R, 1, 16), \
+	F_STR("target", R, 1, 64), \
+	F_STRS("allow", R, EGRESS_ADDITIONS_MAX, 256)
+static const struct proto_field f_egress_set_front[] = {
+	FRONT_COMMON, EGRESS_SET, F_END
+};
+static const struct proto_field f_egress_set[] = { EGRESS_SET, F_END };
 
 /* hgctl's requests. */
 static const struct proto_field f_user_add[] = {
@@ -205,6 +217,49 @@ static const struct proto_field f_audit_replay[] = {
 };
 static const struct proto_field f_none[] = { F_END };
 
+/*
+ * The egress proxy's messages (sandboxd/egress.c, egressd): an admin's
+ * additions to the allowlist, replaced per user or session, and
+ * egressd's record of each connection (or a minute's summary).
+ */
+#define EGRESS_ITEMS	1024	/* patterns in one list */
+#define EGRESS_NAME_MAX	256	/* bytes of a pattern or host */
+static const struct proto_field f_egress_update[] = {
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_STR("scope", R, 1, 16),
+	F_STRS("allow", R, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_END
+};
+static const struct proto_field f_egress_log[] = {
+	F_STR("kind", R, 1, 16),
+	F_HEX("spawn", R, 16),
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_STR("host", R, 0, EGRESS_NAME_MAX),
+	F_INT("port", R, 0, 65535),
+	F_STR("addr", O, 0, 64),
+	F_STR("verdict", R, 1, 16),
+	F_STR("reason", O, 0, 512),
+	F_INT("bytes_up", R, 0, I64_MAX),
+	F_INT("bytes_down", R, 0, I64_MAX),
+	F_INT("duration_ms", R, 0, I64_MAX),
+	F_INT("count", R, 1, I64_MAX),
+	F_INT("since_ms", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field f_egress_listen[] = {
+	F_HEX("spawn", R, 16),
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_STRS("allow_user", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_STRS("allow_session", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_END
+};
+static const struct proto_field f_egress_close[] = {
+	F_HEX("spawn", R, 16), F_END
+};
+
 /* brokerd's requests to sandboxd. */
 static const struct proto_field f_spawn[] = {
 	F_STR("kind", R, 1, 16),
@@ -224,6 +279,9 @@ static const struct proto_field f_spawn[] = {
 	F_INT("uid", O, 0, UID_MAX),
 	F_INT("gid", O, 0, UID_MAX),
 	F_INT("deadline_ms", O, 0, I64_MAX),
+	/* allowlist profiles: an admin's additions for the user, session */
+	F_STRS("egress_user", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_STRS("egress_session", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
 	F_END
 };
 /* A workspace file operation (sandboxd/files.c), path relative to it. */
@@ -265,6 +323,7 @@ static const struct proto_field r_health[] = {
 	F_OBJ("containment", O, NULL),
 	F_STR("version", O, 0, 64),
 	F_INT("started", O, 0, I64_MAX),
+	F_OBJ("egress", O, NULL),
 	F_END
 };
 static const struct proto_field r_spawn[] = {
@@ -333,6 +392,8 @@ static const struct proto_field f_event[] = {
 #define BS	ROLE_BROKERD, ROLE_SANDBOXD
 #define SB	ROLE_SANDBOXD, ROLE_BROKERD
 #define BF	ROLE_BROKERD, ROLE_FRONTD
+#define SE	ROLE_SANDBOXD, ROLE_EGRESSD
+#define ES	ROLE_EGRESSD, ROLE_SANDBOXD
 
 const struct proto_msg proto_msgs[] = {
 	/* frontd -> brokerd */
@@ -419,6 +480,15 @@ const struct proto_msg proto_msgs[] = {
 	    "the owner's terminal: `{}` with the pty master as an fd" },
 	{ "terminal_delete", FB, PM_IDENT, f_terminal, NULL,
 	    "end the owner's terminal (+ CSRF for cookies): `{}`" },
+	{ "egress_get", FB, PM_IDENT, f_front, NULL,
+	    "the egress allowlist and its additions (admin login session): "
+	    "`{allow, deny, ports, deny_nets, allow_nets, users: {NAME: [..]}, "
+	    "sessions: {ID: [..]}}`" },
+	{ "egress_set", FB, PM_IDENT, f_egress_set_front, NULL,
+	    "replace a user's (`scope` user, `target` the name) or a login "
+	    "session's (`scope` session, `target` its id) egress additions "
+	    "(admin login session + CSRF; audited `egress_allow`): `{scope, "
+	    "target, allow}`" },
 	{ "front_info", FB, PM_EVENT, f_front_info, NULL,
 	    "right after the hello: frontd's version and start (Unix seconds), "
 	    "shown by `hgctl status`, never trusted for anything" },
@@ -470,6 +540,10 @@ const struct proto_msg proto_msgs[] = {
 	{ "config", HB, 0, f_none, NULL,
 	    "`{source: \"brokerd\", pid, env_file, config: {NAME: value}}`, "
 	    "secrets masked" },
+	{ "egress_get", HB, 0, f_none, NULL,
+	    "as frontd's `egress_get`" },
+	{ "egress_set", HB, 0, f_egress_set, NULL,
+	    "as frontd's `egress_set` (audited with `by` hgctl)" },
 	{ "audit_replay", HB, 0, f_audit_replay, NULL,
 	    "up to 24 KiB of a recording from `offset`: `{data, next, eof}`" },
 
@@ -516,6 +590,32 @@ const struct proto_msg proto_msgs[] = {
 	    "a terminal's process ended (`oom`: the OOM killer ended it; "
 	    "`recording`: `{id, file, sha256, bytes, truncated, incomplete?, "
 	    "user, session}`): `{}`" },
+
+	/* the egress proxy: brokerd <-> sandboxd */
+	{ "egress_update", BS, PM_EVENT, f_egress_update, NULL,
+	    "an admin replaced the egress additions of a user (`scope` "
+	    "user) or a session (`scope` session): sandboxd passes it on to "
+	    "egressd, which applies it to every live listener of theirs" },
+	{ "egress_log", SB, PM_EVENT, f_egress_log, NULL,
+	    "egressd's record of one connection attempt (`kind` connect, "
+	    "`count` 1) or of a minute's folded attempts (`kind` summary, "
+	    "`since_ms`), passed on by sandboxd with the `user` and `session` "
+	    "it holds for `spawn`; brokerd writes the audit record" },
+
+	/* the egress proxy: sandboxd <-> egressd */
+	{ "egress_listen", SE, PM_EVENT | PM_FDS, f_egress_listen, NULL,
+	    "a spawn under an allowlist profile started: the listening "
+	    "socket its bridge reaches (one fd), with the admin additions of "
+	    "its user and session" },
+	{ "egress_close", SE, PM_EVENT, f_egress_close, NULL,
+	    "the spawn was reaped: close its listener and every connection "
+	    "of it" },
+	{ "egress_update", SE, PM_EVENT, f_egress_update, NULL,
+	    "brokerd's `egress_update`, passed on" },
+	{ "egress_log", ES, PM_EVENT, f_egress_log, NULL,
+	    "a connection attempt ended (`kind` connect; a refusal at once, "
+	    "an allowed one at close) or a minute's folded attempts of one "
+	    "(host, port, verdict) (`kind` summary): what brokerd audits" },
 
 	/* brokerd -> frontd */
 	{ "event", BF, PM_EVENT, f_event, NULL,

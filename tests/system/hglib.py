@@ -54,6 +54,7 @@ TEST_USER = "hostgate-test"
 SOCK_FRONT = "front/broker.sock"
 SOCK_CONTROL = "broker-control.sock"
 SOCK_SANDBOX = "sandbox.sock"
+SOCK_SANDBOX_EGRESS = "egress/sandbox.sock"
 LISTEN_FILE = "frontd.listen"
 
 IS_ROOT = os.geteuid() == 0
