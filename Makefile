@@ -60,10 +60,10 @@ COMMON	= log config ipc proto priv util proc egress jail
 FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store files
+	  mode events admin prompt audit ttl recording store files egress
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
-	  workspace disk fileops files
+	  workspace disk fileops files egress
 EGRESSD	= egressd proxy request hosts sandbox
 HGCTL	= hgctl
 
@@ -81,7 +81,7 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_maps_egressd test_fileops test_egressd test_egress
+	  test_maps_egressd test_fileops test_egress test_egressd
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -106,6 +106,12 @@ $(B)/hgctl: $(HGCTL_O) $(COMMON_O)
 $(BINS):
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The allowlist profiles' bridge, run inside the sandbox: libc alone.
+all: $(B)/hg-egress-bridge
+$(B)/hg-egress-bridge: $(O)/sandboxd/bridge.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 
 # Unit tests: tests/unit/test_X.c links the module it tests and common/.
 $(B)/tests/test_log: $(O)/tests/unit/test_log.o $(COMMON_O)
@@ -227,6 +233,7 @@ install: all $(B)/hostgate.env
 		$(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/egressd \
 		$(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(B)/hg-egress-bridge $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(B)/hgctl $(DESTDIR)$(BINDIR)/
 	cp -R profiles/. $(DESTDIR)$(PKGDATADIR)/profiles/
 	cp -R frontd/web/dist/. $(DESTDIR)$(PKGDATADIR)/web/

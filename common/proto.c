@@ -160,6 +160,18 @@ static const struct proto_field f_session_token[] = {
 static const struct proto_field f_terminal_resized[] = {
 	F_HEX("terminal", R, 16), F_END
 };
+/*
+ * An admin's egress additions: scope "user" or "session", target the user
+ * name or session id, allow the patterns that replace that list.
+ */
+#define EGRESS_SET \
+	F_STR("scope", R, 1, 16), \
+	F_STR("target", R, 1, 64), \
+	F_STRS("allow", R, EGRESS_ADDITIONS_MAX, 256)
+static const struct proto_field f_egress_set_front[] = {
+	FRONT_COMMON, EGRESS_SET, F_END
+};
+static const struct proto_field f_egress_set[] = { EGRESS_SET, F_END };
 
 /* hgctl's requests. */
 static const struct proto_field f_user_add[] = {
@@ -267,6 +279,9 @@ static const struct proto_field f_spawn[] = {
 	F_INT("uid", O, 0, UID_MAX),
 	F_INT("gid", O, 0, UID_MAX),
 	F_INT("deadline_ms", O, 0, I64_MAX),
+	/* allowlist profiles: an admin's additions for the user, session */
+	F_STRS("egress_user", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_STRS("egress_session", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
 	F_END
 };
 /* A workspace file operation (sandboxd/files.c), path relative to it. */
@@ -308,6 +323,7 @@ static const struct proto_field r_health[] = {
 	F_OBJ("containment", O, NULL),
 	F_STR("version", O, 0, 64),
 	F_INT("started", O, 0, I64_MAX),
+	F_OBJ("egress", O, NULL),
 	F_END
 };
 static const struct proto_field r_spawn[] = {
@@ -464,6 +480,15 @@ const struct proto_msg proto_msgs[] = {
 	    "the owner's terminal: `{}` with the pty master as an fd" },
 	{ "terminal_delete", FB, PM_IDENT, f_terminal, NULL,
 	    "end the owner's terminal (+ CSRF for cookies): `{}`" },
+	{ "egress_get", FB, PM_IDENT, f_front, NULL,
+	    "the egress allowlist and its additions (admin login session): "
+	    "`{allow, deny, ports, deny_nets, allow_nets, users: {NAME: [..]}, "
+	    "sessions: {ID: [..]}}`" },
+	{ "egress_set", FB, PM_IDENT, f_egress_set_front, NULL,
+	    "replace a user's (`scope` user, `target` the name) or a login "
+	    "session's (`scope` session, `target` its id) egress additions "
+	    "(admin login session + CSRF; audited `egress_allow`): `{scope, "
+	    "target, allow}`" },
 	{ "front_info", FB, PM_EVENT, f_front_info, NULL,
 	    "right after the hello: frontd's version and start (Unix seconds), "
 	    "shown by `hgctl status`, never trusted for anything" },
@@ -515,6 +540,10 @@ const struct proto_msg proto_msgs[] = {
 	{ "config", HB, 0, f_none, NULL,
 	    "`{source: \"brokerd\", pid, env_file, config: {NAME: value}}`, "
 	    "secrets masked" },
+	{ "egress_get", HB, 0, f_none, NULL,
+	    "as frontd's `egress_get`" },
+	{ "egress_set", HB, 0, f_egress_set, NULL,
+	    "as frontd's `egress_set` (audited with `by` hgctl)" },
 	{ "audit_replay", HB, 0, f_audit_replay, NULL,
 	    "up to 24 KiB of a recording from `offset`: `{data, next, eof}`" },
 
@@ -561,6 +590,17 @@ const struct proto_msg proto_msgs[] = {
 	    "a terminal's process ended (`oom`: the OOM killer ended it; "
 	    "`recording`: `{id, file, sha256, bytes, truncated, incomplete?, "
 	    "user, session}`): `{}`" },
+
+	/* the egress proxy: brokerd <-> sandboxd */
+	{ "egress_update", BS, PM_EVENT, f_egress_update, NULL,
+	    "an admin replaced the egress additions of a user (`scope` "
+	    "user) or a session (`scope` session): sandboxd passes it on to "
+	    "egressd, which applies it to every live listener of theirs" },
+	{ "egress_log", SB, PM_EVENT, f_egress_log, NULL,
+	    "egressd's record of one connection attempt (`kind` connect, "
+	    "`count` 1) or of a minute's folded attempts (`kind` summary, "
+	    "`since_ms`), passed on by sandboxd with the `user` and `session` "
+	    "it holds for `spawn`; brokerd writes the audit record" },
 
 	/* the egress proxy: sandboxd <-> egressd */
 	{ "egress_listen", SE, PM_EVENT | PM_FDS, f_egress_listen, NULL,

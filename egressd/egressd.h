@@ -69,6 +69,13 @@ int	 request_parse(const char *head, size_t len, struct egress_req *,
  * Connection: close. Returns a malloc'ed text and its length in *len.
  */
 char	*request_forward(const struct egress_req *, size_t *len);
+/*
+ * An upstream response head for the client: Connection: close in place of
+ * the hop-by-hop headers; an interim (1xx) one unchanged (*interim). NULL
+ * when it is not an HTTP/1.x response head (then relayed as it is).
+ */
+char	*response_rewrite(const char *head, size_t len, size_t *outlen,
+	    int *interim);
 
 /* Why a request is refused or failed: the agent's text (refusal_text). */
 enum refusal {

@@ -60,6 +60,7 @@ struct conn {
 	int64_t			 start_ms, last_ms;
 	uint64_t		 up, down;
 	int			 c_eof, u_eof;
+	int			 resp_done;	/* the response head went */
 };
 TAILQ_HEAD(conns, conn);
 
@@ -420,6 +421,47 @@ conn_end(struct conn *c, const char *reason)
 	conn_free(c);
 }
 
+/*
+ * The response head of an absolute-form request, rewritten for the client
+ * (response_rewrite). 1 while it is incomplete; 0 once it went (or proved
+ * not to be one: then the bytes go as they are).
+ */
+static int
+relay_response_head(struct conn *c)
+{
+	struct evbuffer	*in = bufferevent_get_input(c->bu);
+	const char	*data;
+	char		*out;
+	size_t		 len, hl, outlen;
+	int		 interim;
+
+	while (!c->resp_done) {
+		len = evbuffer_get_length(in);
+		data = (const char *)evbuffer_pullup(in,
+		    len > EGRESS_HEAD_MAX ? EGRESS_HEAD_MAX : (ssize_t)len);
+		hl = request_head_len(data, len > EGRESS_HEAD_MAX ?
+		    EGRESS_HEAD_MAX : len);
+		if (hl == 0) {
+			if (len < EGRESS_HEAD_MAX)
+				return 1;
+			c->resp_done = 1;
+			break;
+		}
+		if ((out = response_rewrite(data, hl, &outlen,
+		    &interim)) == NULL) {
+			c->resp_done = 1;
+			break;
+		}
+		evbuffer_drain(in, hl);
+		bufferevent_write(c->bc, out, outlen);
+		c->down += outlen;
+		free(out);
+		if (!interim)
+			c->resp_done = 1;
+	}
+	return 0;
+}
+
 /* Move what src read to dst; stop reading src while dst is full. */
 static void
 relay_read(struct bufferevent *src, void *arg)
@@ -428,7 +470,11 @@ relay_read(struct bufferevent *src, void *arg)
 	struct bufferevent	*dst = src == c->bc ? c->bu : c->bc;
 	struct evbuffer		*in = bufferevent_get_input(src);
 	struct evbuffer		*out = bufferevent_get_output(dst);
-	size_t			 n = evbuffer_get_length(in);
+	size_t			 n;
+
+	if (src == c->bu && !c->resp_done && relay_response_head(c) == 1)
+		return;
+	n = evbuffer_get_length(in);
 
 	if (src == c->bc)
 		c->up += n;
@@ -517,6 +563,8 @@ conn_established(struct conn *c, int fd)
 	}
 	c->state = CS_RELAY;
 	c->last_ms = now_mono_ms();
+	/* A tunnel's bytes are the client's business from the start. */
+	c->resp_done = c->req.connect;
 	if (c->req.connect)
 		bufferevent_write(c->bc, ok, sizeof(ok) - 1);
 	else {

@@ -380,6 +380,62 @@ request_forward(const struct egress_req *req, size_t *lenp)
 	return out;
 }
 
+/*
+ * The head of an upstream response to an absolute-form request, as the
+ * client gets it: its status line, its headers but Connection,
+ * Keep-Alive and Proxy-Connection, then Connection: close (the proxy
+ * serves one request per connection). An interim (1xx) head goes as it
+ * is, *interim set. NULL when it is not an HTTP/1.x response head.
+ */
+char *
+response_rewrite(const char *head, size_t len, size_t *lenp, int *interim)
+{
+	const char	*p = head, *end = head + len, *line, *colon;
+	char		*out, *o;
+	size_t		 linelen;
+	int		 status;
+
+	*interim = 0;
+	if (request_line(&p, end, &line, &linelen) == -1 || linelen < 12 ||
+	    memcmp(line, "HTTP/1.", 7) != 0 || line[8] != ' ' ||
+	    !isdigit((unsigned char)line[9]) ||
+	    !isdigit((unsigned char)line[10]) ||
+	    !isdigit((unsigned char)line[11]))
+		return NULL;
+	status = (line[9] - '0') * 100 + (line[10] - '0') * 10 + line[11] - '0';
+	/* Bare LF lines grow by a byte each: at most twice the size. */
+	if ((out = malloc(2 * len + 32)) == NULL)
+		return NULL;
+	if (status >= 100 && status < 200) {
+		*interim = 1;
+		memcpy(out, head, len);
+		*lenp = len;
+		return out;
+	}
+	o = out;
+	memcpy(o, line, linelen);
+	o += linelen;
+	*o++ = '\r';
+	*o++ = '\n';
+	while (request_line(&p, end, &line, &linelen) == 0 && linelen > 0) {
+		colon = memchr(line, ':', linelen);
+		if (colon != NULL && ((colon - line == 10 &&
+		    strncasecmp(line, "connection", 10) == 0) ||
+		    (colon - line == 10 && strncasecmp(line, "keep-alive",
+		    10) == 0) || (colon - line == 16 && strncasecmp(line,
+		    "proxy-connection", 16) == 0)))
+			continue;
+		memcpy(o, line, linelen);
+		o += linelen;
+		*o++ = '\r';
+		*o++ = '\n';
+	}
+	memcpy(o, "Connection: close\r\n\r\n", 21);
+	o += 21;
+	*lenp = o - out;
+	return out;
+}
+
 /* The HTTP status of a refusal. */
 int
 refusal_status(enum refusal r)

@@ -258,7 +258,8 @@ def test_connect_tunnel(proxy):
 
 def test_absolute_form(proxy):
     """An absolute-form request goes upstream in origin form, Host from
-    the URL, without the Proxy-* and hop-by-hop headers, Connection: close."""
+    the URL, without the Proxy-* and hop-by-hop headers, Connection: close
+    (and the answer comes back with Connection: close)."""
     port = proxy["port2"]
     raw = ask(proxy["path"],
               b"GET http://Allowed.test:%d/p/a?q=1 HTTP/1.1\r\n"
@@ -267,8 +268,9 @@ def test_absolute_form(proxy):
               b"Proxy-Connection: keep-alive\r\n"
               b"Connection: keep-alive\r\nKeep-Alive: 5\r\n"
               b"X-Kept: yes\r\n\r\n" % port)
-    status, _, _, body = parse(raw)
+    status, _, headers, body = parse(raw)
     assert status == 200, raw
+    assert headers["connection"] == "close"
     seen = json.loads(body)
     assert seen["line"] == "GET /p/a?q=1 HTTP/1.1"
     h = {k.lower(): v for k, v in seen["headers"].items()}
