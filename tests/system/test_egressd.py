@@ -409,6 +409,60 @@ def test_update_and_close(proxy):
     hglib.wait_for(gone, 10, what="spawn B's listener closed")
 
 
+def test_connection_limit(proxy):
+    """A spawn's 65th open connection is refused with 503 at once; the
+    others are untouched and egressd serves again once they close."""
+    held = []
+    try:
+        for _ in range(64):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(proxy["path"])
+            held.append(c)
+        # The backlog is served in order: all 64 are egressd's by now.
+        code, reason, _, _ = parse(ask(proxy["path"], b""))
+        assert code == 503
+        assert reason == "Egress refused: too many connections (at most 64)"
+    finally:
+        for c in held:
+            c.close()
+
+    def serves():
+        raw = ask(proxy["path"], b"CONNECT other.test:443 HTTP/1.1\r\n\r\n")
+        return parse(raw)[0] == 403
+    hglib.wait_for(serves, 10, what="egressd serving spawn A again")
+
+
+@pytest.mark.skipif(not hglib.IS_ROOT, reason="reads another uid's /proc")
+def test_jailed(proxy):
+    """egressd proper: pid 1 of its own PID namespace under its keeper,
+    its seccomp filter on, no capability, its own uid, the host's network
+    namespace but its own mount namespace, whose root holds only the
+    egress socket directory."""
+    hg = proxy["hg"]
+    keeper = hg.pid("egressd")
+    with open("/proc/%d/task/%d/children" % (keeper, keeper)) as f:
+        kids = [int(x) for x in f.read().split()]
+    assert len(kids) == 1, kids
+    pid = kids[0]
+    st = hglib.proc_status(pid)
+    assert st["NSpid"].split()[1:] == ["1"], st["NSpid"]
+    assert st["Seccomp"] == "2" and st["NoNewPrivs"] == "1", st
+    assert int(st["CapEff"], 16) == 0 and int(st["CapPrm"], 16) == 0, st
+    uid = (hglib.account("hostgate-egress")[0] if hg.mode == "root"
+           else hg.daemon_uid)
+    assert st["Uid"].split() == [str(uid)] * 4, st["Uid"]
+    for ns, own in (("net", False), ("mnt", True), ("pid", True),
+                    ("ipc", True), ("uts", True)):
+        differs = os.readlink("/proc/%d/ns/%s" % (pid, ns)) != \
+            os.readlink("/proc/self/ns/" + ns)
+        assert differs == own, ns
+    root = "/proc/%d/root" % pid
+    listed = []
+    for dirpath, dirs, files in os.walk(root):
+        listed += [os.path.join(dirpath, f)[len(root):] for f in files]
+    assert listed == [os.path.join(hg.run, "egress", "sandbox.sock")], listed
+
+
 def test_link_loss_closes_listeners(proxy):
     """When sandboxd's link goes, so do its listeners; egressd reconnects."""
     sbx = proxy["sbx"]
