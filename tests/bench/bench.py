@@ -1267,16 +1267,22 @@ def bench_egress(hg, net, res):
             raise BenchError("%s: %d bytes in %s s" % (what, size, secs))
         return size / secs / (1 << 20)
 
+    egressd = tree_pids(hg.pid("egressd"))
+    cpu = {}
+
     def proxied(url):
         def run():
             cmd = "curl -sS --cacert ca.pem -o /dev/null -w '%s' %s" % (
                 CURL_W, url)
+            c0 = proc_cpu(egressd)
             r = s.post("/api/run_command", {"command": cmd, "timeout": 120},
                        timeout=140)
             doc = r.json() if r.status == 200 else {}
             if doc.get("exit_code") != 0:
                 raise BenchError("sandboxed curl %s: %r" % (url, r))
-            return parse(doc["stdout"], "sandboxed curl " + url)
+            v = parse(doc["stdout"], "sandboxed curl " + url)
+            cpu.setdefault(url, []).append(proc_cpu(egressd) - c0)
+            return v
         return run
 
     def direct(url):
@@ -1300,16 +1306,32 @@ def bench_egress(hg, net, res):
                 if i >= EGRESS_WARMUP:
                     speeds[k].append(v)
         m = {k: statistics.median(v) for k, v in speeds.items()}
+        # egressd's CPU (user + system) per MiB relayed, all runs.
+        cpu_ms = sum(cpu[url]) * 1000 / (len(cpu[url]) * (BIG_BYTES >> 20))
         out[scheme] = {"proxy_mib_s": m["proxy"], "direct_mib_s": m["direct"],
                        "proxy_all": speeds["proxy"],
-                       "direct_all": speeds["direct"]}
+                       "direct_all": speeds["direct"],
+                       "egressd_cpu_ms_per_mib": cpu_ms}
         log("   %s: through the proxy median %.1f MiB/s (%s), direct %.1f "
-            "MiB/s (%s): ratio %.3f" % (scheme, m["proxy"],
-                                        fmt_list(speeds["proxy"]),
-                                        m["direct"],
-                                        fmt_list(speeds["direct"]),
-                                        m["proxy"] / m["direct"]))
+            "MiB/s (%s): ratio %.3f; egressd's CPU %.2f ms per MiB"
+            % (scheme, m["proxy"], fmt_list(speeds["proxy"]), m["direct"],
+               fmt_list(speeds["direct"]), m["proxy"] / m["direct"],
+               cpu_ms))
     res["egress"] = out
+
+
+def tree_pids(pid):
+    """pid and its descendants (egressd's jailed child among them)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open("/proc/%d/task/%d/children" % (p, p)) as f:
+                todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
 
 
 def egress_rows(res):
@@ -1667,9 +1689,11 @@ def markdown(res):
                    "(Python, sendfile(2) for HTTP) in a network namespace "
                    "of their own behind a veth pair; the 64 MiB file is "
                    "sparse; rounds: %s." % "; ".join(
-                       "%s through the proxy %s, direct %s MiB/s"
+                       "%s through the proxy %s, direct %s MiB/s, "
+                       "egressd's CPU %.2f ms per MiB relayed"
                        % (k, fmt_list(e["proxy_all"]),
-                          fmt_list(e["direct_all"]))
+                          fmt_list(e["direct_all"]),
+                          e["egressd_cpu_ms_per_mib"])
                        for k, e in sorted(res["egress"].items())))
     if "network_load" in res:
         nl = res["network_load"]
