@@ -780,8 +780,15 @@ conn_resolve(struct conn *c)
 	c->resolving = 1;
 	req = evdns_getaddrinfo(proxy_policy->dns, c->req.host, NULL, &hints,
 	    conn_dns_cb, c);
-	if (c->resolving)
-		c->dnsreq = req;
+	if (!c->resolving)
+		return;		/* answered inside the call */
+	if (req == NULL) {
+		/* Neither answered nor under way: a failure all the same. */
+		c->resolving = 0;
+		conn_dns_done(c, EVUTIL_EAI_FAIL, NULL);
+		return;
+	}
+	c->dnsreq = req;
 }
 
 /* Whether a port is one of HOSTGATE_EGRESS_PORTS. */
