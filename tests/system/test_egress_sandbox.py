@@ -19,6 +19,7 @@ import pytest
 
 import hglib
 import policylib as pl
+import sandboxlib as sl
 
 RANGE0 = 1879048192
 UID = RANGE0 + 4301
@@ -539,6 +540,15 @@ def test_http_fails_closed_without_egressd(full):
         assert r.status == 200, r
         doc = pl.run(alice, "echo $HOSTGATE_EGRESS")
         assert doc["stdout"] == "proxy\n", doc
+    # The real egressd behind the bridge explains its refusal (nothing is
+    # allowed here); a terminal keeps its pty through the bridge.
+    doc = pl.run(alice, "curl -s -i http://not-allowed.example/")
+    assert doc["stdout"].startswith("HTTP/1.1 403 "), doc
+    assert "not-allowed.example is not on this sandbox's allowlist" in \
+        doc["stdout"], doc
+    res = sl.run_shell(alice, "terminal", "test -t 0 && test -t 1 && "
+                       "echo tty-$HOSTGATE_EGRESS")
+    assert res.exit == 0 and "tty-proxy" in res.output, res
     hg.stop("egressd")
     hglib.wait_for(lambda: egress_down(alice), 20,
                    what="/api/status with egress.proxy.ok false")
