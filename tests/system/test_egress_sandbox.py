@@ -19,6 +19,7 @@ import pytest
 
 import hglib
 import policylib as pl
+import sandboxlib as sl
 
 RANGE0 = 1879048192
 UID = RANGE0 + 4301
@@ -515,3 +516,56 @@ def test_bulk_both_ways(box, egressd):
     assert lines[0].split()[0] == lines[2]
     assert lines[3].strip() == str(1 << 20)
     assert hits["eof"] == b""
+
+
+@pytest.fixture(scope="module")
+def full(mode):
+    """The whole hostgate, egressd included."""
+    with hglib.running(mode, "egress-sbx-http") as hg:
+        yield hg
+
+
+def test_http_fails_closed_without_egressd(full):
+    """Through frontd: under both allowlist profiles a command runs while
+    egressd is linked; with egressd stopped it fails at once with 503 and
+    the reason, and runs again once egressd is back."""
+    hg = full
+    if "egressd" not in hglib.DAEMONS:
+        pytest.skip("no egressd in this build")
+    alice = hg.login(*hglib.ADMIN)
+    hg.wait_egress(alice)
+    marker = os.path.join(workspace(hg), "ran-http")
+    for perm in (ALLOW, RO_ALLOW):
+        r = alice.post("/api/permission", {"permission": perm})
+        assert r.status == 200, r
+        doc = pl.run(alice, "echo $HOSTGATE_EGRESS")
+        assert doc["stdout"] == "proxy\n", doc
+    # The real egressd behind the bridge explains its refusal (nothing is
+    # allowed here); a terminal keeps its pty through the bridge.
+    doc = pl.run(alice, "curl -s -i http://not-allowed.example/")
+    assert doc["stdout"].startswith("HTTP/1.1 403 "), doc
+    assert "not-allowed.example is not on this sandbox's allowlist" in \
+        doc["stdout"], doc
+    res = sl.run_shell(alice, "terminal", "test -t 0 && test -t 1 && "
+                       "echo tty-$HOSTGATE_EGRESS")
+    assert res.exit == 0 and "tty-proxy" in res.output, res
+    hg.stop("egressd")
+    hglib.wait_for(lambda: egress_down(alice), 20,
+                   what="/api/status with egress.proxy.ok false")
+    for perm in (ALLOW, RO_ALLOW):
+        r = alice.post("/api/permission", {"permission": perm})
+        assert r.status == 200, r
+        r = alice.post("/api/run_command",
+                       {"command": "touch %s" % marker, "timeout": 20},
+                       timeout=30)
+        pl.assert_error(r, 503, "unavailable", UNAVAILABLE % perm)
+    assert not os.path.exists(marker)
+    hg.start("egressd")
+    hg.wait_egress(alice)
+    assert pl.run(alice, "echo back")["stdout"] == "back\n"
+
+
+def egress_down(session):
+    r = session.get("/api/status")
+    proxy = (r.json().get("egress") or {}).get("proxy") or {}
+    return proxy.get("ok") is False
