@@ -113,12 +113,16 @@ def listener(hg, name):
 
 def ask(path, data, timeout=10):
     """Send raw bytes to a listener; everything it answers until EOF (or
-    the reset of a close that left some of them unread)."""
+    the reset of a close that left some of them unread). egressd may
+    answer and close before all is sent (a refusal at accept)."""
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     c.settimeout(timeout)
     c.connect(path)
     with c:
-        c.sendall(data)
+        try:
+            c.sendall(data)
+        except BrokenPipeError:
+            pass
         out = b""
         while True:
             try:
