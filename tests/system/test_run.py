@@ -258,6 +258,19 @@ def test_run_fails_when_healthz_stays_503(run):
     assert hg.hgctl_ok("user", "list").stdout == ""
 
 
+def test_run_checks_egressd_configuration_first(run):
+    """egressd's own configuration (its hosts file) is checked with the
+    others' before anything starts: its message, no daemon started."""
+    missing = "/nonexistent/egress-hosts"
+    r = run({"HOSTGATE_EGRESS_HOSTS": missing})
+    assert r.finish() == 1, r.output()
+    assert "HOSTGATE_EGRESS_HOSTS=%s" % missing in r.output(), r.output()
+    assert not os.path.exists(os.path.join(r.hg.run, "sandboxd.log")), \
+        r.output()
+    assert "is up" not in r.output()
+    assert r.settled() == []
+
+
 def test_run_refuses_a_bad_timeout(run):
     r = run({"HG_RUN_TIMEOUT": "soon"})
     assert r.finish() == 2, r.output()
