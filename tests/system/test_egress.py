@@ -363,6 +363,7 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         open(os.path.join(work, "go"), "w").close()
     finally:
         th.join(70)
+    assert "res" in box, "the live spawn's run_command did not return"
     doc, spawn = box["res"]
     out = framed(doc)
     assert " 403 " in status_lines(out["before"][1])[-1] + " ", out
