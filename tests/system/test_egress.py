@@ -329,6 +329,14 @@ def test_refused_and_bypasses(hg, net, bob):
             if field(r, "verdict") == "refused" and field(r, "host") not in
             {h for h, _, _ in REFUSALS.values()}]
     assert len(lits) >= len(literal_ports) + 4, lits
+    # The operator's view: hgctl audit show finds the same records.
+    shown = pl.audit_show(hg, "--action", "egress", "--session",
+                          bob.public_id, "--decision", "refused",
+                          "--limit", "0")
+    mine = [r for r in shown if field(r, "spawn") == spawn]
+    assert len(mine) == len([r for r in egress_records(hg, spawn)
+                             if field(r, "verdict") == "refused"]), shown
+    assert len(mine) >= len(REFUSALS) + 4, mine
 
 
 # -- an admin's addition ------------------------------------------------------
