@@ -56,14 +56,15 @@ LDFLAGS	+= -fsanitize=$(SANITIZE)
 B	 = build-san
 endif
 
-COMMON	= log config ipc proto priv util proc egress
-FRONTD	= frontd http api tls ws static sse jail files mcp mcp_stream \
+COMMON	= log config ipc proto priv util proc egress jail
+FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files egress
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
+EGRESSD	= egressd proxy request hosts sandbox
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -71,15 +72,16 @@ COMMON_O   = $(COMMON:%=$(O)/common/%.o)
 FRONTD_O   = $(FRONTD:%=$(O)/frontd/%.o)
 BROKERD_O  = $(BROKERD:%=$(O)/brokerd/%.o)
 SANDBOXD_O = $(SANDBOXD:%=$(O)/sandboxd/%.o)
+EGRESSD_O  = $(EGRESSD:%=$(O)/egressd/%.o)
 HGCTL_O    = $(HGCTL:%=$(O)/brokerd/%.o)
 
-BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/hgctl
+BINS	= $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/egressd $(B)/hgctl
 
 UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_fileops test_egress
+	  test_maps_egressd test_fileops test_egress test_egressd
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -99,6 +101,7 @@ $(O)/%.o: %.c
 $(B)/frontd: $(FRONTD_O) $(COMMON_O)
 $(B)/brokerd: $(BROKERD_O) $(COMMON_O)
 $(B)/sandboxd: $(SANDBOXD_O) $(COMMON_O)
+$(B)/egressd: $(EGRESSD_O) $(COMMON_O)
 $(B)/hgctl: $(HGCTL_O) $(COMMON_O)
 $(BINS):
 	@$(if $(Q),echo "  LD      $@")
@@ -141,6 +144,8 @@ $(B)/tests/test_workspace: $(O)/tests/unit/test_workspace.o \
 $(B)/tests/test_proto: $(O)/tests/unit/test_proto.o $(COMMON_O)
 $(B)/tests/test_fileops: $(O)/tests/unit/test_fileops.o \
 	$(O)/sandboxd/fileops.o $(COMMON_O)
+$(B)/tests/test_egressd: $(O)/tests/unit/test_egressd.o \
+	$(O)/egressd/request.o $(O)/egressd/hosts.o $(COMMON_O)
 # Each daemon's handler maps against the protocol table: its objects but
 # main (frontd's map is in frontd.c: built again with main renamed).
 $(O)/tests/unit/test_maps_%.o: tests/unit/test_maps.c
@@ -155,6 +160,8 @@ $(B)/tests/test_maps_brokerd: $(O)/tests/unit/test_maps_brokerd.o \
 	$(filter-out $(O)/brokerd/brokerd.o,$(BROKERD_O)) $(COMMON_O)
 $(B)/tests/test_maps_sandboxd: $(O)/tests/unit/test_maps_sandboxd.o \
 	$(filter-out $(O)/sandboxd/sandboxd.o,$(SANDBOXD_O)) $(COMMON_O)
+$(B)/tests/test_maps_egressd: $(O)/tests/unit/test_maps_egressd.o \
+	$(filter-out $(O)/egressd/egressd.o,$(EGRESSD_O)) $(COMMON_O)
 $(B)/tests/test_maps_frontd: $(O)/tests/unit/test_maps_frontd.o \
 	$(O)/tests/frontd_nomain.o \
 	$(filter-out $(O)/frontd/frontd.o,$(FRONTD_O)) $(COMMON_O)
@@ -201,7 +208,7 @@ UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.servi
 	  hostgate-egressd.service
 MAN5	= hostgate.env.5
 MAN7	= hostgate.7
-MAN8	= frontd.8 brokerd.8 sandboxd.8 hgctl.8
+MAN8	= frontd.8 brokerd.8 sandboxd.8 egressd.8 hgctl.8
 
 # The operator's configuration file, generated from .env.example: every
 # variable commented out with its default, the paths the installed ones.
@@ -224,7 +231,8 @@ install: all $(B)/hostgate.env
 		$(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(MODULESLOADDIR) $(DESTDIR)$(SYSCONFDIR)/hostgate \
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(MANDIR)/man8
-	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(B)/egressd \
+		$(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(B)/hg-egress-bridge $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(B)/hgctl $(DESTDIR)$(BINDIR)/
 	cp -R profiles/. $(DESTDIR)$(PKGDATADIR)/profiles/
@@ -255,7 +263,7 @@ install: all $(B)/hostgate.env
 # at a time. A crash fails the run with its input saved and named.
 FUZZ	= fuzz_http fuzz_config fuzz_policy fuzz_audit fuzz_ipc fuzz_api \
 	  fuzz_ws fuzz_sse fuzz_static fuzz_session fuzz_auth fuzz_spawn \
-	  fuzz_front fuzz_proto fuzz_mcp
+	  fuzz_front fuzz_proto fuzz_mcp fuzz_egress
 FZ	 = build-fuzz
 FZ_O	 = $(FZ)/obj
 FZ_CC	 = clang
@@ -289,6 +297,7 @@ FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c brokerd/events.c \
 			common/ipc.c common/proto.c tests/fuzz/fuzz_fixture.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c tests/fuzz/fuzz_fixture.c
+FUZZ_SRC_fuzz_egress  = egressd/request.c
 # sandboxd whole but its main; what would touch the host is wrapped.
 FZ_ALLCOMMON = $(filter-out $(FZ_COMMON),$(COMMON:%=common/%.c))
 FUZZ_SRC_fuzz_spawn   = $(filter-out sandboxd/sandboxd.c,$(SANDBOXD:%=sandboxd/%.c)) \

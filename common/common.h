@@ -280,13 +280,15 @@ size_t	 ipc_peer_queued(struct ipc_peer *, size_t *nmsgs);
 /*
  * The daemons' handler maps, each defined in its daemon (brokerd/front.c,
  * brokerd/control.c, brokerd/sandbox.c, sandboxd/broker.c,
- * frontd/frontd.c); a unit test checks them all against the table.
+ * frontd/frontd.c, egressd/sandbox.c); a unit test checks them all
+ * against the table.
  */
 const struct ipc_handler *front_handler_map(void);
 extern const struct ipc_handler control_handlers[];
 extern const struct ipc_handler sandbox_handlers[];
 extern const struct ipc_handler broker_handlers[];
 extern const struct ipc_handler frontd_handlers[];
+extern const struct ipc_handler egressd_handlers[];
 /* Blocking one-shot client for hgctl: connect, hello, request, reply. */
 int	 ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 	    struct json_object *req, struct json_object **reply, int timeout_ms,
@@ -306,6 +308,7 @@ struct priv_plan {
 	int		 deny;		/* 1: default allow, priv_host_denied
 					   and the listed calls EPERM */
 	int		 unix_sockets;	/* socket(2) only for AF_UNIX */
+	int		 inet_sockets;	/* only AF_UNIX, AF_INET, AF_INET6 */
 	int		 debug;		/* trap and name an offending syscall */
 	/*
 	 * Capabilities kept across the drop (permitted and effective; the
@@ -378,6 +381,23 @@ const char *egress_nets_find(const struct egress_nets *,
 	    const struct sockaddr *sa);
 /* Ports 1..65535 by ',' or white space into ports[max]: how many, or -1. */
 int	 egress_ports_parse(const char *list, int ports[], int max);
+
+/* jail.c */
+#define JAIL_USERNS	0x1	/* rootless: a user namespace of its own */
+#define JAIL_HOSTNET	0x2	/* keep the host's network namespace */
+/*
+ * Namespaces and an empty root holding only dir (and the log socket),
+ * made on mountpoint. Returns 0 in the daemon proper, the daemon's pid
+ * in its keeper, which then calls jail_keeper(); -1 and err when there
+ * is no user namespace to be had.
+ */
+pid_t	 jail_enter(const char *name, const char *dir, const char *mountpoint,
+	    int flags, char *err, size_t errsz);
+/* The keeper: pass stop signals on to the daemon, end as it ends. */
+__attribute__((noreturn))
+void	 jail_keeper(pid_t, const struct priv_plan *);
+/* In the daemon, after its drop: die with the keeper. */
+void	 jail_tie_to_keeper(void);
 
 /* util.c */
 /*

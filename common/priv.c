@@ -395,10 +395,30 @@ priv_sigsys(int sig, siginfo_t *si, void *ctx)
 	_exit(128 + SIGSYS);
 }
 
+/* What socket(2) may make: any family, or only these (ended by -1). */
+static const int priv_unix_families[] = { AF_UNIX, -1 };
+static const int priv_inet_families[] = { AF_UNIX, AF_INET, AF_INET6, -1 };
+
+/* One socket(2) rule per allowed family. */
+static int
+priv_socket_rules(scmp_filter_ctx ctx, uint32_t action, int nr,
+    const int *families)
+{
+	int	rc = 0;
+
+	for (; *families != -1 && rc >= 0; families++) {
+		rc = seccomp_rule_add(ctx, action, nr, 1,
+		    SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)*families));
+		if (rc == -EEXIST)
+			rc = 0;
+	}
+	return rc;
+}
+
 /* Add one rule per listed syscall name known on this architecture. */
 static void
 priv_seccomp_rules(scmp_filter_ctx ctx, const char *const *names,
-    uint32_t action, int unix_sockets)
+    uint32_t action, const int *families)
 {
 	int	nr, rc;
 
@@ -406,9 +426,8 @@ priv_seccomp_rules(scmp_filter_ctx ctx, const char *const *names,
 		nr = seccomp_syscall_resolve_name(*names);
 		if (nr == __NR_SCMP_ERROR)
 			continue;	/* not on this architecture */
-		if (unix_sockets && strcmp(*names, "socket") == 0)
-			rc = seccomp_rule_add(ctx, action, nr, 1,
-			    SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+		if (families != NULL && strcmp(*names, "socket") == 0)
+			rc = priv_socket_rules(ctx, action, nr, families);
 		else
 			rc = seccomp_rule_add(ctx, action, nr, 0);
 		if (rc < 0 && rc != -EEXIST)
@@ -422,6 +441,7 @@ priv_seccomp(const struct priv_plan *pp)
 {
 	scmp_filter_ctx		ctx;
 	struct sigaction	sa;
+	const int		*families = NULL;
 	uint32_t		def;
 	int			rc;
 
@@ -444,14 +464,19 @@ priv_seccomp(const struct priv_plan *pp)
 		fatalx("seccomp_init");
 	if (pp->deny) {
 		priv_seccomp_rules(ctx, priv_host_denied,
-		    SCMP_ACT_ERRNO(EPERM), 0);
-		priv_seccomp_rules(ctx, pp->syscalls, SCMP_ACT_ERRNO(EPERM), 0);
+		    SCMP_ACT_ERRNO(EPERM), NULL);
+		priv_seccomp_rules(ctx, pp->syscalls, SCMP_ACT_ERRNO(EPERM),
+		    NULL);
 	}
 	else {
+		if (pp->unix_sockets)
+			families = priv_unix_families;
+		else if (pp->inet_sockets)
+			families = priv_inet_families;
 		priv_seccomp_rules(ctx, priv_base_syscalls, SCMP_ACT_ALLOW,
-		    pp->unix_sockets);
+		    families);
 		priv_seccomp_rules(ctx, pp->syscalls, SCMP_ACT_ALLOW,
-		    pp->unix_sockets);
+		    families);
 	}
 	if ((rc = seccomp_load(ctx)) < 0)
 		fatalx("seccomp_load: %s", strerror(-rc));

@@ -549,9 +549,9 @@ const struct proto_msg proto_msgs[] = {
 
 	/* brokerd -> sandboxd */
 	{ "health", BS, 0, f_none, r_health,
-	    "`{backend: {name, ok, reason}, version, started, containment}`; "
-	    "the backend is probed again when the last probe is older than "
-	    "30 s" },
+	    "`{backend: {name, ok, reason}, version, started, containment, "
+	    "egress: {ok, reason}}` (egress: whether egressd is linked); the "
+	    "backend is probed again when the last probe is older than 30 s" },
 	{ "spawn", BS, PM_FDS, f_spawn, r_spawn,
 	    "run an approved spawn (`kind` command or terminal), stdin as an "
 	    "fd: commands when done `{id, exit_code, signal, truncated, "

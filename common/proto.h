@@ -23,7 +23,7 @@
 
 /*
  * Socket names inside HOSTGATE_RUN_DIR. frontd's is in a directory of its
- * own, the one directory frontd's jail shows it (frontd/jail.c): a bind
+ * own, the one directory frontd's jail shows it (common/jail.c): a bind
  * of the directory still shows the new socket of a restarted brokerd.
  */
 #define SOCK_FRONT_DIR		"front"

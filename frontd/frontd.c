@@ -151,8 +151,8 @@ frontd_listen_publish(const char *path, const char *bound)
 }
 
 /*
- * Enter the jail (jail.c) with brokerd's socket directory, made here as
- * brokerd makes it when frontd starts first. Returns in frontd proper;
+ * Enter the jail (common/jail.c) with brokerd's socket directory, made
+ * here as brokerd makes it when frontd starts first. Returns in frontd proper;
  * the keeper lets go of the listener and the key and keeps frontd.
  */
 static void
@@ -177,7 +177,8 @@ frontd_jail(struct config *conf, struct priv_plan *plan, int fd,
 	dir = path_join(conf->run_dir, SOCK_FRONT_DIR);
 	priv_dir("front socket directory", dir, broker_uid, front_gid,
 	    root ? 0711 : 0700);
-	pid = jail_enter(dir, conf->run_dir, !root, err, sizeof(err));
+	pid = jail_enter("frontd", dir, conf->run_dir, root ? 0 : JAIL_USERNS,
+	    err, sizeof(err));
 	free(dir);
 	if (pid == -1) {
 		/* No address may be left that nothing will ever serve. */

@@ -184,21 +184,6 @@ void	 files_check(struct http_request *);
 /* GET, HEAD, PUT and DELETE /api/files/...: the workspace's files. */
 void	 files_handle(struct http_request *);
 
-/* jail.c */
-/*
- * Namespaces and an empty root holding only front_dir (and the log
- * socket), made on mountpoint; userns when not root. Returns 0 in frontd
- * proper, frontd's pid in its keeper, which then calls jail_keeper();
- * -1 and err when there is no user namespace to be had.
- */
-pid_t	 jail_enter(const char *front_dir, const char *mountpoint, int userns,
-	    char *err, size_t errsz);
-/* The keeper: pass stop signals on to frontd, end as it ends. */
-__attribute__((noreturn))
-void	 jail_keeper(pid_t, const struct priv_plan *);
-/* In frontd, after its drop: die with the keeper. */
-void	 jail_tie_to_keeper(void);
-
 /* static.c */
 /* Read the built panel into memory (before the drop); 0, or -1 and err. */
 int	 static_load(const char *dir, char *err, size_t);

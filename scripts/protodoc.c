@@ -183,5 +183,7 @@ main(void)
 	doc_link(ROLE_BROKERD, ROLE_SANDBOXD);
 	doc_link(ROLE_SANDBOXD, ROLE_BROKERD);
 	doc_link(ROLE_BROKERD, ROLE_FRONTD);
+	doc_link(ROLE_SANDBOXD, ROLE_EGRESSD);
+	doc_link(ROLE_EGRESSD, ROLE_SANDBOXD);
 	return 0;
 }

@@ -19,6 +19,7 @@ import pytest
 
 import hglib
 import policylib as pl
+import sandboxlib as sl
 
 RANGE0 = 1879048192
 UID = RANGE0 + 4301
@@ -33,6 +34,18 @@ CANNED = b"through the bridge\n"
 def box(mode):
     """sandboxd alone, and brokerd's side of its socket."""
     hg = hglib.Hostgate(mode, name="egress-sbx")
+    # What a previous sandboxd left in RUN_DIR/proxy: swept at start.
+    d = os.path.join(hg.run, "proxy")
+    os.mkdir(d)
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(os.path.join(d, "0123456789abcdef.sock"))
+    stale.close()
+    owner = hglib.account(hglib.SERVICE_USERS["sandboxd"]) \
+        if mode == "root" else (hg.daemon_uid, hg.run_as[1] if hg.run_as
+                                else os.getegid())
+    for p in (d, os.path.join(d, "0123456789abcdef.sock")):
+        os.chown(p, *owner)
+    os.chmod(d, 0o711 if mode == "root" else 0o700)
     hg.start("sandboxd")
     fb = hglib.SandboxClient(hg)
     try:
@@ -168,7 +181,9 @@ def test_no_egressd_fails_closed(box):
         assert res is None
         assert err == {"code": "unavailable", "message": UNAVAILABLE % perm}
     assert not os.path.exists(os.path.join(workspace(hg), marker))
+    # Nothing made, and the stale socket of the fixture swept at start.
     assert os.listdir(proxy_dir(hg)) == []
+    assert "removed 1 stale spawn sockets" in hg.log_text("sandboxd")
     # The other profiles are not affected.
     res, err, out, _ = spawn(hg, fb, "echo plain", perm="workspace-write")
     assert err is None and out == "plain\n"
@@ -418,3 +433,139 @@ def test_update_and_log_relayed(box, egressd):
     assert m["user"] == "alice" and m["session"] == session
     assert m["host"] == "evil.example" and m["verdict"] == "refused"
     assert "id" not in m
+
+
+def test_socket_unreachable(box, egressd):
+    """When nobody accepts on the spawn's socket (egressd dropped it), the
+    bridge closes each client's connection: no reply, no way out, and
+    the command goes on."""
+    hg, fb = box
+    got = {}
+
+    def drop():
+        try:
+            m, fds = egressd.expect("egress_listen")
+            for fd in fds:
+                os.close(fd)    # the listener is gone: connects refused
+            got["close"], _ = egressd.expect("egress_close")
+        except BaseException as e:
+            got["error"] = repr(e)
+
+    t = threading.Thread(target=drop)
+    t.start()
+    res, err, out, errout = spawn(
+        hg, fb, "curl -sS --max-time 10 http://example.test/; "
+        "echo \" exit $?\"")
+    t.join(30)
+    assert err is None and "error" not in got, (err, got)
+    # 52: empty reply, 56: reset (either is the bridge's close).
+    assert out.split()[-1] in ("52", "56"), (out, errout)
+    assert res["exit_code"] == 0
+
+
+def relay_sum(fake, hits):
+    """egressd's part of a bulk transfer: read the whole request body the
+    bridge relays (Content-Length), answer with its SHA-256 and 1 MiB."""
+    import hashlib
+    try:
+        m, fds = fake.expect("egress_listen")
+        lsock = socket.socket(fileno=fds[0])
+        lsock.settimeout(20)
+        conn, _ = lsock.accept()
+        conn.settimeout(20)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = [int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                  if line.lower().startswith(b"content-length:")][0]
+        while len(body) < length:
+            chunk = conn.recv(65536)
+            assert chunk, "the bridge closed early"
+            body += chunk
+        # The client half-closed after its body? Then EOF arrives now.
+        reply = hashlib.sha256(body).hexdigest().encode() + b"\n" + \
+            b"x" * (1 << 20)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n" % len(reply) + reply)
+        conn.shutdown(socket.SHUT_WR)
+        # The bridge passes the half-close on: the client ends, EOF here.
+        hits["eof"] = conn.recv(65536)
+        conn.close()
+        lsock.close()
+        fake.expect("egress_close")
+    except BaseException as e:
+        hits["error"] = repr(e)
+
+
+def test_bulk_both_ways(box, egressd):
+    """Bounded buffers lose nothing: 3 MiB up, 1 MiB down, byte for byte."""
+    hg, fb = box
+    hits = {}
+    t = threading.Thread(target=relay_sum, args=(egressd, hits))
+    t.start()
+    script = ("head -c 3145728 /dev/urandom > /tmp/up; sha256sum < /tmp/up;"
+              " curl -sS --max-time 15 --data-binary @/tmp/up "
+              "http://example.test/up -o /tmp/down; echo exit $?; "
+              "head -n1 /tmp/down; tail -n +2 /tmp/down | wc -c")
+    res, err, out, errout = spawn(hg, fb, script)
+    t.join(30)
+    assert err is None and "error" not in hits, (err, hits)
+    lines = out.split("\n")
+    assert lines[1] == "exit 0", (out, errout)
+    assert lines[0].split()[0] == lines[2]
+    assert lines[3].strip() == str(1 << 20)
+    assert hits["eof"] == b""
+
+
+@pytest.fixture(scope="module")
+def full(mode):
+    """The whole hostgate, egressd included."""
+    with hglib.running(mode, "egress-sbx-http") as hg:
+        yield hg
+
+
+def test_http_fails_closed_without_egressd(full):
+    """Through frontd: under both allowlist profiles a command runs while
+    egressd is linked; with egressd stopped it fails at once with 503 and
+    the reason, and runs again once egressd is back."""
+    hg = full
+    if "egressd" not in hglib.DAEMONS:
+        pytest.skip("no egressd in this build")
+    alice = hg.login(*hglib.ADMIN)
+    hg.wait_egress(alice)
+    marker = os.path.join(workspace(hg), "ran-http")
+    for perm in (ALLOW, RO_ALLOW):
+        r = alice.post("/api/permission", {"permission": perm})
+        assert r.status == 200, r
+        doc = pl.run(alice, "echo $HOSTGATE_EGRESS")
+        assert doc["stdout"] == "proxy\n", doc
+    # The real egressd behind the bridge explains its refusal (nothing is
+    # allowed here); a terminal keeps its pty through the bridge.
+    doc = pl.run(alice, "curl -s -i http://not-allowed.example/")
+    assert doc["stdout"].startswith("HTTP/1.1 403 "), doc
+    assert "not-allowed.example is not on this sandbox's allowlist" in \
+        doc["stdout"], doc
+    res = sl.run_shell(alice, "terminal", "test -t 0 && test -t 1 && "
+                       "echo tty-$HOSTGATE_EGRESS")
+    assert res.exit == 0 and "tty-proxy" in res.output, res
+    hg.stop("egressd")
+    hglib.wait_for(lambda: egress_down(alice), 20,
+                   what="/api/status with egress.proxy.ok false")
+    for perm in (ALLOW, RO_ALLOW):
+        r = alice.post("/api/permission", {"permission": perm})
+        assert r.status == 200, r
+        r = alice.post("/api/run_command",
+                       {"command": "touch %s" % marker, "timeout": 20},
+                       timeout=30)
+        pl.assert_error(r, 503, "unavailable", UNAVAILABLE % perm)
+    assert not os.path.exists(marker)
+    hg.start("egressd")
+    hg.wait_egress(alice)
+    assert pl.run(alice, "echo back")["stdout"] == "back\n"
+
+
+def egress_down(session):
+    r = session.get("/api/status")
+    proxy = (r.json().get("egress") or {}).get("proxy") or {}
+    return proxy.get("ok") is False

@@ -1,7 +1,8 @@
 /*
  * One daemon's handler maps against the protocol table (common/proto.c):
- * built once per daemon (MAPS_brokerd, MAPS_sandboxd, MAPS_frontd) from
- * that daemon's own objects, so that the maps checked are the real ones.
+ * built once per daemon (MAPS_brokerd, MAPS_sandboxd, MAPS_frontd,
+ * MAPS_egressd) from that daemon's own objects, so that the maps checked
+ * are the real ones.
  * Every type a map handles is one its peer sends it, every such type has
  * a handler; the daemons would refuse to start otherwise.
  */
@@ -46,6 +47,14 @@ test_sandboxd_maps(void **state)
 }
 #endif
 
+#ifdef MAPS_egressd
+static void
+test_egressd_maps(void **state)
+{
+	check_map(egressd_handlers, ROLE_EGRESSD, ROLE_SANDBOXD);
+}
+#endif
+
 #ifdef MAPS_frontd
 static void
 test_frontd_maps(void **state)
@@ -66,6 +75,9 @@ main(void)
 #endif
 #ifdef MAPS_frontd
 		cmocka_unit_test(test_frontd_maps),
+#endif
+#ifdef MAPS_egressd
+		cmocka_unit_test(test_egressd_maps),
 #endif
 	};
 

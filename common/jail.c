@@ -1,20 +1,24 @@
 /*
- * frontd's jail: namespaces that leave frontd nothing to reach but its
- * own link to brokerd, whatever uid it shares with the other daemons.
+ * The jail of frontd and egressd: namespaces that leave a daemon nothing
+ * to reach but its own link to its peer, whatever uid it shares with the
+ * other daemons.
  *
- * After frontd has bound its listener, read its TLS key and loaded the
- * panel, jail_enter() unshares a user namespace (when not root: the uid
- * and gid mapped to themselves, setgroups denied) and mount, network,
- * IPC, UTS and PID namespaces; builds a new root on an empty tmpfs that
- * holds only a read-only bind of RUN_DIR/front (brokerd's socket for
- * frontd, in a directory of its own so that a brokerd restart, which
- * makes a new socket, is seen) and of the log socket in use; pivots into
- * it and detaches the old root. Then it forks: the child is frontd
- * proper, pid 1 of a PID namespace in which no other daemon has a pid to
- * signal; the parent stays outside as its keeper, holding nothing,
- * passing on the signals that stop frontd and ending as frontd ends, so
- * that launchers keep one pid. The listening socket belongs to the
- * original network namespace and goes on accepting.
+ * After the daemon has done its privileged set-up (frontd: bound its
+ * listener, read its TLS key and loaded the panel; egressd: read its
+ * hosts file and resolv.conf), jail_enter() unshares a user namespace
+ * (when not root: the uid and gid mapped to themselves, setgroups
+ * denied) and mount, network (but with JAIL_HOSTNET: egressd connects
+ * out), IPC, UTS and PID namespaces; builds a new root on an empty tmpfs
+ * that holds only a read-only bind of one directory (RUN_DIR/front,
+ * brokerd's socket for frontd; RUN_DIR/egress, sandboxd's for egressd:
+ * each in a directory of its own so that a restarted peer's new socket
+ * is seen) and of the log socket in use; pivots into it and detaches the
+ * old root. Then it forks: the child is the daemon proper, pid 1 of a
+ * PID namespace in which no other daemon has a pid to signal; the parent
+ * stays outside as its keeper, holding nothing, passing on the signals
+ * that stop the daemon and ending as it ends, so that launchers keep one
+ * pid. A listening socket made before belongs to the original network
+ * namespace and goes on accepting.
  */
 #include <sys/types.h>
 #include <sys/mount.h>
@@ -25,6 +29,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -33,24 +38,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "frontd.h"
+#include "common.h"
 
 #define JAIL_JOURNAL	"/run/systemd/journal/socket"
 #define JAIL_SYSLOG	"/dev/log"
 
-/* What the keeper does besides an idle process's calls: wait for frontd. */
+/* What the keeper does besides an idle process's calls: wait for its daemon. */
 static const char *const jail_keeper_syscalls[] = {
 	"wait4", "waitid", "rt_sigtimedwait",
 	NULL
 };
 
-/* The signals the keeper passes on to frontd. */
+/* The signals the keeper passes on to its daemon. */
 static const int jail_forwarded[] = {
 	SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 };
 
-static int	jail_tie = -1;	/* frontd's end: EOF once the keeper is gone */
-static int	jail_ready = -1; /* the other way: a byte once frontd dropped */
+static int	jail_tie = -1;	/* the daemon's end: EOF once the keeper is gone */
+static int	jail_ready = -1; /* the other way: a byte once the daemon dropped */
+static const char *jail_name = "daemon";	/* for messages */
 
 /* Write a short text to a file of /proc/self, or die saying which. */
 static void
@@ -68,9 +74,9 @@ jail_write(const char *path, const char *text)
 }
 
 /*
- * Rootless: a user namespace of frontd's own, its uid and gid mapped to
- * themselves, so that it may make the other namespaces. -1 and err when
- * the system refuses one.
+ * Rootless: a user namespace of the daemon's own, its uid and gid mapped
+ * to themselves, so that it may make the other namespaces. -1 and err
+ * when the system refuses one.
  */
 static int
 jail_userns(char *err, size_t errsz)
@@ -80,15 +86,15 @@ jail_userns(char *err, size_t errsz)
 	gid_t	gid = getegid();
 
 	if (unshare(CLONE_NEWUSER) == -1) {
-		snprintf(err, errsz, "frontd runs as the same user as brokerd "
-		    "and sandboxd (uid %u) and keeps away from their sockets "
+		snprintf(err, errsz, "%s runs as the same user as the other "
+		    "daemons (uid %u) and keeps away from their sockets "
 		    "and files in namespaces of its own, but the system "
 		    "refuses it a user namespace (%s): allow unprivileged "
 		    "user namespaces (sysctl user.max_user_namespaces, "
 		    "kernel.unprivileged_userns_clone, AppArmor's "
 		    "restrict_unprivileged_userns, the unit's "
 		    "RestrictNamespaces=) or start hostgate as root",
-		    (unsigned)uid, strerror(errno));
+		    jail_name, (unsigned)uid, strerror(errno));
 		return (-1);
 	}
 	jail_write("/proc/self/setgroups", "deny");
@@ -126,8 +132,8 @@ jail_mkpath(const char *root, const char *path, int file)
 
 /*
  * Bind what fd is (opened before the tmpfs hid it) at the same path in
- * the new root, read-only: frontd may connect to a socket there, never
- * create, remove or replace one.
+ * the new root, read-only: the daemon may connect to a socket there,
+ * never create, remove or replace one.
  */
 static void
 jail_bind(int fd, const char *root, const char *path, int file)
@@ -146,7 +152,7 @@ jail_bind(int fd, const char *root, const char *path, int file)
 }
 
 /*
- * The log socket frontd writes to, opened now: the journal's (its
+ * The log socket the daemon writes to, opened now: the journal's (its
  * client sends each entry to the path) or syslog's (glibc reconnects to
  * the path when syslogd went away). -1 when logging goes to a file.
  */
@@ -167,17 +173,17 @@ jail_log_socket(const char **path)
 	return (fd);
 }
 
-/* Replace the root by an empty tmpfs with only the front directory in it. */
+/* Replace the root by an empty tmpfs with only dir in it. */
 static void
-jail_root(const char *front_dir, const char *mountpoint)
+jail_root(const char *dir, const char *mountpoint)
 {
 	const char	*logpath = NULL;
-	int		 frontfd, logfd;
+	int		 dirfd, logfd;
 
-	if (front_dir[0] != '/')
-		fatalx("jail: %s is not an absolute path", front_dir);
-	if ((frontfd = open(front_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
-		fatal("jail: %s", front_dir);
+	if (dir[0] != '/')
+		fatalx("jail: %s is not an absolute path", dir);
+	if ((dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
+		fatal("jail: %s", dir);
 	logfd = jail_log_socket(&logpath);
 	/* Nothing done here propagates back to the host. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1)
@@ -185,7 +191,7 @@ jail_root(const char *front_dir, const char *mountpoint)
 	if (mount("tmpfs", mountpoint, "tmpfs", MS_NOSUID | MS_NODEV |
 	    MS_NOEXEC, "size=64k,nr_inodes=64,mode=0755") == -1)
 		fatal("jail: tmpfs on %s", mountpoint);
-	jail_bind(frontfd, mountpoint, front_dir, 0);
+	jail_bind(dirfd, mountpoint, dir, 0);
 	if (logfd != -1)
 		jail_bind(logfd, mountpoint, logpath, 1);
 	if (chdir(mountpoint) == -1)
@@ -202,7 +208,7 @@ jail_root(const char *front_dir, const char *mountpoint)
 		fatal("jail: read-only root");
 }
 
-/* The keeper ends as frontd ended: same status, or same signal. */
+/* The keeper ends as its daemon ended: same status, or same signal. */
 static __attribute__((noreturn)) void
 jail_exit(int status)
 {
@@ -221,29 +227,32 @@ jail_exit(int status)
 }
 
 /*
- * Enter the jail (see the top of this file). Returns in frontd proper,
- * with 0; in the keeper it returns the pid of frontd, and the caller lets
- * go of what it holds and calls jail_keeper(). No user namespace: -1 and
- * err; any other failure is fatal. frontd never runs without the
- * separation.
+ * Enter the jail (see the top of this file) as name. Returns in the
+ * daemon proper, with 0; in the keeper it returns the pid of the daemon,
+ * and the caller lets go of what it holds and calls jail_keeper(). No
+ * user namespace: -1 and err; any other failure is fatal. A jailed
+ * daemon never runs without the separation.
  */
 pid_t
-jail_enter(const char *front_dir, const char *mountpoint, int userns,
-    char *err, size_t errsz)
+jail_enter(const char *name, const char *dir, const char *mountpoint,
+    int flags, char *err, size_t errsz)
 {
 	sigset_t	set, old;
 	pid_t		pid;
 	size_t		i;
-	int		tie[2], ready[2];
+	int		tie[2], ready[2], ns;
 
+	jail_name = name;
 	/* Local time is read now, while /etc/localtime is still there. */
 	tzset();
-	if (userns && jail_userns(err, errsz) == -1)
+	if ((flags & JAIL_USERNS) && jail_userns(err, errsz) == -1)
 		return (-1);
-	if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
-	    CLONE_NEWPID) == -1)
+	ns = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID;
+	if (!(flags & JAIL_HOSTNET))
+		ns |= CLONE_NEWNET;
+	if (unshare(ns) == -1)
 		fatal("jail: unshare");
-	jail_root(front_dir, mountpoint);
+	jail_root(dir, mountpoint);
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGCHLD);
@@ -273,8 +282,9 @@ jail_enter(const char *front_dir, const char *mountpoint, int userns,
 }
 
 /*
- * The keeper, after the caller let go of the listener and the TLS key:
- * pass the stop signals on to frontd (pid), end when it ends.
+ * The keeper, after the caller let go of what it held (frontd: the
+ * listener and the TLS key): pass the stop signals on to the daemon
+ * (child), end when it ends.
  */
 void
 jail_keeper(pid_t child, const struct priv_plan *pp)
@@ -296,13 +306,13 @@ jail_keeper(pid_t child, const struct priv_plan *pp)
 	plan.syscalls = jail_keeper_syscalls;
 	priv_seccomp(&plan);
 	/*
-	 * Signals wait (blocked) until frontd has switched to the uid the
-	 * keeper now has: a root frontd could not be sent them.
+	 * Signals wait (blocked) until the daemon has switched to the uid
+	 * the keeper now has: a root daemon could not be sent them.
 	 */
 	while (read(jail_ready, &c, 1) == -1 && errno == EINTR)
 		;
 	close(jail_ready);
-	log_debug("frontd: jailed as pid %d", (int)child);
+	log_debug("%s: jailed as pid %d", jail_name, (int)child);
 	for (;;) {
 		if ((sig = sigwaitinfo(&set, &si)) == -1) {
 			if (errno == EINTR)
@@ -323,9 +333,9 @@ jail_keeper(pid_t child, const struct priv_plan *pp)
 }
 
 /*
- * In frontd proper, after its own drop (a change of uid would clear it):
- * die with the keeper, so that no frontd outlives the pid its launcher
- * knows.
+ * In the daemon proper, after its own drop (a change of uid would clear
+ * it): die with the keeper, so that no daemon outlives the pid its
+ * launcher knows.
  */
 void
 jail_tie_to_keeper(void)
@@ -340,12 +350,12 @@ jail_tie_to_keeper(void)
 	if (fcntl(jail_tie, F_SETFL, O_NONBLOCK) == -1)
 		fatal("fcntl");
 	if (read(jail_tie, &c, 1) == 0)
-		fatalx("frontd's keeper is gone");
+		fatalx("%s's keeper is gone", jail_name);
 	close(jail_tie);
 	jail_tie = -1;
 	/* The keeper may pass signals on now. */
 	if (write(jail_ready, "", 1) != 1)
-		fatal("frontd's keeper");
+		fatal("%s's keeper", jail_name);
 	close(jail_ready);
 	jail_ready = -1;
 }
