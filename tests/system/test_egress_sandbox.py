@@ -46,6 +46,12 @@ def box(mode):
     for p in (d, os.path.join(d, "0123456789abcdef.sock")):
         os.chown(p, *owner)
     os.chmod(d, 0o711 if mode == "root" else 0o700)
+    if mode == "root":
+        # The run directory as systemd-tmpfiles makes it: brokerd's, the
+        # front group's, others may pass through (not list).
+        os.chown(hg.run, *(hglib.account(hglib.SERVICE_USERS["brokerd"])[:1]
+                           + hglib.account(hglib.SERVICE_USERS["frontd"])[1:]))
+        os.chmod(hg.run, 0o1771)
     hg.start("sandboxd")
     fb = hglib.SandboxClient(hg)
     try:
@@ -71,11 +77,17 @@ def egress_account(hg):
     return hg.run_as or (os.geteuid(), os.getegid())
 
 
-def connect_as(path, who):
-    """A SOCK_SEQPACKET connection to path made as who (uid, gid)."""
+def connect_as(path, who, through_fd=False):
+    """A SOCK_SEQPACKET connection to path made as who (uid, gid); with
+    through_fd, by way of an fd of its directory opened first (egressd's
+    jail binds RUN_DIR/egress: it never passes through RUN_DIR itself)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(20)
     uid, gid = who
+    dfd = None
+    if through_fd:
+        dfd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+        path = "/proc/self/fd/%d/%s" % (dfd, os.path.basename(path))
     if uid != os.geteuid():
         os.setegid(gid)
         os.seteuid(uid)
@@ -85,6 +97,8 @@ def connect_as(path, who):
         if os.geteuid() != os.getuid():
             os.seteuid(os.getuid())
             os.setegid(os.getgid())
+        if dfd is not None:
+            os.close(dfd)
     return s
 
 
@@ -94,7 +108,8 @@ class FakeEgressd:
 
     def __init__(self, hg, who=None):
         path = os.path.join(hg.run, hglib.SOCK_SANDBOX_EGRESS)
-        self.s = connect_as(path, who or egress_account(hg))
+        self.s = connect_as(path, who or egress_account(hg),
+                            through_fd=True)
         self.s.send(hglib.hello("egressd"))
         data, fds, _, _ = socket.recv_fds(self.s, 65536, 4)
         assert json.loads(data).get("type") == "hello", data
@@ -230,6 +245,30 @@ def test_peer_checks(box):
     linked(fb, False)
 
 
+def test_run_dir_closed(box, egressd):
+    """A run directory the spawns' uids cannot pass through (an old
+    tmpfiles.d's 1770): allowlist spawns fail at once, saying why, and
+    health says it too; nothing is left in RUN_DIR/proxy."""
+    hg, fb = box
+    if hg.mode != "root":
+        pytest.skip("one uid for everything: the run directory is its own")
+    os.chmod(hg.run, 0o1770)
+    try:
+        h = egress_health(fb)
+        res, err, _, _ = spawn(hg, fb, "true")
+    finally:
+        os.chmod(hg.run, 0o1771)
+    why = ("the run directory %s is mode 1770: the spawns' uids cannot "
+           "reach their sockets in %s/proxy (give it o+x, as tmpfiles.d's "
+           "1771)" % (hg.run, hg.run))
+    assert h == {"ok": False, "reason": why}
+    assert res is None and err == {
+        "code": "unavailable",
+        "message": "the %s profile is unavailable: %s" % (ALLOW, why)}
+    assert os.listdir(proxy_dir(hg)) == []
+    assert egress_health(fb) == {"ok": True, "reason": None}
+
+
 def serve_one(fake, hits):
     """egressd's part of one spawn: take its listener, accept the bridge's
     connection, read a request, answer it; record what was seen."""
@@ -276,7 +315,7 @@ def test_curl_through_bridge(box, egressd):
         hg, fb, script, egress_user=["a.example"],
         egress_session=["*.b.example"])
     t.join(30)
-    assert "error" not in hits, hits
+    assert "error" not in hits, (hits, err, out, errout)
     assert err is None, err
     assert out == CANNED.decode() + " exit 0\n", (out, errout)
     assert res["exit_code"] == 0
