@@ -304,6 +304,9 @@ jail_keeper(pid_t child, const struct priv_plan *pp)
 		sigaddset(&set, jail_forwarded[i]);
 	priv_drop(&plan);
 	plan.syscalls = jail_keeper_syscalls;
+	/* Its sockets are the log's at most, whatever the daemon's are. */
+	plan.unix_sockets = 1;
+	plan.inet_sockets = 0;
 	priv_seccomp(&plan);
 	/*
 	 * Signals wait (blocked) until the daemon has switched to the uid

@@ -354,7 +354,7 @@ conn_refused_event(struct bufferevent *bev, short what, void *arg)
 /*
  * Refuse or fail a request: the response, then close. Logged as
  * refused for a policy refusal, as allowed (with the reason) for an
- * upstream that could not be reached, not at all without a host.
+ * upstream that could not be reached.
  */
 static void
 conn_refuse(struct conn *c, enum refusal r, struct refusal_ctx *ctx)
@@ -383,10 +383,14 @@ conn_refuse(struct conn *c, enum refusal r, struct refusal_ctx *ctx)
 	if (c->parsed)
 		conn_log(c, status != 403 && r != REF_BAD_REQUEST &&
 		    r != REF_BUSY ? 1 : 0, reason);
-	else
+	else {
+		/* No host to name: logged all the same, host "" port 0. */
 		log_info("egress: spawn %s user %s: %s%s%s", c->l->spawn,
 		    c->l->user, reason, ctx->detail != NULL ? ": " : "",
 		    ctx->detail != NULL ? ctx->detail : "");
+		listener_record(c->l, "", 0, 0, NULL, reason, 0, 0,
+		    now_mono_ms() - c->start_ms);
+	}
 	c->state = CS_CLOSING;
 	if ((resp = refusal_response(r, ctx, &len)) == NULL) {
 		conn_free(c);
@@ -780,8 +784,15 @@ conn_resolve(struct conn *c)
 	c->resolving = 1;
 	req = evdns_getaddrinfo(proxy_policy->dns, c->req.host, NULL, &hints,
 	    conn_dns_cb, c);
-	if (c->resolving)
-		c->dnsreq = req;
+	if (!c->resolving)
+		return;		/* answered inside the call */
+	if (req == NULL) {
+		/* Neither answered nor under way: a failure all the same. */
+		c->resolving = 0;
+		conn_dns_done(c, EVUTIL_EAI_FAIL, NULL);
+		return;
+	}
+	c->dnsreq = req;
 }
 
 /* Whether a port is one of HOSTGATE_EGRESS_PORTS. */
@@ -912,6 +923,7 @@ proxy_busy(struct listener *l, int fd, int limit)
 	log_warnx("egress: spawn %s user %s: refusing a connection, %d open "
 	    "(at most %d)", l->spawn, l->user, limit == EGRESS_CONNS_MAX ?
 	    proxy_nconns : l->nconns, limit);
+	listener_record(l, "", 0, 0, NULL, "too many connections", 0, 0, 0);
 	if ((resp = refusal_response(REF_BUSY, &ctx, &len)) != NULL) {
 		/* A new socket's buffer takes this small answer whole. */
 		(void)!write(fd, resp, len);

@@ -19,6 +19,7 @@
 #include "egressd.h"
 
 static struct ipc_link	*sandbox_link;
+static int		 sandbox_up;	/* hello exchanged, not closed */
 
 /* A spawn under an +allowlist profile: serve its listening socket. */
 static void
@@ -90,6 +91,7 @@ const struct ipc_handler egressd_handlers[] = {
 static void
 sandbox_ready(struct ipc_peer *p)
 {
+	sandbox_up = 1;
 	log_info("sandboxd connected");
 }
 
@@ -97,6 +99,8 @@ sandbox_ready(struct ipc_peer *p)
 static void
 sandbox_closed(struct ipc_peer *p)
 {
+	/* What the closing listeners log now has nowhere to go. */
+	sandbox_up = 0;
 	proxy_close_all();
 }
 
@@ -118,8 +122,7 @@ sandbox_log(struct json_object *obj)
 {
 	struct ipc_peer	*p;
 
-	if (sandbox_link == NULL ||
-	    (p = ipc_link_peer(sandbox_link)) == NULL) {
+	if (!sandbox_up || (p = ipc_link_peer(sandbox_link)) == NULL) {
 		json_object_put(obj);
 		return;
 	}

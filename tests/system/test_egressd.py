@@ -20,6 +20,7 @@ import hglib
 
 SPAWN_A = "0123456789abcdef"
 SPAWN_B = "fedcba9876543210"
+SPAWN_C = "0000000000000c0c"
 SESSION = "ab" * 16
 
 
@@ -113,12 +114,16 @@ def listener(hg, name):
 
 def ask(path, data, timeout=10):
     """Send raw bytes to a listener; everything it answers until EOF (or
-    the reset of a close that left some of them unread)."""
+    the reset of a close that left some of them unread). egressd may
+    answer and close before all is sent (a refusal at accept)."""
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     c.settimeout(timeout)
     c.connect(path)
     with c:
-        c.sendall(data)
+        try:
+            c.sendall(data)
+        except BrokenPipeError:
+            pass
         out = b""
         while True:
             try:
@@ -145,7 +150,9 @@ def parse(raw):
 @pytest.fixture(scope="module")
 def proxy(mode):
     """egressd on a private run directory, linked to the test's sandboxd,
-    serving spawn A; two upstream servers and a port that refuses."""
+    serving spawn A; two upstream servers and a port that refuses. Spawn A
+    logs 20 connect records a minute one by one: the tests that read its
+    records stay below that (the rest use their own spawn)."""
     servers = []
     for _ in range(2):
         s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Upstream)
@@ -360,17 +367,34 @@ def test_upstream_refuses(proxy):
     assert m["reason"] == "connect failed: Connection refused"
 
 
+@pytest.fixture(scope="module")
+def spare(proxy):
+    """A third spawn's listener, whose log no earlier test has filled (at
+    most 20 connect records a minute per spawn)."""
+    path, ls = listener(proxy["hg"], "c")
+    proxy["sbx"].send("egress_listen", [ls.fileno()], spawn=SPAWN_C,
+                      user="dave")
+    ls.close()
+    return dict(proxy, path=path)
+
+
 @pytest.mark.parametrize("request_", [
     b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
     b"GET https://allowed.test/ HTTP/1.1\r\n\r\n",
     b"CONNECT allowed.test HTTP/1.1\r\n\r\n",
     b"CONNECT allowed.test:443 HTTP/2\r\n\r\n",
     b"GET http://us:pw@allowed.test/ HTTP/1.1\r\n\r\n",
-    b"X" * 17000])
-def test_bad_request(proxy, request_):
+    b"X" * 17000], ids=["origin-form", "https-url", "no-port", "http2",
+                        "userinfo", "head-too-large"])
+def test_bad_request(spare, request_):
     """What is not a proxy request of HTTP/1.x: 400, and egressd goes on."""
+    proxy = spare
     code, reason, _, _ = parse(ask(proxy["path"], request_))
     assert code == 400 and reason.startswith("Egress refused: bad request: ")
+    # Logged too, with no host to name.
+    m = proxy["sbx"].log(lambda m: m["host"] == "")
+    assert m["port"] == 0 and m["verdict"] == "refused"
+    assert m["reason"] == "bad request"
 
 
 def test_update_and_close(proxy):
@@ -409,8 +433,66 @@ def test_update_and_close(proxy):
     hglib.wait_for(gone, 10, what="spawn B's listener closed")
 
 
+def test_connection_limit(spare):
+    """A spawn's 65th open connection is refused with 503 at once; the
+    others are untouched and egressd serves again once they close."""
+    proxy = spare
+    held = []
+    try:
+        for _ in range(64):
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.connect(proxy["path"])
+            held.append(c)
+        # The backlog is served in order: all 64 are egressd's by now.
+        code, reason, _, _ = parse(ask(proxy["path"], b""))
+        assert code == 503
+        assert reason == "Egress refused: too many connections (at most 64)"
+        m = proxy["sbx"].log(lambda m: m["host"] == "")
+        assert m["reason"] == "too many connections"
+    finally:
+        for c in held:
+            c.close()
+
+    def serves():
+        raw = ask(proxy["path"], b"CONNECT other.test:443 HTTP/1.1\r\n\r\n")
+        return parse(raw)[0] == 403
+    hglib.wait_for(serves, 10, what="egressd serving spawn C again")
+
+
+@pytest.mark.skipif(not hglib.IS_ROOT, reason="reads another uid's /proc")
+def test_jailed(proxy):
+    """egressd proper: pid 1 of its own PID namespace under its keeper,
+    its seccomp filter on, no capability, its own uid, the host's network
+    namespace but its own mount namespace, whose root holds only the
+    egress socket directory."""
+    hg = proxy["hg"]
+    keeper = hg.pid("egressd")
+    with open("/proc/%d/task/%d/children" % (keeper, keeper)) as f:
+        kids = [int(x) for x in f.read().split()]
+    assert len(kids) == 1, kids
+    pid = kids[0]
+    st = hglib.proc_status(pid)
+    assert st["NSpid"].split()[1:] == ["1"], st["NSpid"]
+    assert st["Seccomp"] == "2" and st["NoNewPrivs"] == "1", st
+    assert int(st["CapEff"], 16) == 0 and int(st["CapPrm"], 16) == 0, st
+    uid = (hglib.account("hostgate-egress")[0] if hg.mode == "root"
+           else hg.daemon_uid)
+    assert st["Uid"].split() == [str(uid)] * 4, st["Uid"]
+    for ns, own in (("net", False), ("mnt", True), ("pid", True),
+                    ("ipc", True), ("uts", True)):
+        differs = os.readlink("/proc/%d/ns/%s" % (pid, ns)) != \
+            os.readlink("/proc/self/ns/" + ns)
+        assert differs == own, ns
+    root = "/proc/%d/root" % pid
+    listed = []
+    for dirpath, dirs, files in os.walk(root):
+        listed += [os.path.join(dirpath, f)[len(root):] for f in files]
+    assert listed == [os.path.join(hg.run, "egress", "sandbox.sock")], listed
+
+
 def test_link_loss_closes_listeners(proxy):
-    """When sandboxd's link goes, so do its listeners; egressd reconnects."""
+    """When sandboxd's link goes, so do its listeners (A and C; B was
+    closed before); egressd reconnects."""
     sbx = proxy["sbx"]
     sbx.conn.close()
 
@@ -426,4 +508,4 @@ def test_link_loss_closes_listeners(proxy):
     sbx.accept()
     assert proxy["hg"].alive("egressd")
     text = proxy["hg"].log_text("egressd")
-    assert "closed 1 listeners of the sandboxd that went away" in text
+    assert "closed 2 listeners of the sandboxd that went away" in text
