@@ -207,6 +207,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		abort();
 	}
 	prompt_init(&fuzz_conf);
+	egress_init(&fuzz_conf);
 	fd = ff_daemon_init(&fuzz_brokerd, "brokerd");
 	audit_refusal_init(fuzz_brokerd.base, fuzz_conf.audit_refusal_interval);
 	front_init(fuzz_brokerd.base, &fuzz_conf, geteuid(), fd);

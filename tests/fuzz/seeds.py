@@ -674,3 +674,16 @@ put("fuzz_front", "session_tokens", seq(
     fm("session_token_revoke", {"cookie": "hgs_alice"}, token="0" * 16),
     fm("session_token_revoke", TA, token="0" * 16),
     fm("session_token_revoke", A, token="zz"), fm("session_token_revoke", A)))
+
+# The egress allowlist's admin messages and the allowlist profile (last:
+# the message ids of the seeds above stay as they were).
+put("fuzz_front", "egress", seq(fm("egress_get", A),
+                  fm("egress_set", A, scope="user", target="bob", allow=["PyPI.org", "*.x.org", "pypi.org"]),
+                  fm("egress_set", A, scope="session", target="d4" * 16, allow=["docs.example"]),
+                  fm("egress_set", A, scope="user", target="bob", allow=["*", "a..b"]),
+                  fm("egress_set", A, scope="team", target="x", allow=[]),
+                  fm("egress_set", {"cookie": "hgs_alice"}, scope="user", target="bob", allow=[]),
+                  fm("egress_set", B, scope="user", target="bob", allow=[]), fm("egress_get", TA),
+                  fm("permission_set", B, permission="workspace-write+allowlist"), fm("status", B),
+                  fm("prompt", B), fm("run", B, command="curl https://pypi.org/"),
+                  fm("egress_set", A, scope="session", target="d4" * 16, allow=[])))

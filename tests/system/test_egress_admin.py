@@ -436,12 +436,12 @@ def test_egress_log_is_audited(played):
               bytes_down=40961, duration_ms=83, count=1)
     fake.send(type="egress_log", kind="connect", spawn="0123456789abcdef",
               user="bob", host="evil.example", port=443,
-              verdict="refused", reason="evil.example is on the denylist",
+              verdict="refused", reason="on the denylist",
               bytes_up=0, bytes_down=0, duration_ms=0, count=1)
     fake.send(type="egress_log", kind="summary", spawn="0123456789abcdef",
               user="bob", session=sid, host="other.example", port=80,
-              verdict="refused", bytes_up=0, bytes_down=0, duration_ms=0,
-              count=57, since_ms=1764600000000)
+              verdict="refused", reason="not on the allowlist", bytes_up=0,
+              bytes_down=0, duration_ms=0, count=57, since_ms=1764600000000)
     recs = hglib.wait_for(lambda: egress_records(hg, "egress") if len(
         egress_records(hg, "egress")) >= 2 else None, 10,
         what="two egress records")
@@ -453,13 +453,15 @@ def test_egress_log_is_audited(played):
         "addr": "10.0.0.7", "verdict": "allowed", "reason": None,
         "bytes_up": 517, "bytes_down": 40961, "duration_ms": 83}, ok
     assert (no["session"], no["allowed"], no["reason"]) == \
-        (None, False, "evil.example is on the denylist"), no
+        (None, False, "evil.example:443: on the denylist"), no
+    assert no["detail"]["reason"] == "on the denylist", no
     assert no["detail"]["addr"] is None and \
         no["detail"]["verdict"] == "refused", no
     sums = hglib.wait_for(lambda: egress_records(hg, "egress_summary"), 10,
                           what="the summary record")
     s = sums[-1]
-    assert (s["user"], s["session"], s["allowed"]) == ("bob", sid, False), s
+    assert (s["user"], s["session"], s["allowed"], s["reason"]) == \
+        ("bob", sid, False, "other.example:80: not on the allowlist"), s
     assert s["detail"] == {
         "spawn": "0123456789abcdef", "host": "other.example", "port": 80,
         "verdict": "refused", "count": 57, "bytes_up": 0, "bytes_down": 0,
