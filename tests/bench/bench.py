@@ -5,7 +5,7 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
     /usr/bin/python3 tests/bench/bench.py --bpfdump PATH
         [--policy-bench PATH] [--store-bench PATH] [--mode user|root]
         [--out FILE]
-        [--only spawn|http|mcp]
+        [--only spawn|http|mcp|egress]
 
 1. GET /api/status through frontd and brokerd with wrk, against nginx
    serving a static file on another loopback port;
@@ -22,6 +22,10 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
    (e) tools/call run_command `true` through /mcp (a 2025-11-25 session
    and 2026-07-28 requests) beside POST /api/run_command with the same
    agent token, runs interleaved (issue 12);
+   (f) curl of a 64 MiB file inside a workspace-write+allowlist sandbox,
+   through the egress proxy, beside curl from the host straight to the
+   same server in a network namespace of the benchmark's own, HTTP and
+   HTTPS, runs interleaved (issue 13; root only);
 3. bench_policy's figures (brokerd's decision beside an IPC round trip),
    when given;
 4. bench_store's figures (mint, revoke, login, logout and lookups with 100
@@ -29,7 +33,8 @@ run, and their ratio. Figures only, never pass/fail. Started by run.sh
 
 docs/performance.md describes the method and the figures.
 
-Only loopback addresses are used; every loop is bounded in count and time.
+Only loopback addresses are used, and for (f) the addresses of the
+benchmark's own network namespace; every loop is bounded in count and time.
 """
 
 import argparse
@@ -55,6 +60,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "system"))
 import hglib  # noqa: E402
+import egresslib  # noqa: E402
 
 BENCH_USER = ("bench", "bench-password-1")
 OTHER_USER = ("bench2", "bench2-password-1")   # the user beside the load
@@ -280,9 +286,10 @@ def ws_drain(ws, quiet, limit):
 
 # -- hostgate --------------------------------------------------------------
 
-def start_hostgate(mode):
+def start_hostgate(mode, more_env=None):
     """A hostgate in a private temp dir; sandboxd logs at debug level so
-    that the bwrap command line of each spawn is in its log."""
+    that the bwrap command line of each spawn is in its log. more_env: the
+    egress benchmark's configuration."""
     env = {
         "HOSTGATE_LOG_LEVEL": "warn",
         "HOSTGATE_MAX_TERMINALS_PER_USER": "200",
@@ -296,6 +303,7 @@ def start_hostgate(mode):
         # answer 503: the benchmark measures the request path, not that.
         "HOSTGATE_MAX_CONNECTIONS_PER_ADDRESS": "1024",
     }
+    env.update(more_env or {})
     hg = hglib.Hostgate(mode, env=env, name="bench")
     try:
         for name in hglib.DAEMONS:
@@ -1226,6 +1234,119 @@ def cat_pty(path, as_user):
         return [n, dt]
     return hglib.run_as(as_user, run, timeout=180)
 
+EGRESS_ROUNDS, EGRESS_WARMUP = 5, 1
+CURL_W = "%{size_download} %{time_total}"
+
+
+def bench_egress(hg, net, res):
+    """curl of the 64 MiB file inside a workspace-write+allowlist sandbox,
+    through hg-egress-bridge and egressd, beside the same download by curl
+    on the host straight to the server in the namespace; HTTP and HTTPS,
+    runs interleaved, each figure curl's own size / time_total."""
+    log("2f. egress (issue 13): curl of a %d MiB file through the proxy "
+        "inside a workspace-write+allowlist sandbox beside curl from the "
+        "host straight to the server, HTTP and HTTPS: %d runs of each after "
+        "%d warm-up, interleaved" % (BIG_BYTES >> 20, EGRESS_ROUNDS,
+                                     EGRESS_WARMUP))
+    s = hg.login(*BENCH_USER)
+    r = s.post("/api/permission", {"permission": "workspace-write+allowlist"})
+    if r.status != 200:
+        raise BenchError("POST /api/permission: %r" % r)
+    r = s.post("/api/run_command", {"command": 'cat > ca.pem <<"HGCA"\n%s'
+                                    'HGCA\n' % net.ca_pem}, timeout=30)
+    if r.status != 200 or r.json().get("exit_code") != 0:
+        raise BenchError("writing the CA into the workspace: %r" % r)
+
+    def parse(text, what):
+        try:
+            size, secs = text.split()
+            size, secs = int(size), float(secs)
+        except ValueError:
+            raise BenchError("%s: curl said %r" % (what, text)) from None
+        if size != BIG_BYTES or secs <= 0:
+            raise BenchError("%s: %d bytes in %s s" % (what, size, secs))
+        return size / secs / (1 << 20)
+
+    egressd = tree_pids(hg.pid("egressd"))
+    cpu = {}
+
+    def proxied(url):
+        def run():
+            cmd = "curl -sS --cacert ca.pem -o /dev/null -w '%s' %s" % (
+                CURL_W, url)
+            c0 = proc_cpu(egressd)
+            r = s.post("/api/run_command", {"command": cmd, "timeout": 120},
+                       timeout=140)
+            doc = r.json() if r.status == 200 else {}
+            if doc.get("exit_code") != 0:
+                raise BenchError("sandboxed curl %s: %r" % (url, r))
+            v = parse(doc["stdout"], "sandboxed curl " + url)
+            cpu.setdefault(url, []).append(proc_cpu(egressd) - c0)
+            return v
+        return run
+
+    def direct(url):
+        def run():
+            p = net.curl_host(url, "-o", "/dev/null", "-w", CURL_W,
+                              timeout=120)
+            if p.returncode != 0:
+                raise BenchError("host curl %s: %r" % (url, p.stderr))
+            return parse(p.stdout.decode(), "host curl " + url)
+        return run
+
+    out = {}
+    for scheme in ("http", "https"):
+        url = "%s://files.test/big.bin" % scheme
+        kinds = [("proxy", proxied(url)), ("direct", direct(url))]
+        speeds = {k: [] for k, _ in kinds}
+        for i in range(EGRESS_WARMUP + EGRESS_ROUNDS):
+            order = kinds if i % 2 == 0 else kinds[::-1]
+            for k, fn in order:
+                v = retrying("egress %s %s" % (scheme, k), fn)
+                if i >= EGRESS_WARMUP:
+                    speeds[k].append(v)
+        m = {k: statistics.median(v) for k, v in speeds.items()}
+        # egressd's CPU (user + system) per MiB relayed, all runs.
+        cpu_ms = sum(cpu[url]) * 1000 / (len(cpu[url]) * (BIG_BYTES >> 20))
+        out[scheme] = {"proxy_mib_s": m["proxy"], "direct_mib_s": m["direct"],
+                       "proxy_all": speeds["proxy"],
+                       "direct_all": speeds["direct"],
+                       "egressd_cpu_ms_per_mib": cpu_ms}
+        log("   %s: through the proxy median %.1f MiB/s (%s), direct %.1f "
+            "MiB/s (%s): ratio %.3f; egressd's CPU %.2f ms per MiB"
+            % (scheme, m["proxy"], fmt_list(speeds["proxy"]), m["direct"],
+               fmt_list(speeds["direct"]), m["proxy"] / m["direct"],
+               cpu_ms))
+    res["egress"] = out
+
+
+def tree_pids(pid):
+    """pid and its descendants (egressd's jailed child among them)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            with open("/proc/%d/task/%d/children" % (p, p)) as f:
+                todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+def egress_rows(res):
+    rows = []
+    for scheme, e in sorted(res["egress"].items()):
+        rows.append(("curl of a %d MiB file over %s inside a "
+                     "workspace-write+allowlist sandbox, through "
+                     "hg-egress-bridge and egressd, median of %d"
+                     % (BIG_BYTES >> 20, scheme.upper(), EGRESS_ROUNDS),
+                     "%.1f MiB/s" % e["proxy_mib_s"],
+                     "%.1f MiB/s (curl on the host straight to the server)"
+                     % e["direct_mib_s"],
+                     "%.3f" % (e["proxy_mib_s"] / e["direct_mib_s"])))
+    return rows
+
 
 def bench_terminal(hg, api, cookie, res):
     log("2b. terminal throughput: cat of a 64 MiB file, %d rounds each"
@@ -1474,6 +1595,8 @@ def markdown(res):
         rows += spawn_rows(res)
     if "mcp" in res:
         rows += mcp_rows(res)
+    if "egress" in res:
+        rows += egress_rows(res)
     if "terminal" in res:
         t = res["terminal"]
         rows.append(("terminal: cat 64 MiB file, median of %d" % CAT_ROUNDS,
@@ -1561,6 +1684,17 @@ def markdown(res):
                    "/api/run_command {} %.3f ms, a /mcp ping %.3f ms."
                    % (res["mcp"]["version"], res["mcp"]["http_rtt_ms"],
                       res["mcp"]["ping_rtt_ms"]))
+    if "egress" in res:
+        out.append("- egress: the servers are tests/system/egress_server.py "
+                   "(Python, sendfile(2) for HTTP) in a network namespace "
+                   "of their own behind a veth pair; the 64 MiB file is "
+                   "sparse; rounds: %s." % "; ".join(
+                       "%s through the proxy %s, direct %s MiB/s, "
+                       "egressd's CPU %.2f ms per MiB relayed"
+                       % (k, fmt_list(e["proxy_all"]),
+                          fmt_list(e["direct_all"]),
+                          e["egressd_cpu_ms_per_mib"])
+                       for k, e in sorted(res["egress"].items())))
     if "network_load" in res:
         nl = res["network_load"]
         out.append("- network load: %d threads, each on its own connection, "
@@ -1600,10 +1734,11 @@ def main():
     ap.add_argument("--mode", default=os.environ.get("BENCH_MODE", "user"),
                     choices=hglib.MODES)
     ap.add_argument("--only", default=os.environ.get("BENCH_ONLY", ""),
-                    choices=("", "spawn", "http", "mcp"),
+                    choices=("", "spawn", "http", "mcp", "egress"),
                     help="spawn: only the spawn figures (2a, 2d); http: "
                     "only the HTTP figures (1); mcp: only /mcp beside the "
-                    "HTTP API (2e)")
+                    "HTTP API (2e); egress: only the egress proxy beside a "
+                    "direct download (2f)")
     args = ap.parse_args()
 
     missing = hglib.missing_binaries()
@@ -1621,10 +1756,18 @@ def main():
     tmp = tempfile.mkdtemp(prefix="hg-bench-")
     os.chmod(tmp, 0o755)
     hg = None
+    net = None
     failed = True
     try:
         t0 = time.monotonic()
-        hg = start_hostgate(args.mode)
+        if args.only == "egress" and os.geteuid() != 0:
+            raise BenchError("the egress benchmark needs root (it makes a "
+                             "network namespace)")
+        if args.only in ("", "egress") and os.geteuid() == 0:
+            net = egresslib.EgressNet()
+        elif not args.only:
+            log("2f. egress: skipped (not root: no network namespace)")
+        hg = start_hostgate(args.mode, net.env() if net else None)
         res["run_as"] = "as %s" % ("uid %d" % hg.daemon_uid
                                    if args.mode == "user" else
                                    "root, dropping to the service users")
@@ -1646,6 +1789,8 @@ def main():
             bench_network_load(hg, res)
         if args.only in ("", "mcp"):
             bench_mcp(hg, api, res)
+        if net is not None:
+            bench_egress(hg, net, res)
         if not args.only:
             bench_terminal(hg, api, cookie, res)
             bench_rss_terminals(hg, api, cookie, res)
@@ -1661,6 +1806,8 @@ def main():
             problems = stop_hostgate(hg, failed=failed)
             if problems:
                 log("warning: " + "; ".join(problems))
+        if net is not None:
+            net.close()
         shutil.rmtree(tmp, ignore_errors=True)
     res["load_end"] = loadavg()
     md = markdown(res)

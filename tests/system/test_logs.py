@@ -21,7 +21,8 @@ import sandboxlib as sl
 
 RID = re.compile(r"[0-9a-f]{16}")
 LINE = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) "
-                  r"(DEBUG|INFO|WARN|FATAL) (frontd|brokerd|sandboxd): (.*)")
+                  r"(DEBUG|INFO|WARN|FATAL) (%s): (.*)"
+                  % "|".join(hglib.DAEMONS))
 ACCESS = re.compile(r"\[([0-9a-f]{16})\] access (\S+) (\S+) "
                     r"\"(\S+) (\S+)\" (\d{3}) (\d+) (\d+)ms")
 

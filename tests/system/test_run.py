@@ -1,6 +1,6 @@
 """make run (scripts/run.sh) for real: "up" only once /healthz answers 200,
 the first admin's password only then, a daemon that fails named with its
-last log line, and SIGTERM stopping all three daemons.
+last log line, and SIGTERM stopping all the daemons.
 
 run.sh runs from a copy in the hostgate's private directory (so that the
 daemons' users need not reach the checkout), with HG_BUILD naming the
@@ -179,6 +179,10 @@ def test_run_says_up_after_healthz_200_then_the_password(run):
     port = int(up.group(2))
     assert hglib.read_listen(r.hg.run) == ("127.0.0.1", port)
     assert health_on(port) == 200
+    if hglib.EGRESSD:
+        # It says so once egressd has linked to sandboxd.
+        assert "(the egress proxy is linked: the +allowlist profiles are " \
+            "available; Ctrl-C stops it)" in up.string, up.string
     pw = r.until(PASSWORD, timeout=10)
     assert pw, r.output()
     hg = r.hg
@@ -252,6 +256,19 @@ def test_run_fails_when_healthz_stays_503(run):
     hg.start("brokerd")
     hg.wait_control()
     assert hg.hgctl_ok("user", "list").stdout == ""
+
+
+def test_run_checks_egressd_configuration_first(run):
+    """egressd's own configuration (its hosts file) is checked with the
+    others' before anything starts: its message, no daemon started."""
+    missing = "/nonexistent/egress-hosts"
+    r = run({"HOSTGATE_EGRESS_HOSTS": missing})
+    assert r.finish() == 1, r.output()
+    assert "HOSTGATE_EGRESS_HOSTS=%s" % missing in r.output(), r.output()
+    assert not os.path.exists(os.path.join(r.hg.run, "sandboxd.log")), \
+        r.output()
+    assert "is up" not in r.output()
+    assert r.settled() == []
 
 
 def test_run_refuses_a_bad_timeout(run):

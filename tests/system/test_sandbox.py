@@ -324,8 +324,8 @@ def test_host_processes_invisible(shared, bob, channel):
     res = sl.py_json(bob, channel, PROC_PROBE % {"pids": hostpids})
     assert 1 < len(res["pids"]) < 20, res["cmds"]
     for pid, cmd in res["cmds"].items():
-        for word in ("pytest", "frontd", "brokerd", "sandboxd", "systemd",
-                     "init"):
+        for word in ("pytest", "frontd", "brokerd", "sandboxd", "egressd",
+                     "systemd", "init"):
             assert word not in cmd.split(" ")[0], (pid, cmd)
         assert "pytest" not in cmd, (pid, cmd)
     assert str(os.getpid()) not in [str(p) for p in res["pids"]]
