@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import threading
 
 import pytest
@@ -608,3 +609,66 @@ def egress_down(session):
     r = session.get("/api/status")
     proxy = (r.json().get("egress") or {}).get("proxy") or {}
     return proxy.get("ok") is False
+
+
+def bridge_in_netns(args, **kw):
+    """hg-egress-bridge ARGS in a network namespace of its own (loopback
+    up, nothing else), without bwrap: no pid namespace around it."""
+    bridge = os.path.join(hglib.BUILD, "hg-egress-bridge")
+    quoted = " ".join("'%s'" % a.replace("'", "'\\''") for a in args)
+    return subprocess.Popen(
+        ["unshare", "--net", "--", "sh", "-c",
+         "ip link set lo up && exec %s %s" % (bridge, quoted)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.mark.skipif(not hglib.IS_ROOT, reason="a network namespace: root")
+def test_bridge_alone(tmp_path):
+    """The bridge by itself: bad arguments and a missing command fail as
+    a shell would; the command keeps the bridge's pid and exit status; and
+    with no pid namespace to end it, the relay still goes with the
+    command (its pidfd)."""
+    p = bridge_in_netns(["3128", "/x.sock", "sh"])
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 125 and "usage: hg-egress-bridge" in err
+    p = bridge_in_netns(["0", "/x.sock", "--", "true"])
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 125 and "bad port 0" in err
+    p = bridge_in_netns(["3128", "/x.sock", "--", "/nonexistent/cmd"])
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 127, err
+    assert "hg-egress-bridge: /nonexistent/cmd: No such file" in err
+
+    path = str(tmp_path / "e.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+    srv.settimeout(20)
+    p = bridge_in_netns(["3128", path, "--", "sh", "-c",
+                         "echo $$; curl -s --noproxy '' -x "
+                         "http://127.0.0.1:3128 http://example.test/; "
+                         "exit 5"])
+    conn, _ = srv.accept()
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    relay = int.from_bytes(creds[:4], "little")
+    conn.settimeout(20)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(4096)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+                 b"Connection: close\r\n\r\nok\n")
+    conn.close()
+    out, err = p.communicate(timeout=20)
+    srv.close()
+    assert p.returncode == 5, err
+    # unshare execs sh, which execs the bridge, which execs the command:
+    # one process all along, the one Popen made.
+    assert out == "%d\nok\n" % p.pid, out
+
+    def relay_gone():
+        try:
+            with open("/proc/%d/stat" % relay) as f:
+                return f.read().rpartition(")")[2].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+    hglib.wait_for(relay_gone, 10, what="the relay %d to go" % relay)
