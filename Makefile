@@ -56,7 +56,7 @@ LDFLAGS	+= -fsanitize=$(SANITIZE)
 B	 = build-san
 endif
 
-COMMON	= log config ipc proto priv util proc
+COMMON	= log config ipc proto priv util proc egress
 FRONTD	= frontd http api tls ws static sse jail files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
@@ -79,7 +79,7 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_fileops
+	  test_fileops test_egress
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -109,6 +109,7 @@ $(B)/tests/test_log: $(O)/tests/unit/test_log.o $(COMMON_O)
 $(B)/tests/test_config: $(O)/tests/unit/test_config.o $(COMMON_O)
 $(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
 $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
+$(B)/tests/test_egress: $(O)/tests/unit/test_egress.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
@@ -259,7 +260,8 @@ FZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FZ_SAN) \
 	  -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \
 	  -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
 	  -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
-FZ_COMMON = common/log.c common/util.c common/config.c tests/fuzz/fuzz_det.c
+FZ_COMMON = common/log.c common/util.c common/config.c common/egress.c \
+	    tests/fuzz/fuzz_det.c
 # A fixed clock and random stream, no disk flushes (fuzz_det.c).
 FZ_WRAP	 = -Wl,--wrap=getrandom,--wrap=clock_gettime,--wrap=fsync,--wrap=fdatasync
 FZ_FRONT  = tests/fuzz/front_harness.c common/proto.c frontd/http.c frontd/tls.c \

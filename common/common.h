@@ -88,6 +88,7 @@ struct config {
 	char		*front_user;		/* HOSTGATE_FRONT_USER */
 	char		*broker_user;		/* HOSTGATE_BROKER_USER */
 	char		*sandbox_user;		/* HOSTGATE_SANDBOX_USER */
+	char		*egress_user;		/* HOSTGATE_EGRESS_USER */
 	/* limits */
 	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
 	long		 max_upload;		/* HOSTGATE_MAX_UPLOAD_BYTES */
@@ -113,6 +114,13 @@ struct config {
 	int		 spawn_rate;		/* HOSTGATE_SPAWN_RATE_PER_MINUTE */
 	int		 spawn_burst;		/* HOSTGATE_SPAWN_BURST */
 	int		 network_admin_only;	/* HOSTGATE_NETWORK_ADMIN_ONLY */
+	/* egress by allowlist (egressd; brokerd shows them) */
+	char		*egress_allow;		/* HOSTGATE_EGRESS_ALLOW */
+	char		*egress_deny;		/* HOSTGATE_EGRESS_DENY */
+	char		*egress_hosts;		/* HOSTGATE_EGRESS_HOSTS or NULL */
+	char		*egress_deny_nets;	/* HOSTGATE_EGRESS_DENY_NETS */
+	char		*egress_allow_nets;	/* HOSTGATE_EGRESS_ALLOW_NETS */
+	char		*egress_ports;		/* HOSTGATE_EGRESS_PORTS */
 	long		 audit_rotate;		/* HOSTGATE_AUDIT_ROTATE_BYTES */
 	int		 audit_syslog;		/* HOSTGATE_AUDIT_SYSLOG */
 	/* terminal recordings */
@@ -335,6 +343,41 @@ void	 priv_seccomp(const struct priv_plan *);
 /* The syscalls every daemon's event loop needs (NULL-terminated). */
 extern const char *const priv_base_syscalls[];
 extern const char *const priv_host_denied[];
+
+/* egress.c: domain patterns, CIDR lists and ports of the allowlist proxy */
+struct sockaddr;
+/* Whether host is an IP address in any spelling (2130706433, [::1], ...). */
+int	 egress_host_is_literal(const char *host);
+/* A lower-case DNS name of LDH labels, not a literal (one trailing dot
+ * dropped by the caller). */
+int	 egress_host_valid(const char *host);
+/* "name" or "*.name" (sub-domains only). */
+int	 egress_pattern_valid(const char *pattern);
+int	 egress_match(const char *pattern, const char *host);
+/* Lists: patterns separated by ',' or white space. bad: the first bad one. */
+int	 egress_list_valid(const char *list, char *bad, size_t badsz);
+/* The first pattern of list matching host into out (may be NULL): 1 or 0. */
+int	 egress_list_match(const char *list, const char *host, char *out,
+	    size_t outsz);
+struct json_object *egress_list_json(const char *list);
+struct egress_net {
+	int		 family;	/* AF_INET or AF_INET6 */
+	unsigned char	 addr[16];
+	int		 prefix;
+	char		 text[64];	/* as configured */
+};
+struct egress_nets {
+	struct egress_net *v;
+	size_t		   n;
+};
+int	 egress_nets_parse(const char *list, struct egress_nets *, char *err,
+	    size_t errsz);
+void	 egress_nets_free(struct egress_nets *);
+/* The text of the first net holding sa (v4-mapped v6 as v4), or NULL. */
+const char *egress_nets_find(const struct egress_nets *,
+	    const struct sockaddr *sa);
+/* Ports 1..65535 by ',' or white space into ports[max]: how many, or -1. */
+int	 egress_ports_parse(const char *list, int ports[], int max);
 
 /* util.c */
 /*

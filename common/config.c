@@ -66,6 +66,9 @@ enum config_kind {
 	KIND_PATHS,	/* colon-separated canonical absolute paths */
 	KIND_LISTEN,	/* host:port */
 	KIND_ORIGINS,	/* web origins scheme://host[:port], by ',' */
+	KIND_DOMAINS,	/* domain patterns name or *.name, by ',' or spaces */
+	KIND_NETS,	/* CIDRs ADDRESS/PREFIX, by ',' or spaces */
+	KIND_PORTS,	/* TCP ports, by ',' or spaces */
 	KIND_SECRET,	/* not used by the daemons; masked in the JSON */
 	KIND_ENV_FILE,	/* names the .env file; environment only */
 	KIND_IGNORED,	/* known, configures nothing (scripts, spawns) */
@@ -80,6 +83,23 @@ struct config_var {
 	long			 min, max;
 	const char *const	*choices;	/* NULL-terminated */
 };
+
+/*
+ * The networks no sandbox may reach through the egress proxy, after the
+ * proxy resolved the name: "this network", private, shared (CGNAT),
+ * loopback, link-local, the IETF and documentation blocks, benchmarking,
+ * 6to4 relays, multicast and reserved; in IPv6 the unspecified and
+ * loopback addresses, NAT64, discard, the IETF protocol block (Teredo
+ * among them), documentation, 6to4, unique-local, link- and site-local
+ * and multicast. IPv4-mapped IPv6 addresses are checked as IPv4.
+ */
+#define EGRESS_DENY_NETS_DEFAULT \
+	"0.0.0.0/8,10.0.0.0/8,100.64.0.0/10,127.0.0.0/8,169.254.0.0/16," \
+	"172.16.0.0/12,192.0.0.0/24,192.0.2.0/24,192.88.99.0/24," \
+	"192.168.0.0/16,198.18.0.0/15,198.51.100.0/24,203.0.113.0/24," \
+	"224.0.0.0/4,240.0.0.0/4,::/128,::1/128,64:ff9b::/96," \
+	"64:ff9b:1::/48,100::/64,2001::/23,2001:db8::/32,2002::/16," \
+	"fc00::/7,fe80::/10,fec0::/10,ff00::/8"
 
 #define F(f)	offsetof(struct config, f), sizeof(((struct config *)0)->f)
 #define NOF	0, 0
@@ -134,6 +154,8 @@ static const struct config_var config_vars[] = {
 	    F(front_user), 0, 0, NULL },
 	{ "HOSTGATE_BROKER_USER", "hostgate-broker", KIND_USER,
 	    F(broker_user), 0, 0, NULL },
+	{ "HOSTGATE_EGRESS_USER", "hostgate-egress", KIND_USER,
+	    F(egress_user), 0, 0, NULL },
 	{ "HOSTGATE_SANDBOX_USER", "hostgate-sandbox", KIND_USER,
 	    F(sandbox_user), 0, 0, NULL },
 	{ "HOSTGATE_MAX_BODY_BYTES", "1048576", KIND_INT,
@@ -182,6 +204,18 @@ static const struct config_var config_vars[] = {
 	    F(spawn_burst), 1, 100000, NULL },
 	{ "HOSTGATE_NETWORK_ADMIN_ONLY", "0", KIND_FLAG,
 	    F(network_admin_only), 0, 1, NULL },
+	{ "HOSTGATE_EGRESS_ALLOW", "", KIND_DOMAINS,
+	    F(egress_allow), 0, 0, NULL },
+	{ "HOSTGATE_EGRESS_DENY", "", KIND_DOMAINS,
+	    F(egress_deny), 0, 0, NULL },
+	{ "HOSTGATE_EGRESS_HOSTS", NULL, KIND_FILE,
+	    F(egress_hosts), 0, 0, NULL },
+	{ "HOSTGATE_EGRESS_DENY_NETS", EGRESS_DENY_NETS_DEFAULT, KIND_NETS,
+	    F(egress_deny_nets), 0, 0, NULL },
+	{ "HOSTGATE_EGRESS_ALLOW_NETS", "", KIND_NETS,
+	    F(egress_allow_nets), 0, 0, NULL },
+	{ "HOSTGATE_EGRESS_PORTS", "443,80", KIND_PORTS,
+	    F(egress_ports), 0, 0, NULL },
 	{ "HOSTGATE_AUDIT_ROTATE_BYTES", "16777216", KIND_INT,
 	    F(audit_rotate), 4096, 1073741824, NULL },
 	{ "HOSTGATE_AUDIT_SYSLOG", "1", KIND_FLAG,
@@ -264,6 +298,9 @@ config_is_string(const struct config_var *var)
 	case KIND_PATHS:
 	case KIND_LISTEN:
 	case KIND_ORIGINS:
+	case KIND_DOMAINS:
+	case KIND_NETS:
+	case KIND_PORTS:
 	case KIND_ENV_FILE:
 		return (1);
 	default:
@@ -315,6 +352,19 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 	case KIND_ORIGINS:
 		snprintf(buf, bufsz, "origins separated by ',', each "
 		    "http://HOST or https://HOST, maybe with :PORT, no path");
+		break;
+	case KIND_DOMAINS:
+		snprintf(buf, bufsz, "domain names or *.NAME patterns (sub-"
+		    "domains of NAME), lower case, separated by ',' or spaces; "
+		    "no IP addresses");
+		break;
+	case KIND_NETS:
+		snprintf(buf, bufsz, "networks ADDRESS/PREFIX, IPv4 or IPv6, "
+		    "no bits set past the prefix, separated by ',' or spaces");
+		break;
+	case KIND_PORTS:
+		snprintf(buf, bufsz, "at most 64 TCP ports from 1 to 65535, "
+		    "separated by ',' or spaces");
 		break;
 	case KIND_IMAGE:
 		snprintf(buf, bufsz, "an image reference of letters, digits "
@@ -878,6 +928,34 @@ config_set(struct config *cfg, const struct config_var *var,
 			return (config_error(err, errsz, where, var, value,
 			    "not a list of web origins", NULL));
 		break;
+	case KIND_DOMAINS: {
+		char	bad[300];
+
+		if (!egress_list_valid(value, bad, sizeof(bad))) {
+			snprintf(buf, sizeof(buf), "%.*s is not a domain name or "
+			    "*.NAME pattern", LOG_ESCAPE_MAX, bad);
+			return (config_error(err, errsz, where, var, value, buf,
+			    NULL));
+		}
+		break;
+	}
+	case KIND_NETS: {
+		struct egress_nets	nets;
+
+		if (egress_nets_parse(value, &nets, buf, sizeof(buf)) == -1)
+			return (config_error(err, errsz, where, var, value, buf,
+			    NULL));
+		egress_nets_free(&nets);
+		break;
+	}
+	case KIND_PORTS: {
+		int	ports[64];
+
+		if (egress_ports_parse(value, ports, 64) == -1)
+			return (config_error(err, errsz, where, var, value,
+			    "not a list of ports", NULL));
+		break;
+	}
 	case KIND_LISTEN:
 		if ((why = config_parse_listen(cfg, value)) != NULL)
 			return (config_error(err, errsz, where, var, value, why,

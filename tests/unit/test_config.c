@@ -896,6 +896,29 @@ test_env_value_error(void **state)
 	    "HOSTGATE_INSECURE_HTTP=1");
 }
 
+/* The egress lists: each bad item named, and the default deny list. */
+static void
+test_egress_values(void **state)
+{
+	struct config	cfg;
+
+	write_file(".env", "HOSTGATE_EGRESS_ALLOW=pypi.org, *.pythonhosted.org\n"
+	    "HOSTGATE_EGRESS_ALLOW_NETS=10.213.0.0/16\n");
+	load_ok(&cfg);
+	assert_string_equal(cfg.egress_allow, "pypi.org, *.pythonhosted.org");
+	assert_non_null(strstr(cfg.egress_deny_nets, "127.0.0.0/8"));
+	assert_string_equal(cfg.egress_ports, "443,80");
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_EGRESS_ALLOW=pypi.org,10.0.0.1\n");
+	assert_non_null(strstr(load_fail(), "10.0.0.1 is not a domain name"));
+	write_file(".env", "HOSTGATE_EGRESS_DENY=*\n");
+	assert_non_null(strstr(load_fail(), "* is not a domain name"));
+	write_file(".env", "HOSTGATE_EGRESS_DENY_NETS=10.1.0.0/8\n");
+	assert_non_null(strstr(load_fail(), "10.1.0.0/8: not a network"));
+	write_file(".env", "HOSTGATE_EGRESS_PORTS=443,0\n");
+	assert_non_null(strstr(load_fail(), "not a list of ports"));
+}
+
 /* The .env parser on its own: quoting and escapes. */
 static void
 test_env_parse(void **state)
@@ -1074,6 +1097,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_origin, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_env_value_error, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_egress_values, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_env_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
