@@ -59,7 +59,7 @@ export default async function ({ main, users, newPage, shot }) {
   await waitFor(async () => (await modeLabel(page)) === 'Sandboxed · Workspace write', 'label Workspace write');
 
   // A click outside closes it.
-  await page.mouse.click(640, 500);
+  await page.mouse.click(1150, 400);
   await waitFor(async () => !(await page.locator('#mode-popover').count()), 'popover closed');
   await openPopover(page);
   await page.locator('#mode-popover [data-value="workspace-write"]').hover();
