@@ -30,6 +30,11 @@ export const PERMISSIONS: { value: Permission; label: string; help: string }[] =
   },
 ];
 
+// Whether a profile leaves the workspace read-only.
+export function isReadOnly(p: string | undefined): boolean {
+  return p === 'read-only' || p === 'read-only+allowlist';
+}
+
 // Whether a profile reaches the network through the egress proxy.
 export function isAllowlist(p: string | undefined): boolean {
   return p !== undefined && p.endsWith('+allowlist');
