@@ -4,7 +4,8 @@
  * change:
  *   {"version": 1, "users": [{"name": "...", "role": "admin" | "user",
  *    "hash": "$argon2id$...", "created": <unix seconds>, "uid": N,
- *    "gid": N, "unix_user": "..." (only when mapped)}]}
+ *    "gid": N, "unix_user": "..." (only when mapped),
+ *    "egress_allow": ["name", "*.suffix"] (only when an admin added some)}]}
  * Each user has a uid and gid of their own: the lowest uid of
  * HOSTGATE_UID_RANGE that no other user holds (gid == uid), or those of an
  * existing Unix account (hgctl user add --unix-user). A file without them
@@ -59,6 +60,7 @@ auth_user_free(struct user *u)
 	free(u->name);
 	free(u->hash);
 	free(u->unix_user);
+	json_object_put(u->egress_allow);
 	free(u);
 }
 
@@ -283,6 +285,9 @@ auth_save(char *err, size_t errsz)
 		if (u->unix_user != NULL)
 			json_object_object_add(o, "unix_user",
 			    json_object_new_string(u->unix_user));
+		if (u->egress_allow != NULL)
+			json_object_object_add(o, "egress_allow",
+			    json_object_get(u->egress_allow));
 		json_object_array_add(arr, o);
 	}
 	s = json_object_to_json_string_length(root,
@@ -294,11 +299,41 @@ auth_save(char *err, size_t errsz)
 	return rc;
 }
 
+/*
+ * Whether a user's "egress_allow" is an array of domain patterns; fills
+ * err. The file is the operator's: a bad entry stops brokerd, as any.
+ */
+static int
+auth_egress_check(const char *name, struct json_object *allow, char *err,
+    size_t errsz)
+{
+	struct json_object	*v;
+	size_t			 i;
+
+	if (!json_object_is_type(allow, json_type_array)) {
+		snprintf(err, errsz, "user %s: egress_allow must be an array "
+		    "of domain patterns", name);
+		return -1;
+	}
+	for (i = 0; i < json_object_array_length(allow); i++) {
+		v = json_object_array_get_idx(allow, i);
+		if (!json_object_is_type(v, json_type_string) ||
+		    !egress_pattern_valid(json_object_get_string(v))) {
+			snprintf(err, errsz, "user %s: egress_allow item %zu "
+			    "is not a domain pattern (name or *.suffix)",
+			    name, i);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* Parse one entry of "users"; fills err (without the file name) if bad. */
 static struct user *
 auth_parse_user(struct json_object *o, size_t i, char *err, size_t errsz)
 {
 	struct user	*u;
+	struct json_object	*allow = NULL;
 	const char	*name, *role, *hash, *unix_user;
 	int64_t		 created, uid = -1, gid = -1;
 
@@ -350,11 +385,16 @@ auth_parse_user(struct json_object *o, size_t i, char *err, size_t errsz)
 		    "its uid and gid", name);
 		return NULL;
 	}
+	if (json_object_object_get_ex(o, "egress_allow", &allow) &&
+	    auth_egress_check(name, allow, err, errsz) == -1)
+		return NULL;
 	u = auth_user_new(name, strcmp(role, "admin") == 0, hash, created);
 	u->uid = uid;
 	u->gid = gid;
 	if (unix_user != NULL && (u->unix_user = strdup(unix_user)) == NULL)
 		fatal("%s", __func__);
+	if (allow != NULL && json_object_array_length(allow) > 0)
+		u->egress_allow = json_object_get(allow);
 	return u;
 }
 
@@ -618,6 +658,45 @@ auth_user_passwd(const char *name, const char *password, char *err,
 	}
 	free(old);
 	log_info("user %s: password changed", name);
+	return 0;
+}
+
+/* The first user, in the file's order, or NULL. */
+struct user *
+auth_user_first(void)
+{
+	return TAILQ_FIRST(&auth_users);
+}
+
+/* The user after u, or NULL. */
+struct user *
+auth_user_next(struct user *u)
+{
+	return TAILQ_NEXT(u, entry);
+}
+
+/*
+ * Replace a user's egress additions (allow, an array of checked patterns,
+ * is taken; NULL or empty: none) and write the file: 0, or -1 with err
+ * and the user unchanged.
+ */
+int
+auth_user_egress(struct user *u, struct json_object *allow, char *err,
+    size_t errsz)
+{
+	struct json_object	*old = u->egress_allow;
+
+	if (allow != NULL && json_object_array_length(allow) == 0) {
+		json_object_put(allow);
+		allow = NULL;
+	}
+	u->egress_allow = allow;
+	if (auth_save(err, errsz) == -1) {
+		u->egress_allow = old;
+		json_object_put(allow);
+		return -1;
+	}
+	json_object_put(old);
 	return 0;
 }
 

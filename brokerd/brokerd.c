@@ -159,6 +159,7 @@ main(int argc, char *argv[])
 	    err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	prompt_init(&conf);
+	egress_init(&conf);
 
 	brokerd_base = proc_base();
 	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,

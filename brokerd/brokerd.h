@@ -20,6 +20,8 @@ struct user {
 	int64_t			 uid;		/* its own or unix_user's */
 	int64_t			 gid;
 	char			*unix_user;	/* NULL unless mapped */
+	/* an admin's egress additions (egress.c): an array, NULL for none */
+	struct json_object	*egress_allow;
 	TAILQ_ENTRY(user)	 entry;
 };
 
@@ -35,6 +37,8 @@ struct session {
 	int64_t			 last_seen;	/* wall seconds */
 	int64_t			 expires;	/* wall seconds */
 	char			 permission[32];/* "" means workspace-write */
+	/* an admin's egress additions (egress.c): an array, NULL for none */
+	struct json_object	*egress_allow;
 	/* a direct-mode grant (mode.c) */
 	int64_t			 direct_until;	/* wall ms, stored; 0: none */
 	int64_t			 direct_mono;	/* the same deadline, monotonic */
@@ -84,6 +88,12 @@ void	 auth_uid_range(int64_t lo, int64_t hi);
 void	 auth_uid_reserve(uid_t uid, const char *why);
 int	 auth_user_del(const char *name, char *err, size_t errsz);
 int	 auth_user_passwd(const char *name, const char *password, char *err,
+	    size_t errsz);
+/* Every user, in the file's order. */
+struct user *auth_user_first(void);
+struct user *auth_user_next(struct user *);
+/* Replace a user's egress additions (an array, taken; NULL: none). */
+int	 auth_user_egress(struct user *, struct json_object *allow, char *err,
 	    size_t errsz);
 struct json_object *auth_user_list(void);
 /* The user when name and password match; NULL otherwise, in like time. */
@@ -160,6 +170,12 @@ int	 rl_peek(struct rl_table *, const char *key, int64_t now_ms);
 const char *session_permission(struct session *);
 int	 session_permission_valid(const char *);
 int	 session_set_permission(struct session *, const char *);
+/* Whether a profile reaches the network only through the egress proxy. */
+int	 session_permission_allowlist(const char *);
+/* Whether a profile keeps the workspace read-only. */
+int	 session_permission_read_only(const char *);
+/* Replace a session's egress additions (an array, taken; NULL: none). */
+int	 session_set_egress(struct session *, struct json_object *allow);
 /* Called before a session is freed (mode.c drops its timers). */
 void	 session_on_remove(void (*)(struct session *));
 /* Every live session, for mode.c and the admin API. */
@@ -202,6 +218,22 @@ void	 admin_revert(struct ipc_peer *, struct ipc_msg *, struct ident *);
 void	 admin_kill(struct ipc_peer *, struct ipc_msg *, struct ident *);
 void	 admin_audit(struct ipc_peer *, struct ipc_msg *, struct ident *);
 void	 admin_debug(struct ipc_peer *, struct ipc_msg *, struct ident *);
+
+/* egress.c */
+void	 egress_init(struct config *);
+struct json_object *egress_allow_parse(struct json_object *allow, char *err,
+	    size_t errsz);
+void	 egress_front_get(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 egress_front_set(struct ipc_peer *, struct ipc_msg *, struct ident *);
+void	 egress_control_get(struct ipc_peer *, struct ipc_msg *);
+void	 egress_control_set(struct ipc_peer *, struct ipc_msg *);
+void	 egress_spawn_add(struct json_object *req, struct ident *);
+struct json_object *egress_domains(struct ident *);
+struct json_object *egress_status_json(struct ident *);
+void	 egress_proxy_keep(struct json_object *health_result);
+void	 egress_session_gone(struct session *);
+void	 egress_sandbox_ready(void);
+void	 egress_log(struct ipc_peer *, struct ipc_msg *);
 
 /* prompt.c */
 void	 prompt_init(struct config *);
@@ -279,6 +311,8 @@ void	 sandbox_front_gone(struct ipc_peer *front);
 /* Ask sandboxd's health for hgctl status: the result or NULL and why. */
 typedef void (*sandbox_health_cb)(struct json_object *, const char *, void *);
 void	 sandbox_health_ask(int timeout_ms, sandbox_health_cb, void *);
+/* Ask sandboxd's health in the background when the last is older. */
+void	 sandbox_health_refresh(int max_age_ms);
 /* Kill the direct-mode processes of a session (grant ended). */
 void	 sandbox_kill_session(const char *session_id);
 /* Tell sandboxd a session's grant deadline (started, renewed). */

@@ -77,6 +77,8 @@ const struct ipc_handler control_handlers[] = {
 	{ "status",		control_status },
 	{ "config",		control_config },
 	{ "audit_replay",	recording_replay },
+	{ "egress_get",		egress_control_get },
+	{ "egress_set",		egress_control_set },
 	{ NULL, NULL }
 };
 

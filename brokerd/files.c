@@ -287,7 +287,7 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 		return;
 	}
 	if (files_changes(op) &&
-	    strcmp(session_permission(id->session), "read-only") == 0) {
+	    session_permission_read_only(session_permission(id->session))) {
 		files_refuse(p, m, id, op, path, size, ERR_FORBIDDEN, 0,
 		    FILES_READ_ONLY);
 		return;

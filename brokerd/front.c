@@ -75,6 +75,8 @@ static const struct front_op front_ops[] = {
 	{ "admin_audit", NEED_ADMIN,			admin_audit },
 	{ "admin_debug", NEED_ADMIN,			admin_debug },
 	{ "admin_recording", NEED_ADMIN,		admin_recording },
+	{ "egress_get",	NEED_ADMIN,			egress_front_get },
+	{ "egress_set",	NEED_ADMIN | NEED_CSRF,		egress_front_set },
 	{ "permission_get", NEED_IDENT,			front_permission_get },
 	{ "permission_set", NEED_SESSION | NEED_CSRF,	front_permission_set },
 	{ "run",	NEED_ANY_CSRF,			spawn_run },
@@ -640,6 +642,9 @@ front_status_text(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	v = front_limits_raw();
 	front_text_member(&t, "limits", 0, v);
 	json_object_put(v);
+	v = egress_status_json(id);
+	front_text_member(&t, "egress", 0, v);
+	json_object_put(v);
 	front_text_member(&t, "usage", 0, usage);
 	n = snprintf(num, sizeof(num), ",\"usage_age_ms\":%lld",
 	    (long long)age);
@@ -682,6 +687,7 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    json_object_new_int64(id->user->uid));
 	json_object_object_add(res, "containment", sandbox_containment_raw());
 	json_object_object_add(res, "limits", front_limits_raw());
+	json_object_object_add(res, "egress", egress_status_json(id));
 	if (usage != NULL) {
 		front_status_add_usage(res, usage, age, NULL);
 		ipc_reply(p, m, res, NULL, 0);
@@ -716,9 +722,11 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	want = json_str(m->obj, "permission");
 	if (!session_permission_valid(want)) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"permission\" must be "
-		    "read-only, workspace-write or workspace-write+network");
+		    "read-only, workspace-write, workspace-write+network, "
+		    "workspace-write+allowlist or read-only+allowlist");
 		return;
 	}
+	/* The allowlist profiles are narrower: not restricted by this. */
 	if (strcmp(want, "workspace-write+network") == 0 &&
 	    front_conf->network_admin_only && !id->user->admin) {
 		audit_append("permission_refused", id->user->name,

@@ -38,6 +38,8 @@
 #define OPT_FILTERS	0x08	/* audit show's --user ... --limit */
 #define OPT_ANCHOR	0x10	/* audit verify's --head, --journal */
 #define OPT_UNIX	0x20	/* user add's --unix-user */
+#define OPT_TARGET	0x40	/* egress allow's --user or --session */
+#define OPT_MORE	0x80	/* nargs or more positional arguments */
 
 /* How hgctl audit verify --journal asks the journal for anchors. */
 #define HGCTL_JOURNALCTL \
@@ -70,6 +72,9 @@ static int	hgctl_audit_replay(char **);
 static int	hgctl_audit_flush(char **);
 static int	hgctl_status(char **);
 static int	hgctl_config(char **);
+static int	hgctl_egress_show(char **);
+static int	hgctl_egress_allow(char **);
+static int	hgctl_egress_revoke(char **);
 
 static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "user", "add", "NAME [--admin] [--password-stdin] "
@@ -150,6 +155,34 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "one record when the interval ends; this writes them now.\n"
 	    "--json prints {\"records\": N}, the records written.\n",
 	    0, OPT_JSON, hgctl_audit_flush },
+	{ "egress", "show", "[--json]",
+	    "show the egress allowlist and the admin's additions",
+	    "The domains the allowlist profiles (workspace-write+allowlist, "
+	    "read-only+allowlist)\nmay reach through the egress proxy: "
+	    "HOSTGATE_EGRESS_ALLOW, the denylist that wins\nover it, the "
+	    "allowed ports and denied networks, then a table of the "
+	    "additions\nper user and per login session (SCOPE, TARGET, "
+	    "ALLOW). --json prints\n{\"allow\", \"deny\", \"ports\", "
+	    "\"deny_nets\", \"allow_nets\", \"users\": {NAME: [..]},\n"
+	    "\"sessions\": {ID: [..]}}.\n",
+	    0, OPT_JSON, hgctl_egress_show },
+	{ "egress", "allow", "--user NAME|--session ID PATTERN...",
+	    "let a user's or a login session's sandboxes reach more domains",
+	    "Adds each PATTERN, a name (example.com) or *. and a suffix "
+	    "(*.example.com, its\nsub-domains only), to the additions of the "
+	    "user or of the session (its whole\npublic id, from hgctl session "
+	    "list). The live sandboxes of that user or session\ntake the new "
+	    "list at once. A pattern that is not valid changes nothing.\n"
+	    "Audited as egress_allow. The additions end with the user or the "
+	    "session.\n",
+	    1, OPT_TARGET | OPT_MORE, hgctl_egress_allow },
+	{ "egress", "revoke", "--user NAME|--session ID PATTERN...",
+	    "take domains back from a user's or a login session's additions",
+	    "Removes each PATTERN from the additions of the user or of the "
+	    "session; one\nthat is not among them is an error, and nothing "
+	    "changes. Connections already\nopen stay; new ones are refused. "
+	    "Audited as egress_allow.\n",
+	    1, OPT_TARGET | OPT_MORE, hgctl_egress_revoke },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
@@ -177,7 +210,7 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 };
 
 static const char *const hgctl_groups[] = {
-	"user", "token", "session", "audit", NULL
+	"user", "token", "session", "audit", "egress", NULL
 };
 
 static struct config	 conf;
@@ -186,6 +219,8 @@ static int		 json_out;
 static int		 admin_flag;
 static int		 pwstdin_flag;
 static const char	*unix_user;
+static const char	*target_user;	/* egress allow --user */
+static const char	*target_session; /* egress allow --session */
 static int		 hgctl_timeout = HGCTL_TIMEOUT_MS;
 
 /* The value options of audit show. */
@@ -427,6 +462,19 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 				hgctl_usage(c->group, c,
 				    "--unix-user needs a value");
 			unix_user = argv[++i];
+		} else if ((strcmp(argv[i], "--user") == 0 ||
+		    strcmp(argv[i], "--session") == 0) &&
+		    (c->opts & OPT_TARGET)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c, "%s needs a value",
+				    argv[i]);
+			if (target_user != NULL || target_session != NULL)
+				hgctl_usage(c->group, c, "give one of --user "
+				    "and --session, once");
+			if (argv[i][2] == 'u')
+				target_user = argv[++i];
+			else
+				target_session = argv[++i];
 		} else if (strcmp(argv[i], "--journal") == 0 &&
 		    (c->opts & OPT_ANCHOR))
 			show.journal = 1;
@@ -449,11 +497,15 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else
 			argv[n++] = argv[i];
 	}
+	if ((c->opts & OPT_TARGET) && target_user == NULL &&
+	    target_session == NULL)
+		hgctl_usage(c->group, c, "give --user NAME or --session ID");
 	if (n < c->nargs)
 		hgctl_usage(c->group, c, "missing argument");
-	if (n > c->nargs)
+	if (n > c->nargs && (c->opts & OPT_MORE) == 0)
 		hgctl_usage(c->group, c, "unexpected argument \"%s\"",
 		    argv[c->nargs]);
+	argv[n] = NULL;		/* the end of a variable list */
 	return n;
 }
 
@@ -1582,6 +1634,197 @@ hgctl_config(char **argv)
 	}
 	json_object_put(res);
 	return HGCTL_EXIT_OK;
+}
+
+/* The items of an array of strings joined by ", " ("-" for none). */
+static struct json_object *
+hgctl_joined(struct json_object *arr)
+{
+	struct printbuf	*pb;
+	struct json_object	*o;
+	size_t		 i, n;
+
+	n = arr != NULL && json_object_is_type(arr, json_type_array) ?
+	    json_object_array_length(arr) : 0;
+	if (n == 0)
+		return json_object_new_string("-");
+	if ((pb = printbuf_new()) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			printbuf_strappend(pb, ", ");
+		printbuf_memappend(pb, json_object_get_string(
+		    json_object_array_get_idx(arr, i)), (int)strlen(
+		    json_object_get_string(json_object_array_get_idx(arr, i))));
+	}
+	o = json_object_new_string_len(pb->buf, pb->bpos);
+	printbuf_free(pb);
+	return o;
+}
+
+/* Add a {scope, target, allow} row per member of an additions object. */
+static void
+hgctl_egress_rows(struct json_object *items, struct json_object *res,
+    const char *key, const char *scope)
+{
+	struct json_object	*by, *row;
+
+	if (!json_object_object_get_ex(res, key, &by) ||
+	    !json_object_is_type(by, json_type_object))
+		return;
+	json_object_object_foreach(by, target, allow) {
+		row = json_object_new_object();
+		json_object_object_add(row, "scope",
+		    json_object_new_string(scope));
+		json_object_object_add(row, "target",
+		    json_object_new_string(target));
+		json_object_object_add(row, "allow", hgctl_joined(allow));
+		json_object_array_add(items, row);
+	}
+}
+
+/* hgctl egress show: the configured lists, then the additions. */
+static int
+hgctl_egress_show(char **argv)
+{
+	static const struct hgctl_col cols[] = {
+		{ "SCOPE", "scope", COL_STR },
+		{ "TARGET", "target", COL_STR },
+		{ "ALLOW", "allow", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+	static const struct {
+		const char	*key, *label;
+	} lists[] = {
+		{ "allow", "allow (HOSTGATE_EGRESS_ALLOW)" },
+		{ "deny", "deny (HOSTGATE_EGRESS_DENY)" },
+		{ "ports", "ports (HOSTGATE_EGRESS_PORTS)" },
+		{ "deny_nets", "deny nets (HOSTGATE_EGRESS_DENY_NETS)" },
+		{ "allow_nets", "allow nets (HOSTGATE_EGRESS_ALLOW_NETS)" },
+	};
+	struct json_object	*res, *items, *v, *j;
+	size_t			 i;
+
+	res = hgctl_call(hgctl_req("egress_get"));
+	if (json_out) {
+		hgctl_print_json(res);
+		json_object_put(res);
+		return HGCTL_EXIT_OK;
+	}
+	for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		if (!json_object_object_get_ex(res, lists[i].key, &v))
+			v = NULL;
+		j = hgctl_joined(v);
+		printf("%s: %s\n", lists[i].label, json_object_get_string(j));
+		json_object_put(j);
+	}
+	items = json_object_new_array();
+	hgctl_egress_rows(items, res, "users", "user");
+	hgctl_egress_rows(items, res, "sessions", "session");
+	printf("\n");
+	if (hgctl_table(items, cols) == 0)
+		printf("no additions\n");
+	json_object_put(items);
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
+}
+
+/*
+ * The current additions of the target of --user or --session (an empty
+ * array when it has none), from egress_get.
+ */
+static struct json_object *
+hgctl_egress_current(void)
+{
+	struct json_object	*res, *by, *list, *out;
+
+	res = hgctl_call(hgctl_req("egress_get"));
+	if (json_object_object_get_ex(res, target_user != NULL ? "users" :
+	    "sessions", &by) && json_object_object_get_ex(by, target_user !=
+	    NULL ? target_user : target_session, &list) &&
+	    json_object_is_type(list, json_type_array))
+		out = json_object_get(list);
+	else
+		out = json_object_new_array();
+	json_object_put(res);
+	return out;
+}
+
+/* The index of pattern in list, or -1. */
+static int
+hgctl_egress_find(struct json_object *list, const char *pattern)
+{
+	size_t	i;
+
+	for (i = 0; i < json_object_array_length(list); i++)
+		if (strcasecmp(json_object_get_string(
+		    json_object_array_get_idx(list, i)), pattern) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* Send the new list with egress_set and say what it is now. */
+static int
+hgctl_egress_set(struct json_object *list)
+{
+	struct json_object	*req, *res, *allow, *j;
+	const char		*what = target_user != NULL ? "user" :
+				    "session";
+
+	req = hgctl_req("egress_set");
+	json_object_object_add(req, "scope", json_object_new_string(what));
+	json_object_object_add(req, "target", json_object_new_string(
+	    target_user != NULL ? target_user : target_session));
+	json_object_object_add(req, "allow", list);
+	res = hgctl_call(req);
+	if (!json_object_object_get_ex(res, "allow", &allow))
+		allow = NULL;
+	j = hgctl_joined(allow);
+	printf("egress additions of %s %s: %s\n", what, target_user != NULL ?
+	    target_user : target_session, json_object_get_string(j));
+	json_object_put(j);
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
+}
+
+/*
+ * hgctl egress allow --user NAME|--session ID PATTERN...: the current
+ * list and the new patterns; brokerd checks them all.
+ */
+static int
+hgctl_egress_allow(char **argv)
+{
+	struct json_object	*list;
+
+	list = hgctl_egress_current();
+	for (; *argv != NULL; argv++)
+		if (hgctl_egress_find(list, *argv) == -1)
+			json_object_array_add(list,
+			    json_object_new_string(*argv));
+	return hgctl_egress_set(list);
+}
+
+/* hgctl egress revoke --user NAME|--session ID PATTERN... */
+static int
+hgctl_egress_revoke(char **argv)
+{
+	struct json_object	*list;
+	int			 i;
+
+	list = hgctl_egress_current();
+	for (; *argv != NULL; argv++) {
+		if ((i = hgctl_egress_find(list, *argv)) == -1) {
+			fprintf(stderr, "hgctl: %s is not among the egress "
+			    "additions of %s %s; nothing was changed\n", *argv,
+			    target_user != NULL ? "user" : "session",
+			    target_user != NULL ? target_user :
+			    target_session);
+			json_object_put(list);
+			return HGCTL_EXIT_FAIL;
+		}
+		json_object_array_del_idx(list, (size_t)i, 1);
+	}
+	return hgctl_egress_set(list);
 }
 
 int

@@ -335,6 +335,8 @@ mode_session_gone(struct session *s)
 	if (s->direct_until > 0)
 		mode_revert(s, "session_ended", NULL);
 	mode_disarm(s);
+	/* Its egress additions end with it too (egress.c). */
+	egress_session_gone(s);
 }
 
 /*

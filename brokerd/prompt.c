@@ -12,6 +12,18 @@
 #include "brokerd.h"
 
 #define PROMPT_MAX	(64 * 1024)
+/* What an allowlist profile's sandbox adds to the rules (its {{EGRESS}}). */
+#define PROMPT_EGRESS "\n\n" \
+	"The network goes only through hostgate's egress proxy, and only to " \
+	"the\nallowed domains listed above. A refused destination answers " \
+	"with HTTP 403\n(502 or 504 when it cannot be reached), the header " \
+	"X-Hostgate-Egress: refused\nand a message such as \"Egress refused: " \
+	"HOST is not on this sandbox's\nallowlist; an admin can allow it " \
+	"(hostgate panel or hgctl egress allow)\".\nDo not try to get around " \
+	"the proxy (direct connections, IP addresses, other\nports and DNS " \
+	"fail by design). If the task needs a domain that is not\nlisted, " \
+	"stop and ask the user: an admin can allow it for your user or this\n" \
+	"session."
 
 static struct config	*prompt_conf;
 static char		*prompt_sandbox;
@@ -74,16 +86,57 @@ prompt_fill(const char *tmpl, const char *const *vars)
 	return out;
 }
 
+/*
+ * The network line of an allowlist profile: through the proxy, to these
+ * domains (the global list, the user's and the session's additions).
+ */
+static char *
+prompt_network(struct ident *id)
+{
+	struct json_object	*arr;
+	char			*out;
+	size_t			 i, n, len, cap = 512;
+
+	if ((out = malloc(cap)) == NULL)
+		fatal("%s", __func__);
+	len = (size_t)snprintf(out, cap, "reachable only through an HTTP "
+	    "proxy (HTTP_PROXY and HTTPS_PROXY are set to it), to the allowed "
+	    "domains: ");
+	arr = egress_domains(id);
+	n = json_object_array_length(arr);
+	for (i = 0; i < n; i++) {
+		const char	*d = json_object_get_string(
+		    json_object_array_get_idx(arr, i));
+
+		if (len + strlen(d) + 3 > cap) {
+			cap = (len + strlen(d) + 3) * 2;
+			if ((out = realloc(out, cap)) == NULL)
+				fatal("%s", __func__);
+		}
+		len += (size_t)snprintf(out + len, cap - len, "%s%s",
+		    i > 0 ? ", " : "", d);
+	}
+	json_object_put(arr);
+	if (n == 0) {
+		if (len + 64 > cap && (out = realloc(out, cap = len + 64)) ==
+		    NULL)
+			fatal("%s", __func__);
+		snprintf(out + len, cap - len, "none yet (nothing is "
+		    "reachable)");
+	}
+	return out;
+}
+
 /* The prompt for the caller's session, with the facts it rests on. */
 void
 prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct json_object	*res, *mode, *b;
-	const char		*perm, *vars[24], *exp, *backend;
+	const char		*perm, *vars[26], *exp, *backend;
 	char			 ws[4096], writable[4200], remaining[32];
-	char			 timeout[16], *text;
+	char			 timeout[16], *text, *network = NULL;
 	int64_t			 left = 0;
-	int			 direct, net;
+	int			 direct, net, allowlist;
 
 	if (prompt_conf->runtime != RUNTIME_HOST) {
 		ipc_reply_error(p, m, ERR_CONFLICT, "the agent prompt describes "
@@ -94,9 +147,12 @@ prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	direct = strcmp(json_str(mode, "mode"), "direct") == 0;
 	perm = session_permission(id->session);
 	net = strcmp(perm, "workspace-write+network") == 0;
+	allowlist = session_permission_allowlist(perm);
+	if (allowlist)
+		network = prompt_network(id);
 	snprintf(ws, sizeof(ws), "%s/%s", prompt_conf->workspace_root,
 	    id->user->name);
-	if (strcmp(perm, "read-only") == 0)
+	if (session_permission_read_only(perm))
 		snprintf(writable, sizeof(writable), "nothing but /tmp (the "
 		    "read-only profile: the workspace %s is read-only)", ws);
 	else
@@ -112,9 +168,9 @@ prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	vars[0] = "MODE";	vars[1] = direct ? "direct" : "sandbox";
 	vars[2] = "WORKSPACE";	vars[3] = ws;
 	vars[4] = "WRITABLE";	vars[5] = writable;
-	vars[6] = "NETWORK";	vars[7] = net ? "available (outward only; "
-	    "the host's own services are out of reach)" : "none (loopback "
-	    "inside the sandbox only)";
+	vars[6] = "NETWORK";	vars[7] = allowlist ? network : net ?
+	    "available (outward only; the host's own services are out of "
+	    "reach)" : "none (loopback inside the sandbox only)";
 	vars[8] = "EXPIRES_AT";	vars[9] = exp ? exp : "-";
 	vars[10] = "REMAINING";	vars[11] = remaining;
 	vars[12] = "TIMEOUT";	vars[13] = timeout;
@@ -124,7 +180,8 @@ prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    EXPIRY_TERMINATE ? ", and processes started in direct mode are "
 	    "terminated" : "";
 	vars[20] = "USER";	vars[21] = id->user->name;
-	vars[22] = NULL;
+	vars[22] = "EGRESS";	vars[23] = allowlist ? PROMPT_EGRESS : "";
+	vars[24] = NULL;
 	text = prompt_fill(direct ? prompt_direct : prompt_sandbox, vars);
 	res = json_object_new_object();
 	json_object_object_add(res, "prompt", json_object_new_string(text));
@@ -132,12 +189,15 @@ prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    direct ? "direct" : "sandbox"));
 	json_object_object_add(res, "permission", json_object_new_string(perm));
 	json_object_object_add(res, "workspace", json_object_new_string(ws));
-	json_object_object_add(res, "network", json_object_new_boolean(net));
+	/* true, false, or "allowlist": only through the egress proxy. */
+	json_object_object_add(res, "network", allowlist ?
+	    json_object_new_string("allowlist") : json_object_new_boolean(net));
 	json_object_object_add(res, "expires_at", exp ?
 	    json_object_new_string(exp) : NULL);
 	json_object_object_add(res, "remaining_seconds", direct ?
 	    json_object_new_int64(left) : NULL);
 	free(text);
+	free(network);
 	json_object_put(mode);
 	json_object_put(b);
 	ipc_reply(p, m, res, NULL, 0);

@@ -39,6 +39,8 @@ static struct json_object	*sandbox_backend;	/* last report */
 static struct json_object	*sandbox_containment;	/* last report */
 static struct json_object	*sandbox_backend_text;	/* printed once */
 static struct json_object	*sandbox_containment_text;
+static int64_t			 sandbox_health_at;	/* mono ms, last reply */
+static int			 sandbox_health_asking;	/* a refresh is out */
 
 /* A status request waiting for a user's usage. */
 struct sandbox_usage_wait {
@@ -102,6 +104,8 @@ sandbox_keep_backend(struct ipc_msg *m)
 
 	if (m == NULL || !json_object_object_get_ex(m->obj, "result", &res))
 		return;
+	sandbox_health_at = now_mono_ms();
+	egress_proxy_keep(res);
 	if (json_object_object_get_ex(res, "containment", &b) &&
 	    json_object_is_type(b, json_type_object)) {
 		json_object_put(sandbox_containment);
@@ -147,6 +151,7 @@ sandbox_ready(struct ipc_peer *p)
 	for (s = session_first(); s != NULL; s = session_next(s))
 		if (mode_is_direct(s))
 			sandbox_grant(s);
+	egress_sandbox_ready();
 
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("health"));
@@ -166,6 +171,7 @@ sandbox_closed(struct ipc_peer *p)
 	sandbox_backend_text = NULL;
 	json_object_put(sandbox_containment_text);
 	sandbox_containment_text = NULL;
+	egress_proxy_keep(NULL);
 	sandbox_usage_forget();
 	spawn_sandbox_gone();
 }
@@ -323,6 +329,35 @@ sandbox_health(struct ipc_peer *front, struct ipc_msg *m)
 		sandbox_health_answer(front, m->id, 0,
 		    "sandboxd is unreachable");
 	}
+}
+
+/* The reply to a background health request (sandbox_health_refresh). */
+static void
+sandbox_refresh_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
+{
+	sandbox_health_asking = 0;
+	sandbox_keep_backend(m);
+}
+
+/*
+ * Ask sandboxd's health in the background when its last reply is older
+ * than max_age_ms: what changes without a message of sandboxd (its link
+ * to egressd) is then at most that old, and no request waits for it.
+ */
+void
+sandbox_health_refresh(int max_age_ms)
+{
+	struct json_object	*req;
+	struct ipc_peer		*p;
+
+	if (sandbox_health_asking || (p = sandbox_peer()) == NULL ||
+	    now_mono_ms() - sandbox_health_at < max_age_ms)
+		return;
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("health"));
+	if (ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS,
+	    sandbox_refresh_reply, NULL) == 0)
+		sandbox_health_asking = 1;
 }
 
 /* The answer to a kill: nothing to do but log a failure. */

@@ -260,6 +260,7 @@ session_free(struct session *s)
 		event_free(s->ev_expiring);
 	if (s->ev_expire != NULL)
 		event_free(s->ev_expire);
+	json_object_put(s->egress_allow);
 	free(s->user);
 	free(s);
 }
@@ -305,6 +306,42 @@ session_find(const char *id)
 }
 
 /*
+ * A session's stored egress additions with what is not a valid pattern
+ * left out (logged); NULL for none. Takes arr.
+ */
+static struct json_object *
+session_egress_clean(const char *id, struct json_object *arr)
+{
+	struct json_object	*out, *v;
+	size_t			 i;
+
+	if (arr == NULL)
+		return NULL;
+	out = json_object_new_array();
+	if (!json_object_is_type(arr, json_type_array))
+		log_warnx("session %.8s: egress_allow is not an array; "
+		    "ignored", id);
+	else
+		for (i = 0; i < json_object_array_length(arr); i++) {
+			v = json_object_array_get_idx(arr, i);
+			if (json_object_is_type(v, json_type_string) &&
+			    egress_pattern_valid(json_object_get_string(v)))
+				json_object_array_add(out,
+				    json_object_get(v));
+			else
+				log_warnx("session %.8s: egress_allow item "
+				    "%zu is not a domain pattern; left out",
+				    id, i);
+		}
+	json_object_put(arr);
+	if (json_object_array_length(out) == 0) {
+		json_object_put(out);
+		return NULL;
+	}
+	return out;
+}
+
+/*
  * Check a session read from a store (JSON or SQLite) and link it; on
  * refusal free it and fill err (without the file name).
  */
@@ -329,9 +366,12 @@ session_add_loaded(struct session *s, char *err, size_t errsz)
 	if (s->permission[0] != '\0' &&
 	    !session_permission_valid(s->permission))
 		s->permission[0] = '\0';
+	/* So do egress additions that are not valid patterns: dropped. */
+	s->egress_allow = session_egress_clean(s->id, s->egress_allow);
 	session_link(s);
 	return 0;
 refused:
+	json_object_put(s->egress_allow);
 	free(s->user);
 	free(s);
 	return -1;
@@ -1186,9 +1226,50 @@ session_save(struct session *s)
 int
 session_permission_valid(const char *name)
 {
-	return strcmp(name, "read-only") == 0 ||
+	return name != NULL && (strcmp(name, "read-only") == 0 ||
 	    strcmp(name, "workspace-write") == 0 ||
-	    strcmp(name, "workspace-write+network") == 0;
+	    strcmp(name, "workspace-write+network") == 0 ||
+	    session_permission_allowlist(name));
+}
+
+/* Whether a profile reaches the network only through the egress proxy. */
+int
+session_permission_allowlist(const char *name)
+{
+	return name != NULL && (strcmp(name, "workspace-write+allowlist") == 0 ||
+	    strcmp(name, "read-only+allowlist") == 0);
+}
+
+/* Whether a profile keeps the workspace read-only. */
+int
+session_permission_read_only(const char *name)
+{
+	return name != NULL && (strcmp(name, "read-only") == 0 ||
+	    strcmp(name, "read-only+allowlist") == 0);
+}
+
+/*
+ * Replace a session's egress additions (allow, an array of checked
+ * patterns, is taken; NULL or empty: none) and store them: 0, or -1 with
+ * the session unchanged.
+ */
+int
+session_set_egress(struct session *s, struct json_object *allow)
+{
+	struct json_object	*old = s->egress_allow;
+
+	if (allow != NULL && json_object_array_length(allow) == 0) {
+		json_object_put(allow);
+		allow = NULL;
+	}
+	s->egress_allow = allow;
+	if (session_save(s) == -1) {
+		s->egress_allow = old;
+		json_object_put(allow);
+		return -1;
+	}
+	json_object_put(old);
+	return 0;
 }
 
 /* Set a session's permission profile and store it. */

@@ -343,6 +343,7 @@ spawn_request(struct ident *id, const char *kind)
 	    (long long)id->session->direct_until : 0LL);
 	json_object_object_add(req, "permission",
 	    json_object_new_string(session_permission(id->session)));
+	egress_spawn_add(req, id);
 	spawn_add_request_id(req);
 	return req;
 }

@@ -3,7 +3,7 @@
  * 0600, the broker user's), in WAL mode with synchronous=FULL and an
  * exclusive lock held for brokerd's lifetime:
  *   sessions(id, token_hash UNIQUE, csrf_hash, user, created, last_seen,
- *            expires INDEXED, permission, direct_until)
+ *            expires INDEXED, permission, direct_until, egress_allow)
  *   tokens(id, hash UNIQUE, user, session_id, created)
  *   meta(key, value)
  * The schema's version is PRAGMA user_version; store_migrations[i] takes a
@@ -51,6 +51,9 @@ static const char *const store_migrations[] = {
 	"  key TEXT PRIMARY KEY NOT NULL,"
 	"  value INTEGER NOT NULL"
 	") STRICT;",
+	/* 2: an admin's egress additions per session, a JSON array's text */
+	"ALTER TABLE sessions ADD COLUMN egress_allow TEXT NOT NULL "
+	"DEFAULT '[]';",
 };
 #define STORE_VERSION \
 	((int)(sizeof(store_migrations) / sizeof(store_migrations[0])))
@@ -73,9 +76,11 @@ enum {
 static const char *const store_sql[ST_COUNT] = {
 	[ST_SESSION_INSERT] = "INSERT INTO sessions (id, token_hash, "
 	    "csrf_hash, user, created, last_seen, expires, permission, "
-	    "direct_until) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	    "direct_until, egress_allow) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+	    "?8, ?9, ?10)",
 	[ST_SESSION_UPDATE] = "UPDATE sessions SET last_seen = ?2, "
-	    "permission = ?3, direct_until = ?4 WHERE id = ?1",
+	    "permission = ?3, direct_until = ?4, egress_allow = ?5 "
+	    "WHERE id = ?1",
 	[ST_SESSION_DELETE] = "DELETE FROM sessions WHERE id = ?1",
 	[ST_TOKEN_INSERT] = "INSERT INTO tokens (id, hash, user, session_id, "
 	    "created) VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -427,6 +432,16 @@ store_rollback(void)
 		store_run(ST_ROLLBACK);
 }
 
+/* A session's egress additions as the text of a JSON array. */
+static const char *
+store_egress_text(const struct session *s)
+{
+	if (s->egress_allow == NULL)
+		return "[]";
+	return json_object_to_json_string_ext(s->egress_allow,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
 /* Store a new session; 0, or -1 logged. */
 int
 store_session_insert(const struct session *s)
@@ -440,10 +455,14 @@ store_session_insert(const struct session *s)
 	sqlite3_bind_int64(store_st[ST_SESSION_INSERT], 7, s->expires);
 	store_bind_text(ST_SESSION_INSERT, 8, s->permission);
 	sqlite3_bind_int64(store_st[ST_SESSION_INSERT], 9, s->direct_until);
+	store_bind_text(ST_SESSION_INSERT, 10, store_egress_text(s));
 	return store_run(ST_SESSION_INSERT);
 }
 
-/* Store what changes in a session: last_seen, profile, grant; 0 or -1. */
+/*
+ * Store what changes in a session: last_seen, profile, grant, egress
+ * additions; 0 or -1.
+ */
 int
 store_session_update(const struct session *s)
 {
@@ -451,6 +470,7 @@ store_session_update(const struct session *s)
 	sqlite3_bind_int64(store_st[ST_SESSION_UPDATE], 2, s->last_seen);
 	store_bind_text(ST_SESSION_UPDATE, 3, s->permission);
 	sqlite3_bind_int64(store_st[ST_SESSION_UPDATE], 4, s->direct_until);
+	store_bind_text(ST_SESSION_UPDATE, 5, store_egress_text(s));
 	return store_run(ST_SESSION_UPDATE);
 }
 
@@ -570,8 +590,9 @@ store_load(int (*add_session)(struct session *, char *, size_t),
 	int		 rc, bad;
 
 	if (sqlite3_prepare_v2(store_db, "SELECT id, token_hash, csrf_hash, "
-	    "user, created, last_seen, expires, permission, direct_until "
-	    "FROM sessions ORDER BY created, id", -1, &st, NULL) != SQLITE_OK)
+	    "user, created, last_seen, expires, permission, direct_until, "
+	    "egress_allow FROM sessions ORDER BY created, id", -1, &st,
+	    NULL) != SQLITE_OK)
 		goto sqlerr;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if ((s = calloc(1, sizeof(*s))) == NULL ||
@@ -588,9 +609,12 @@ store_load(int (*add_session)(struct session *, char *, size_t),
 		s->last_seen = sqlite3_column_int64(st, 5);
 		s->expires = sqlite3_column_int64(st, 6);
 		s->direct_until = sqlite3_column_int64(st, 8);
+		/* Checked by add_session; "[]" or bad text: none. */
+		s->egress_allow = json_tokener_parse(store_text(st, 9));
 		if (bad) {
 			snprintf(why, sizeof(why), "session %.32s: a field "
 			    "too long", store_text(st, 0));
+			json_object_put(s->egress_allow);
 			free(s->user);
 			free(s);
 			goto refused;

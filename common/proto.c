@@ -160,6 +160,18 @@ static const struct proto_field f_session_token[] = {
 static const struct proto_field f_terminal_resized[] = {
 	F_HEX("terminal", R, 16), F_END
 };
+/*
+ * An admin's egress additions: scope "user" or "session", target the user
+ * name or session id, allow the patterns that replace that list.
+ */
+#define EGRESS_SET \
+	F_STR("scope", R, 1, 16), \
+	F_STR("target", R, 1, 64), \
+	F_STRS("allow", R, EGRESS_ADDITIONS_MAX, 256)
+static const struct proto_field f_egress_set_front[] = {
+	FRONT_COMMON, EGRESS_SET, F_END
+};
+static const struct proto_field f_egress_set[] = { EGRESS_SET, F_END };
 
 /* hgctl's requests. */
 static const struct proto_field f_user_add[] = {
@@ -419,6 +431,15 @@ const struct proto_msg proto_msgs[] = {
 	    "the owner's terminal: `{}` with the pty master as an fd" },
 	{ "terminal_delete", FB, PM_IDENT, f_terminal, NULL,
 	    "end the owner's terminal (+ CSRF for cookies): `{}`" },
+	{ "egress_get", FB, PM_IDENT, f_front, NULL,
+	    "the egress allowlist and its additions (admin login session): "
+	    "`{allow, deny, ports, deny_nets, allow_nets, users: {NAME: [..]}, "
+	    "sessions: {ID: [..]}}`" },
+	{ "egress_set", FB, PM_IDENT, f_egress_set_front, NULL,
+	    "replace a user's (`scope` user, `target` the name) or a login "
+	    "session's (`scope` session, `target` its id) egress additions "
+	    "(admin login session + CSRF; audited `egress_allow`): `{scope, "
+	    "target, allow}`" },
 	{ "front_info", FB, PM_EVENT, f_front_info, NULL,
 	    "right after the hello: frontd's version and start (Unix seconds), "
 	    "shown by `hgctl status`, never trusted for anything" },
@@ -470,6 +491,10 @@ const struct proto_msg proto_msgs[] = {
 	{ "config", HB, 0, f_none, NULL,
 	    "`{source: \"brokerd\", pid, env_file, config: {NAME: value}}`, "
 	    "secrets masked" },
+	{ "egress_get", HB, 0, f_none, NULL,
+	    "as frontd's `egress_get`" },
+	{ "egress_set", HB, 0, f_egress_set, NULL,
+	    "as frontd's `egress_set` (audited with `by` hgctl)" },
 	{ "audit_replay", HB, 0, f_audit_replay, NULL,
 	    "up to 24 KiB of a recording from `offset`: `{data, next, eof}`" },
 

@@ -18,6 +18,8 @@
 #define HG_PROTO_VERSION 1
 #define IPC_MAX_MSG	(64 * 1024)
 #define IPC_MAX_FDS	4
+/* Domain patterns an admin may add to one user's or session's allowlist. */
+#define EGRESS_ADDITIONS_MAX	64
 
 /*
  * Socket names inside HOSTGATE_RUN_DIR. frontd's is in a directory of its

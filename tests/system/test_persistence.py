@@ -94,7 +94,7 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
     udata = read(users)
     assert ADMIN[1].encode() not in udata and USER[1].encode() not in udata
     # What it holds instead: hashes, one table per kind, a versioned schema.
-    assert store_rows(hg, "PRAGMA user_version") == [(1,)]
+    assert store_rows(hg, "PRAGMA user_version") == [(2,)]
     assert store_rows(hg, "PRAGMA journal_mode") == [("wal",)]
     h = hashlib.sha256(tok.encode()).hexdigest()
     assert store_rows(hg, "SELECT user FROM tokens WHERE hash = ?",

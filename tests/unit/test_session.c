@@ -549,7 +549,7 @@ test_persistence(void **state)
 	assert_int_equal(db_count(f, "sessions", "token_hash", hash), 1);
 	sha256_hex(f->bearer, strlen(f->bearer), hash);
 	assert_int_equal(db_count(f, "tokens", "hash", hash), 1);
-	assert_int_equal(db_sql(f, "PRAGMA user_version"), 1);
+	assert_int_equal(db_sql(f, "PRAGMA user_version"), 2);
 
 	reopen(f);
 	s = session_lookup(f->cookie);
@@ -970,7 +970,7 @@ test_corrupt(void **state)
 	open_fails(f, "schema version 99", NULL);
 
 	/* A row this code cannot have written. */
-	db_sql(f, "PRAGMA user_version = 1");
+	db_sql(f, "PRAGMA user_version = 2");
 	db_sql(f, "INSERT INTO sessions (id, token_hash, csrf_hash, user, "
 	    "created, last_seen, expires) VALUES ('nothex', 'a', 'b', 'u', "
 	    "1, 1, 99999999999)");
@@ -1010,6 +1010,122 @@ test_corrupt(void **state)
 	assert_int_equal(session_init(f->dir, 0, f->err, sizeof f->err), -1);
 }
 
+/* The schema of version 1, as brokerd wrote it before egress_allow. */
+static const char store_v1[] =
+	"CREATE TABLE sessions ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  token_hash TEXT NOT NULL UNIQUE,"
+	"  csrf_hash TEXT NOT NULL,"
+	"  user TEXT NOT NULL,"
+	"  created INTEGER NOT NULL,"
+	"  last_seen INTEGER NOT NULL,"
+	"  expires INTEGER NOT NULL,"
+	"  permission TEXT NOT NULL DEFAULT '',"
+	"  direct_until INTEGER NOT NULL DEFAULT 0"
+	") STRICT;"
+	"CREATE INDEX sessions_expires ON sessions (expires);"
+	"CREATE TABLE tokens ("
+	"  id TEXT PRIMARY KEY NOT NULL,"
+	"  hash TEXT NOT NULL UNIQUE,"
+	"  user TEXT NOT NULL,"
+	"  session_id TEXT NOT NULL DEFAULT '',"
+	"  created INTEGER NOT NULL"
+	") STRICT;"
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY NOT NULL,"
+	"  value INTEGER NOT NULL"
+	") STRICT;"
+	"PRAGMA user_version = 1;";
+
+/* Run several statements of SQL on the closed store (a new file too). */
+static void
+db_exec(struct fixture *f, const char *sql)
+{
+	sqlite3	*db;
+	char	*msg = NULL;
+
+	assert_int_equal(sqlite3_open_v2(f->path, &db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("%s: %s", sql, msg);
+	assert_int_equal(sqlite3_close(db), SQLITE_OK);
+}
+
+/*
+ * Step 2 of the schema: a store of version 1 (a session in it) gains the
+ * egress_allow column, its session none; additions are stored and come
+ * back; stored ones that are not patterns are left out at load.
+ */
+static void
+test_egress_migration(void **state)
+{
+	struct fixture		*f = *state;
+	struct session		*s;
+	struct json_object	*allow;
+	char			 hash[65], csrf[65], sql[1024];
+	const char		*id = "0123456789abcdef0123456789abcdef";
+
+	session_close();
+	assert_int_equal(unlink(f->path), 0);
+	db_exec(f, store_v1);
+	sha256_hex("cookie-of-bob", 13, hash);
+	sha256_hex("csrf-of-bob", 11, csrf);
+	snprintf(sql, sizeof sql, "INSERT INTO sessions (id, token_hash, "
+	    "csrf_hash, user, created, last_seen, expires, permission) VALUES "
+	    "('%s', '%s', '%s', 'bob', 1, 1, %lld, "
+	    "'workspace-write+allowlist')", id, hash, csrf,
+	    (long long)(now_wall_ms() / 1000 + 3600));
+	db_exec(f, sql);
+	assert_int_equal(db_sql(f, "PRAGMA user_version"), 1);
+
+	reopen(f);
+	s = session_by_id(id);
+	assert_non_null(s);
+	assert_string_equal(session_permission(s),
+	    "workspace-write+allowlist");
+	assert_null(s->egress_allow);
+	allow = json_tokener_parse("[\"pypi.org\", \"*.pythonhosted.org\"]");
+	assert_int_equal(session_set_egress(s, allow), 0);
+	session_close();
+	assert_int_equal(db_sql(f, "PRAGMA user_version"), 2);
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM sessions WHERE id = "
+	    "'%s' AND egress_allow = '[\"pypi.org\",\"*.pythonhosted.org\"]'",
+	    id);
+	assert_int_equal(db_sql(f, sql), 1);
+
+	reopen(f);
+	s = session_by_id(id);
+	assert_non_null(s);
+	assert_non_null(s->egress_allow);
+	assert_int_equal(json_object_array_length(s->egress_allow), 2);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(
+	    s->egress_allow, 1)), "*.pythonhosted.org");
+	/* An empty list is none. */
+	assert_int_equal(session_set_egress(s, json_object_new_array()), 0);
+	assert_null(s->egress_allow);
+	session_close();
+
+	/* Stored items that are not patterns are dropped, never widened. */
+	snprintf(sql, sizeof sql, "UPDATE sessions SET egress_allow = "
+	    "'[\"ok.example\", \"*\", 5, \"a b\"]' WHERE id = '%s' RETURNING 1",
+	    id);
+	assert_int_equal(db_sql(f, sql), 1);
+	reopen(f);
+	s = session_by_id(id);
+	assert_non_null(s);
+	assert_int_equal(json_object_array_length(s->egress_allow), 1);
+	assert_string_equal(json_object_get_string(json_object_array_get_idx(
+	    s->egress_allow, 0)), "ok.example");
+	session_close();
+	snprintf(sql, sizeof sql, "UPDATE sessions SET egress_allow = "
+	    "'not json' WHERE id = '%s' RETURNING 1", id);
+	assert_int_equal(db_sql(f, sql), 1);
+	reopen(f);
+	s = session_by_id(id);
+	assert_non_null(s);
+	assert_null(s->egress_allow);
+}
+
 int
 main(void)
 {
@@ -1039,6 +1155,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_egress_migration, setup,
+		    teardown),
 	};
 
 	log_init("test_session", 1);
