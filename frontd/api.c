@@ -21,7 +21,7 @@
 #define API_MAX_COMMAND		(32 * 1024)	/* fits one IPC message */
 #define API_MAX_OUTPUT		(16 * 1024 * 1024)
 #define API_RUN_TIMEOUT_MS	((api_conf->command_timeout_max + 30) * 1000)
-#define API_EGRESS_MAX		EGRESS_ADDITIONS_MAX /* as brokerd takes */
+#define API_EGRESS_MAX		EGRESS_ADDITIONS_MAX	/* brokerd's limit */
 #define API_EGRESS_LEN		255	/* "*." and a DNS name */
 
 /* A field a route's JSON body must have. */
