@@ -63,7 +63,7 @@ BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files egress
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
-	  workspace disk fileops files
+	  workspace disk fileops files egress
 HGCTL	= hgctl
 
 O	 = $(B)/obj
@@ -103,6 +103,12 @@ $(B)/hgctl: $(HGCTL_O) $(COMMON_O)
 $(BINS):
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The allowlist profiles' bridge, run inside the sandbox: libc alone.
+all: $(B)/hg-egress-bridge
+$(B)/hg-egress-bridge: $(O)/sandboxd/bridge.o
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
 
 # Unit tests: tests/unit/test_X.c links the module it tests and common/.
 $(B)/tests/test_log: $(O)/tests/unit/test_log.o $(COMMON_O)
@@ -191,7 +197,8 @@ SUBST	= sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 	  -e 's|@ENVFILE@|$(ENVFILE)|g' -e 's|@PKGDATADIR@|$(PKGDATADIR)|g' \
 	  -e 's|@VERSION@|$(HG_VERSION_STR)|g'
 HG_VERSION_STR = $(shell sed -n 's/^\#define HG_VERSION[ \t]*"\(.*\)"/\1/p' common/common.h)
-UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.service
+UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.service \
+	  hostgate-egressd.service
 MAN5	= hostgate.env.5
 MAN7	= hostgate.7
 MAN8	= frontd.8 brokerd.8 sandboxd.8 hgctl.8
@@ -218,6 +225,7 @@ install: all $(B)/hostgate.env
 		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7 \
 		$(DESTDIR)$(MANDIR)/man8
 	install -m 0755 $(B)/frontd $(B)/brokerd $(B)/sandboxd $(DESTDIR)$(SBINDIR)/
+	install -m 0755 $(B)/hg-egress-bridge $(DESTDIR)$(SBINDIR)/
 	install -m 0755 $(B)/hgctl $(DESTDIR)$(BINDIR)/
 	cp -R profiles/. $(DESTDIR)$(PKGDATADIR)/profiles/
 	cp -R frontd/web/dist/. $(DESTDIR)$(PKGDATADIR)/web/

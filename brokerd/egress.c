@@ -505,7 +505,7 @@ egress_log(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*d;
 	const char		*kind, *verdict, *reason, *host;
-	char			 why[1100], since[32];
+	char			 why[1400], since[32];
 	int64_t			 port = 0, since_ms = 0;
 	int			 allowed, summary;
 
@@ -543,11 +543,10 @@ egress_log(struct ipc_peer *p, struct ipc_msg *m)
 		json_object_object_add(d, "since",
 		    json_object_new_string(since));
 	}
-	/* The record's reason: the refusal's, or where it went. */
-	if (reason != NULL && !allowed)
-		snprintf(why, sizeof(why), "%s", reason);
-	else
-		snprintf(why, sizeof(why), "%s:%lld", host, (long long)port);
+	/* The record's reason: where it went, and why it was refused. */
+	snprintf(why, sizeof(why), "%s:%lld%s%s", host, (long long)port,
+	    reason != NULL && !allowed ? ": " : "",
+	    reason != NULL && !allowed ? reason : "");
 	audit_append(summary ? "egress_summary" : "egress",
 	    json_str(m->obj, "user"), json_str(m->obj, "session"), allowed,
 	    why, d, 0);

@@ -70,6 +70,8 @@ static void	sandbox_proc_exited(struct ipc_peer *, struct ipc_msg *);
 
 const struct ipc_handler sandbox_handlers[] = {
 	{ "proc_exited", sandbox_proc_exited },
+	/* egressd's connection log, relayed: audit records (egress.c) */
+	{ "egress_log", egress_log },
 	{ NULL, NULL }
 };
 

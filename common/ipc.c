@@ -114,6 +114,7 @@ static const struct {
 	{ ROLE_BROKERD, "brokerd" },
 	{ ROLE_SANDBOXD, "sandboxd" },
 	{ ROLE_HGCTL, "hgctl" },
+	{ ROLE_EGRESSD, "egressd" },
 };
 
 /* The name of one role (or of the first role of a mask). */

@@ -217,6 +217,49 @@ static const struct proto_field f_audit_replay[] = {
 };
 static const struct proto_field f_none[] = { F_END };
 
+/*
+ * The egress proxy's messages (sandboxd/egress.c, egressd): an admin's
+ * additions to the allowlist, replaced per user or session, and
+ * egressd's record of each connection (or a minute's summary).
+ */
+#define EGRESS_ITEMS	1024	/* patterns in one list */
+#define EGRESS_NAME_MAX	256	/* bytes of a pattern or host */
+static const struct proto_field f_egress_update[] = {
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_STR("scope", R, 1, 16),
+	F_STRS("allow", R, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_END
+};
+static const struct proto_field f_egress_log[] = {
+	F_STR("kind", R, 1, 16),
+	F_HEX("spawn", R, 16),
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_STR("host", R, 0, EGRESS_NAME_MAX),
+	F_INT("port", R, 0, 65535),
+	F_STR("addr", O, 0, 64),
+	F_STR("verdict", R, 1, 16),
+	F_STR("reason", O, 0, 512),
+	F_INT("bytes_up", R, 0, I64_MAX),
+	F_INT("bytes_down", R, 0, I64_MAX),
+	F_INT("duration_ms", R, 0, I64_MAX),
+	F_INT("count", R, 1, I64_MAX),
+	F_INT("since_ms", O, 0, I64_MAX),
+	F_END
+};
+static const struct proto_field f_egress_listen[] = {
+	F_HEX("spawn", R, 16),
+	F_USER("user", R),
+	F_HEX("session", O, 32),
+	F_STRS("allow_user", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_STRS("allow_session", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_END
+};
+static const struct proto_field f_egress_close[] = {
+	F_HEX("spawn", R, 16), F_END
+};
+
 /* brokerd's requests to sandboxd. */
 static const struct proto_field f_spawn[] = {
 	F_STR("kind", R, 1, 16),
@@ -236,6 +279,9 @@ static const struct proto_field f_spawn[] = {
 	F_INT("uid", O, 0, UID_MAX),
 	F_INT("gid", O, 0, UID_MAX),
 	F_INT("deadline_ms", O, 0, I64_MAX),
+	/* allowlist profiles: an admin's additions for the user, session */
+	F_STRS("egress_user", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
+	F_STRS("egress_session", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
 	F_END
 };
 /* A workspace file operation (sandboxd/files.c), path relative to it. */
@@ -277,6 +323,7 @@ static const struct proto_field r_health[] = {
 	F_OBJ("containment", O, NULL),
 	F_STR("version", O, 0, 64),
 	F_INT("started", O, 0, I64_MAX),
+	F_OBJ("egress", O, NULL),
 	F_END
 };
 static const struct proto_field r_spawn[] = {
@@ -345,6 +392,8 @@ static const struct proto_field f_event[] = {
 #define BS	ROLE_BROKERD, ROLE_SANDBOXD
 #define SB	ROLE_SANDBOXD, ROLE_BROKERD
 #define BF	ROLE_BROKERD, ROLE_FRONTD
+#define SE	ROLE_SANDBOXD, ROLE_EGRESSD
+#define ES	ROLE_EGRESSD, ROLE_SANDBOXD
 
 const struct proto_msg proto_msgs[] = {
 	/* frontd -> brokerd */
@@ -541,6 +590,32 @@ const struct proto_msg proto_msgs[] = {
 	    "a terminal's process ended (`oom`: the OOM killer ended it; "
 	    "`recording`: `{id, file, sha256, bytes, truncated, incomplete?, "
 	    "user, session}`): `{}`" },
+
+	/* the egress proxy: brokerd <-> sandboxd */
+	{ "egress_update", BS, PM_EVENT, f_egress_update, NULL,
+	    "an admin replaced the egress additions of a user (`scope` "
+	    "user) or a session (`scope` session): sandboxd passes it on to "
+	    "egressd, which applies it to every live listener of theirs" },
+	{ "egress_log", SB, PM_EVENT, f_egress_log, NULL,
+	    "egressd's record of one connection attempt (`kind` connect, "
+	    "`count` 1) or of a minute's folded attempts (`kind` summary, "
+	    "`since_ms`), passed on by sandboxd with the `user` and `session` "
+	    "it holds for `spawn`; brokerd writes the audit record" },
+
+	/* the egress proxy: sandboxd <-> egressd */
+	{ "egress_listen", SE, PM_EVENT | PM_FDS, f_egress_listen, NULL,
+	    "a spawn under an allowlist profile started: the listening "
+	    "socket its bridge reaches (one fd), with the admin additions of "
+	    "its user and session" },
+	{ "egress_close", SE, PM_EVENT, f_egress_close, NULL,
+	    "the spawn was reaped: close its listener and every connection "
+	    "of it" },
+	{ "egress_update", SE, PM_EVENT, f_egress_update, NULL,
+	    "brokerd's `egress_update`, passed on" },
+	{ "egress_log", ES, PM_EVENT, f_egress_log, NULL,
+	    "a connection attempt ended (`kind` connect; a refusal at once, "
+	    "an allowed one at close) or a minute's folded attempts of one "
+	    "(host, port, verdict) (`kind` summary): what brokerd audits" },
 
 	/* brokerd -> frontd */
 	{ "event", BF, PM_EVENT, f_event, NULL,

@@ -30,6 +30,9 @@
 #define SOCK_BROKER_FRONT	SOCK_FRONT_DIR "/broker.sock"	/* frontd -> brokerd */
 #define SOCK_BROKER_CONTROL	"broker-control.sock"	/* hgctl -> brokerd */
 #define SOCK_SANDBOX		"sandbox.sock"		/* brokerd -> sandboxd */
+/* egressd -> sandboxd: the one directory of egressd's jail */
+#define SOCK_EGRESS_DIR		"egress"
+#define SOCK_SANDBOX_EGRESS	SOCK_EGRESS_DIR "/sandbox.sock"
 
 /* Who is at the other end of a link. */
 enum ipc_role {
@@ -37,6 +40,7 @@ enum ipc_role {
 	ROLE_BROKERD = 1 << 1,
 	ROLE_SANDBOXD = 1 << 2,
 	ROLE_HGCTL = 1 << 3,
+	ROLE_EGRESSD = 1 << 4,
 };
 
 /* Error codes, mapped to HTTP statuses by frontd (frontd/api.c). */

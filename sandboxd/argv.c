@@ -1,6 +1,7 @@
 /*
- * String vectors for command lines and environments, and the one check
- * every path passes before it reaches a profile or a command line.
+ * String vectors for command lines and environments, the one check
+ * every path passes before it reaches a profile or a command line, and
+ * the names of the permission profiles.
  */
 #include <sys/types.h>
 
@@ -11,6 +12,51 @@
 
 #include "sandboxd.h"
 
+/* The profiles by name, in the order of enum permission. */
+static const char *const perm_names[] = {
+	"read-only", "workspace-write", "workspace-write+network",
+	"workspace-write+allowlist", "read-only+allowlist", NULL
+};
+
+/* The profile's name, or NULL. */
+const char *
+perm_name(enum permission perm)
+{
+	if ((unsigned)perm >= sizeof(perm_names) / sizeof(perm_names[0]) - 1)
+		return NULL;
+	return perm_names[perm];
+}
+
+/* The profile of a name: 0, or -1 when there is none of that name. */
+int
+perm_parse(const char *name, enum permission *perm)
+{
+	int	i;
+
+	for (i = 0; name != NULL && perm_names[i] != NULL; i++)
+		if (strcmp(name, perm_names[i]) == 0) {
+			*perm = (enum permission)i;
+			return 0;
+		}
+	return -1;
+}
+
+/* Whether a profile binds the workspace read-only. */
+int
+perm_read_only(enum permission perm)
+{
+	return perm == PERM_READ_ONLY || perm == PERM_READ_ONLY_ALLOW;
+}
+
+/* Whether a profile's only way out is the egress proxy. */
+int
+perm_allowlist(enum permission perm)
+{
+	return perm == PERM_WORKSPACE_WRITE_ALLOW ||
+	    perm == PERM_READ_ONLY_ALLOW;
+}
+
+/* An empty vector. */
 void
 strv_init(struct strv *sv)
 {

@@ -29,6 +29,7 @@ static struct {
 	int		 probed_once;
 	char		 bwrap[4096];	/* path of bwrap */
 	char		 docker[4096];	/* path of the docker CLI */
+	char		 bridge[4096];	/* hg-egress-bridge, next to sandboxd */
 } backend;
 
 static struct config	*backend_conf;
@@ -343,6 +344,37 @@ backend_load(struct config *conf)
 	return pol;
 }
 
+/*
+ * The bridge of the allowlist profiles is installed beside sandboxd
+ * (build/ in development, the install's sbin directory): found from
+ * sandboxd's own executable, as the spawner finds sandboxd itself.
+ */
+static void
+backend_find_bridge(void)
+{
+	char	exe[4096], *slash;
+	ssize_t	n;
+
+	backend.bridge[0] = '\0';
+	if ((n = readlink("/proc/self/exe", exe, sizeof(exe) - 1)) <= 0) {
+		log_warn("readlink /proc/self/exe");
+		return;
+	}
+	exe[n] = '\0';
+	if ((slash = strrchr(exe, '/')) == NULL)
+		return;
+	*slash = '\0';
+	snprintf(backend.bridge, sizeof(backend.bridge), "%s/%s", exe,
+	    EGRESS_BRIDGE_NAME);
+}
+
+/* The bridge binary's path ("" when sandboxd's own is unknown). */
+const char *
+backend_bridge(void)
+{
+	return backend.bridge;
+}
+
 /* Choose the backend the configuration asks for; load the policy. */
 void
 backend_init(struct config *conf)
@@ -351,6 +383,7 @@ backend_init(struct config *conf)
 	char		 why[256];
 
 	backend_conf = conf;
+	backend_find_bridge();
 	backend_which("bwrap", backend.bwrap, sizeof(backend.bwrap));
 	backend_which("docker", backend.docker, sizeof(backend.docker));
 	backend_policy = backend_load(conf);
@@ -466,7 +499,8 @@ backend_build_docker(struct spawn_spec *s, struct strv *argv,
 {
 	const char	*host;
 
-	if (backend_docker_ensure(s, err, errsz) == -1)
+	if (docker_refuse(s, err, errsz) == -1 ||
+	    backend_docker_ensure(s, err, errsz) == -1)
 		return -1;
 	if (docker_exec_argv(backend.docker, s, argv, err, errsz) == -1)
 		return -1;
@@ -511,6 +545,16 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 		snprintf(err, errsz, "the workspace-write+network profile needs "
 		    "slirp4netns (Debian package slirp4netns)");
 		return -1;
+	}
+	if (perm_allowlist(s->perm)) {
+		if (access(backend.bridge, X_OK) == -1) {
+			snprintf(err, errsz, "the %s profile needs %s: %s",
+			    perm_name(s->perm), backend.bridge[0] != '\0' ?
+			    backend.bridge : EGRESS_BRIDGE_NAME,
+			    strerror(errno));
+			return -1;
+		}
+		s->egress_bridge = backend.bridge;
 	}
 	if ((s->seccomp_fd = policy_bpf_fd(backend_policy, err, errsz)) == -1)
 		return -1;

@@ -108,13 +108,29 @@ bwrap_system(const char *root)
 
 #define BWRAP_TMP_SIZE	"268435456"	/* 256 MiB of tmpfs for /tmp */
 
+/*
+ * The allowlist profiles' environment: every tool that honours a proxy
+ * variable goes through the bridge; loopback stays direct.
+ */
+static const char *const bwrap_env_proxy[] = {
+	"HTTP_PROXY", EGRESS_PROXY_URL,
+	"HTTPS_PROXY", EGRESS_PROXY_URL,
+	"http_proxy", EGRESS_PROXY_URL,
+	"https_proxy", EGRESS_PROXY_URL,
+	"NO_PROXY", EGRESS_NO_PROXY,
+	"no_proxy", EGRESS_NO_PROXY,
+	"HOSTGATE_EGRESS", "proxy",
+	NULL
+};
+
 /* Append the environment: PATH, HOME, TERM, LANG, HOSTGATE_MODE, extras. */
 static void
 bwrap_env(const struct spawn_spec *s, struct strv *a)
 {
-	char *const	*e;
-	const char	*eq;
-	char		 name[128];
+	char *const		*e;
+	const char *const	*p;
+	const char		*eq;
+	char			 name[128];
 
 	/* Nothing of sandboxd's environment crosses into the sandbox. */
 	strv_add(a, "--clearenv");
@@ -149,6 +165,13 @@ bwrap_env(const struct spawn_spec *s, struct strv *a)
 		strv_add(a, name);
 		strv_add(a, eq + 1);
 	}
+	/* Last, so that no extra variable points the tools elsewhere. */
+	if (perm_allowlist(s->perm))
+		for (p = bwrap_env_proxy; *p != NULL; p += 2) {
+			strv_add(a, "--setenv");
+			strv_add(a, p[0]);
+			strv_add(a, p[1]);
+		}
 }
 
 /*
@@ -173,6 +196,15 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	}
 	if (s->argv == NULL || s->argv[0] == NULL) {
 		snprintf(err, errsz, "nothing to run");
+		return -1;
+	}
+	if (perm_allowlist(s->perm) && (s->egress_bridge == NULL ||
+	    s->egress_sock == NULL ||
+	    path_check("egress bridge", s->egress_bridge, err, errsz) == -1 ||
+	    path_check("egress socket", s->egress_sock, err, errsz) == -1)) {
+		if (s->egress_bridge == NULL || s->egress_sock == NULL)
+			snprintf(err, errsz, "the %s profile needs the egress "
+			    "bridge and socket", perm_name(s->perm));
 		return -1;
 	}
 
@@ -239,9 +271,22 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	strv_add(a, "--dir");
 	strv_add(a, "/var/tmp");
 	/* The workspace, last, so that it shows through /tmp if under it. */
-	strv_add(a, s->perm == PERM_READ_ONLY ? "--ro-bind" : "--bind");
+	strv_add(a, perm_read_only(s->perm) ? "--ro-bind" : "--bind");
 	strv_add(a, s->workspace);
 	strv_add(a, s->workspace);
+	/*
+	 * The allowlist profiles: no route out (the network namespace has
+	 * loopback alone, no /etc/resolv.conf or /etc/hosts); the bridge,
+	 * read-only, and the spawn's own socket to the egress proxy.
+	 */
+	if (perm_allowlist(s->perm)) {
+		strv_add(a, "--ro-bind");
+		strv_add(a, s->egress_bridge);
+		strv_add(a, EGRESS_BRIDGE_IN);
+		strv_add(a, "--bind");
+		strv_add(a, s->egress_sock);
+		strv_add(a, EGRESS_SOCK_IN);
+	}
 	/* What a caller adds: WSL2's masks, the probe's script. */
 	for (p = (const char *const *)s->extra; p != NULL && *p != NULL; p++)
 		strv_add(a, *p);
@@ -263,6 +308,16 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 		strv_addf(a, "%d", s->seccomp_fd);
 	}
 	strv_add(a, "--");
+	/*
+	 * The bridge listens on loopback, forks its relay and execs the
+	 * command: the command keeps its pid, terminal and exit status.
+	 */
+	if (perm_allowlist(s->perm)) {
+		strv_add(a, EGRESS_BRIDGE_IN);
+		strv_add(a, EGRESS_PORT);
+		strv_add(a, EGRESS_SOCK_IN);
+		strv_add(a, "--");
+	}
 	for (p = (const char *const *)s->argv; *p != NULL; p++)
 		strv_add(a, *p);
 	return 0;

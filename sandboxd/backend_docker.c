@@ -12,6 +12,21 @@
 
 #include "sandboxd.h"
 
+/*
+ * The allowlist profiles need the in-sandbox bridge and a per-spawn
+ * socket bound into the sandbox, which a shared container per user does
+ * not have: refused, never run with the container's network instead.
+ */
+int
+docker_refuse(const struct spawn_spec *s, char *err, size_t errsz)
+{
+	if (!perm_allowlist(s->perm))
+		return 0;
+	snprintf(err, errsz, "the %s profile is not available with the docker "
+	    "runtime", perm_name(s->perm));
+	return -1;
+}
+
 /* The container of a user and profile: hostgate-USER-{ro,rw,net}. */
 void
 docker_name(const char *user, enum permission perm, char *out, size_t outsz)
@@ -32,7 +47,8 @@ docker_create_argv(const char *docker, const char *image,
 {
 	char	name[128];
 
-	if (path_check("workspace", s->workspace, err, errsz) == -1)
+	if (docker_refuse(s, err, errsz) == -1 ||
+	    path_check("workspace", s->workspace, err, errsz) == -1)
 		return -1;
 	docker_name(s->user, s->perm, name, sizeof(name));
 	strv_add(a, docker);
@@ -50,7 +66,7 @@ docker_create_argv(const char *docker, const char *image,
 	strv_addf(a, "--network=%s",
 	    s->perm == PERM_WORKSPACE_WRITE_NET ? "bridge" : "none");
 	strv_addf(a, "--volume=%s:%s:%s", s->workspace, s->workspace,
-	    s->perm == PERM_READ_ONLY ? "ro" : "rw");
+	    perm_read_only(s->perm) ? "ro" : "rw");
 	strv_addf(a, "--workdir=%s", s->workspace);
 	strv_add(a, image);
 	strv_add(a, "sleep");
@@ -66,7 +82,8 @@ docker_exec_argv(const char *docker, const struct spawn_spec *s,
 	char *const	*p;
 	char		 name[128];
 
-	if (path_check("cwd", s->cwd, err, errsz) == -1)
+	if (docker_refuse(s, err, errsz) == -1 ||
+	    path_check("cwd", s->cwd, err, errsz) == -1)
 		return -1;
 	docker_name(s->user, s->perm, name, sizeof(name));
 	strv_add(a, docker);

@@ -359,6 +359,12 @@ macos_check_spec(const struct spawn_spec *s, const struct macos_opts *o,
 		snprintf(err, errsz, "macOS backend: not a sandboxed spawn");
 		return -1;
 	}
+	/* No in-sandbox bridge to the egress proxy under sandbox-exec. */
+	if (perm_allowlist(s->perm)) {
+		snprintf(err, errsz, "the %s profile is not available on macOS",
+		    perm_name(s->perm));
+		return -1;
+	}
 	if (o->tmpl == NULL) {
 		snprintf(err, errsz, "macOS backend: no profile template");
 		return -1;
@@ -446,7 +452,7 @@ macos_build(const struct spawn_spec *s, const struct macos_opts *o,
 		goto out;
 
 	c.terminal = s->kind == SPAWN_TERMINAL;
-	c.write = s->perm != PERM_READ_ONLY;
+	c.write = !perm_read_only(s->perm);
 	c.network = s->perm == PERM_WORKSPACE_WRITE_NET;
 	/* Read-only means nothing but the temp dir and /dev/null. */
 	c.nwritable = c.write ? writable.n : 0;

@@ -309,7 +309,7 @@ wsl_harden(const struct spawn_spec *s, const char *root,
 	if (wsl_masked(s->workspace, &masks)) {
 		if (path_check("workspace", s->workspace, err, errsz) == -1)
 			goto out;
-		strv_add(&a, s->perm == PERM_READ_ONLY ? "--ro-bind" :
+		strv_add(&a, perm_read_only(s->perm) ? "--ro-bind" :
 		    "--bind");
 		strv_add(&a, s->workspace);
 		strv_add(&a, s->workspace);
@@ -329,7 +329,7 @@ wsl_harden(const struct spawn_spec *s, const char *root,
 		}
 		if (wsl_mnt_check(p, err, errsz) == -1)
 			goto out;
-		strv_add(&a, s->perm == PERM_READ_ONLY ? "--ro-bind-try" :
+		strv_add(&a, perm_read_only(s->perm) ? "--ro-bind-try" :
 		    "--bind-try");
 		strv_add(&a, p);
 		strv_add(&a, p);

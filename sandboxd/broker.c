@@ -31,6 +31,7 @@ static void	broker_grant(struct ipc_peer *, struct ipc_msg *);
 static void	broker_kill_user(struct ipc_peer *, struct ipc_msg *);
 static void	broker_usage(struct ipc_peer *, struct ipc_msg *);
 static void	broker_file(struct ipc_peer *, struct ipc_msg *);
+static void	broker_egress_update(struct ipc_peer *, struct ipc_msg *);
 static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
@@ -48,6 +49,8 @@ const struct ipc_handler broker_handlers[] = {
 	{ "usage",	broker_usage },
 	/* a write's content arrives as a memfd (files.c) */
 	{ "file",	broker_file },
+	/* an admin's egress additions, passed on to egressd */
+	{ "egress_update", broker_egress_update },
 	{ NULL, NULL }
 };
 
@@ -97,6 +100,7 @@ broker_health(struct ipc_peer *p, struct ipc_msg *m)
 	    json_object_new_string(HG_VERSION));
 	json_object_object_add(res, "started",
 	    json_object_new_int64(broker_started));
+	json_object_object_add(res, "egress", egress_json());
 	ipc_reply(p, m, res, NULL, 0);
 }
 
@@ -210,12 +214,14 @@ broker_ids(struct ipc_msg *m, struct spawn_spec *s, char *err, size_t errsz)
 static void
 broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 {
-	struct json_object	*res, *o;
+	struct json_object	*res, *o, *eu = NULL, *es = NULL;
 	struct spawn_spec	 s;
 	struct strv		 argv, env, cmd, envp;
 	struct proc		*pr;
 	const char		*kind, *mode, *perm, *cwd;
 	char			 ws[4096], wd[4096], err[512];
+	char			 id[17], sock[4096];
+	int			 egress;
 	int64_t			 timeout = 60000, cap = 1048576;
 	int64_t			 cols = 80, rows = 24, deadline = 0;
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
@@ -255,13 +261,7 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed environment");
 		goto out;
 	}
-	if (strcmp(perm, "read-only") == 0)
-		s.perm = PERM_READ_ONLY;
-	else if (strcmp(perm, "workspace-write") == 0)
-		s.perm = PERM_WORKSPACE_WRITE;
-	else if (strcmp(perm, "workspace-write+network") == 0)
-		s.perm = PERM_WORKSPACE_WRITE_NET;
-	else {
+	if (perm_parse(perm, &s.perm) == -1) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown permission");
 		goto out;
 	}
@@ -298,11 +298,39 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 		s.uid = geteuid();
 		s.gid = getegid();
 	}
+	/*
+	 * An allowlist profile's only way out is egressd: without it the
+	 * spawn fails now, before anything is made or run.
+	 */
+	egress = s.mode == MODE_SANDBOX && perm_allowlist(s.perm);
+	if (egress && broker_conf->runtime == RUNTIME_DOCKER) {
+		docker_refuse(&s, err, sizeof(err));
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
+		goto out;
+	}
+	if (egress && !egress_up()) {
+		log_warnx("spawn refused: %s: egressd is not linked", perm);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "the %s profile is "
+		    "unavailable: the egress proxy (egressd) is not running",
+		    perm);
+		goto out;
+	}
 	if (broker_workspace(s.user, s.uid, s.gid, ws, sizeof(ws), err,
 	    sizeof(err)) == -1 || broker_cwd(&s, ws, cwd, wd, sizeof(wd), err,
 	    sizeof(err)) == -1) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		goto out;
+	}
+	if (egress) {
+		spawn_new_id(id);
+		s.id = id;
+		if (egress_spawn_open(id, s.user, s.session, s.uid, sock,
+		    sizeof(sock), err, sizeof(err)) == -1) {
+			ipc_reply_error(p, m, ERR_UNAVAILABLE, "the %s profile "
+			    "is unavailable: %s", perm, err);
+			goto out;
+		}
+		s.egress_sock = sock;
 	}
 	s.workspace = ws;
 	s.cwd = wd;
@@ -310,6 +338,8 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	s.env = env.v;
 	if (backend_build(&s, &cmd, &envp, err, sizeof(err)) == -1) {
 		/* Never a weaker backend: the spawn fails, with the reason. */
+		if (egress)
+			egress_spawn_end(id);
 		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
 		goto out;
 	}
@@ -319,8 +349,19 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	if (s.seccomp_fd != -1)
 		close(s.seccomp_fd);
 	if (pr == NULL) {
+		/* spawn_start's failure took the egress socket with it. */
 		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
 		goto out;
+	}
+	/*
+	 * The listener goes to egressd; should that fail, nobody accepts on
+	 * it and the bridge closes every connection: still no way out.
+	 */
+	if (egress) {
+		json_object_object_get_ex(m->obj, "egress_user", &eu);
+		json_object_object_get_ex(m->obj, "egress_session", &es);
+		if (egress_spawn_listen(id, eu, es, err, sizeof(err)) == -1)
+			log_warnx("spawn %s: %s", id, err);
 	}
 	if (s.kind == SPAWN_TERMINAL) {
 		res = json_object_new_object();
@@ -577,6 +618,29 @@ broker_list(struct ipc_peer *p, struct ipc_msg *m)
 	ipc_reply(p, m, res, NULL, 0);
 }
 
+/* brokerd's egress_update (checked by the table): on to egressd. */
+static void
+broker_egress_update(struct ipc_peer *p, struct ipc_msg *m)
+{
+	log_debug("egress update of %s (%s)", json_str(m->obj, "user"),
+	    json_str(m->obj, "scope"));
+	egress_update(m->obj);
+}
+
+/* egressd's egress_log, its user and session sandboxd's: to brokerd. */
+static void
+broker_egress_log(struct json_object *o)
+{
+	if (broker_peer == NULL) {
+		log_warnx("egress record of spawn %s lost: brokerd is not "
+		    "linked", json_str(o, "spawn"));
+		return;
+	}
+	if (ipc_send(broker_peer, json_object_get(o), NULL, 0) == -1)
+		log_warnx("egress record of spawn %s lost: brokerd's queue "
+		    "is full", json_str(o, "spawn"));
+}
+
 /* The answer to an exit event: nothing to do. */
 static void
 broker_event_ack(struct ipc_peer *p, struct ipc_msg *m, void *arg)
@@ -627,6 +691,7 @@ broker_init(struct event_base *base, struct config *conf, uid_t broker_uid,
 {
 	broker_conf = conf;
 	files_init(base, conf);
+	egress_log_sink(broker_egress_log);
 	broker_started = now_wall_ms() / 1000;
 	/* Rootless, the uid alone cannot tell brokerd from frontd's jail. */
 	ipc_server_admit(ipc_server_new(base, fd, ROLE_SANDBOXD, ROLE_BROKERD,

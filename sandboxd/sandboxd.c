@@ -144,6 +144,8 @@ main(int argc, char *argv[])
 	path = path_join(conf.run_dir, SOCK_SANDBOX);
 	fd = ipc_listen(path, uid, broker_gid, separate ? 0660 : 0600);
 	free(path);
+	/* egressd's socket, and the directory of each spawn's to it. */
+	egress_init(&conf);
 
 	if (!debug && daemon(0, 0) == -1)
 		fatal("daemon");
@@ -168,6 +170,7 @@ main(int argc, char *argv[])
 	record_init(sandboxd_base);
 	grant_init(sandboxd_base);
 	broker_init(sandboxd_base, &conf, broker_uid, fd);
+	egress_start(sandboxd_base);
 
 	priv_seccomp(&plan);
 	log_info("sandboxd %s ready", HG_VERSION);

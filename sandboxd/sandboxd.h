@@ -19,7 +19,18 @@ enum permission {
 	PERM_READ_ONLY,			/* "read-only" */
 	PERM_WORKSPACE_WRITE,		/* "workspace-write" (default) */
 	PERM_WORKSPACE_WRITE_NET,	/* "workspace-write+network" */
+	/* egress only through the proxy (egress.c, bridge.c) */
+	PERM_WORKSPACE_WRITE_ALLOW,	/* "workspace-write+allowlist" */
+	PERM_READ_ONLY_ALLOW,		/* "read-only+allowlist" */
 };
+
+/* Where the allowlist profiles put the bridge and its socket, inside. */
+#define EGRESS_BRIDGE_IN	"/run/hostgate/hg-egress-bridge"
+#define EGRESS_SOCK_IN		"/run/hostgate/egress.sock"
+#define EGRESS_PORT		"3128"
+#define EGRESS_PROXY_URL	"http://127.0.0.1:" EGRESS_PORT
+#define EGRESS_NO_PROXY		"localhost,127.0.0.1,::1"
+#define EGRESS_BRIDGE_NAME	"hg-egress-bridge"
 
 /* What brokerd approved; the backends turn it into a command line. */
 struct spawn_spec {
@@ -37,6 +48,10 @@ struct spawn_spec {
 	const char	 *tmpdir;	/* macOS: the per-spawn temp dir */
 	char *const	 *extra;	/* more bwrap arguments (WSL2, probe) */
 	int		  netgate;	/* bwrap waits for slirp4netns (spawn.c) */
+	const char	 *id;		/* the spawn's id when chosen before */
+	/* allowlist profiles: the bridge and the per-spawn socket, on the host */
+	const char	 *egress_bridge;
+	const char	 *egress_sock;
 	/* who it runs as: the user's own ids (root mode), else sandboxd's */
 	uid_t		  uid;
 	gid_t		  gid;
@@ -45,6 +60,14 @@ struct spawn_spec {
 };
 
 /* argv.c */
+/* The profile's name ("workspace-write+allowlist"...), or NULL. */
+const char *perm_name(enum permission);
+/* The profile of a name: 0, or -1 when there is none of that name. */
+int	 perm_parse(const char *, enum permission *);
+/* Whether a profile binds the workspace read-only. */
+int	 perm_read_only(enum permission);
+/* Whether a profile's only way out is the egress proxy. */
+int	 perm_allowlist(enum permission);
 void	 strv_init(struct strv *);
 void	 strv_add(struct strv *, const char *);
 void	 strv_addf(struct strv *, const char *, ...) HG_PRINTF(2, 3);
@@ -84,6 +107,8 @@ int	 wsl_launcher_argv(const char *distro, const char *dir,
 
 /* backend.c */
 void	 backend_init(struct config *);
+/* The bridge binary, next to sandboxd's own executable. */
+const char *backend_bridge(void);
 struct policy *backend_load(struct config *);
 /* Probe the backend now when the last probe is older than max_age_ms. */
 void	 backend_probe(int64_t max_age_ms);
@@ -105,6 +130,8 @@ int	 bwrap_build(const struct spawn_spec *, const char *bwrap,
 	    const char *root, struct strv *, char *err, size_t errsz);
 
 /* backend_docker.c */
+/* 0, or -1 and err for a profile the docker runtime cannot give. */
+int	 docker_refuse(const struct spawn_spec *, char *err, size_t errsz);
 void	 docker_name(const char *user, enum permission, char *, size_t);
 int	 docker_create_argv(const char *docker, const char *image,
 	    const struct spawn_spec *, struct strv *, char *err, size_t errsz);
@@ -119,6 +146,8 @@ int	 docker_exec_argv(const char *docker, const struct spawn_spec *,
 #define SPAWN_FSIZE	(1024L * 1024 * 1024)	/* largest file: 1 GiB */
 #define SPAWN_MAX_KEEP	4	/* fds passed to bwrap: 3, 4, 5, 6 */
 struct proc;
+/* A fresh spawn id: 16 hex digits. */
+void	 spawn_new_id(char id[17]);
 void	 spawn_init(struct event_base *, struct config *,
 	    void (*exit_cb)(struct proc *));
 struct proc *spawn_start(const struct spawn_spec *, const char *backend,
@@ -417,6 +446,40 @@ int	 files_pids(pid_t *, int max);
 int	 files_reaped(pid_t, int status);
 /* brokerd's connection went away: no answer goes to it. */
 void	 files_peer_gone(struct ipc_peer *);
+
+/* egress.c: the link to egressd and each allowlist spawn's socket */
+/*
+ * As root before the drop: RUN_DIR/proxy (swept) and RUN_DIR/egress, and
+ * listen on RUN_DIR/egress/sandbox.sock for egressd's uid alone.
+ */
+void	 egress_init(struct config *);
+/* Serve it on the loop, after the drop. */
+void	 egress_start(struct event_base *);
+/* {"ok", "reason"}: whether egressd is linked. */
+struct json_object *egress_json(void);
+/* Whether egressd is linked now. */
+int	 egress_up(void);
+/*
+ * For a spawn id (of user and session, or NULL): make RUN_DIR/proxy/
+ * ID.sock, listening, for uid; its path into path. 0, or -1 and err
+ * (nothing is left behind); -1 at once when egressd is not linked.
+ */
+int	 egress_spawn_open(const char *id, const char *user,
+	    const char *session, uid_t, char *path, size_t, char *err,
+	    size_t);
+/*
+ * The spawn started: hand its listening socket to egressd (egress_listen)
+ * with the admin additions (JSON arrays of strings, or NULL), and close
+ * sandboxd's copy. 0, or -1 and err.
+ */
+int	 egress_spawn_listen(const char *id, struct json_object *allow_user,
+	    struct json_object *allow_session, char *err, size_t);
+/* The spawn is gone (or never started): its socket goes, egress_close. */
+void	 egress_spawn_end(const char *id);
+/* brokerd's egress_update, passed on to egressd (not taken). */
+void	 egress_update(struct json_object *);
+/* Where egressd's egress_log goes on (broker.c). */
+void	 egress_log_sink(void (*)(struct json_object *));
 
 /* broker.c */
 void	 broker_init(struct event_base *, struct config *, uid_t broker_uid,

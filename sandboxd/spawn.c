@@ -121,22 +121,33 @@ spawn_find(const char *id)
 	return NULL;
 }
 
-/* Allocate a process-table entry with a fresh id. */
+/* A fresh spawn id: 16 hex digits. */
+void
+spawn_new_id(char id[17])
+{
+	unsigned char	 rnd[8];
+	int		 i;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		fatal("getrandom");
+	for (i = 0; i < 8; i++)
+		snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+}
+
+/* Allocate a process-table entry with the spec's id, or a fresh one. */
 static struct proc *
 spawn_proc_new(const struct spawn_spec *s, const char *backend)
 {
 	struct proc	*p;
-	unsigned char	 rnd[8];
-	int		 i;
 
 	if ((p = calloc(1, sizeof(*p))) == NULL ||
 	    (p->user = strdup(s->user)) == NULL ||
 	    (p->backend = strdup(backend)) == NULL)
 		fatal("%s", __func__);
-	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-		fatal("getrandom");
-	for (i = 0; i < 8; i++)
-		snprintf(p->id + 2 * i, 3, "%02x", rnd[i]);
+	if (s->id != NULL && strlen(s->id) == sizeof(p->id) - 1)
+		memcpy(p->id, s->id, sizeof(p->id));
+	else
+		spawn_new_id(p->id);
 	p->kind = s->kind;
 	p->mode = s->mode;
 	p->container = backend_container_json(s->user, s->perm);
@@ -195,6 +206,8 @@ spawn_proc_free(struct proc *p)
 	if (!p->exited)
 		spawn_discard(p->pid);
 	json_object_put(p->container);
+	/* An allowlist spawn's socket to the egress proxy goes with it. */
+	egress_spawn_end(p->id);
 	free(p->user);
 	free(p->backend);
 	free(p);

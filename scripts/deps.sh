@@ -5,11 +5,15 @@ set -e
 PKGS="build-essential pkg-config libevent-dev libjson-c-dev libseccomp-dev
 libcap-dev libssl-dev libargon2-dev libsqlite3-dev libcmocka-dev libwslay-dev libsystemd-dev bubblewrap
 slirp4netns btrfs-progs python3 python3-pytest python3-websocket openssl curl
-clang libclang-rt-dev"
+clang libclang-rt-dev iproute2 python3-pip git"
 # clang and its runtimes (libFuzzer, ASan, UBSan): make check runs the fuzz
 # targets (tests/fuzz/README.md).
 # btrfs-progs: mkfs.btrfs makes each user's workspace image (disk quotas,
 # docs/sandbox.md); a fresh Debian 12 has e2fsprogs but not it.
+# iproute2, python3-pip, git (and openssl, curl): the egress tests' network
+# namespace and veth pair, and the clients they run through egressd (pip
+# against a local index, git over HTTPS, curl; openssl makes the test CA).
+# egressd's resolver, evdns, is part of libevent.
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # make run: start hostgate on its embedded defaults, in the foreground.
 # Creates ./var and ./run, the service users when root, the first admin on
-# first start, and stops all three daemons on Ctrl-C or SIGTERM. It says
+# first start, and stops all four daemons on Ctrl-C or SIGTERM. It says
 # "up" only once /healthz answers 200 through the whole chain, and names the
 # daemon that failed, with its last log line, when that does not happen
-# within HG_RUN_TIMEOUT seconds (default 60). Each daemon's stderr goes to
+# within HG_RUN_TIMEOUT seconds (default 60); the up line says whether
+# sandboxd has linked to egressd, the egress proxy of the +allowlist
+# profiles (not part of /healthz). Each daemon's stderr goes to
 # RUN_DIR/NAME.log and is shown here as well.
 set -euo pipefail
 
@@ -19,7 +21,8 @@ if [ "$(id -u)" = 0 ]; then
 	scripts/users.sh
 	# The service users must reach the state and run directories after
 	# they drop root; a checkout under /root, say, is closed to them.
-	for u in hostgate-front hostgate-broker hostgate-sandbox; do
+	for u in hostgate-front hostgate-broker hostgate-sandbox \
+	    hostgate-egress; do
 		if ! setpriv --reuid="$u" --regid="$u" --clear-groups \
 		    test -x "$(dirname "$HOSTGATE_STATE_DIR")" -a \
 		    -x "$(dirname "$HOSTGATE_RUN_DIR")" 2>/dev/null; then
@@ -33,7 +36,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 # The daemons create the state directory with its owner and mode (and
 # refuse one whose owner or mode is wrong); the run directory is shared
-# by all three, made here when missing.
+# by all four, made here when missing.
 mkdir -p "$(dirname "$HOSTGATE_STATE_DIR")"
 [ -d "$HOSTGATE_RUN_DIR" ] || mkdir -p -m 0755 "$HOSTGATE_RUN_DIR"
 if [ -z "${HOSTGATE_ENV_FILE:-}" ] && [ -f .env ]; then
@@ -44,13 +47,14 @@ fi
 "$B/sandboxd" -n
 "$B/brokerd" -n
 "$B/frontd" -n
+"$B/egressd" -n
 
 timeout=${HG_RUN_TIMEOUT:-60}
 case $timeout in
 ''|*[!0-9]*|0) echo "run: HG_RUN_TIMEOUT=$timeout: not a number of seconds" >&2
 	exit 2 ;;
 esac
-daemons=(sandboxd brokerd frontd)
+daemons=(sandboxd brokerd frontd egressd)
 listen_file=$HOSTGATE_RUN_DIR/frontd.listen
 declare -A pid=()
 created=0 up=0 tailpid="" tick=""
@@ -186,8 +190,31 @@ while :; do
 	sleep 0.1
 done
 
+# egressd links to sandboxd on its own, in any order; what is left of the
+# deadline is its to do so. Linked: sandboxd's socket for it has an
+# accepted connection (state 03 in /proc/net/unix, which names an
+# accepted socket by its listener's path).
+egress_sock=$HOSTGATE_RUN_DIR/egress/sandbox.sock
+egress_linked() {
+	awk -v p="$egress_sock" '$6 == "03" &&
+	    substr($0, length($0) - length(p) + 1) == p { f = 1 }
+	    END { exit !f }' /proc/net/unix
+}
+egress=""
+while :; do
+	if egress_linked; then
+		egress="the egress proxy is linked: the +allowlist profiles are available"
+		break
+	fi
+	if ! kill -0 "${pid[egressd]}" 2>/dev/null || [ $SECONDS -ge $deadline ]; then
+		egress="the egress proxy (egressd) is not linked: the +allowlist profiles fail until it is; its last log line: $(last_line egressd)"
+		break
+	fi
+	sleep 0.1
+done
+
 up=1
-echo "run: hostgate is up on $scheme://$addr/ (Ctrl-C stops it)" >&2
+echo "run: hostgate is up on $scheme://$addr/ ($egress; Ctrl-C stops it)" >&2
 if [ $created = 1 ]; then
 	echo "run: created user admin, password: $shown" >&2
 	echo "run: it is shown only this once; change it with" \

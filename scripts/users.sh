@@ -1,6 +1,6 @@
 #!/bin/sh
 # Create hostgate's users when they are missing (idempotent; run as root):
-# the three service users the daemons drop to when started as root, and
+# the four service users the daemons drop to when started as root, and
 # hostgate-test, a regular unprivileged user the system tests run the
 # daemons as in "user" mode. None has a home or a login shell.
 set -eu
@@ -30,4 +30,5 @@ add_user() {
 add_user hostgate-front "hostgate HTTP front (frontd)" --system
 add_user hostgate-broker "hostgate broker (brokerd)" --system
 add_user hostgate-sandbox "hostgate sandbox spawner (sandboxd)" --system
+add_user hostgate-egress "hostgate egress proxy (egressd)" --system
 add_user hostgate-test "hostgate system tests"

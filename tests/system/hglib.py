@@ -22,19 +22,39 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.join(REPO, os.environ.get("HG_BUILD", "build"))
 PROFILES = os.path.join(REPO, "profiles")
-DAEMONS = ("sandboxd", "brokerd", "frontd")
-BINARIES = DAEMONS + ("hgctl",)
+
+
+def _built(name):
+    """Whether the Makefile builds $(B)/name: such a binary is required."""
+    try:
+        with open(os.path.join(REPO, "Makefile")) as f:
+            return "$(B)/%s" % name in f.read()
+    except OSError:
+        return False
+
+
+# egressd, the egress proxy, is started with the others; /healthz does
+# not depend on it, so tests that do not use egress pass without it.
+# hg-egress-bridge is no daemon: sandboxd finds it next to its own
+# executable, so it is copied into the same directory.
+EGRESSD = _built("egressd")
+DAEMONS = ("sandboxd", "brokerd", "frontd") + (("egressd",) if EGRESSD
+                                               else ())
+HELPERS = ("hg-egress-bridge",) if _built("hg-egress-bridge") else ()
+BINARIES = DAEMONS + ("hgctl",) + HELPERS
 
 SERVICE_USERS = {
     "frontd": "hostgate-front",
     "brokerd": "hostgate-broker",
     "sandboxd": "hostgate-sandbox",
+    "egressd": "hostgate-egress",
 }
 TEST_USER = "hostgate-test"
 
 SOCK_FRONT = "front/broker.sock"
 SOCK_CONTROL = "broker-control.sock"
 SOCK_SANDBOX = "sandbox.sock"
+SOCK_SANDBOX_EGRESS = "egress/sandbox.sock"
 LISTEN_FILE = "frontd.listen"
 
 IS_ROOT = os.geteuid() == 0
@@ -182,7 +202,7 @@ class Session:
 
 
 class Hostgate:
-    """One hostgate: three daemons in a private directory. frontd listens
+    """One hostgate: its daemons in a private directory. frontd listens
     on port 0 (HOSTGATE_LISTEN=127.0.0.1:0) and self.port is the port it
     reports in RUN_DIR/frontd.listen, learnt again at each start."""
 
@@ -248,6 +268,8 @@ class Hostgate:
             self.env["HOSTGATE_FRONT_USER"] = SERVICE_USERS["frontd"]
             self.env["HOSTGATE_BROKER_USER"] = SERVICE_USERS["brokerd"]
             self.env["HOSTGATE_SANDBOX_USER"] = SERVICE_USERS["sandboxd"]
+            if EGRESSD:
+                self.env["HOSTGATE_EGRESS_USER"] = SERVICE_USERS["egressd"]
         if tls:
             self.env["HOSTGATE_TLS_CERT"] = self.certfile
             self.env["HOSTGATE_TLS_KEY"] = self.keyfile
@@ -343,7 +365,8 @@ class Hostgate:
                 e, "running" if self.alive("brokerd") else "exited"))
 
     def start_all(self, wait=True):
-        """Start the three daemons; with wait, until /healthz says 200.
+        """Start the daemons; with wait, until /healthz says 200 (which
+        does not wait for egressd: see wait_egress).
         A failure keeps the directory and carries the logs."""
         for name in DAEMONS:
             self.start(name)
@@ -632,6 +655,22 @@ class Hostgate:
             dead = [n for n in DAEMONS if n in self.procs and not self.alive(n)]
             raise AssertionError("%s (exited: %s)" % (e, ", ".join(dead)
                                                        or "none"))
+
+    def wait_egress(self, session, timeout=15):
+        """Wait until sandboxd's link to egressd is up, as /api/status
+        shows it to session (egress.proxy.ok); returns that document."""
+        def linked():
+            r = session.get("/api/status")
+            doc = r.json() if r.status == 200 else {}
+            proxy = (doc.get("egress") or {}).get("proxy") or {}
+            return doc if proxy.get("ok") is True else None
+        try:
+            return wait_for(linked, timeout, what="/api/status with "
+                            "egress.proxy.ok")
+        except AssertionError as e:
+            raise AssertionError("%s (egressd %s)\n%s" % (
+                e, "running" if self.alive("egressd") else "not running",
+                self.log_text("egressd")[-3000:]))
 
     def wait_status(self, status, timeout=5):
         """Poll /healthz until it answers status; returns the Response."""

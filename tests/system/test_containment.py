@@ -133,7 +133,7 @@ def sandboxd_exe(hg):
 
 
 def daemon_pids(hg):
-    """{name: pid} of the three daemons and of every other process running
+    """{name: pid} of the daemons and of every other process running
     sandboxd's binary (the per-user spawners)."""
     out = {n: hg.pid(n) for n in hglib.DAEMONS}
     exe = sandboxd_exe(hg)

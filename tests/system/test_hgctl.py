@@ -126,7 +126,7 @@ def test_broker_user_may_use_control_socket_in_root_mode(shared):
 def test_other_users_may_not_use_control_socket(shared):
     if not hglib.IS_ROOT:
         pytest.skip("needs root to switch users")
-    others = ["hostgate-front", "hostgate-sandbox"]
+    others = ["hostgate-front", "hostgate-sandbox", "hostgate-egress"]
     if shared.mode == "root":
         others.append(hglib.TEST_USER)
     else:

@@ -28,14 +28,16 @@ import hglib
 PREFIX = "/usr"
 UNITDIR = PREFIX + "/lib/systemd/system"
 UNITS = ("hostgate-frontd.service", "hostgate-brokerd.service",
-         "hostgate-sandboxd.service")
+         "hostgate-sandboxd.service", "hostgate-egressd.service")
 MANPAGES = ("man5/hostgate.env.5", "man7/hostgate.7", "man8/frontd.8",
-            "man8/brokerd.8", "man8/sandboxd.8", "man8/hgctl.8")
+            "man8/brokerd.8", "man8/sandboxd.8", "man8/egressd.8",
+            "man8/hgctl.8")
 # The figures docs/operations.md gives; a unit that scores worse fails.
 EXPOSURE_MAX = {
     "hostgate-frontd.service": 2.0,
     "hostgate-brokerd.service": 2.5,
     "hostgate-sandboxd.service": 5.1,
+    "hostgate-egressd.service": 1.5,
 }
 
 
@@ -87,7 +89,9 @@ def unit_settings(path):
 
 def test_layout(dest):
     _, d = dest
-    for f in ("sbin/frontd", "sbin/brokerd", "sbin/sandboxd", "bin/hgctl"):
+    # The bridge next to sandboxd: sandboxd looks for it there.
+    for f in ("sbin/frontd", "sbin/brokerd", "sbin/sandboxd", "sbin/egressd",
+              "sbin/hg-egress-bridge", "bin/hgctl"):
         p = installed(d, PREFIX + "/" + f)
         assert os.access(p, os.X_OK), p
     share = installed(d, PREFIX + "/share/hostgate")
@@ -223,7 +227,7 @@ def tmpfiles_create(top, d):
         text = f.read()
     text = text.replace(" /var/", " " + root + "/var/").replace(
         " /run/", " " + root + "/run/")
-    assert text.count(root) == 3, text
+    assert text.count(root) == 4, text
     conf = os.path.join(top, "tmpfiles.conf")
     with open(conf, "w") as f:
         f.write(text)
@@ -254,6 +258,9 @@ def test_tmpfiles(dest):
         ("hostgate-sandbox", "hostgate-sandbox", 0o711)
     assert owner_mode(root + "/run/hostgate") == \
         ("hostgate-broker", "hostgate-front", 0o1770)
+    # What sandboxd makes too, so that egressd's unit has it to bind.
+    assert owner_mode(root + "/run/hostgate/egress") == \
+        ("hostgate-sandbox", "hostgate-sandbox", 0o711)
 
 
 def unit_wrap(settings):
@@ -292,11 +299,51 @@ def make_dirs_as_tmpfiles(state, run):
             (state, 0o711, broker.pw_uid, broker.pw_gid),
             (os.path.join(state, "workspaces"), 0o711, sandbox.pw_uid,
              sandbox.pw_gid),
-            (run, 0o1770, broker.pw_uid, front.gr_gid)):
+            (run, 0o1770, broker.pw_uid, front.gr_gid),
+            (os.path.join(run, "egress"), 0o711, sandbox.pw_uid,
+             sandbox.pw_gid)):
         if not os.path.isdir(path):
             os.mkdir(path)
         os.chown(path, uid, gid)
         os.chmod(path, mode)
+
+
+def unit_view(settings, paths, stage):
+    """A start prefix that gives a daemon its unit's view of the run and
+    state directories, as systemd would set it up: TemporaryFileSystem=
+    (read-only, mode 0755), BindReadOnlyPaths= inside it and
+    InaccessiblePaths=, with paths mapping the installed paths
+    (@RUNDIR@...) to this test's; settings on other paths are not
+    emulated. [] when the unit has none. stage: an empty directory."""
+    def mine(key):
+        out = []
+        for v in settings.get(key, []):
+            for item in v.split():
+                item = item.lstrip("-").split(":")[0]
+                for k, here in paths.items():
+                    if item.startswith(k):
+                        out.append(here + item[len(k):])
+        return out
+    tmpfs, binds, hidden = (mine("TemporaryFileSystem"),
+                            mine("BindReadOnlyPaths"),
+                            mine("InaccessiblePaths"))
+    if not tmpfs and not binds and not hidden:
+        return []
+    script = ["set -e"]
+    for i, b in enumerate(binds):
+        script.append('mkdir "%s/%d" && mount --bind "%s" "%s/%d"'
+                      % (stage, i, b, stage, i))
+    for t in tmpfs:
+        script.append('mount -t tmpfs -o mode=0755 tmpfs "%s"' % t)
+    for i, b in enumerate(binds):
+        script.append('mkdir -p "%s" && mount --move "%s/%d" "%s" && '
+                      'mount -o remount,bind,ro "%s"' % (b, stage, i, b, b))
+    for t in tmpfs:
+        script.append('mount -o remount,ro "%s"' % t)
+    for h in hidden:
+        script.append('mount -t tmpfs -o ro,mode=0000 tmpfs "%s"' % h)
+    script.append('exec "$@"')
+    return hglib.private_mounts("\n".join(script), "unit-view")
 
 
 def source_unit(name):
@@ -310,8 +357,11 @@ def as_units(hg, extra=None):
     make_dirs_as_tmpfiles(hg.state, hg.run)
     wraps = {}
     for name in hglib.DAEMONS:
-        wraps[name] = (extra or {}).get(name, []) + unit_wrap(
-            source_unit(name))
+        stage = os.path.join(hg.dir, "unit-view-" + name)
+        os.mkdir(stage, 0o700)
+        wraps[name] = (extra or {}).get(name, []) + unit_view(
+            source_unit(name), {"@RUNDIR@": hg.run, "@STATEDIR@": hg.state},
+            stage) + unit_wrap(source_unit(name))
     plain = hg.wrap
 
     def wrap(argv, as_user=None):
@@ -323,9 +373,23 @@ def as_units(hg, extra=None):
     hg.wrap = wrap
 
 
+def egress_linked(run):
+    """Whether sandboxd's socket for egressd has an accepted connection:
+    /proc/net/unix lists an accepted socket under its listener's path,
+    state 03 (connected)."""
+    path = os.path.join(run, hglib.SOCK_SANDBOX_EGRESS)
+    with open("/proc/net/unix") as f:
+        for line in f.read().splitlines()[1:]:
+            fields = line.split(None, 7)
+            if len(fields) == 8 and fields[5] == "03" and fields[7] == path:
+                return True
+    return False
+
+
 def test_started_as_service_users(hostgate_factory, mode):
-    """frontd and brokerd started directly as their service users (the
-    units' User=) and sandboxd as root: each accepts the others over
+    """frontd, brokerd and egressd started directly as their service users
+    (the units' User=; egressd with its unit's view of the run directory:
+    egress/ alone) and sandboxd as root: each accepts the others over
     SO_PEERCRED, and a login and a command go through."""
     if mode != "root":
         pytest.skip("root mode only: the service users")
@@ -339,6 +403,13 @@ def test_started_as_service_users(hostgate_factory, mode):
         assert st["Uid"].split() == [str(uid)] * 4, (name, st["Uid"])
     assert owner_mode(os.path.join(hg.run, hglib.SOCK_FRONT)) == \
         ("hostgate-broker", "hostgate-front", 0o660)
+    # egressd sees no other socket and no state, yet links to sandboxd.
+    with open("/proc/%d/mountinfo" % hg.pid("egressd")) as f:
+        mounts = [l.split()[4] for l in f.read().splitlines()]
+    assert hg.run in mounts and os.path.join(hg.run, "egress") in mounts \
+        and hg.state in mounts, mounts
+    hglib.wait_for(lambda: egress_linked(hg.run) and hg.alive("egressd"),
+                   15, what="egressd linked to sandboxd")
     hg.add_user(*hglib.ADMIN, admin=True)
     s = hg.login(*hglib.ADMIN)
     r = s.post("/api/run_command", {"command": "echo ok"})
@@ -467,11 +538,17 @@ def test_installed_service_runs(dest):
 
     try:
         for unit in ("hostgate-sandboxd.service", "hostgate-brokerd.service",
-                     "hostgate-frontd.service"):
+                     "hostgate-frontd.service", "hostgate-egressd.service"):
+            stage = os.path.join(top, "unit-view-" + unit)
+            os.mkdir(stage, 0o700)
+            view = unit_view(unit_settings(installed(d, UNITDIR + "/" + unit)),
+                             {"/run/hostgate": run,
+                              "/var/lib/hostgate": state}, stage)
             log = open(os.path.join(logs, unit + ".log"), "wb")
             procs[unit] = subprocess.Popen(
-                unit_argv(d, unit), env=env, cwd="/", stdin=subprocess.DEVNULL,
-                stdout=log, stderr=log, preexec_fn=lambda: os.umask(0o077))
+                view + unit_argv(d, unit), env=env, cwd="/",
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                preexec_fn=lambda: os.umask(0o077))
             log.close()
         listen = os.path.join(run, "frontd.listen")
         hglib.wait_for(lambda: alive() and os.path.exists(listen) and
@@ -516,7 +593,8 @@ def test_installed_service_runs(dest):
         # sandboxd has dropped to its own; the sockets let the right peers in.
         for unit, user in (("hostgate-frontd.service", "hostgate-front"),
                            ("hostgate-brokerd.service", "hostgate-broker"),
-                           ("hostgate-sandboxd.service", "hostgate-sandbox")):
+                           ("hostgate-sandboxd.service", "hostgate-sandbox"),
+                           ("hostgate-egressd.service", "hostgate-egress")):
             st = hglib.proc_status(procs[unit].pid)
             uid = pwd.getpwnam(user).pw_uid
             assert st["Uid"].split()[:3] == [str(uid)] * 3, (unit, st)
@@ -527,6 +605,8 @@ def test_installed_service_runs(dest):
             ("hostgate-broker", 0o600)
         assert owner_mode(run + "/sandbox.sock") == \
             ("hostgate-sandbox", "hostgate-broker", 0o660)
+        hglib.wait_for(lambda: alive() and egress_linked(run), 15,
+                       what="egressd linked to sandboxd")
 
         resp, body = post("/api/login", {"username": "alice",
                                          "password": "alice-password-1"})

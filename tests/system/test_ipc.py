@@ -46,6 +46,7 @@ def refused(hg, sock):
         return []
     ids = [(0, 0), hglib.account("hostgate-front"),
            hglib.account("hostgate-broker"), hglib.account("hostgate-sandbox"),
+           hglib.account("hostgate-egress"),
            hglib.account(hglib.TEST_USER)]
     ok = {allowed(hg, sock)[0]}
     if sock == hglib.SOCK_CONTROL:

@@ -79,6 +79,10 @@ spec(enum spawn_kind kind, enum permission perm)
 	s.env = env_extra;
 	s.term = kind == SPAWN_TERMINAL ? "xterm-256color" : NULL;
 	s.seccomp_fd = 3;
+	if (perm_allowlist(perm)) {
+		s.egress_bridge = "/usr/local/sbin/hg-egress-bridge";
+		s.egress_sock = "/run/hostgate/proxy/0123456789abcdef.sock";
+	}
 	return s;
 }
 
@@ -123,6 +127,135 @@ test_bwrap_goldens(void **state)
 	bwrap_golden("bwrap_command_network.argv", &s);
 	s = spec(SPAWN_TERMINAL, PERM_WORKSPACE_WRITE);
 	bwrap_golden("bwrap_terminal.argv", &s);
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE_ALLOW);
+	bwrap_golden("bwrap_command_allowlist.argv", &s);
+	s = spec(SPAWN_COMMAND, PERM_READ_ONLY_ALLOW);
+	bwrap_golden("bwrap_command_read_only_allowlist.argv", &s);
+}
+
+/* The value that follows name in a vector of --setenv triples, or NULL. */
+static const char *
+argv_env(const struct strv *a, const char *name)
+{
+	const char	*v = NULL;
+	size_t		 i;
+
+	for (i = 0; i + 2 < a->n; i++)
+		if (strcmp(a->v[i], "--setenv") == 0 &&
+		    strcmp(a->v[i + 1], name) == 0)
+			v = a->v[i + 2];	/* the last one wins in bwrap */
+	return v;
+}
+
+/* The allowlist profiles: no route out but the bridge and its socket. */
+static void
+test_bwrap_allowlist(void **state)
+{
+	static const char *const proxy_env[] = { "HTTP_PROXY", "HTTPS_PROXY",
+	    "http_proxy", "https_proxy", NULL };
+	static char		*env_hostile[] = { "http_proxy=http://evil:1",
+	    "NO_PROXY=*", NULL };
+	const char *const	*v;
+	struct spawn_spec	 s;
+	struct strv		 a;
+	char			 err[256];
+	int			 sep, ws, i;
+
+	for (i = 0; i < 2; i++) {
+		s = spec(SPAWN_COMMAND, i == 0 ? PERM_WORKSPACE_WRITE_ALLOW :
+		    PERM_READ_ONLY_ALLOW);
+		s.env = env_hostile;
+		strv_init(&a);
+		assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a,
+		    err, sizeof(err)), 0);
+		/* Loopback alone, no slirp4netns, no nested namespaces. */
+		assert_true(argv_index(&a, "--unshare-net") > 0);
+		assert_true(argv_index(&a, "--disable-userns") > 0);
+		assert_int_equal(argv_index(&a, "--block-fd"), -1);
+		assert_int_equal(argv_index(&a, "/etc/resolv.conf"), -1);
+		assert_int_equal(argv_index(&a, "/etc/hosts"), -1);
+		/* The workspace rw, or ro for the read-only twin. */
+		ws = argv_index(&a, "/srv/hostgate/workspaces/alice");
+		assert_string_equal(a.v[ws - 1], i == 0 ? "--bind" :
+		    "--ro-bind");
+		/* The bridge read-only, the socket at its fixed place. */
+		ws = argv_index(&a, "/run/hostgate/hg-egress-bridge");
+		assert_string_equal(a.v[ws - 2], "--ro-bind");
+		assert_string_equal(a.v[ws - 1],
+		    "/usr/local/sbin/hg-egress-bridge");
+		ws = argv_index(&a, "/run/hostgate/egress.sock");
+		assert_string_equal(a.v[ws - 2], "--bind");
+		assert_string_equal(a.v[ws - 1],
+		    "/run/hostgate/proxy/0123456789abcdef.sock");
+		/* The proxy variables win over the caller's extras. */
+		for (v = proxy_env; *v != NULL; v++)
+			assert_string_equal(argv_env(&a, *v),
+			    "http://127.0.0.1:3128");
+		assert_string_equal(argv_env(&a, "NO_PROXY"),
+		    "localhost,127.0.0.1,::1");
+		assert_string_equal(argv_env(&a, "no_proxy"),
+		    "localhost,127.0.0.1,::1");
+		assert_string_equal(argv_env(&a, "HOSTGATE_EGRESS"), "proxy");
+		/* The argv: the bridge, then the command verbatim. */
+		sep = argv_index(&a, "--");
+		assert_string_equal(a.v[sep + 1],
+		    "/run/hostgate/hg-egress-bridge");
+		assert_string_equal(a.v[sep + 2], "3128");
+		assert_string_equal(a.v[sep + 3], "/run/hostgate/egress.sock");
+		assert_string_equal(a.v[sep + 4], "--");
+		assert_string_equal(a.v[sep + 5], cmd_argv[0]);
+		assert_string_equal(a.v[sep + 7], cmd_argv[2]);
+		assert_null(a.v[sep + 8]);
+		strv_free(&a);
+
+		/* Without the bridge or the socket: refused, nothing built. */
+		s.egress_sock = NULL;
+		strv_init(&a);
+		assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a,
+		    err, sizeof(err)), -1);
+		assert_non_null(strstr(err, "needs the egress bridge"));
+		assert_int_equal(a.n, 0);
+		strv_free(&a);
+		s.egress_sock = "/run/hostgate/proxy/../x.sock";
+		strv_init(&a);
+		assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a,
+		    err, sizeof(err)), -1);
+		assert_int_equal(a.n, 0);
+		strv_free(&a);
+	}
+	/* The other profiles have none of it. */
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	strv_init(&a);
+	assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), 0);
+	assert_int_equal(argv_index(&a, "/run/hostgate/hg-egress-bridge"), -1);
+	assert_null(argv_env(&a, "HTTP_PROXY"));
+	strv_free(&a);
+}
+
+/* The profile names, both ways. */
+static void
+test_perm_names(void **state)
+{
+	static const char *const names[] = { "read-only", "workspace-write",
+	    "workspace-write+network", "workspace-write+allowlist",
+	    "read-only+allowlist", NULL };
+	enum permission	 p;
+	int		 i;
+
+	for (i = 0; names[i] != NULL; i++) {
+		assert_int_equal(perm_parse(names[i], &p), 0);
+		assert_string_equal(perm_name(p), names[i]);
+	}
+	assert_int_equal(perm_parse("read-only+network", &p), -1);
+	assert_int_equal(perm_parse("workspace-write+allowlist ", &p), -1);
+	assert_int_equal(perm_parse("", &p), -1);
+	assert_int_equal(perm_parse(NULL, &p), -1);
+	assert_null(perm_name((enum permission)5));
+	assert_true(perm_read_only(PERM_READ_ONLY_ALLOW));
+	assert_false(perm_read_only(PERM_WORKSPACE_WRITE_ALLOW));
+	assert_true(perm_allowlist(PERM_READ_ONLY_ALLOW));
+	assert_false(perm_allowlist(PERM_WORKSPACE_WRITE_NET));
 }
 
 /* The properties the goldens stand for, asserted one by one. */
@@ -246,6 +379,22 @@ test_docker_goldens(void **state)
 	assert_int_equal(docker_exec_argv("docker", &s, &a, err, sizeof(err)),
 	    -1);
 	strv_free(&a);
+
+	/* The allowlist profiles need the bridge: refused, nothing built. */
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE_ALLOW);
+	strv_init(&a);
+	assert_int_equal(docker_create_argv("docker", "debian:12-slim", &s, &a,
+	    err, sizeof(err)), -1);
+	assert_string_equal(err, "the workspace-write+allowlist profile is "
+	    "not available with the docker runtime");
+	assert_int_equal(docker_exec_argv("docker", &s, &a, err, sizeof(err)),
+	    -1);
+	assert_int_equal(a.n, 0);
+	s = spec(SPAWN_TERMINAL, PERM_READ_ONLY_ALLOW);
+	assert_int_equal(docker_refuse(&s, err, sizeof(err)), -1);
+	assert_string_equal(err, "the read-only+allowlist profile is not "
+	    "available with the docker runtime");
+	strv_free(&a);
 }
 
 /* path_check, the gate of every path. */
@@ -289,6 +438,8 @@ main(void)
 		cmocka_unit_test(test_bwrap_goldens),
 		cmocka_unit_test(test_bwrap_properties),
 		cmocka_unit_test(test_bwrap_hostile),
+		cmocka_unit_test(test_bwrap_allowlist),
+		cmocka_unit_test(test_perm_names),
 		cmocka_unit_test(test_docker_goldens),
 		cmocka_unit_test(test_path_check),
 		cmocka_unit_test(test_strv_join),

@@ -420,6 +420,16 @@ test_refusals(void **state)
 	assert_int_equal(macos_build(&s, &o, &argv, err, sizeof(err)), -1);
 	assert_non_null(strstr(err, "no profile template"));
 	o.tmpl = tmpl;
+	/* No bridge to the egress proxy under sandbox-exec: refused. */
+	s.perm = PERM_WORKSPACE_WRITE_ALLOW;
+	assert_int_equal(macos_build(&s, &o, &argv, err, sizeof(err)), -1);
+	assert_string_equal(err, "the workspace-write+allowlist profile is "
+	    "not available on macOS");
+	s.perm = PERM_READ_ONLY_ALLOW;
+	assert_int_equal(macos_build(&s, &o, &argv, err, sizeof(err)), -1);
+	assert_string_equal(err, "the read-only+allowlist profile is not "
+	    "available on macOS");
+	s.perm = PERM_WORKSPACE_WRITE;
 	for (i = 0; i < 33; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many),
 		    "%s/Users/p%d", i ? ":" : "", i);

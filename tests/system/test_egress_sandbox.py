@@ -1,0 +1,420 @@
+"""sandboxd's side of the allowlist profiles (workspace-write+allowlist,
+read-only+allowlist), with sandboxd alone: the test speaks brokerd's side
+of sandbox.sock and plays egressd on RUN_DIR/egress/sandbox.sock, so that
+no proxy is needed. With no egressd linked an allowlist spawn fails at once
+and nothing runs; with one, each spawn's listening socket reaches it in
+`egress_listen`, a curl inside the sandbox gets through the bridge to it,
+and `egress_close` follows the spawn's end. Inside: loopback alone, no
+resolver configuration, the proxy variables, the command keeps its pid and
+exit status, and the bridge goes with the command. The real proxy's end to
+end tests are elsewhere (test_egress*.py)."""
+
+import json
+import os
+import socket
+import stat
+import threading
+
+import pytest
+
+import hglib
+import policylib as pl
+
+RANGE0 = 1879048192
+UID = RANGE0 + 4301
+ALLOW = "workspace-write+allowlist"
+RO_ALLOW = "read-only+allowlist"
+UNAVAILABLE = ("the %s profile is unavailable: the egress proxy (egressd) "
+               "is not running")
+CANNED = b"through the bridge\n"
+
+
+@pytest.fixture(scope="module")
+def box(mode):
+    """sandboxd alone, and brokerd's side of its socket."""
+    hg = hglib.Hostgate(mode, name="egress-sbx")
+    hg.start("sandboxd")
+    fb = hglib.SandboxClient(hg)
+    try:
+        yield hg, fb
+    finally:
+        fb.close()
+        hg.cleanup()
+
+
+def ids(hg):
+    """The uid and gid brokerd would send (the range's, in root mode)."""
+    return {"uid": UID, "gid": UID} if hg.mode == "root" else {}
+
+
+def spawn_uid(hg):
+    return UID if hg.mode == "root" else hg.daemon_uid
+
+
+def egress_account(hg):
+    """Who egressd runs as: hostgate-egress, or the daemons' own uid."""
+    if hg.mode == "root":
+        return hglib.account("hostgate-egress")
+    return hg.run_as or (os.geteuid(), os.getegid())
+
+
+def connect_as(path, who):
+    """A SOCK_SEQPACKET connection to path made as who (uid, gid)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(20)
+    uid, gid = who
+    if uid != os.geteuid():
+        os.setegid(gid)
+        os.seteuid(uid)
+    try:
+        s.connect(path)
+    finally:
+        if os.geteuid() != os.getuid():
+            os.seteuid(os.getuid())
+            os.setegid(os.getgid())
+    return s
+
+
+class FakeEgressd:
+    """egressd's side of RUN_DIR/egress/sandbox.sock: the hello, then the
+    messages sandboxd sends (with their fds)."""
+
+    def __init__(self, hg, who=None):
+        path = os.path.join(hg.run, hglib.SOCK_SANDBOX_EGRESS)
+        self.s = connect_as(path, who or egress_account(hg))
+        self.s.send(hglib.hello("egressd"))
+        data, fds, _, _ = socket.recv_fds(self.s, 65536, 4)
+        assert json.loads(data).get("type") == "hello", data
+
+    def recv(self):
+        """(message, fds) of the next message; (None, []) at EOF."""
+        data, fds, _, _ = socket.recv_fds(self.s, 1 << 17, 4)
+        if not data:
+            return None, []
+        return hglib.ipc_decode(data), fds
+
+    def expect(self, type_):
+        """The next message, which must be of type_, and its fds."""
+        m, fds = self.recv()
+        assert m is not None and m.get("type") == type_, m
+        return m, fds
+
+    def send(self, **msg):
+        self.s.send(json.dumps(msg).encode())
+
+    def close(self):
+        self.s.close()
+
+
+def egress_health(fb):
+    res, err = fb.call("health")
+    assert err is None, err
+    return res["egress"]
+
+
+def linked(fb, up):
+    """Wait until sandboxd's health says the egressd link is up (or down)."""
+    return hglib.wait_for(lambda: egress_health(fb)["ok"] is up, 10,
+                          what="egress ok %s" % up)
+
+
+@pytest.fixture
+def egressd(box):
+    """A fake egressd, linked; unlinked again afterwards."""
+    hg, fb = box
+    fake = FakeEgressd(hg)
+    linked(fb, True)
+    try:
+        yield fake
+    finally:
+        fake.close()
+        linked(fb, False)
+
+
+def spawn(hg, fb, script, perm=ALLOW, **kw):
+    """(result, error, stdout, stderr) of one command run through sandboxd."""
+    fields = dict(kind="command", mode="sandbox", permission=perm,
+                  user="alice", argv=["/bin/sh", "-c", script],
+                  timeout_ms=20000, **ids(hg))
+    fields.update(kw)
+    res, err, got = fb.call_fds("spawn", **fields)
+    out = []
+    for fd in got:
+        os.lseek(fd, 0, os.SEEK_SET)
+        out.append(os.read(fd, 1 << 20).decode("utf-8", "replace"))
+        os.close(fd)
+    out += ["", ""]
+    return res, err, out[0], out[1]
+
+
+def proxy_dir(hg):
+    return os.path.join(hg.run, "proxy")
+
+
+def workspace(hg):
+    return os.path.join(pl.workspace_root(hg), "alice")
+
+
+def test_no_egressd_fails_closed(box):
+    """No egressd linked: the spawn fails at once with the reason, nothing
+    runs, no socket is left; health says why."""
+    hg, fb = box
+    h = egress_health(fb)
+    assert h == {"ok": False, "reason": "the egress proxy (egressd) is not "
+                 "running"}
+    marker = "ran-%d" % os.getpid()
+    for perm in (ALLOW, RO_ALLOW):
+        res, err, _, _ = spawn(hg, fb, "touch %s" % marker, perm=perm)
+        assert res is None
+        assert err == {"code": "unavailable", "message": UNAVAILABLE % perm}
+    assert not os.path.exists(os.path.join(workspace(hg), marker))
+    assert os.listdir(proxy_dir(hg)) == []
+    # The other profiles are not affected.
+    res, err, out, _ = spawn(hg, fb, "echo plain", perm="workspace-write")
+    assert err is None and out == "plain\n"
+
+
+def test_peer_checks(box):
+    """Only egressd's uid may link (root mode), and a new egressd replaces
+    the one linked before."""
+    hg, fb = box
+    st = os.stat(os.path.join(hg.run, "egress"))
+    sock = os.stat(os.path.join(hg.run, hglib.SOCK_SANDBOX_EGRESS))
+    pst = os.stat(proxy_dir(hg))
+    if hg.mode == "root":
+        assert stat.S_IMODE(st.st_mode) == 0o711
+        assert stat.S_IMODE(sock.st_mode) == 0o660
+        assert sock.st_gid == hglib.account("hostgate-egress")[1]
+        assert stat.S_IMODE(pst.st_mode) == 0o711
+        path = os.path.join(hg.run, hglib.SOCK_SANDBOX_EGRESS)
+        # brokerd's uid may not even reach the socket file...
+        with pytest.raises(PermissionError):
+            connect_as(path, hglib.account("hostgate-broker"))
+        # ...and root, past the file's mode, is not egressd's uid: closed.
+        s = connect_as(path, (0, 0))
+        try:
+            s.send(hglib.hello("egressd"))
+            assert s.recv(65536) == b""
+        except (BrokenPipeError, ConnectionResetError):
+            pass        # closed before the hello: refused all the same
+        s.close()
+        assert egress_health(fb)["ok"] is False
+        assert "refused egressd connection from uid 0" in \
+            hg.log_text("sandboxd")
+    else:
+        assert stat.S_IMODE(sock.st_mode) == 0o600
+    first = FakeEgressd(hg)
+    linked(fb, True)
+    second = FakeEgressd(hg)
+    # The first one's link is closed by sandboxd.
+    m, _ = first.recv()
+    assert m is None
+    assert egress_health(fb)["ok"] is True
+    first.close()
+    second.close()
+    linked(fb, False)
+
+
+def serve_one(fake, hits):
+    """egressd's part of one spawn: take its listener, accept the bridge's
+    connection, read a request, answer it; record what was seen."""
+    try:
+        m, fds = fake.expect("egress_listen")
+        hits["listen"] = m
+        assert len(fds) == 1
+        lsock = socket.socket(fileno=fds[0])
+        hits["sock_family"] = (lsock.family, lsock.type & 0xf)
+        lsock.settimeout(20)
+        conn, _ = lsock.accept()
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                12)
+        hits["bridge_pid"] = int.from_bytes(creds[:4], "little")
+        conn.settimeout(20)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+        hits["request"] = data
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n"
+                     b"Connection: close\r\n\r\n%s" % (len(CANNED), CANNED))
+        conn.close()
+        lsock.close()
+        m, _ = fake.expect("egress_close")
+        hits["close"] = m
+    except BaseException as e:  # reported by the main thread
+        hits["error"] = repr(e)
+
+
+def test_curl_through_bridge(box, egressd):
+    """A spawn's socket reaches egressd with its fd; curl inside goes
+    through the bridge to it; egress_close and the file's removal follow
+    the spawn's end; the bridge is gone with the command."""
+    hg, fb = box
+    hits = {}
+    t = threading.Thread(target=serve_one, args=(egressd, hits))
+    t.start()
+    script = ("curl -sS --max-time 15 http://example.test/where; "
+              "echo \" exit $?\"")
+    res, err, out, errout = spawn(
+        hg, fb, script, egress_user=["a.example"],
+        egress_session=["*.b.example"])
+    t.join(30)
+    assert "error" not in hits, hits
+    assert err is None, err
+    assert out == CANNED.decode() + " exit 0\n", (out, errout)
+    assert res["exit_code"] == 0
+    listen = hits["listen"]
+    assert listen["spawn"] == res["id"]
+    assert listen["user"] == "alice"
+    assert listen["allow_user"] == ["a.example"]
+    assert listen["allow_session"] == ["*.b.example"]
+    assert hits["sock_family"] == (socket.AF_UNIX, socket.SOCK_STREAM)
+    # curl used the proxy: the absolute form of the URL reached egressd.
+    assert hits["request"].startswith(
+        b"GET http://example.test/where HTTP/1.1\r\n"), hits["request"]
+    assert hits["close"] == {"type": "egress_close", "spawn": res["id"]}
+    assert os.listdir(proxy_dir(hg)) == []
+    # The bridge's relay, the peer of the connection, went with the spawn.
+    pid = hits["bridge_pid"]
+    assert pid > 0
+    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10,
+                   what="the bridge %d to go" % pid)
+
+
+def test_socket_owner_and_inside(box, egressd):
+    """While a spawn runs its socket is its uid's, 0600; inside there is
+    no route out, no resolver, the proxy environment; the command keeps
+    pid 2 (bwrap's init is 1) and its exit status; read-only twin."""
+    hg, fb = box
+    seen = {}
+
+    def watch():
+        try:
+            m, fds = egressd.expect("egress_listen")
+            path = os.path.join(proxy_dir(hg), m["spawn"] + ".sock")
+            st = os.stat(path)
+            seen["mode"] = stat.S_IMODE(st.st_mode)
+            seen["uid"] = st.st_uid
+            seen["sock"] = stat.S_ISSOCK(st.st_mode)
+            for fd in fds:
+                os.close(fd)
+            seen["close"], _ = egressd.expect("egress_close")
+        except BaseException as e:
+            seen["error"] = repr(e)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    probe = r"""
+import errno, json, os, socket
+r = {}
+def conn(addr, fam=socket.AF_INET):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.settimeout(5)
+    try:
+        s.connect(addr)
+        return "connected"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e))
+    finally:
+        s.close()
+r["direct"] = conn(("192.0.2.1", 80))
+r["direct6"] = conn(("2001:db8::1", 80), socket.AF_INET6)
+r["resolv"] = os.path.exists("/etc/resolv.conf")
+r["hosts"] = os.path.exists("/etc/hosts")
+r["env"] = {k: os.environ.get(k) for k in ("HTTP_PROXY", "HTTPS_PROXY",
+    "http_proxy", "https_proxy", "NO_PROXY", "no_proxy", "HOSTGATE_EGRESS")}
+r["ifaces"] = sorted(n for _, n in socket.if_nameindex())
+r["bridge"] = conn(("127.0.0.1", 3128))
+r["ppid"] = os.getppid()
+try:
+    open(os.path.join(os.environ["HOME"], "w"), "w").close()
+    r["write"] = "ok"
+except OSError as e:
+    r["write"] = errno.errorcode[e.errno]
+print(json.dumps(r))
+"""
+    script = "echo pid $$; python3 -c '%s'; exit 7" % probe.replace(
+        "'", "'\\''")
+    res, err, out, errout = spawn(hg, fb, script, perm=RO_ALLOW)
+    t.join(30)
+    assert "error" not in seen, seen
+    assert err is None, err
+    assert res["exit_code"] == 7, (out, errout)
+    first, _, rest = out.partition("\n")
+    assert first == "pid 2"
+    r = json.loads(rest)
+    assert r["direct"] == "ENETUNREACH", r
+    assert r["direct6"] in ("ENETUNREACH", "EADDRNOTAVAIL"), r
+    assert r["resolv"] is False and r["hosts"] is False
+    assert r["env"] == {
+        "HTTP_PROXY": "http://127.0.0.1:3128",
+        "HTTPS_PROXY": "http://127.0.0.1:3128",
+        "http_proxy": "http://127.0.0.1:3128",
+        "https_proxy": "http://127.0.0.1:3128",
+        "NO_PROXY": "localhost,127.0.0.1,::1",
+        "no_proxy": "localhost,127.0.0.1,::1",
+        "HOSTGATE_EGRESS": "proxy",
+    }
+    assert r["ifaces"] == ["lo"]
+    # The bridge listens (the test's egressd answers nothing here).
+    assert r["bridge"] == "connected"
+    # The shell was bwrap's child: the bridge exec'd it, no extra parent.
+    assert r["ppid"] == 2
+    assert r["write"] in ("EROFS", "EACCES")
+    assert seen["sock"] and seen["mode"] == 0o600
+    assert seen["uid"] == spawn_uid(hg)
+    assert seen["close"]["spawn"] == res["id"]
+    assert os.listdir(proxy_dir(hg)) == []
+
+
+def test_update_and_log_relayed(box, egressd):
+    """brokerd's egress_update reaches egressd; egressd's egress_log of a
+    spawn reaches brokerd with sandboxd's user and session, and a record
+    of a spawn egressd was never given is dropped."""
+    hg, fb = box
+    upd = {"type": "egress_update", "user": "alice", "scope": "user",
+           "allow": ["pypi.org", "*.pythonhosted.org"]}
+    fb.s.send(json.dumps(upd).encode())
+    m, _ = egressd.expect("egress_update")
+    assert {k: m[k] for k in upd} == upd
+
+    session = "ab" * 16
+    got = {}
+
+    def serve():
+        try:
+            m, fds = egressd.expect("egress_listen")
+            got["spawn"] = m["spawn"]
+            for fd in fds:
+                os.close(fd)
+            got["close"], _ = egressd.expect("egress_close")
+        except BaseException as e:
+            got["error"] = repr(e)
+
+    t = threading.Thread(target=serve)
+    t.start()
+    res, err, _, _ = spawn(hg, fb, "true", session=session)
+    t.join(30)
+    assert err is None and "error" not in got, (err, got)
+    rec = {"kind": "connect", "host": "evil.example", "port": 443,
+           "verdict": "refused", "reason": "not on the allowlist",
+           "bytes_up": 0, "bytes_down": 0, "duration_ms": 0, "count": 1}
+    # Of no spawn sandboxd gave egressd: dropped.
+    egressd.send(type="egress_log", spawn="0" * 16, user="alice", **rec)
+    # Egressd's word for the user is not taken.
+    egressd.send(type="egress_log", spawn=got["spawn"], user="mallory",
+                 **rec)
+    fb.s.settimeout(10)
+    while True:
+        data, fds, _, _ = socket.recv_fds(fb.s, 1 << 17, 4)
+        for fd in fds:
+            os.close(fd)
+        m = hglib.ipc_decode(data)
+        if m.get("type") == "egress_log":
+            break
+    assert m["spawn"] == got["spawn"]
+    assert m["user"] == "alice" and m["session"] == session
+    assert m["host"] == "evil.example" and m["verdict"] == "refused"
+    assert "id" not in m
