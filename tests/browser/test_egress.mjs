@@ -46,7 +46,10 @@ export default async function ({ hostgate, users, newPage, shot }) {
     items = await listed(page);
     return JSON.stringify(items) === JSON.stringify(GLOBAL.map((d) => [d, 'allow', 'everyone']));
   }, `the global domains (${JSON.stringify(items)})`);
-  await waitText(page.locator('#mode-popover [data-proxy="down"]'), /egress proxy is not running.*fail/);
+  await waitText(
+    page.locator('#mode-popover [data-proxy="down"]'),
+    /egress proxy.*not running: commands under this profile fail until it is back\./,
+  );
   await waitText(page.locator('#mode-popover [data-egress]'), /Ports 443, 80/);
   await shot(page, 'egress-popover');
   await page.keyboard.press('Escape');

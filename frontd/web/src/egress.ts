@@ -22,6 +22,12 @@ function failed(title: string, e: unknown): void {
   toast('error', title, e instanceof ApiError ? e.describe() : String(e));
 }
 
+// Why the proxy is down, as a sentence's start: the server's reason.
+function proxyDown(reason: string | null): string {
+  const r = reason?.trim().replace(/\.$/, '') || 'the egress proxy is not running';
+  return r.charAt(0).toUpperCase() + r.slice(1);
+}
+
 // The popover's part for an allowlist profile: the proxy's state, then the
 // allowed domains with their source, the ports and the denylist.
 export function egressSummary(e: Egress | undefined): HTMLElement {
@@ -37,11 +43,7 @@ export function egressSummary(e: Egress | undefined): HTMLElement {
         'p',
         { class: 'egress-warning', role: 'alert', attrs: { 'data-proxy': 'down' } },
         icon('alert'),
-        h('span', {
-          text:
-            'The egress proxy is not running: commands under this profile fail until it is back' +
-            (e.proxy.reason ? ` (${e.proxy.reason}).` : '.'),
-        }),
+        h('span', { text: `${proxyDown(e.proxy.reason)}: commands under this profile fail until it is back.` }),
       ),
     );
   }
