@@ -19,8 +19,8 @@ import hglib
 import policylib as pl
 
 STATUS_KEYS = {"user", "role", "auth", "runtime", "backend",
-               "execution_mode", "permission", "uid", "limits", "usage",
-               "usage_age_ms", "usage_reason", "containment"}
+               "execution_mode", "permission", "uid", "limits", "egress",
+               "usage", "usage_age_ms", "usage_reason", "containment"}
 
 
 BIG = bytes(range(256)) * 1200     # a 300 KiB static file
