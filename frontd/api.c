@@ -21,6 +21,8 @@
 #define API_MAX_COMMAND		(32 * 1024)	/* fits one IPC message */
 #define API_MAX_OUTPUT		(16 * 1024 * 1024)
 #define API_RUN_TIMEOUT_MS	((api_conf->command_timeout_max + 30) * 1000)
+#define API_EGRESS_MAX		EGRESS_ADDITIONS_MAX	/* brokerd's limit */
+#define API_EGRESS_LEN		255	/* "*." and a DNS name */
 
 /* A field a route's JSON body must have. */
 struct api_field {
@@ -70,6 +72,8 @@ static int	api_prepare_audit(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
 static int	api_prepare_token(struct http_request *,
 		    struct json_object *, struct json_object *, int *);
+static int	api_prepare_egress(struct http_request *,
+		    struct json_object *, struct json_object *, int *);
 
 static const struct api_field api_login_body[] = {
 	{ "username", json_type_string, 0 },
@@ -98,6 +102,10 @@ static const struct api_field api_permission_body[] = {
 };
 static const struct api_field api_mode_body[] = {
 	{ "mode", json_type_string, 0 },
+	{ NULL, 0, 0 }
+};
+static const struct api_field api_egress_body[] = {
+	{ "allow", json_type_array, 0 },
 	{ NULL, 0, 0 }
 };
 static const struct api_field api_terminal_body[] = {
@@ -133,6 +141,11 @@ static const struct api_route api_routes[] = {
 	{ "GET", "/api/admin/debug", "admin_debug", NULL, 200, NULL, NULL },
 	{ "GET", "/api/admin/recordings/*", "admin_recording", NULL, 200, NULL,
 	    api_prepare_recording },
+	{ "GET", "/api/admin/egress", "egress_get", NULL, 200, NULL, NULL },
+	{ "PUT", "/api/admin/egress/users/*", "egress_set", api_egress_body,
+	    200, NULL, api_prepare_egress },
+	{ "PUT", "/api/admin/egress/sessions/*", "egress_set",
+	    api_egress_body, 200, NULL, api_prepare_egress },
 	{ "GET", "/api/permission", "permission_get", NULL, 200, NULL, NULL },
 	{ "POST", "/api/permission", "permission_set", api_permission_body,
 	    200, NULL, NULL },
@@ -551,7 +564,8 @@ api_fields_copy(const struct api_field *fields, struct json_object *body,
 			snprintf(msg, msgsz, "\"%s\" %smust be a%s %s",
 			    f->name, f->optional ? "" : "is required and ",
 			    f->type == json_type_int ||
-			    f->type == json_type_object ? "n" : "",
+			    f->type == json_type_object ||
+			    f->type == json_type_array ? "n" : "",
 			    f->type == json_type_int ? "integer" :
 			    json_type_to_name(f->type));
 			return -1;
@@ -1073,6 +1087,70 @@ api_prepare_token(struct http_request *req, struct json_object *body,
 		return -1;
 	}
 	json_object_object_add(obj, "token", json_object_new_string(id));
+	return 0;
+}
+
+/*
+ * PUT /api/admin/egress/{users/NAME,sessions/ID}: the scope and target
+ * from the path, taken as they are (no percent-decoding: no user name or
+ * session id has a "%"), and the shape of "allow", a list of strings.
+ * brokerd checks the patterns and whether the target exists.
+ */
+static int
+api_prepare_egress(struct http_request *req, struct json_object *body,
+    struct json_object *obj, int *fd)
+{
+	static const char	 users[] = "/api/admin/egress/users/";
+	static const char	 sessions[] = "/api/admin/egress/sessions/";
+	struct json_object	*allow, *v;
+	const char		*target;
+	char			 msg[160];
+	size_t			 i, n;
+
+	if (strncmp(req->path, users, sizeof(users) - 1) == 0) {
+		target = req->path + sizeof(users) - 1;
+		if (!str_is_user_name(target)) {
+			http_reply_error(req, 400, ERR_BAD_REQUEST, "the path "
+			    "must end in a user name (a-z, 0-9, _ . -, at most "
+			    "32 bytes)", NULL);
+			return -1;
+		}
+		json_object_object_add(obj, "scope",
+		    json_object_new_string("user"));
+	} else {
+		target = req->path + sizeof(sessions) - 1;
+		if (!str_is_hex(target, 32)) {
+			http_reply_error(req, 400, ERR_BAD_REQUEST, "the path "
+			    "must end in a session id (32 hex digits)", NULL);
+			return -1;
+		}
+		json_object_object_add(obj, "scope",
+		    json_object_new_string("session"));
+	}
+	json_object_object_add(obj, "target", json_object_new_string(target));
+	/* api_take_body copied "allow", an array; its items are checked here. */
+	json_object_object_get_ex(obj, "allow", &allow);
+	if ((n = json_object_array_length(allow)) > API_EGRESS_MAX) {
+		snprintf(msg, sizeof(msg), "\"allow\" holds at most %d "
+		    "patterns", API_EGRESS_MAX);
+		http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		v = json_object_array_get_idx(allow, i);
+		if (!json_object_is_type(v, json_type_string) ||
+		    json_object_get_string_len(v) == 0 ||
+		    json_object_get_string_len(v) > API_EGRESS_LEN ||
+		    strlen(json_object_get_string(v)) !=
+		    (size_t)json_object_get_string_len(v)) {
+			snprintf(msg, sizeof(msg), "\"allow\" must hold "
+			    "domain patterns (\"name\" or \"*.suffix\"), "
+			    "strings of 1 to %d bytes without NUL",
+			    API_EGRESS_LEN);
+			http_reply_error(req, 400, ERR_BAD_REQUEST, msg, NULL);
+			return -1;
+		}
+	}
 	return 0;
 }
 

@@ -209,7 +209,8 @@ static const struct mcp_tool mcp_tools[] = {
 	    MODE_PERM_REQ "}", 1, tool_list_files },
 	{ "status", "Session status",
 	    "This session's constraints now: execution mode and its expiry, "
-	    "permission profile, backend, limits and usage.",
+	    "permission profile, backend, limits and usage, and the domains "
+	    "an allowlist profile may reach (egress).",
 	    tool_no_args,
 	    "{\"type\":\"object\",\"properties\":{},"
 	    "\"additionalProperties\":false}",
@@ -220,6 +221,10 @@ static const struct mcp_tool mcp_tools[] = {
 	    "\"execution_mode\":{\"type\":\"object\"},"
 	    "\"limits\":{\"type\":\"object\"},"
 	    "\"backend\":{},"
+	    "\"egress\":{\"type\":\"object\",\"properties\":{"
+	    "\"allow\":{\"type\":\"array\"},\"user\":{\"type\":\"array\"},"
+	    "\"session\":{\"type\":\"array\"},\"deny\":{\"type\":\"array\"},"
+	    "\"ports\":{\"type\":\"array\"},\"proxy\":{\"type\":\"object\"}}},"
 	    MODE_PERM_PROPS "}," MODE_PERM_REQ "}", 1, tool_status },
 	{ NULL, NULL, NULL, NULL, NULL, NULL, 0, NULL }
 };
@@ -850,7 +855,10 @@ tool_list_files(struct mcp_call *c, struct json_object *args)
 	    tool_list_done);
 }
 
-/* status's reply: mode, permission, expiry and limits. */
+/*
+ * status's reply: mode, permission, expiry and limits, and the egress
+ * allowlist (brokerd's "egress", passed on as it is).
+ */
 static void
 tool_status_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 {

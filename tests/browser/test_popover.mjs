@@ -21,7 +21,7 @@ export default async function ({ main, users, newPage, shot }) {
   check(JSON.stringify(bobCols) === '["permission"]', `user's columns: ${bobCols}`);
   check(!(await bobPage.locator('#mode-popover [data-value="direct"]').count()), 'no direct choice for a user');
   const helps = await bobPage.locator('#mode-popover [data-col=permission] .option-help').allTextContents();
-  check(helps.length === 3 && helps.every((t) => t.length > 10), `one-line explanations: ${helps}`);
+  check(helps.length === 5 && helps.every((t) => t.length > 10), `one-line explanations: ${helps}`);
   await shot(bobPage, 'popover-user');
 
   // An admin: two columns.
@@ -34,7 +34,8 @@ export default async function ({ main, users, newPage, shot }) {
   check(titles.join('|') === 'Permission|Execution Environment', `column titles: ${titles}`);
   const perms = await page.locator('#mode-popover [data-col=permission] .option-title').allTextContents();
   check(
-    perms.join('|') === 'Read-only|Workspace write|Workspace write + network',
+    perms.join('|') ===
+      'Read-only|Workspace write|Workspace write + network|Workspace write + allowlist|Read-only + allowlist',
     `permission choices: ${perms}`,
   );
   const envs = await page.locator('#mode-popover [data-col=execution] .option-title').allTextContents();
@@ -58,7 +59,7 @@ export default async function ({ main, users, newPage, shot }) {
   await waitFor(async () => (await modeLabel(page)) === 'Sandboxed · Workspace write', 'label Workspace write');
 
   // A click outside closes it.
-  await page.mouse.click(640, 500);
+  await page.mouse.click(1150, 400);
   await waitFor(async () => !(await page.locator('#mode-popover').count()), 'popover closed');
   await openPopover(page);
   await page.locator('#mode-popover [data-value="workspace-write"]').hover();

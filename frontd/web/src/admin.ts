@@ -1,10 +1,11 @@
 // Admin views: every login session with its mode and live countdown (and a
-// revert button), every terminal with its running state (and a kill
+// revert button and its allowed domains), every terminal with its running state (and a kill
 // button), the audit log with filters, and a debug page.
 
 import { ApiError, del, get, post, type AdminSession, type AuditRecord, type DebugInfo, type Limits } from './api';
 import { confirmDialog } from './dialog';
 import { h, icon, replace } from './dom';
+import { openEgressEditor } from './egress';
 import { countdown, dateTime, permissionLabel, uptime, usageLine } from './format';
 import { playButton } from './player';
 import { errorToast } from './popover';
@@ -39,6 +40,9 @@ const AUDIT_ACTIONS = [
   'admin_kill',
   'admin_refused',
   'admin_debug',
+  'egress',
+  'egress_summary',
+  'egress_allow',
   'csrf_refused',
   'auth_refused',
 ];
@@ -226,6 +230,17 @@ export class AdminView {
         attrs: { 'data-focus-key': `revert-${s.id}`, 'aria-label': `Revert ${s.user}'s session to sandboxed` },
         on: { click: () => void this.revert(s) },
       });
+      const domains = h('button', {
+        class: 'btn btn-small',
+        type: 'button',
+        text: 'Allowed domains',
+        attrs: {
+          'data-focus-key': `egress-${s.id}`,
+          'data-egress-edit': s.id,
+          'aria-label': `Allowed domains of ${s.user} and of the session ${shortId(s.id)}`,
+        },
+        on: { click: () => openEgressEditor(s) },
+      });
       return [
         h('span', { class: 'strong', text: s.user }),
         h('code', { text: shortId(s.id), title: s.id }),
@@ -242,7 +257,7 @@ export class AdminView {
             })
           : '—',
         ...(containers ? [s.container ? h('code', { text: s.container }) : '—'] : []),
-        h('span', { class: 'row-actions' }, this.auditLink(s), revert),
+        h('span', { class: 'row-actions' }, this.auditLink(s), domains, revert),
       ];
     });
     return table(

@@ -4,7 +4,34 @@
 // of the session finds it.
 
 export type Mode = 'sandbox' | 'direct';
-export type Permission = 'read-only' | 'workspace-write' | 'workspace-write+network';
+export type Permission =
+  | 'read-only'
+  | 'workspace-write'
+  | 'workspace-write+network'
+  | 'workspace-write+allowlist'
+  | 'read-only+allowlist';
+
+// The domains an allowlist profile may reach through the egress proxy: the
+// configured ones (allow), an admin's additions for the user and for this
+// session, the denylist that wins over them, the allowed ports, and whether
+// the proxy (egressd) is up.
+export interface Egress {
+  allow: string[];
+  user: string[];
+  session: string[];
+  deny: string[];
+  ports: number[];
+  proxy: { ok: boolean; reason: string | null };
+}
+
+// GET /api/admin/egress: the configuration and every admin addition.
+export interface AdminEgress {
+  allow: string[];
+  deny: string[];
+  ports: number[];
+  users: Record<string, string[]>;
+  sessions: Record<string, string[]>;
+}
 
 export interface ExecutionMode {
   mode: Mode;
@@ -61,6 +88,7 @@ export interface Status {
   usage?: Usage | null;
   usage_reason?: string | null;
   containment?: Record<string, unknown>;
+  egress?: Egress;
 }
 
 export interface LoginAnswer {
@@ -233,3 +261,4 @@ export const get = <T>(path: string): Promise<T> => api<T>('GET', path);
 export const post = <T>(path: string, body?: unknown): Promise<T> =>
   api<T>('POST', path, body ?? {});
 export const del = <T>(path: string): Promise<T> => api<T>('DELETE', path);
+export const put = <T>(path: string, body: unknown): Promise<T> => api<T>('PUT', path, body);

@@ -10,7 +10,7 @@
 import { ApiError, csrfToken, del, errorOf, get, noteRefusal } from './api';
 import { confirmDialog } from './dialog';
 import { h, icon, replace } from './dom';
-import { bytes, dateTime } from './format';
+import { bytes, dateTime, isReadOnly } from './format';
 import { errorToast } from './popover';
 import { store } from './state';
 import { toast } from './toast';
@@ -376,7 +376,7 @@ export class FilesPane {
   }
 
   private applyPermission(): void {
-    const ro = store.status?.permission === 'read-only';
+    const ro = isReadOnly(store.status?.permission);
     this.readOnly = ro;
     this.uploadBtn.disabled = ro;
     this.input.disabled = ro;

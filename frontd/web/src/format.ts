@@ -18,7 +18,27 @@ export const PERMISSIONS: { value: Permission; label: string; help: string }[] =
     label: 'Workspace write + network',
     help: 'Workspace write, plus outbound network access.',
   },
+  {
+    value: 'workspace-write+allowlist',
+    label: 'Workspace write + allowlist',
+    help: 'Workspace write; the network only through a proxy, to the allowed domains.',
+  },
+  {
+    value: 'read-only+allowlist',
+    label: 'Read-only + allowlist',
+    help: 'Read-only; the network only through a proxy, to the allowed domains.',
+  },
 ];
+
+// Whether a profile leaves the workspace read-only.
+export function isReadOnly(p: string | undefined): boolean {
+  return p === 'read-only' || p === 'read-only+allowlist';
+}
+
+// Whether a profile reaches the network through the egress proxy.
+export function isAllowlist(p: string | undefined): boolean {
+  return p !== undefined && p.endsWith('+allowlist');
+}
 
 export function permissionLabel(p: string): string {
   return PERMISSIONS.find((x) => x.value === p)?.label ?? p;

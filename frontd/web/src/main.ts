@@ -9,6 +9,7 @@ import { ApiError, get, post, setCsrfToken, setSessionLostHandler, type Status }
 import { usageLine } from './format';
 import { AdminView } from './admin';
 import { closeAgents, openAgents, refreshAgents } from './agents';
+import { closeEgressEditor } from './egress';
 import { h, icon } from './dom';
 import { startEvents, stopEvents } from './events';
 import { loginView } from './login';
@@ -219,6 +220,7 @@ function teardown(): void {
   stopEvents();
   clearToasts();
   closeAgents();
+  closeEgressEditor();
   if (app) {
     app.unsub();
     window.clearInterval(app.usageTimer);

@@ -8,7 +8,8 @@ import { ApiError, post, type ExecutionMode, type Permission } from './api';
 import { confirmDialog } from './dialog';
 import { h, icon, isTopTrap, replace, trapFocus } from './dom';
 import { revertToast } from './events';
-import { PERMISSIONS, clock, countdown, duration, permissionLabel } from './format';
+import { egressSummary } from './egress';
+import { PERMISSIONS, clock, countdown, duration, isAllowlist, permissionLabel } from './format';
 import { store } from './state';
 import { toast } from './toast';
 
@@ -38,6 +39,8 @@ async function choosePermission(p: Permission): Promise<void> {
   try {
     const r = await post<{ permission?: Permission }>('/api/permission', { permission: p });
     store.setPermission(r?.permission ?? p);
+    // The allowed domains and the proxy's state, as they are now.
+    if (isAllowlist(p)) store.refresh().catch(() => undefined);
     const info = PERMISSIONS.find((x) => x.value === p);
     toast('success', `Permission: ${permissionLabel(p)}`, info?.help, 'permission');
   } catch (e) {
@@ -215,12 +218,16 @@ export class ModeControl {
     });
     arrowKeys(permGroup);
     const permNote = h('p', { class: 'col-note' });
+    // Under an allowlist profile: the allowed domains and the proxy.
+    const egressBox = h('div', { class: 'egress-box', hidden: true });
+    let egressShown = '';
     const permCol = h(
       'section',
       { class: 'popover-col', attrs: { 'data-col': 'permission', 'aria-labelledby': 'perm-heading' } },
       h('h3', { id: 'perm-heading', class: 'col-title', text: 'Permission' }),
       permGroup,
       permNote,
+      egressBox,
     );
 
     // Execution Environment column (admin sessions only).
@@ -333,6 +340,14 @@ export class ModeControl {
           ? 'Direct mode runs commands outside the sandbox: the permission applies again when it ends.'
           : '';
       permNote.hidden = permNote.textContent === '';
+      // Drawn again only when it changed: the tick calls this 4 times a second.
+      const eg = isAllowlist(st.permission) ? JSON.stringify(st.egress ?? null) : '';
+      if (eg !== egressShown) {
+        egressShown = eg;
+        egressBox.hidden = eg === '';
+        if (eg === '') egressBox.replaceChildren();
+        else egressBox.replaceChildren(egressSummary(st.egress));
+      }
       status.textContent = st.backend.ok
         ? ''
         : `The sandbox is unavailable: ${st.backend.reason ?? 'no reason given'}. Nothing runs until it is back.`;
@@ -349,6 +364,8 @@ export class ModeControl {
       pop.querySelector<HTMLElement>('[role="radio"][aria-checked="true"]') ??
       pop.querySelector<HTMLElement>('[role="radio"]');
     first?.focus();
+    // The allowed domains may have changed since the last read (an admin).
+    if (isAllowlist(s.permission)) store.refresh().catch(() => undefined);
   }
 
   close(returnFocus = true): void {
