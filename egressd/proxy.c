@@ -364,7 +364,12 @@ conn_refuse(struct conn *c, enum refusal r, struct refusal_ctx *ctx)
 	size_t		 len;
 	int		 status = refusal_status(r);
 
-	/* A connect under way (the timeout's case) goes first. */
+	/* A lookup or a connect under way (a timeout's case) goes first. */
+	if (c->dnsreq != NULL) {
+		evdns_getaddrinfo_cancel(c->dnsreq);
+		c->dnsreq = NULL;
+	}
+	event_del(c->ev_step);
 	if (c->ev_conn != NULL) {
 		event_free(c->ev_conn);
 		c->ev_conn = NULL;
@@ -614,13 +619,19 @@ conn_connected(evutil_socket_t fd, short ev, void *arg)
 	conn_established(c, fd);
 }
 
-/* Connecting took EGRESS_CONNECT_TIMEOUT seconds: 504. */
+/*
+ * Resolving or connecting took EGRESS_CONNECT_TIMEOUT seconds: 502 for
+ * a name that did not resolve in time, 504 for a connect.
+ */
 static void
 conn_connect_timeout(evutil_socket_t fd, short ev, void *arg)
 {
 	struct conn	*c = arg;
 
-	conn_refuse_simple(c, REF_TIMEOUT, NULL);
+	if (c->state == CS_RESOLVE)
+		conn_refuse_simple(c, REF_RESOLVE, "timed out");
+	else
+		conn_refuse_simple(c, REF_TIMEOUT, NULL);
 }
 
 /* Try the next resolved address; none left: 502 with the last error. */
@@ -763,6 +774,7 @@ conn_resolve(struct conn *c)
 {
 	struct evutil_addrinfo			 hints;
 	struct evdns_getaddrinfo_request	*req;
+	struct timeval				 tv = { EGRESS_CONNECT_TIMEOUT, 0 };
 
 	c->state = CS_RESOLVE;
 	bufferevent_disable(c->bc, EV_READ);
@@ -781,6 +793,8 @@ conn_resolve(struct conn *c)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_protocol = IPPROTO_TCP;
+	/* DNS gets as long as a connect; conn_resolved starts it again. */
+	evtimer_add(c->ev_timeout, &tv);
 	c->resolving = 1;
 	req = evdns_getaddrinfo(proxy_policy->dns, c->req.host, NULL, &hints,
 	    conn_dns_cb, c);

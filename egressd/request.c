@@ -543,7 +543,9 @@ refusal_reason(enum refusal r, const struct refusal_ctx *c, char *buf,
 		snprintf(buf, bufsz, "denied network %s", c->cidr);
 		break;
 	case REF_RESOLVE:
-		snprintf(buf, bufsz, "does not resolve");
+		snprintf(buf, bufsz, "does not resolve%s%s",
+		    c->detail != NULL ? ": " : "",
+		    c->detail != NULL ? c->detail : "");
 		break;
 	case REF_CONNECT:
 		snprintf(buf, bufsz, "connect failed: %s", c->detail);

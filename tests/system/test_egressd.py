@@ -433,6 +433,24 @@ def test_update_and_close(proxy):
     hglib.wait_for(gone, 10, what="spawn B's listener closed")
 
 
+def test_session_update(proxy):
+    """egress_update of scope session reaches the listeners of that session
+    only: spawn A's (session SESSION) and not another's."""
+    sbx = proxy["sbx"]
+    req = b"GET http://other.test:%d/ HTTP/1.1\r\n\r\n" % proxy["port"]
+    sbx.send("egress_update", user="bob", session="cd" * 16,
+             scope="session", allow=["other.test"])
+    sbx.send("egress_update", user="bob", session=SESSION, scope="session",
+             allow=["*.other.test"])
+    refused(proxy, req)
+    sbx.send("egress_update", user="bob", session=SESSION, scope="session",
+             allow=["other.test"])
+    assert parse(ask(proxy["path"], req))[0] == 200
+    sbx.send("egress_update", user="bob", session=SESSION, scope="session",
+             allow=[])
+    refused(proxy, req)
+
+
 def test_connection_limit(spare):
     """A spawn's 65th open connection is refused with 503 at once; the
     others are untouched and egressd serves again once they close."""
