@@ -161,7 +161,7 @@ bridge_accept(int lfd)
 	}
 }
 
-/* Read into a direction's buffer once it is empty. -1: the source failed. */
+/* Read into a direction's buffer once it is empty; EOF or failure ends it. */
 static void
 bridge_read(int fd, struct half *h)
 {
@@ -321,6 +321,7 @@ bridge_detach(void)
 	}
 }
 
+/* Listen, start the relay, exec the command. */
 int
 main(int argc, char *argv[])
 {

@@ -58,6 +58,7 @@ static struct {
 	struct config	*conf;
 	struct ipc_peer	*peer;		/* the linked egressd, or NULL */
 	int		 fd;		/* sandbox.sock, listening, or -1 */
+	int		 separate;	/* spawns have uids of their own */
 	uid_t		 uid;		/* egressd's */
 	char		 why[256];	/* why egressd cannot link */
 	char		 proxy_dir[4096];
@@ -131,6 +132,7 @@ egress_init(struct config *conf)
 	eg.conf = conf;
 	eg.fd = -1;
 	separate = priv_separate(conf->sandbox_user);
+	eg.separate = separate;
 	if (separate)
 		priv_lookup(conf->sandbox_user, &uid, &gid);
 	snprintf(eg.proxy_dir, sizeof(eg.proxy_dir), "%s/proxy", conf->run_dir);
@@ -180,6 +182,35 @@ egress_start(struct event_base *base)
 	    egress_handlers, &egress_cbs, NULL);
 }
 
+/*
+ * Whether each spawn's uid can reach its socket by name: bwrap, as that
+ * uid, resolves the path it binds into the sandbox, so the run directory
+ * must let others through (1771 from tmpfiles.d; 0755 when sandboxd made
+ * it). When it does not, why (one uid for everything: always fine).
+ */
+static const char *
+egress_reachable(void)
+{
+	static char	 why[512];
+	struct stat	 st;
+
+	if (!eg.separate)
+		return NULL;
+	if (stat(eg.conf->run_dir, &st) == -1) {
+		snprintf(why, sizeof(why), "%s: %s", eg.conf->run_dir,
+		    strerror(errno));
+		return why;
+	}
+	if ((st.st_mode & S_IXOTH) == 0) {
+		snprintf(why, sizeof(why), "the run directory %s is mode %04o: "
+		    "the spawns' uids cannot reach their sockets in %s/proxy "
+		    "(give it o+x, as tmpfiles.d's 1771)", eg.conf->run_dir,
+		    (unsigned)(st.st_mode & 07777), eg.conf->run_dir);
+		return why;
+	}
+	return NULL;
+}
+
 /* Whether egressd is linked now. */
 int
 egress_up(void)
@@ -192,12 +223,17 @@ struct json_object *
 egress_json(void)
 {
 	struct json_object	*o;
+	const char		*why = NULL;
 
+	if (!egress_up())
+		why = eg.why[0] != '\0' ? eg.why :
+		    "the egress proxy (egressd) is not running";
+	else
+		why = egress_reachable();
 	o = json_object_new_object();
-	json_object_object_add(o, "ok", json_object_new_boolean(egress_up()));
-	json_object_object_add(o, "reason", egress_up() ? NULL :
-	    json_object_new_string(eg.why[0] != '\0' ? eg.why :
-	    "the egress proxy (egressd) is not running"));
+	json_object_object_add(o, "ok", json_object_new_boolean(why == NULL));
+	json_object_object_add(o, "reason", why != NULL ?
+	    json_object_new_string(why) : NULL);
 	return o;
 }
 
@@ -218,10 +254,16 @@ egress_spawn_open(const char *id, const char *user, const char *session,
 {
 	struct sockaddr_un	 sun;
 	struct egress_spawn	*e;
+	const char		*why;
 	int			 fd;
 
 	if (!egress_up()) {
 		snprintf(err, errsz, "%s", eg.why);
+		return -1;
+	}
+	if ((why = egress_reachable()) != NULL) {
+		log_warnx("egress: %s", why);
+		snprintf(err, errsz, "%s", why);
 		return -1;
 	}
 	if ((e = calloc(1, sizeof(*e))) == NULL)

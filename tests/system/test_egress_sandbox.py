@@ -13,6 +13,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 import threading
 
 import pytest
@@ -46,6 +47,12 @@ def box(mode):
     for p in (d, os.path.join(d, "0123456789abcdef.sock")):
         os.chown(p, *owner)
     os.chmod(d, 0o711 if mode == "root" else 0o700)
+    if mode == "root":
+        # The run directory as systemd-tmpfiles makes it: brokerd's, the
+        # front group's, others may pass through (not list).
+        os.chown(hg.run, *(hglib.account(hglib.SERVICE_USERS["brokerd"])[:1]
+                           + hglib.account(hglib.SERVICE_USERS["frontd"])[1:]))
+        os.chmod(hg.run, 0o1771)
     hg.start("sandboxd")
     fb = hglib.SandboxClient(hg)
     try:
@@ -71,11 +78,17 @@ def egress_account(hg):
     return hg.run_as or (os.geteuid(), os.getegid())
 
 
-def connect_as(path, who):
-    """A SOCK_SEQPACKET connection to path made as who (uid, gid)."""
+def connect_as(path, who, through_fd=False):
+    """A SOCK_SEQPACKET connection to path made as who (uid, gid); with
+    through_fd, by way of an fd of its directory opened first (egressd's
+    jail binds RUN_DIR/egress: it never passes through RUN_DIR itself)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     s.settimeout(20)
     uid, gid = who
+    dfd = None
+    if through_fd:
+        dfd = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY)
+        path = "/proc/self/fd/%d/%s" % (dfd, os.path.basename(path))
     if uid != os.geteuid():
         os.setegid(gid)
         os.seteuid(uid)
@@ -85,6 +98,8 @@ def connect_as(path, who):
         if os.geteuid() != os.getuid():
             os.seteuid(os.getuid())
             os.setegid(os.getgid())
+        if dfd is not None:
+            os.close(dfd)
     return s
 
 
@@ -94,7 +109,8 @@ class FakeEgressd:
 
     def __init__(self, hg, who=None):
         path = os.path.join(hg.run, hglib.SOCK_SANDBOX_EGRESS)
-        self.s = connect_as(path, who or egress_account(hg))
+        self.s = connect_as(path, who or egress_account(hg),
+                            through_fd=True)
         self.s.send(hglib.hello("egressd"))
         data, fds, _, _ = socket.recv_fds(self.s, 65536, 4)
         assert json.loads(data).get("type") == "hello", data
@@ -230,6 +246,30 @@ def test_peer_checks(box):
     linked(fb, False)
 
 
+def test_run_dir_closed(box, egressd):
+    """A run directory the spawns' uids cannot pass through (an old
+    tmpfiles.d's 1770): allowlist spawns fail at once, saying why, and
+    health says it too; nothing is left in RUN_DIR/proxy."""
+    hg, fb = box
+    if hg.mode != "root":
+        pytest.skip("one uid for everything: the run directory is its own")
+    os.chmod(hg.run, 0o1770)
+    try:
+        h = egress_health(fb)
+        res, err, _, _ = spawn(hg, fb, "true")
+    finally:
+        os.chmod(hg.run, 0o1771)
+    why = ("the run directory %s is mode 1770: the spawns' uids cannot "
+           "reach their sockets in %s/proxy (give it o+x, as tmpfiles.d's "
+           "1771)" % (hg.run, hg.run))
+    assert h == {"ok": False, "reason": why}
+    assert res is None and err == {
+        "code": "unavailable",
+        "message": "the %s profile is unavailable: %s" % (ALLOW, why)}
+    assert os.listdir(proxy_dir(hg)) == []
+    assert egress_health(fb) == {"ok": True, "reason": None}
+
+
 def serve_one(fake, hits):
     """egressd's part of one spawn: take its listener, accept the bridge's
     connection, read a request, answer it; record what was seen."""
@@ -276,7 +316,7 @@ def test_curl_through_bridge(box, egressd):
         hg, fb, script, egress_user=["a.example"],
         egress_session=["*.b.example"])
     t.join(30)
-    assert "error" not in hits, hits
+    assert "error" not in hits, (hits, err, out, errout)
     assert err is None, err
     assert out == CANNED.decode() + " exit 0\n", (out, errout)
     assert res["exit_code"] == 0
@@ -569,3 +609,66 @@ def egress_down(session):
     r = session.get("/api/status")
     proxy = (r.json().get("egress") or {}).get("proxy") or {}
     return proxy.get("ok") is False
+
+
+def bridge_in_netns(args, **kw):
+    """hg-egress-bridge ARGS in a network namespace of its own (loopback
+    up, nothing else), without bwrap: no pid namespace around it."""
+    bridge = os.path.join(hglib.BUILD, "hg-egress-bridge")
+    quoted = " ".join("'%s'" % a.replace("'", "'\\''") for a in args)
+    return subprocess.Popen(
+        ["unshare", "--net", "--", "sh", "-c",
+         "ip link set lo up && exec %s %s" % (bridge, quoted)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+@pytest.mark.skipif(not hglib.IS_ROOT, reason="a network namespace: root")
+def test_bridge_alone(tmp_path):
+    """The bridge by itself: bad arguments and a missing command fail as
+    a shell would; the command keeps the bridge's pid and exit status; and
+    with no pid namespace to end it, the relay still goes with the
+    command (its pidfd)."""
+    p = bridge_in_netns(["3128", "/x.sock", "sh"])
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 125 and "usage: hg-egress-bridge" in err
+    p = bridge_in_netns(["0", "/x.sock", "--", "true"])
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 125 and "bad port 0" in err
+    p = bridge_in_netns(["3128", "/x.sock", "--", "/nonexistent/cmd"])
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 127, err
+    assert "hg-egress-bridge: /nonexistent/cmd: No such file" in err
+
+    path = str(tmp_path / "e.sock")
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+    srv.settimeout(20)
+    p = bridge_in_netns(["3128", path, "--", "sh", "-c",
+                         "echo $$; curl -s --noproxy '' -x "
+                         "http://127.0.0.1:3128 http://example.test/; "
+                         "exit 5"])
+    conn, _ = srv.accept()
+    creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+    relay = int.from_bytes(creds[:4], "little")
+    conn.settimeout(20)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += conn.recv(4096)
+    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+                 b"Connection: close\r\n\r\nok\n")
+    conn.close()
+    out, err = p.communicate(timeout=20)
+    srv.close()
+    assert p.returncode == 5, err
+    # unshare execs sh, which execs the bridge, which execs the command:
+    # one process all along, the one Popen made.
+    assert out == "%d\nok\n" % p.pid, out
+
+    def relay_gone():
+        try:
+            with open("/proc/%d/stat" % relay) as f:
+                return f.read().rpartition(")")[2].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+    hglib.wait_for(relay_gone, 10, what="the relay %d to go" % relay)

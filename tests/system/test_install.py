@@ -257,7 +257,7 @@ def test_tmpfiles(dest):
     assert owner_mode(root + "/var/lib/hostgate/workspaces") == \
         ("hostgate-sandbox", "hostgate-sandbox", 0o711)
     assert owner_mode(root + "/run/hostgate") == \
-        ("hostgate-broker", "hostgate-front", 0o1770)
+        ("hostgate-broker", "hostgate-front", 0o1771)
     # What sandboxd makes too, so that egressd's unit has it to bind.
     assert owner_mode(root + "/run/hostgate/egress") == \
         ("hostgate-sandbox", "hostgate-sandbox", 0o711)
@@ -299,7 +299,7 @@ def make_dirs_as_tmpfiles(state, run):
             (state, 0o711, broker.pw_uid, broker.pw_gid),
             (os.path.join(state, "workspaces"), 0o711, sandbox.pw_uid,
              sandbox.pw_gid),
-            (run, 0o1770, broker.pw_uid, front.gr_gid),
+            (run, 0o1771, broker.pw_uid, front.gr_gid),
             (os.path.join(run, "egress"), 0o711, sandbox.pw_uid,
              sandbox.pw_gid)):
         if not os.path.isdir(path):
