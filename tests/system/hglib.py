@@ -376,7 +376,26 @@ class Hostgate:
             except AssertionError as e:
                 self.failed = True
                 raise AssertionError("%s\n%s" % (e, self.logs())) from None
+            self.wait_egress_settled()
         return self
+
+    def egress_linked(self):
+        """Whether egressd is linked to sandboxd: sandboxd's socket for it
+        has an accepted connection (/proc/net/unix names an accepted
+        socket by its listener's path; state 03 is connected)."""
+        return egress_linked(self.run)
+
+    def wait_egress_settled(self, timeout=10):
+        """Wait until egressd has linked to sandboxd or has exited, so that
+        what a test looks at in it is past its start-up. Never fails:
+        egressd is no part of /healthz, and a test that needs it says so
+        itself (wait_egress)."""
+        if "egressd" not in self.procs:
+            return
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: self.egress_linked() or
+                     not self.alive("egressd"), timeout,
+                     what="egressd linked or gone")
 
     def pid(self, name):
         return self.procs[name].pid
@@ -719,6 +738,17 @@ class Hostgate:
             return out
         finally:
             s.close()
+
+
+def egress_linked(run_dir):
+    """Whether RUN_DIR/egress/sandbox.sock has an accepted connection."""
+    path = os.path.join(run_dir, SOCK_SANDBOX_EGRESS)
+    with open("/proc/net/unix") as f:
+        for line in f.read().splitlines()[1:]:
+            fields = line.split(None, 7)
+            if len(fields) == 8 and fields[5] == "03" and fields[7] == path:
+                return True
+    return False
 
 
 def _complete(data):

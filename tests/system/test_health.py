@@ -54,6 +54,21 @@ def test_start_order_does_not_matter(hostgate_factory):
     assert_healthy_doc(hg.health().json())
 
 
+def test_healthy_without_egressd(hostgate_factory):
+    """egressd is not part of /healthz's chain: with it stopped at start-up
+    (its hosts file is missing), /healthz says 200 and a command runs under
+    the default profile."""
+    if "egressd" not in hglib.DAEMONS:
+        pytest.skip("no egressd in this build")
+    hg = hostgate_factory(env={"HOSTGATE_EGRESS_HOSTS": "/nonexistent/h"})
+    assert hg.procs["egressd"].wait(10) == 1, hg.log_text("egressd")
+    assert "HOSTGATE_EGRESS_HOSTS=/nonexistent/h" in hg.log_text("egressd")
+    assert_healthy_doc(hg.wait_chain().json())
+    r = hg.login(*hglib.ADMIN).post("/api/run_command",
+                                    {"command": "echo ok"})
+    assert r.status == 200 and r.json()["stdout"] == "ok\n", r
+
+
 def test_sandboxd_killed_and_restarted(hostgate_factory):
     hg = hostgate_factory()
     s = hg.login(*hglib.ADMIN)

@@ -373,19 +373,6 @@ def as_units(hg, extra=None):
     hg.wrap = wrap
 
 
-def egress_linked(run):
-    """Whether sandboxd's socket for egressd has an accepted connection:
-    /proc/net/unix lists an accepted socket under its listener's path,
-    state 03 (connected)."""
-    path = os.path.join(run, hglib.SOCK_SANDBOX_EGRESS)
-    with open("/proc/net/unix") as f:
-        for line in f.read().splitlines()[1:]:
-            fields = line.split(None, 7)
-            if len(fields) == 8 and fields[5] == "03" and fields[7] == path:
-                return True
-    return False
-
-
 def test_started_as_service_users(hostgate_factory, mode):
     """frontd, brokerd and egressd started directly as their service users
     (the units' User=; egressd with its unit's view of the run directory:
@@ -397,19 +384,19 @@ def test_started_as_service_users(hostgate_factory, mode):
     hg = hostgate_factory(start=False)
     as_units(hg)
     hg.start_all()
+    # egressd sees no other socket and no state, yet links to sandboxd.
+    hglib.wait_for(lambda: hg.egress_linked() and hg.alive("egressd"),
+                   15, what="egressd linked to sandboxd")
     for name in hglib.DAEMONS:
         uid = pwd.getpwnam(hglib.SERVICE_USERS[name]).pw_uid
         st = hglib.proc_status(hg.pid(name))
         assert st["Uid"].split() == [str(uid)] * 4, (name, st["Uid"])
     assert owner_mode(os.path.join(hg.run, hglib.SOCK_FRONT)) == \
         ("hostgate-broker", "hostgate-front", 0o660)
-    # egressd sees no other socket and no state, yet links to sandboxd.
     with open("/proc/%d/mountinfo" % hg.pid("egressd")) as f:
         mounts = [l.split()[4] for l in f.read().splitlines()]
     assert hg.run in mounts and os.path.join(hg.run, "egress") in mounts \
         and hg.state in mounts, mounts
-    hglib.wait_for(lambda: egress_linked(hg.run) and hg.alive("egressd"),
-                   15, what="egressd linked to sandboxd")
     hg.add_user(*hglib.ADMIN, admin=True)
     s = hg.login(*hglib.ADMIN)
     r = s.post("/api/run_command", {"command": "echo ok"})
@@ -463,7 +450,7 @@ def test_syscalls_within_unit_filter(hostgate_factory, mode):
     assert s.get("/api/status").status == 200
     assert s.post("/api/logout").status == 200
     if "egressd" in traces:
-        hglib.wait_for(lambda: egress_linked(hg.run), 15,
+        hglib.wait_for(lambda: hg.egress_linked(), 15,
                        what="egressd linked to sandboxd")
     # strace does not pass SIGTERM on: stop the daemons it traces.
     for n in traces:
@@ -596,6 +583,8 @@ def test_installed_service_runs(dest):
                 c.close()
 
         hglib.wait_for(healthy, 30, what="/healthz 200")
+        hglib.wait_for(lambda: alive() and hglib.egress_linked(run), 15,
+                       what="egressd linked to sandboxd")
         # All up: frontd and brokerd run as their users from the start,
         # sandboxd has dropped to its own; the sockets let the right peers in.
         for unit, user in (("hostgate-frontd.service", "hostgate-front"),
@@ -612,8 +601,6 @@ def test_installed_service_runs(dest):
             ("hostgate-broker", 0o600)
         assert owner_mode(run + "/sandbox.sock") == \
             ("hostgate-sandbox", "hostgate-broker", 0o660)
-        hglib.wait_for(lambda: alive() and egress_linked(run), 15,
-                       what="egressd linked to sandboxd")
 
         resp, body = post("/api/login", {"username": "alice",
                                          "password": "alice-password-1"})
