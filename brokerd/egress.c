@@ -21,7 +21,7 @@
 
 #define EGRESS_PORTS_MAX	32
 #define EGRESS_PENDING		64	/* updates kept while sandboxd is away */
-#define EGRESS_PROXY_FRESH_MS	2000	/* status asks sandboxd past this */
+#define EGRESS_PROXY_FRESH_MS	1000	/* status asks sandboxd past this */
 
 static struct config	*egress_conf;
 /* Scopes changed while sandboxd was not connected: told when it is. */
