@@ -74,7 +74,7 @@ egress_copy(struct json_object *allow)
  * EGRESS_ADDITIONS_MAX strings): each item lower-cased must be a domain
  * pattern; duplicates are dropped. The new array, or NULL with err.
  */
-struct json_object *
+static struct json_object *
 egress_allow_parse(struct json_object *allow, char *err, size_t errsz)
 {
 	struct json_object	*out;
