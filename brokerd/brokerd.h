@@ -221,8 +221,6 @@ void	 admin_debug(struct ipc_peer *, struct ipc_msg *, struct ident *);
 
 /* egress.c */
 void	 egress_init(struct config *);
-struct json_object *egress_allow_parse(struct json_object *allow, char *err,
-	    size_t errsz);
 void	 egress_front_get(struct ipc_peer *, struct ipc_msg *, struct ident *);
 void	 egress_front_set(struct ipc_peer *, struct ipc_msg *, struct ident *);
 void	 egress_control_get(struct ipc_peer *, struct ipc_msg *);

@@ -21,7 +21,7 @@
 
 #define EGRESS_PORTS_MAX	32
 #define EGRESS_PENDING		64	/* updates kept while sandboxd is away */
-#define EGRESS_PROXY_FRESH_MS	2000	/* status asks sandboxd past this */
+#define EGRESS_PROXY_FRESH_MS	1000	/* status asks sandboxd past this */
 
 static struct config	*egress_conf;
 /* Scopes changed while sandboxd was not connected: told when it is. */
@@ -74,7 +74,7 @@ egress_copy(struct json_object *allow)
  * EGRESS_ADDITIONS_MAX strings): each item lower-cased must be a domain
  * pattern; duplicates are dropped. The new array, or NULL with err.
  */
-struct json_object *
+static struct json_object *
 egress_allow_parse(struct json_object *allow, char *err, size_t errsz)
 {
 	struct json_object	*out;

@@ -196,7 +196,7 @@ done
 # accepted socket by its listener's path).
 egress_sock=$HOSTGATE_RUN_DIR/egress/sandbox.sock
 egress_linked() {
-	awk -v p="$egress_sock" '$6 == "03" &&
+	awk -v p=" $egress_sock" '$6 == "03" &&
 	    substr($0, length($0) - length(p) + 1) == p { f = 1 }
 	    END { exit !f }' /proc/net/unix
 }

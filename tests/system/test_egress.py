@@ -364,8 +364,15 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
     try:
         hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")),
                        30, what="the sandbox's first curl")
+        applied = re.compile(r"egress: session bob session %s: additions "
+                             r"replaced on [1-9]" % bob.public_id)
+        seen = len(applied.findall(hg.log_text("egressd")))
         hg.hgctl_ok("egress", "allow", "--session", bob.public_id,
                     "extra.test")
+        # hgctl returns once brokerd has stored it; the live listener has
+        # it once egressd says so (brokerd -> sandboxd -> egressd).
+        hglib.wait_for(lambda: len(applied.findall(hg.log_text("egressd")))
+                       > seen, 10, what="egressd applying the addition")
         st = bob.get("/api/status").json().get("egress") or {}
         assert "extra.test" in (st.get("session") or []), st
         open(os.path.join(work, "go"), "w").close()
