@@ -298,6 +298,8 @@ int	 ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 void	 proc_options(int argc, char *argv[], const char *name, int *debug,
 	    int *check);
 struct event_base *proc_base(void);
+/* The signals of proc_base() for a base made otherwise (after a fork). */
+void	 proc_signals(struct event_base *);
 
 /* priv.c */
 struct priv_plan {

@@ -64,10 +64,24 @@ struct event_base *
 proc_base(void)
 {
 	struct event_base	*base;
-	sigset_t		 term;
 
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new");
+	proc_signals(base);
+	return base;
+}
+
+/*
+ * SIGTERM and SIGINT end base's loop from now on; one that came during
+ * start-up is handled now. A daemon that forks a keeper after making its
+ * base (egressd) calls this after the fork, so that a pending signal is
+ * the keeper's to pass on, not lost in the keeper's unused base.
+ */
+void
+proc_signals(struct event_base *base)
+{
+	sigset_t	term;
+
 	/* Peers that go away are seen as EPIPE, not a fatal signal. */
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGHUP, SIG_IGN);
@@ -82,5 +96,4 @@ proc_base(void)
 	sigaddset(&term, SIGTERM);
 	sigaddset(&term, SIGINT);
 	sigprocmask(SIG_UNBLOCK, &term, NULL);
-	return base;
 }

@@ -204,7 +204,8 @@ main(int argc, char *argv[])
 	 * The base and the resolver now: resolv.conf is read (and the
 	 * nameservers' sockets made) before the jail hides the filesystem.
 	 */
-	base = proc_base();
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new");
 	policy.dns = egressd_dns(base);
 
 	memset(&plan, 0, sizeof(plan));
@@ -220,6 +221,8 @@ main(int argc, char *argv[])
 		if (event_reinit(base) == -1)
 			fatalx("event_reinit");
 	}
+	/* SIGTERM and SIGINT stayed blocked: one pending is the keeper's. */
+	proc_signals(base);
 	priv_drop(&plan);
 	if (jailed)
 		jail_tie_to_keeper();
