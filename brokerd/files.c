@@ -17,10 +17,10 @@
 #include "brokerd.h"
 
 /*
- * How long sandboxd may take: its own limit (30 s, and 1 ms per 8 KiB a
- * write carries, at most 6 hours: sandboxd/files.c) and a grace.
+ * How long sandboxd may take: its own limit (HOSTGATE_FILE_TIMEOUT_SECONDS,
+ * and 1 ms per 8 KiB a write carries, at most 6 hours: sandboxd/files.c)
+ * and a grace.
  */
-#define FILES_TIMEOUT_MS	30000
 #define FILES_BYTES_PER_MS	8192
 #define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000LL)
 #define FILES_GRACE_MS		10000
@@ -365,7 +365,7 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 		json_object_object_add(req, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
 	log_debug("file %s by %s: \"%s\"", op, id->user->name, esc);
-	ms = FILES_TIMEOUT_MS + size / FILES_BYTES_PER_MS;
+	ms = files_conf->file_timeout * 1000LL + size / FILES_BYTES_PER_MS;
 	if (ms > FILES_TIMEOUT_MAX_MS)
 		ms = FILES_TIMEOUT_MAX_MS;
 	/* sandboxd's link died under us: answered as no answer. */

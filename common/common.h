@@ -92,6 +92,7 @@ struct config {
 	/* limits */
 	long		 max_body;		/* HOSTGATE_MAX_BODY_BYTES */
 	long		 max_upload;		/* HOSTGATE_MAX_UPLOAD_BYTES */
+	int		 file_timeout;		/* HOSTGATE_FILE_TIMEOUT_SECONDS */
 	int		 max_conns;		/* HOSTGATE_MAX_CONNECTIONS */
 	int		 max_conns_per_addr;	/* ..._PER_ADDRESS */
 	int		 header_timeout;	/* HOSTGATE_HEADER_TIMEOUT_SECONDS */

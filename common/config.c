@@ -162,6 +162,8 @@ static const struct config_var config_vars[] = {
 	    F(max_body), 1024, 67108864, NULL },
 	{ "HOSTGATE_MAX_UPLOAD_BYTES", "256M", KIND_SIZE,
 	    F(max_upload), 1024, 1L << 40, NULL },
+	{ "HOSTGATE_FILE_TIMEOUT_SECONDS", "30", KIND_INT,
+	    F(file_timeout), 1, 3600, NULL },
 	{ "HOSTGATE_MAX_CONNECTIONS", "1024", KIND_INT,
 	    F(max_conns), 16, 1048576, NULL },
 	{ "HOSTGATE_MAX_CONNECTIONS_PER_ADDRESS", "64", KIND_INT,

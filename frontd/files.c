@@ -25,10 +25,10 @@
 #define FILES_PATH_MAX		4096	/* bytes of a decoded path */
 #define FILES_NAME_MAX		255	/* bytes of one component */
 /*
- * How long brokerd may take: sandboxd's limit (30 s, and 1 ms per 8 KiB of
- * a write, at most 6 hours), brokerd's grace beyond it, and one more.
+ * How long brokerd may take: sandboxd's limit (HOSTGATE_FILE_TIMEOUT_SECONDS,
+ * and 1 ms per 8 KiB of a write, at most 6 hours), brokerd's grace beyond
+ * it, and one more.
  */
-#define FILES_TIMEOUT_MS	30000
 #define FILES_BYTES_PER_MS	8192
 #define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000LL)
 #define FILES_GRACE_MS		20000
@@ -43,11 +43,23 @@ struct files_call {
 
 static struct config	*files_conf;
 
-/* Remember the configuration (the upload cap). */
+/* Remember the configuration (the upload cap, the timeout). */
 void
 files_init(struct config *conf)
 {
 	files_conf = conf;
+}
+
+/* How long to wait for brokerd's answer to a file request writing bytes. */
+long long
+files_wait_ms(long long bytes)
+{
+	long long	ms;
+
+	ms = files_conf->file_timeout * 1000LL + bytes / FILES_BYTES_PER_MS;
+	if (ms > FILES_TIMEOUT_MAX_MS)
+		ms = FILES_TIMEOUT_MAX_MS;
+	return ms + FILES_GRACE_MS;
 }
 
 /* Whether a request's body is spooled: every PUT under /api/files/. */
@@ -339,12 +351,10 @@ files_send(struct http_request *req, struct files_call *c,
 		    "the request's credentials are too large", NULL);
 		return;
 	}
-	ms = FILES_TIMEOUT_MS + (long long)req->body_len / FILES_BYTES_PER_MS;
-	if (ms > FILES_TIMEOUT_MAX_MS)
-		ms = FILES_TIMEOUT_MAX_MS;
+	ms = files_wait_ms((long long)req->body_len);
 	req->pending = c;
 	if (ipc_request(broker, obj, fd != -1 ? &fd : NULL, fd != -1 ? 1 : 0,
-	    (int)(ms + FILES_GRACE_MS), files_reply, c) == -1 &&
+	    (int)ms, files_reply, c) == -1 &&
 	    req->pending == c) {
 		/* The link died under us; the callback did not run. */
 		req->pending = NULL;

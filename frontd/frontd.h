@@ -183,6 +183,8 @@ int	 files_spool(struct http_request *, long *cap);
 void	 files_check(struct http_request *);
 /* GET, HEAD, PUT and DELETE /api/files/...: the workspace's files. */
 void	 files_handle(struct http_request *);
+/* How long to wait for brokerd's answer to a file request writing bytes. */
+long long files_wait_ms(long long bytes);
 
 /* static.c */
 /* Read the built panel into memory (before the drop); 0, or -1 and err. */

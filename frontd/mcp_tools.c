@@ -16,7 +16,7 @@
 
 #include "frontd.h"
 
-#define TOOL_FILE_TIMEOUT_MS	60000
+#define TOOL_FILE_GRACE_MS	10000	/* beyond the file API's own wait */
 #define TOOL_MAX_READ		(8 * 1024 * 1024)	/* read_file's cap */
 #define TOOL_MAX_LIST		(16 * 1024 * 1024)
 
@@ -715,10 +715,11 @@ tool_read_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	tool_wait_free(w);
 }
 
-/* Send a file_* request (type) of a tool for a path. */
+/* Send a file_* request (type) of a tool for a path, size bytes written. */
 static void
 tool_file_send(struct mcp_call *c, const char *tool, const char *type,
-    const char *path, struct json_object *obj, int fd, mcp_broker_cb cb)
+    const char *path, struct json_object *obj, int fd, long long size,
+    mcp_broker_cb cb)
 {
 	struct tool_wait	*w;
 
@@ -728,7 +729,8 @@ tool_file_send(struct mcp_call *c, const char *tool, const char *type,
 		obj = json_object_new_object();
 	json_object_object_add(obj, "type", json_object_new_string(type));
 	json_object_object_add(obj, "path", json_object_new_string(path));
-	mcp_broker(c, obj, fd, TOOL_FILE_TIMEOUT_MS, cb, w);
+	mcp_broker(c, obj, fd, (int)(files_wait_ms(size) + TOOL_FILE_GRACE_MS),
+	    cb, w);
 }
 
 /* read_file: file_read of a path. */
@@ -736,7 +738,7 @@ static void
 tool_read_file(struct mcp_call *c, struct json_object *args)
 {
 	tool_file_send(c, "read_file", "file_read", json_str(args, "path"), NULL, -1,
-	    tool_read_done);
+	    0, tool_read_done);
 }
 
 /* file_write's reply. */
@@ -806,7 +808,7 @@ tool_write_file(struct mcp_call *c, struct json_object *args)
 	json_object_object_add(obj, "size", json_object_new_int64(len));
 	json_object_object_add(obj, "dir", json_object_new_boolean(0));
 	tool_file_send(c, "write_file", "file_write", json_str(args, "path"), obj, fd,
-	    tool_write_done);
+	    len, tool_write_done);
 }
 
 /* file_list's reply: the listing JSON in a memfd. */
@@ -852,7 +854,7 @@ tool_list_files(struct mcp_call *c, struct json_object *args)
 	const char	*path = args != NULL ? json_str(args, "path") : NULL;
 
 	tool_file_send(c, "list_files", "file_list", path ? path : "", NULL, -1,
-	    tool_list_done);
+	    0, tool_list_done);
 }
 
 /*

@@ -23,7 +23,6 @@
 
 #include "sandboxd.h"
 
-#define FILES_TIMEOUT_MS	30000	/* any operation, beside its bytes */
 #define FILES_BYTES_PER_MS	8192	/* a write's size adds time: 8 MB/s */
 #define FILES_TIMEOUT_MAX_MS	(6 * 3600 * 1000)	/* the longest */
 #define FILES_MAX		256	/* operations at once, all users */
@@ -56,6 +55,7 @@ struct files_job {
 	char			 user[40];
 	char			 request_id[LOG_REQUEST_ID_LEN + 1];
 	int64_t			 begun;		/* monotonic ms */
+	int64_t			 limit;		/* its timeout, ms */
 	TAILQ_ENTRY(files_job)	 entry;
 };
 
@@ -64,6 +64,7 @@ static TAILQ_HEAD(, files_job)	 files_jobs =
 static struct event_base	*files_base;
 static uint64_t			 files_seq;
 static size_t			 files_n;
+static int64_t			 files_timeout_ms;	/* beside the bytes */
 
 /* Free a job once it is answered, started (or failed) and reaped. */
 static void
@@ -228,13 +229,14 @@ static void
 files_timeout(evutil_socket_t fd, short ev, void *arg)
 {
 	struct files_job	*j = arg;
-	char			 msg[128];
+	char			 msg[160];
 
 	if (j->pid > 0 && !j->exited)
 		kill(j->pid, SIGKILL);
 	snprintf(msg, sizeof(msg), "the file operation timed out after %lld "
-	    "ms (the workspace's file system is slow or hung)",
-	    (long long)(now_mono_ms() - j->begun));
+	    "ms, its limit %lld ms (the workspace's file system is slow or "
+	    "hung)", (long long)(now_mono_ms() - j->begun),
+	    (long long)j->limit);
 	files_fail(j, ERR_UNAVAILABLE, msg);
 	files_free(j);
 }
@@ -295,9 +297,10 @@ files_start(struct ipc_peer *peer, int64_t req_id, const char *user,
 	    (j->ev_timeout = evtimer_new(files_base, files_timeout, j)) == NULL)
 		fatalx("event_new");
 	event_add(j->ev, NULL);
-	ms = FILES_TIMEOUT_MS + (size > 0 ? size / FILES_BYTES_PER_MS : 0);
+	ms = files_timeout_ms + (size > 0 ? size / FILES_BYTES_PER_MS : 0);
 	if (ms > FILES_TIMEOUT_MAX_MS)
 		ms = FILES_TIMEOUT_MAX_MS;	/* HOSTGATE_MAX_UPLOAD_BYTES=max */
+	j->limit = ms;
 	tv.tv_sec = ms / 1000;
 	tv.tv_usec = (ms % 1000) * 1000;
 	evtimer_add(j->ev_timeout, &tv);
@@ -447,9 +450,10 @@ files_child(const char *workspace, const char *op, const char *path,
 	close(wsfd);
 }
 
-/* The event base the operations' sockets and timers run on. */
+/* The operations' event base and timeout (HOSTGATE_FILE_TIMEOUT_SECONDS). */
 void
 files_init(struct event_base *base, struct config *conf)
 {
 	files_base = base;
+	files_timeout_ms = (int64_t)conf->file_timeout * 1000;
 }

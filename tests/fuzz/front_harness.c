@@ -126,6 +126,7 @@ fh_init(const char *web_dir)
 	if ((fh_base = event_base_new()) == NULL)
 		abort();
 	fh_conf.command_timeout_max = 600;
+	fh_conf.file_timeout = 30;
 	fh_conf.max_body = FH_MAX_BODY;
 	/* Small, so that uploads over the cap (413) are within reach. */
 	fh_conf.max_upload = FH_MAX_UPLOAD;

@@ -948,24 +948,32 @@ class SandboxClient:
 
     def __init__(self, hg, timeout=30):
         path = os.path.join(hg.run, SOCK_SANDBOX)
-        wait_for(lambda: os.path.exists(path), 10, what=path)
         if hg.mode == "root":
             uid, gid = account(SERVICE_USERS["brokerd"])
         elif hg.run_as:
             uid, gid = hg.run_as
         else:
             uid, gid = os.geteuid(), os.getegid()
-        self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(timeout)
-        if uid != os.geteuid():
-            os.setegid(gid)
-            os.seteuid(uid)
-        try:
-            self.s.connect(path)
-        finally:
-            if os.geteuid() != os.getuid():
-                os.seteuid(os.getuid())
-                os.setegid(os.getgid())
+
+        # sandboxd binds, sets the socket's owner and mode, then listens:
+        # until then a connect is refused.
+        def connected():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.settimeout(timeout)
+            if uid != os.geteuid():
+                os.setegid(gid)
+                os.seteuid(uid)
+            try:
+                s.connect(path)
+            except (FileNotFoundError, ConnectionRefusedError):
+                s.close()
+                return None
+            finally:
+                if os.geteuid() != os.getuid():
+                    os.seteuid(os.getuid())
+                    os.setegid(os.getgid())
+            return s
+        self.s = wait_for(connected, 10, what="%s listening" % path)
         self.s.send(hello("brokerd"))
         data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
         for fd in fds:

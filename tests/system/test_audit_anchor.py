@@ -69,23 +69,40 @@ def anchor_entry(seq, digest):
             "HOSTGATE_AUDIT_SEQ": str(seq), "HOSTGATE_AUDIT_HASH": digest}
 
 
-@pytest.fixture
-def hg(hostgate_factory):
-    h = pl.own(hostgate_factory, "anchor", HOSTGATE_AUDIT_SYSLOG=1)
+def failed_logins(h):
+    """Records to anchor and to cut: six failed logins."""
     for i in range(6):
         assert h.post("/api/login", {"username": "bob",
                                      "password": "bad-%d" % i}).status == 401
     pl.wait_audit(h, action="login_failed")
+
+
+@pytest.fixture(scope="module")
+def anchored(mode):
+    """One hostgate for the tests that only read and verify its log (each
+    takes the head as it finds it)."""
+    with pl.module_hostgate(mode, "anchor", HOSTGATE_AUDIT_SYSLOG=1) as h:
+        failed_logins(h)
+        yield h
+
+
+@pytest.fixture
+def hg(hostgate_factory):
+    """A hostgate of its own, for a test that cuts the log."""
+    h = pl.own(hostgate_factory, "anchor-cut", HOSTGATE_AUDIT_SYSLOG=1)
+    failed_logins(h)
     return h
 
 
-def test_status_head_is_the_file_head(hg):
+def test_status_head_is_the_file_head(anchored):
+    hg = anchored
     seq, digest = head_of(hg)
     doc = hg.hgctl_json("status")
     assert doc["audit"] == {"seq": seq, "hash": digest}, doc["audit"]
 
 
-def test_head_matches(hg):
+def test_head_matches(anchored):
+    hg = anchored
     seq, digest = head_of(hg)
     r = hg.hgctl("audit", "verify", "--head", "%d:%s" % (seq, digest))
     assert r.returncode == 0, (r.stdout, r.stderr)
@@ -98,7 +115,8 @@ def test_head_matches(hg):
     assert r.returncode == 0 and json.loads(r.stdout)["ok"], r.stdout
 
 
-def test_head_with_another_hash_is_broken(hg):
+def test_head_with_another_hash_is_broken(anchored):
+    hg = anchored
     seq, digest = head_of(hg)
     other = ("0" if digest[0] != "0" else "1") + digest[1:]
     r = hg.hgctl("audit", "verify", "--json", "--head",
@@ -110,8 +128,8 @@ def test_head_with_another_hash_is_broken(hg):
 
 @pytest.mark.parametrize("bad", ["", "12", "x:" + "a" * 64, "0:" + "a" * 64,
                                  "5:" + "A" * 64, "5:abc", "5:" + "g" * 64])
-def test_bad_head_is_a_usage_error(hg, bad):
-    r = hg.hgctl("audit", "verify", "--head", bad)
+def test_bad_head_is_a_usage_error(anchored, bad):
+    r = anchored.hgctl("audit", "verify", "--head", bad)
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "--head wants SEQ:HASH" in r.stderr, r.stderr
 
@@ -173,7 +191,8 @@ def test_cut_end_after_restart_found_by_journal(hg):
     assert "first bad record at seq %d" % (seq - 1) in r.stdout, r.stdout
 
 
-def test_journal_without_anchors_or_failing(hg):
+def test_journal_without_anchors_or_failing(anchored):
+    hg = anchored
     d = fake_journalctl(hg, [{"MESSAGE": "nothing", "PRIORITY": "6"}])
     r = hgctl_path(hg, d, "audit", "verify", "--journal")
     assert r.returncode == 1 and "no audit anchor" in r.stderr, r.stderr

@@ -8,7 +8,9 @@ tests/unit/test_fileops.c; here, that they hold behind sandboxd too."""
 
 import json
 import os
+import re
 import signal
+import socket
 import stat
 
 import pytest
@@ -213,15 +215,54 @@ def test_hostile_entries(box):
         assert b"pwned" not in f.read()
 
 
-def test_hung_operation_times_out(box, mode):
+# The file operations' timeout of test_hung_operation_times_out's sandboxd
+# (HOSTGATE_FILE_TIMEOUT_SECONDS): the test waits it out once.
+HUNG_TIMEOUT = 5
+
+
+@pytest.fixture
+def hung_box(mode):
+    """box, with a file operation timeout of HUNG_TIMEOUT seconds."""
+    hg = hglib.Hostgate(mode, name="fileops-hung", env={
+        "HOSTGATE_FILE_TIMEOUT_SECONDS": str(HUNG_TIMEOUT)})
+    hg.start("sandboxd")
+    fb = hglib.SandboxClient(hg)
+    try:
+        yield hg, fb
+    finally:
+        fb.close()
+        hg.cleanup()
+
+
+def replies(fb, want):
+    """The replies to the request ids in want, in the order they come:
+    [(id, result, error, fds)] (sandboxd's own requests answered)."""
+    out = []
+    while len(out) < len(want):
+        data, got, _, _ = socket.recv_fds(fb.s, 1 << 20, 8)
+        m = hglib.ipc_decode(data)
+        if m.get("type") is not None:
+            for fd in got:
+                os.close(fd)
+            if "id" in m:
+                fb.s.send(json.dumps({"id": m["id"], "result": {}}).encode())
+            continue
+        if m.get("id") in want:
+            out.append((m["id"], m.get("result"), m.get("error"), got))
+        else:
+            for fd in got:
+                os.close(fd)
+    return out
+
+
+def test_hung_operation_times_out(hung_box):
     """A file operation that cannot go on (here: the user's spawner is
     stopped, as a hung file system would hold it) delays itself alone:
-    sandboxd answers other requests meanwhile, and at the timeout brokerd
-    gets "unavailable"; the child that starts late is killed, and the next
-    operation works. (30 s: run in root mode only.)"""
-    if mode != "root":
-        pytest.skip("the same code rootless; its 30 s once is enough")
-    hg, fb = box
+    sandboxd answers other requests meanwhile, and at the timeout
+    (HOSTGATE_FILE_TIMEOUT_SECONDS, short here) brokerd gets "unavailable"
+    naming the limit; the child that starts late is killed, and the next
+    operation works."""
+    hg, fb = hung_box
     res, err, _ = op(hg, fb, "alice", "write", "f.txt", b"content")
     assert err is None, err
     spawners = sl.children_of(hg.pid("sandboxd"), "hg-spawner")
@@ -231,12 +272,18 @@ def test_hung_operation_times_out(box, mode):
     try:
         rid = fb.send("file", op="read", user="alice", path="f.txt",
                       **ids(hg, "alice"))
-        # the loop is free: another request is answered at once
-        res, err, _ = fb.call_fds("health")
-        assert err is None and "backend" in res, (res, err)
-        res, err, got = fb.wait(rid)
+        # the loop is free: another request is answered before the
+        # hung one's timeout
+        hid = fb.send("health")
+        (first, hres, herr, _), (_, res, err, got) = replies(fb, {rid, hid})
+        assert first == hid, "the hung operation held up health"
+        assert herr is None and "backend" in hres, (hres, herr)
         assert not got and err["code"] == "unavailable", (res, err)
         assert "timed out" in err["message"], err
+        assert "its limit %d ms" % (HUNG_TIMEOUT * 1000) in err["message"], \
+            err
+        took = int(re.search(r"after (\d+) ms", err["message"]).group(1))
+        assert took >= HUNG_TIMEOUT * 1000, err
     finally:
         os.kill(spawners[0], signal.SIGCONT)
     res, err, text = op(hg, fb, "alice", "read", "f.txt")

@@ -2,7 +2,10 @@
 at once, and bad input closes that one connection while the daemon lives on.
 """
 
+import json
 import os
+import socket
+import time
 
 import pytest
 
@@ -63,6 +66,61 @@ def probe(hg, sock, steps, who=None, wait=2.0):
                         lambda: hglib.seqpacket_probe(path, steps, wait))
 
 
+# A request each socket serves its peer, and its id.
+REQUEST = {
+    hglib.SOCK_FRONT: "health",
+    hglib.SOCK_CONTROL: "status",
+    hglib.SOCK_SANDBOX: "health",
+}
+REQUEST_ID = 7
+
+
+def served_probe(path, client, request, wait):
+    """As a well-behaved peer: hello, then one request. Reads until its
+    reply, the peer's close or wait seconds (only a failure waits them
+    out). Returns {closed, messages (hello included), answered: the reply
+    or None}."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        s.settimeout(wait)
+        s.connect(path)
+        s.send(hglib.hello(client))
+        s.send(json.dumps({"type": request, "id": REQUEST_ID}).encode())
+        out = {"closed": False, "messages": [], "answered": None}
+        deadline = time.monotonic() + wait
+        while not out["answered"] and time.monotonic() < deadline:
+            s.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                d = s.recv(70000)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                d = b""
+            if not d:
+                out["closed"] = True
+                break
+            m = hglib.ipc_decode(d)
+            out["messages"].append(m)
+            if m.get("type") is None and m.get("id") == REQUEST_ID:
+                out["answered"] = m
+        return out
+    finally:
+        s.close()
+
+
+def served(hg, sock, wait=10.0):
+    """served_probe of sock as the peer it expects; asserts that its
+    request got a result."""
+    path = os.path.join(hg.run, sock)
+    client = SOCKETS[sock][0]
+    res = hglib.run_as(allowed(hg, sock), lambda: served_probe(
+        path, client, REQUEST[sock], wait))
+    assert not res["closed"], "a well-behaved peer closed: %r" % res
+    assert res["answered"] and "result" in res["answered"], \
+        "%s after the hello not served: %r" % (REQUEST[sock], res)
+    return res
+
+
 def assert_alive(hg):
     for name in hglib.DAEMONS:
         assert hg.alive(name), "%s exited" % name
@@ -72,10 +130,10 @@ def assert_alive(hg):
 
 @pytest.mark.parametrize("sock", list(SOCKETS))
 def test_hello_answered(ipc, sock):
+    """A valid hello is answered by the server's, and the connection
+    serves the next request instead of closing."""
     client, server, _ = SOCKETS[sock]
-    res = probe(ipc, sock, [("send", hglib.hello(client))], wait=1.0)
-    assert res["connect"] == "ok", res
-    assert not res["closed"], "valid hello closed: %r" % res
+    res = served(ipc, sock)
     hellos = [m for m in res["messages"] if m.get("type") == "hello"]
     assert hellos, res
     assert hellos[0].get("version") == 1, hellos
@@ -113,8 +171,7 @@ def test_bad_input_closes_connection(ipc, sock, case):
         case, sock, res)
     assert_alive(ipc)
     # And the socket still serves a well-behaved peer.
-    client_ok = probe(ipc, sock, [("send", hglib.hello(client))], wait=0.5)
-    assert not client_ok["closed"], client_ok
+    served(ipc, sock)
 
 
 @pytest.mark.parametrize("sock", list(SOCKETS))

@@ -674,12 +674,13 @@ def test_deps_fail_clearly_without_the_registry(tmp_path):
 
 # -- a fresh Debian 12: its Node.js 18 and npm 9 -------------------------------
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def debian_node18():
     """Debian 12's nodejs 18 and npm 9.2.0 (test_node18.py's, from Debian's
     mirror, cached in $HG_BUILD/node18), with scripts/mcp-deps.sh run by
     them into $HG_BUILD/node18/mcp: what `make check` does on a fresh
-    Debian 12."""
+    Debian 12. Made once a run for both modes: nothing in it depends on
+    the mode."""
     import test_node18
     d = tempfile.mkdtemp(prefix="hg-mcp-node18-")
     try:

@@ -28,6 +28,7 @@ CACHE = os.path.join(hglib.BUILD, "node18")
 NPM_VERSION = "9.2.0"      # Debian 12's npm is 9.2.0~ds1
 CHROMIUM = "/usr/bin/chromium"
 _updated = []
+_debs = []          # fetch_debs()'s answer, once found
 
 
 def run(argv, **kw):
@@ -54,10 +55,22 @@ def apt_update():
     return True
 
 
+def apt_cache(*args):
+    """apt-cache with its binary cache kept in CACHE/apt: this machine's
+    apt configuration keeps none (Dir::Cache::pkgcache ""), so that each
+    run would parse all of apt's lists again, seconds each. apt checks the
+    cache against the lists and builds it again when they changed."""
+    d = os.path.join(CACHE, "apt")
+    os.makedirs(d, exist_ok=True)
+    return run(["apt-cache", "-o", "Dir::Cache=" + d,
+                "-o", "Dir::Cache::pkgcache=pkgcache.bin",
+                "-o", "Dir::Cache::srcpkgcache=srcpkgcache.bin"] + list(args))
+
+
 def debian_node_version():
     """The newest nodejs 18 that apt knows of (Debian 12's own)."""
     for _ in range(2):
-        r = run(["apt-cache", "madison", "nodejs"])
+        r = apt_cache("madison", "nodejs")
         for line in r.stdout.splitlines():
             ver = line.split("|")[1].strip() if line.count("|") >= 2 else ""
             if ver.startswith("18."):
@@ -71,7 +84,7 @@ def debian_node_version():
 def apt_record(spec):
     """The fields of one package version ("name=version" or the
     candidate of "name")."""
-    r = run(["apt-cache", "show", "--no-all-versions", spec])
+    r = apt_cache("show", "--no-all-versions", spec)
     assert r.returncode == 0 and r.stdout.strip(), (spec, r.stderr)
     fields, key = {}, None
     for line in r.stdout.split("\n\n")[0].splitlines():
@@ -136,7 +149,11 @@ def download(pkgs):
 
 
 def fetch_debs():
-    """The .debs of Debian's Node.js 18, downloaded once into CACHE."""
+    """The .debs of Debian's Node.js 18, downloaded once into CACHE. apt's
+    lists are read once a run (a dozen apt-cache runs): test_mcp_sdk.py's
+    Node.js 18 and this file's share the answer."""
+    if _debs:
+        return list(_debs)
     os.makedirs(os.path.join(CACHE, "debs"), exist_ok=True)
     pkgs = node_packages()
     need = [p for p in pkgs if deb_path(*p) is None]
@@ -151,6 +168,7 @@ def fetch_debs():
                         "download: %s)" % tail(r.stderr))
     paths = [deb_path(*p) for p in pkgs]
     assert None not in paths, "apt-get download left out some of %s" % pkgs
+    _debs.extend(paths)
     return paths
 
 

@@ -43,9 +43,11 @@ def store_path(hg):
     return os.path.join(hg.state, "store.db")
 
 
-def store_rows(hg, sql, args=()):
-    """Rows of a query on the store (brokerd stopped: it holds it locked)."""
-    db = sqlite3.connect("file:%s?mode=ro" % store_path(hg), uri=True)
+def store_rows(hg, sql, args=(), timeout=5.0):
+    """Rows of a query on the store (brokerd stopped: it holds it locked);
+    timeout: how long SQLite waits for a lock."""
+    db = sqlite3.connect("file:%s?mode=ro" % store_path(hg), uri=True,
+                         timeout=timeout)
     try:
         return db.execute(sql, args).fetchall()
     finally:
@@ -71,13 +73,14 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
     assert dead.post("/api/logout").status == 200
 
     # While brokerd runs, the store and its WAL are its own, and locked:
-    # nothing else can change what brokerd holds in memory.
+    # nothing else can change what brokerd holds in memory. (The lock is
+    # brokerd's for its lifetime: no wait for it to go.)
     store = store_path(hg)
     assert_private(store, broker_uid(hg))
     assert_private(store + "-wal", broker_uid(hg))
     assert not os.path.exists(store + "-shm")
     with pytest.raises(sqlite3.OperationalError, match="locked"):
-        store_rows(hg, "SELECT count(*) FROM tokens")
+        store_rows(hg, "SELECT count(*) FROM tokens", timeout=0)
 
     assert hg.stop("brokerd") == 0
     hg.wait_status(503, timeout=3)
