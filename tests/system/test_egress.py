@@ -88,6 +88,12 @@ def framed(doc):
     for m in re.finditer(r"^@@BEGIN (\S+)\n(.*?)^@@END \1 (\d+)$", text,
                          re.M | re.S):
         out[m.group(1)] = (int(m.group(3)), m.group(2))
+    # A script that did not get as far as its first check: say why (the
+    # whole of stderr, which pytest would otherwise cut from the dict).
+    assert out, "the script printed no check: exit %r, signal %r; stdout " \
+        "%r; stderr %r" % (doc.get("exit_code"), doc.get("signal"),
+                           doc.get("stdout", "")[-2000:],
+                           doc.get("stderr", "")[-2000:])
     return out
 
 
