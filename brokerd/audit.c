@@ -751,25 +751,6 @@ audit_string(const char *s)
 	return json_object_new_string_len(s, len);
 }
 
-/* The wall time as ISO 8601 UTC with milliseconds into out. */
-static void
-audit_now(char out[32])
-{
-	struct tm	tm;
-	int64_t		ms;
-	time_t		t;
-
-	ms = now_wall_ms();
-	t = (time_t)(ms / 1000);
-	if (gmtime_r(&t, &tm) == NULL) {
-		snprintf(out, 32, "1970-01-01T00:00:00.000Z");
-		return;
-	}
-	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
-
 /* Fsync the state directory, so that a rename or a new file is durable. */
 static void
 audit_sync_dir(void)
@@ -947,7 +928,7 @@ audit_append(const char *action, const char *user, const char *session,
 		json_object_put(detail);
 		return -1;
 	}
-	audit_now(when);
+	iso8601_ms(now_wall_ms(), when);
 	rec = json_object_new_object();
 	json_object_object_add(rec, "seq", json_object_new_int64(audit_seq +
 	    1));
@@ -1654,8 +1635,8 @@ audit_refused(const char *action, const char *user, const char *session,
 	}
 	if (r != NULL && r->used && now - r->start < audit_refusal_ms) {
 		if (r->repeats++ == 0)
-			audit_now(r->first);
-		audit_now(r->last);
+			iso8601_ms(now_wall_ms(), r->first);
+		iso8601_ms(now_wall_ms(), r->last);
 		rid = log_ctx_request_id();
 		audit_refusal_copy(r->last_rid, sizeof r->last_rid, rid);
 		return 0;

@@ -459,22 +459,6 @@ egress_status_json(struct ident *id)
 	return o;
 }
 
-/* Wall milliseconds as ISO 8601 UTC with milliseconds. */
-static void
-egress_time(int64_t ms, char out[32])
-{
-	struct tm	tm;
-	time_t		t = (time_t)(ms / 1000);
-
-	if (ms < 0 || gmtime_r(&t, &tm) == NULL) {
-		snprintf(out, 32, "1970-01-01T00:00:00.000Z");
-		return;
-	}
-	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-	    tm.tm_min, tm.tm_sec, (int)(ms % 1000));
-}
-
 /* Copy an integer member of the log into the record's detail. */
 static void
 egress_int(struct json_object *d, struct json_object *m, const char *key)
@@ -539,7 +523,7 @@ egress_log(struct ipc_peer *p, struct ipc_msg *m)
 		egress_int(d, m->obj, "duration_ms");
 	else {
 		json_int(m->obj, "since_ms", &since_ms);
-		egress_time(since_ms, since);
+		iso8601_ms(since_ms, since);
 		json_object_object_add(d, "since",
 		    json_object_new_string(since));
 	}

@@ -435,6 +435,8 @@ int64_t	 now_mono_ms(void);
 int64_t	 now_wall_ms(void);
 /* ISO 8601 UTC ("2026-11-29T17:20:13Z") of a wall time in seconds. */
 void	 iso8601(int64_t secs, char out[32]);
+/* The same with milliseconds, of a wall time in ms (the audit log's). */
+void	 iso8601_ms(int64_t ms, char out[32]);
 /* Path of name inside dir; fatalx if too long. */
 char	*path_join(const char *dir, const char *name);
 

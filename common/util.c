@@ -474,6 +474,26 @@ iso8601(int64_t secs, char out[32])
 		out[0] = '\0';
 }
 
+/*
+ * ISO 8601 UTC with milliseconds ("2026-12-01T22:41:05.123Z") of a wall
+ * time in ms, as the audit log writes its times; the epoch when it cannot
+ * be shown.
+ */
+void
+iso8601_ms(int64_t ms, char out[32])
+{
+	struct tm	tm;
+	time_t		t = (time_t)(ms / 1000);
+
+	if (ms < 0 || gmtime_r(&t, &tm) == NULL) {
+		snprintf(out, 32, "1970-01-01T00:00:00.000Z");
+		return;
+	}
+	snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	    tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
 /* A malloc'ed "dir/name"; a path longer than PATH_MAX is a bug, so fatal. */
 char *
 path_join(const char *dir, const char *name)
