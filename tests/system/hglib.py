@@ -1024,6 +1024,26 @@ class SandboxClient:
         self.s.close()
 
 
+
+@contextlib.contextmanager
+def sandboxd_alone(mode, name, env=None, prepare=None, timeout=30):
+    """sandboxd started alone (prepare(hg) first, when given), and
+    brokerd's end of its socket: yields (hg, SandboxClient)."""
+    hg = Hostgate(mode, name=name, env=env)
+    try:
+        if prepare is not None:
+            prepare(hg)
+        hg.start("sandboxd")
+        fb = SandboxClient(hg, timeout=timeout)
+    except BaseException:
+        hg.cleanup()
+        raise
+    try:
+        yield hg, fb
+    finally:
+        fb.close()
+        hg.cleanup()
+
 def run_as(uid_gid, fn, timeout=10):
     """Run fn() in a forked child with the given (uid, gid) (None: as we
     are); returns its JSON-able result or raises what it raised."""

@@ -27,14 +27,8 @@ RANGE0 = 1879048192
 @pytest.fixture
 def box(mode):
     """sandboxd alone, and brokerd's side of its socket."""
-    hg = hglib.Hostgate(mode, name="cgtree")
-    hg.start("sandboxd")
-    fb = hglib.SandboxClient(hg, timeout=15)
-    try:
-        yield hg, fb
-    finally:
-        fb.close()
-        hg.cleanup()
+    with hglib.sandboxd_alone(mode, "cgtree", timeout=15) as box:
+        yield box
 
 
 def tag():

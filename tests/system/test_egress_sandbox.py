@@ -31,11 +31,10 @@ UNAVAILABLE = ("the %s profile is unavailable: the egress proxy (egressd) "
 CANNED = b"through the bridge\n"
 
 
-@pytest.fixture(scope="module")
-def box(mode):
-    """sandboxd alone, and brokerd's side of its socket."""
-    hg = hglib.Hostgate(mode, name="egress-sbx")
-    # What a previous sandboxd left in RUN_DIR/proxy: swept at start.
+def plant_stale_socket(hg):
+    """What a previous sandboxd left in RUN_DIR/proxy (swept at start),
+    and in root mode the run directory as systemd-tmpfiles makes it."""
+    mode = hg.mode
     d = os.path.join(hg.run, "proxy")
     os.mkdir(d)
     stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -53,13 +52,14 @@ def box(mode):
         os.chown(hg.run, *(hglib.account(hglib.SERVICE_USERS["brokerd"])[:1]
                            + hglib.account(hglib.SERVICE_USERS["frontd"])[1:]))
         os.chmod(hg.run, 0o1771)
-    hg.start("sandboxd")
-    fb = hglib.SandboxClient(hg)
-    try:
-        yield hg, fb
-    finally:
-        fb.close()
-        hg.cleanup()
+
+
+@pytest.fixture(scope="module")
+def box(mode):
+    """sandboxd alone, and brokerd's side of its socket."""
+    with hglib.sandboxd_alone(mode, "egress-sbx",
+                              prepare=plant_stale_socket) as box:
+        yield box
 
 
 def ids(hg):

@@ -26,14 +26,8 @@ UIDS = {"alice": RANGE0 + 4242, "bob": RANGE0 + 4243}
 @pytest.fixture
 def box(mode):
     """sandboxd alone, and brokerd's side of its socket."""
-    hg = hglib.Hostgate(mode, name="fileops")
-    hg.start("sandboxd")
-    fb = hglib.SandboxClient(hg)
-    try:
-        yield hg, fb
-    finally:
-        fb.close()
-        hg.cleanup()
+    with hglib.sandboxd_alone(mode, "fileops") as box:
+        yield box
 
 
 def ids(hg, user):
@@ -223,15 +217,9 @@ HUNG_TIMEOUT = 5
 @pytest.fixture
 def hung_box(mode):
     """box, with a file operation timeout of HUNG_TIMEOUT seconds."""
-    hg = hglib.Hostgate(mode, name="fileops-hung", env={
-        "HOSTGATE_FILE_TIMEOUT_SECONDS": str(HUNG_TIMEOUT)})
-    hg.start("sandboxd")
-    fb = hglib.SandboxClient(hg)
-    try:
-        yield hg, fb
-    finally:
-        fb.close()
-        hg.cleanup()
+    with hglib.sandboxd_alone(mode, "fileops-hung", env={
+            "HOSTGATE_FILE_TIMEOUT_SECONDS": str(HUNG_TIMEOUT)}) as box:
+        yield box
 
 
 def replies(fb, want):
