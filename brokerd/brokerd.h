@@ -193,7 +193,8 @@ void	 spawn_terminal_attach(struct ipc_peer *, struct ipc_msg *,
 	    struct ident *);
 void	 spawn_terminal_delete(struct ipc_peer *, struct ipc_msg *,
 	    struct ident *);
-void	 spawn_exited(const char *proc_id, int status, int oom);
+void	 spawn_exited(const char *proc_id, int status, int oom,
+	    struct json_object *bypass);
 void	 spawn_term_resized(const char *proc_id);
 void	 spawn_sandbox_gone(void);
 void	 spawn_session_expiring(const char *session_id);
@@ -232,6 +233,9 @@ void	 egress_proxy_keep(struct json_object *health_result);
 void	 egress_session_gone(struct session *);
 void	 egress_sandbox_ready(void);
 void	 egress_log(struct ipc_peer *, struct ipc_msg *);
+/* An allowlist spawn's attempts past the proxy: an egress_bypass record. */
+void	 egress_bypass(const char *user, const char *session,
+	    const char *spawn, struct json_object *bypass);
 
 /* prompt.c */
 void	 prompt_init(struct config *);

@@ -535,3 +535,38 @@ egress_log(struct ipc_peer *p, struct ipc_msg *m)
 	    json_str(m->obj, "user"), json_str(m->obj, "session"), allowed,
 	    why, d, 0);
 }
+
+/*
+ * An allowlist spawn's attempts past the proxy, counted by the kernel in
+ * the sandbox's network namespace and read by sandboxd when it ended
+ * (bypass: {ipv4_no_route, ipv6_no_route, udp_no_ports}, NULL: none):
+ * one egress_bypass record. They all failed (no route, no port).
+ */
+void
+egress_bypass(const char *user, const char *session, const char *spawn,
+    struct json_object *bypass)
+{
+	struct json_object	*d;
+	char			 why[160];
+	int64_t			 v4 = 0, v6 = 0, udp = 0;
+
+	if (bypass == NULL || !json_object_is_type(bypass, json_type_object))
+		return;
+	/* The protocol table checked the three counts. */
+	json_int(bypass, "ipv4_no_route", &v4);
+	json_int(bypass, "ipv6_no_route", &v6);
+	json_int(bypass, "udp_no_ports", &udp);
+	if (v4 == 0 && v6 == 0 && udp == 0)
+		return;
+	d = json_object_new_object();
+	json_object_object_add(d, "spawn", spawn != NULL ?
+	    json_object_new_string(spawn) : NULL);
+	json_object_object_add(d, "ipv4_no_route", json_object_new_int64(v4));
+	json_object_object_add(d, "ipv6_no_route", json_object_new_int64(v6));
+	json_object_object_add(d, "udp_no_ports", json_object_new_int64(udp));
+	snprintf(why, sizeof(why), "past the egress proxy: %lld IPv4 and "
+	    "%lld IPv6 with no route, %lld UDP to no port", (long long)v4,
+	    (long long)v6, (long long)udp);
+	log_info("spawn %s of %s: %s", spawn != NULL ? spawn : "?", user, why);
+	audit_append("egress_bypass", user, session, 0, why, d, 0);
+}

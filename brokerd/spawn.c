@@ -831,7 +831,8 @@ spawn_grant_over(const char *session_id)
  * ended it (its user's memory limit), which is its reason then.
  */
 void
-spawn_exited(const char *proc_id, int status, int oom)
+spawn_exited(const char *proc_id, int status, int oom,
+    struct json_object *bypass)
 {
 	struct json_object	*d;
 	struct term		*t;
@@ -850,6 +851,8 @@ spawn_exited(const char *proc_id, int status, int oom)
 	    status, oom ? ", out of memory" : "");
 	d = spawn_term_end(t, status, oom ? "oom" : t->end_reason ?
 	    t->end_reason : "exit");
+	egress_bypass(t->user, t->session_id[0] ? t->session_id : NULL, t->id,
+	    bypass);
 	events_emit(NULL, t->user, "terminal_exited", d);
 }
 
@@ -1153,4 +1156,8 @@ spawn_audit(struct spawn_wait *w, struct ipc_msg *m, const char *kind)
 	}
 	audit_append(term ? "terminal_opened" : "spawn_end", w->user,
 	    w->session_id[0] ? w->session_id : NULL, ok, msg, d, 0);
+	if (ok && !term)
+		egress_bypass(w->user, w->session_id[0] ? w->session_id : NULL,
+		    json_str(res, "id"), json_object_object_get(res,
+		    "egress_bypass"));
 }

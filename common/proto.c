@@ -317,6 +317,14 @@ static const struct proto_field f_recording[] = {
 	F_END
 };
 
+/* An allowlist spawn's attempts past the proxy (the kernel's counters). */
+static const struct proto_field f_egress_bypass[] = {
+	F_INT("ipv4_no_route", R, 0, I64_MAX),
+	F_INT("ipv6_no_route", R, 0, I64_MAX),
+	F_INT("udp_no_ports", R, 0, I64_MAX),
+	F_END
+};
+
 /* sandboxd's replies, checked before brokerd uses them or passes them on. */
 static const struct proto_field r_health[] = {
 	F_OBJ("backend", R, NULL),
@@ -340,6 +348,7 @@ static const struct proto_field r_spawn[] = {
 	F_STR("backend", O, 0, 64),
 	F_STR("sha256", O, 0, 64),
 	F_OBJ("container", O, NULL),
+	F_OBJ("egress_bypass", O, f_egress_bypass),
 	F_END
 };
 static const struct proto_field r_file[] = {
@@ -375,6 +384,7 @@ static const struct proto_field f_proc_exited[] = {
 	F_INT("status", O, -1, 0xffff),
 	F_BOOL("oom", O),
 	F_OBJ("recording", O, NULL),
+	F_OBJ("egress_bypass", O, f_egress_bypass),
 	F_END
 };
 static const struct proto_field f_event[] = {

@@ -570,6 +570,7 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 	}
 	s->extra = extra.v;
 	s->netgate = s->perm == PERM_WORKSPACE_WRITE_NET;
+	s->netcount = perm_allowlist(s->perm);
 	/* In the child the filter sits at fd 3 (spawn.c's convention). */
 	keep = s->seccomp_fd;
 	s->seccomp_fd = 3;

@@ -225,9 +225,20 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	 * adds a nested namespace that slirp4netns could not join, so the
 	 * network profile relies on seccomp alone (the probe checks it).
 	 */
-	if (s->perm != PERM_WORKSPACE_WRITE_NET)
+	if (s->perm != PERM_WORKSPACE_WRITE_NET) {
 		strv_add(a, "--disable-userns");
-	else {
+		/*
+		 * The allowlist profiles: sandboxd's fds 4, 5 (spawn.c):
+		 * bwrap reports its pid and waits while the sandbox's network
+		 * counters are opened, to audit the attempts past the proxy.
+		 */
+		if (perm_allowlist(s->perm)) {
+			strv_add(a, "--info-fd");
+			strv_add(a, "4");
+			strv_add(a, "--block-fd");
+			strv_add(a, "5");
+		}
+	} else {
 		/*
 		 * sandboxd's fds 4, 5, 6 (spawn.c): bwrap reports its pid, then
 		 * waits while sandboxd maps its user namespace, then waits

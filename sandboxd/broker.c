@@ -651,7 +651,7 @@ broker_event_ack(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 void
 broker_proc_exited(struct proc *pr)
 {
-	struct json_object	*req;
+	struct json_object	*req, *bypass;
 
 	if (broker_peer == NULL)
 		return;
@@ -664,6 +664,8 @@ broker_proc_exited(struct proc *pr)
 	    json_object_new_int(spawn_status(pr)));
 	json_object_object_add(req, "oom",
 	    json_object_new_boolean(spawn_oom(pr)));
+	if ((bypass = spawn_bypass_json(pr)) != NULL)
+		json_object_object_add(req, "egress_bypass", bypass);
 	if (spawn_recording(pr) != NULL)
 		json_object_object_add(req, "recording",
 		    json_object_get(spawn_recording(pr)));

@@ -48,6 +48,7 @@ struct spawn_spec {
 	const char	 *tmpdir;	/* macOS: the per-spawn temp dir */
 	char *const	 *extra;	/* more bwrap arguments (WSL2, probe) */
 	int		  netgate;	/* bwrap waits for slirp4netns (spawn.c) */
+	int		  netcount;	/* bwrap reports its pid: net counters */
 	const char	 *id;		/* the spawn's id when chosen before */
 	/* allowlist profiles: the bridge and the per-spawn socket, on the host */
 	const char	 *egress_bridge;
@@ -173,7 +174,9 @@ int	 spawn_cwd(const char *workspace, const char *cwd, char *out,
 int	 spawn_per_user(void);
 /* A spawner's answer (spawner.c): the pid, or why it did not start. */
 void	 spawn_started(uint64_t seq, pid_t pid, pid_t slirp, int slirp_exit,
-	    const char *err);
+	    const int *snmp, const char *err);
+/* An allowlist spawn's egress bypass counts, or NULL when none. */
+struct json_object *spawn_bypass_json(struct proc *);
 
 /* spawner.c */
 /* One spawn for a user's spawner: what the new process gets. */
@@ -184,6 +187,7 @@ struct spawner_job {
 	int		 stdio[3];
 	int		 keep;		/* the seccomp program for fd 3, or -1 */
 	int		 netgate;	/* bwrap waits for slirp4netns (4-6) */
+	int		 netcount;	/* bwrap gives its pid, waits (4-5) */
 	int		 cgfd;		/* v2 cgroup directory, or -1 */
 	const char	*procs;		/* v1 only: cgroup.procs to join */
 	int		 setid;		/* switch to uid/gid */

@@ -68,6 +68,10 @@ struct proc {
 	/* the network profile: slirp4netns and the fd whose close ends it */
 	pid_t			 slirp;
 	int			 slirp_exit;
+	/* the allowlist profiles: its /proc/net/snmp and snmp6, and counts */
+	int			 snmp[2];
+	int			 bypass_read;
+	int64_t			 bypass[3];	/* v4, v6 no route; UDP no port */
 	/* commands */
 	struct ipc_peer		*peer;		/* brokerd, to answer */
 	int64_t			 req_id;
@@ -159,6 +163,7 @@ spawn_proc_new(const struct spawn_spec *s, const char *backend)
 	p->master = p->out[0] = p->out[1] = p->mem[0] = p->mem[1] = -1;
 	p->pid = p->slirp = p->relay = -1;
 	p->slirp_exit = -1;
+	p->snmp[0] = p->snmp[1] = -1;
 	p->oom_start = -1;
 	p->seq = ++spawn_seq;
 	return p;
@@ -199,6 +204,9 @@ spawn_proc_free(struct proc *p)
 	/* slirp4netns leaves when its exit fd closes. */
 	if (p->slirp_exit != -1)
 		close(p->slirp_exit);
+	for (i = 0; i < 2; i++)
+		if (p->snmp[i] != -1)
+			close(p->snmp[i]);
 	/* Children of its that are still to be reaped. */
 	spawn_discard(p->slirp);
 	if (!p->relay_exited)
@@ -211,6 +219,97 @@ spawn_proc_free(struct proc *p)
 	free(p->user);
 	free(p->backend);
 	free(p);
+}
+
+/*
+ * One counter of a proc net file read from fd: "Ip:" "OutNoRoutes" in
+ * snmp's pairs of lines (names, then values), or a "Udp6NoPorts 3" line
+ * of snmp6 (row NULL). 0 when the file has no such counter.
+ */
+static int64_t
+spawn_counter(int fd, const char *row, const char *name)
+{
+	char		 buf[16384], *line, *next, *names, *vals, *n, *v;
+	char		*sn, *sv;
+	size_t		 len = 0;
+	ssize_t		 r;
+
+	if (lseek(fd, 0, SEEK_SET) == -1)
+		return 0;
+	while (len < sizeof(buf) - 1 &&
+	    (r = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += r;
+	buf[len] = '\0';
+	for (line = buf; line != NULL && *line != '\0'; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (row == NULL) {
+			n = strtok_r(line, " \t", &sn);
+			v = strtok_r(NULL, " \t", &sn);
+			if (n != NULL && v != NULL && strcmp(n, name) == 0)
+				return strtoll(v, NULL, 10);
+			continue;
+		}
+		if (strncmp(line, row, strlen(row)) != 0 || next == NULL ||
+		    strncmp(next, row, strlen(row)) != 0)
+			continue;
+		names = line;
+		vals = next;
+		if ((next = strchr(vals, '\n')) != NULL)
+			*next++ = '\0';
+		(void)strtok_r(names, " ", &sn);
+		(void)strtok_r(vals, " ", &sv);
+		while ((n = strtok_r(NULL, " ", &sn)) != NULL &&
+		    (v = strtok_r(NULL, " ", &sv)) != NULL)
+			if (strcmp(n, name) == 0)
+				return strtoll(v, NULL, 10);
+	}
+	return 0;
+}
+
+/*
+ * An allowlist spawn's bypass attempts, read once when it ends from its
+ * network namespace's counters (the kernel's, which nothing inside can
+ * reset): connects and sends with no route out (IPv4, IPv6), and UDP to
+ * a loopback port nothing listens on (a DNS query to 127.0.0.1:53).
+ */
+static void
+spawn_bypass_read(struct proc *p)
+{
+	if (p->bypass_read || p->snmp[0] == -1)
+		return;
+	p->bypass_read = 1;
+	p->bypass[0] = spawn_counter(p->snmp[0], "Ip:", "OutNoRoutes");
+	p->bypass[1] = spawn_counter(p->snmp[1], NULL, "Ip6OutNoRoutes");
+	p->bypass[2] = spawn_counter(p->snmp[0], "Udp:", "NoPorts") +
+	    spawn_counter(p->snmp[1], NULL, "Udp6NoPorts");
+	if (p->bypass[0] || p->bypass[1] || p->bypass[2])
+		log_info("spawn %s of %s: egress bypass attempts: %lld IPv4 "
+		    "and %lld IPv6 with no route, %lld UDP to no port", p->id,
+		    p->user, (long long)p->bypass[0], (long long)p->bypass[1],
+		    (long long)p->bypass[2]);
+}
+
+/*
+ * What an allowlist spawn tried past the proxy, for brokerd's audit
+ * (egress_bypass): NULL when nothing, or under another profile.
+ */
+struct json_object *
+spawn_bypass_json(struct proc *p)
+{
+	struct json_object	*o;
+
+	if (!p->bypass_read || (p->bypass[0] == 0 && p->bypass[1] == 0 &&
+	    p->bypass[2] == 0))
+		return NULL;
+	o = json_object_new_object();
+	json_object_object_add(o, "ipv4_no_route",
+	    json_object_new_int64(p->bypass[0]));
+	json_object_object_add(o, "ipv6_no_route",
+	    json_object_new_int64(p->bypass[1]));
+	json_object_object_add(o, "udp_no_ports",
+	    json_object_new_int64(p->bypass[2]));
+	return o;
 }
 
 /*
@@ -271,7 +370,7 @@ spawn_read(evutil_socket_t fd, short ev, void *arg)
 static void
 spawn_reply(struct proc *p)
 {
-	struct json_object	*res;
+	struct json_object	*res, *bypass;
 	struct ipc_msg		 m;
 	int			 fds[2], code = -1, sig = 0;
 
@@ -316,6 +415,8 @@ spawn_reply(struct proc *p)
 		    json_object_get(p->container));
 	spawn_where_json(p, res);
 	json_object_object_add(res, "oom", json_object_new_boolean(p->oom));
+	if ((bypass = spawn_bypass_json(p)) != NULL)
+		json_object_object_add(res, "egress_bypass", bypass);
 	fds[0] = p->mem[0];
 	fds[1] = p->mem[1];
 	lseek(fds[0], 0, SEEK_SET);
@@ -415,6 +516,9 @@ spawn_exited(struct proc *p, int status)
 
 	p->exited = 1;
 	p->status = status;
+	spawn_proc_ctx(p);
+	spawn_bypass_read(p);
+	log_ctx_clear();
 	if (p->cg) {
 		/*
 		 * Read before the cgroup goes. An OOM kill is a SIGKILL, which
@@ -577,9 +681,10 @@ spawn_failed(struct proc *p, const char *err)
  */
 void
 spawn_started(uint64_t seq, pid_t pid, pid_t slirp, int slirp_exit,
-    const char *err)
+    const int *snmp, const char *err)
 {
 	struct proc	*p;
+	int		 i;
 
 	TAILQ_FOREACH(p, &procs, entry)
 		if (p->seq == seq)
@@ -591,11 +696,16 @@ spawn_started(uint64_t seq, pid_t pid, pid_t slirp, int slirp_exit,
 		spawn_discard(slirp);
 		if (slirp_exit != -1)
 			close(slirp_exit);
+		for (i = 0; snmp != NULL && i < 2; i++)
+			if (snmp[i] != -1)
+				close(snmp[i]);
 		spawn_reap();
 		return;
 	}
 	p->slirp = slirp;
 	p->slirp_exit = slirp_exit;
+	for (i = 0; snmp != NULL && i < 2; i++)
+		p->snmp[i] = snmp[i];
 	if (err[0] != '\0') {
 		snprintf(p->error, sizeof(p->error), "%s", err);
 		if (pid <= 0) {
@@ -722,6 +832,7 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	/* What bwrap gets on fds 3...: see bwrap_build's fixed numbers. */
 	j.keep = s->seccomp_fd;
 	j.netgate = s->netgate;
+	j.netcount = s->netcount;
 	j.cgfd = cgfd;
 	j.procs = cgprocs;
 	j.setid = setid;

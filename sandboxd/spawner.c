@@ -62,6 +62,7 @@
 #define SPAWNER_F_SETID	0x4	/* switch to uid/gid */
 #define SPAWNER_F_CG	0x8	/* the last fd is the v2 cgroup directory */
 #define SPAWNER_F_FILE	0x10	/* a workspace file operation (files.c) */
+#define SPAWNER_F_COUNT	0x20	/* bwrap reports its pid, waits (fds 4-5) */
 #define SPAWNER_HIDE_MAX 8	/* directories a direct spawn cannot see */
 #define SPAWNER_DIRECT	"hostgate-direct"	/* argv[0] of the hider */
 
@@ -90,16 +91,23 @@ struct spawner_req {
 
 /*
  * spawner -> sandboxd, one per request in order: the pid (or -1), the
- * pid of slirp4netns (or -1) with its exit fd as SCM_RIGHTS, and why it
- * failed ("" when it did not). A pid with an error is a child that was
- * killed: sandboxd reaps it.
+ * pid of slirp4netns (or -1), and why it failed ("" when it did not); as
+ * SCM_RIGHTS, in this order, the fds that fdmask names: slirp4netns's
+ * exit fd, the sandbox's /proc/net/snmp and /proc/net/snmp6. A pid with
+ * an error is a child that was killed: sandboxd reaps it.
  */
 struct spawner_rep {
 	uint64_t	seq;
 	int32_t		pid;
 	int32_t		slirp;
+	uint32_t	fdmask;		/* SPAWNER_REP_* */
+	uint32_t	pad;
 	char		err[480];
 };
+#define SPAWNER_REP_SLIRP	0x1
+#define SPAWNER_REP_SNMP	0x2
+#define SPAWNER_REP_SNMP6	0x4
+#define SPAWNER_REP_FDS		3
 
 /* sandboxd's side: one entry per user with a spawner. */
 struct spawner {
@@ -741,6 +749,59 @@ out:
 	return rc;
 }
 
+/*
+ * An allowlist sandbox's network counters: bwrap reports the sandbox's
+ * pid (--info-fd) and waits before the command (--block-fd) while its
+ * /proc/net/snmp and snmp6 are opened. An open proc net file holds its
+ * network namespace: sandboxd reads the counters from it when the spawn
+ * ends, after every process of the sandbox is gone. 0, or -1 and err.
+ */
+static int
+spawner_count(int bwrap, int info, int block, int counters[2], char *err,
+    size_t errsz)
+{
+	char		 buf[512], path[64];
+	const char	*q;
+	pid_t		 child;
+	int64_t		 deadline = now_mono_ms() + SPAWNER_NET_MS;
+
+	/* {"child-pid": N}: the whole object, not a part of the number. */
+	if (spawner_wait(info, bwrap, "}", buf, sizeof(buf), deadline) == -1 ||
+	    (q = strstr(buf, "\"child-pid\":")) == NULL) {
+		snprintf(err, errsz, "allowlist sandbox: bwrap gave no pid "
+		    "(%s)", now_mono_ms() >= deadline ? "timed out" :
+		    "it exited");
+		return -1;
+	}
+	child = (pid_t)strtol(q + strlen("\"child-pid\":"), NULL, 10);
+	if (child <= 1) {
+		snprintf(err, errsz, "allowlist sandbox: bad pid from bwrap");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/net/snmp", (int)child);
+	if ((counters[0] = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		goto fail;
+	snprintf(path, sizeof(path), "/proc/%d/net/snmp6", (int)child);
+	if ((counters[1] = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		goto fail;
+	/* Counted from here on: let the command start. */
+	if (write(block, "1", 1) != 1) {
+		snprintf(err, errsz, "allowlist sandbox: bwrap went away");
+		goto out;
+	}
+	return 0;
+fail:
+	snprintf(err, errsz, "allowlist sandbox: cannot open %s: %s", path,
+	    strerror(errno));
+out:
+	if (counters[0] != -1)
+		close(counters[0]);
+	if (counters[1] != -1)
+		close(counters[1]);
+	counters[0] = counters[1] = -1;
+	return -1;
+}
+
 /* The next NUL-terminated string of a request, or NULL past its end. */
 static char *
 spawner_str(char **p, const char *end)
@@ -814,7 +875,7 @@ spawner_file(const struct spawner_req *rq, char *p, const char *end,
 /* Start one spawn; fill the reply. */
 static void
 spawner_serve(char *msg, size_t len, int *fds, int nfds,
-    struct spawner_rep *rep, int *slirp_exit)
+    struct spawner_rep *rep, int *slirp_exit, int counters[2])
 {
 	struct spawner_req	 rq;
 	char			*p, *end = msg + len, *procs, *cwd;
@@ -888,6 +949,15 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		keep[nkeep++] = info[1];
 		keep[nkeep++] = ub[0];
 		keep[nkeep++] = bl[0];
+	} else if (rq.flags & SPAWNER_F_COUNT) {
+		/* bwrap's fds 4, 5: see bwrap_build. */
+		if (pipe2(info, O_CLOEXEC) == -1 || pipe2(bl, O_CLOEXEC) == -1) {
+			snprintf(rep->err, sizeof(rep->err), "pipe: %s",
+			    strerror(errno));
+			goto out;
+		}
+		keep[nkeep++] = info[1];
+		keep[nkeep++] = bl[0];
 	}
 	pid = spawner_clone(CLONE_PARENT, cgfd, &pidfd);
 	if (pid == 0)
@@ -907,6 +977,15 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		if (spawner_net(&rq, pidfd, info[0], ub[1], bl[1], cgfd,
 		    &rep->slirp, slirp_exit, rep->err, sizeof(rep->err)) == -1) {
 			/* Said where the user looks: the command or terminal. */
+			dprintf(stdio[2], "hostgate: %s\n", rep->err);
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		}
+	} else if (rq.flags & SPAWNER_F_COUNT) {
+		close(info[1]);
+		close(bl[0]);
+		info[1] = bl[0] = -1;
+		if (spawner_count(pidfd, info[0], bl[1], counters, rep->err,
+		    sizeof(rep->err)) == -1) {
 			dprintf(stdio[2], "hostgate: %s\n", rep->err);
 			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 		}
@@ -936,6 +1015,7 @@ spawner_main(const char *user, int sock)
 	static char		 msg[SPAWNER_MSG_MAX];
 	struct spawner_rep	 rep;
 	int			 fds[SPAWNER_FDS], nfds, i, slirp_exit;
+	int			 counters[2], out[SPAWNER_REP_FDS], nout;
 	ssize_t			 n;
 
 	sp.user = user;
@@ -960,18 +1040,29 @@ spawner_main(const char *user, int sock)
 			break;		/* sandboxd went away */
 		memset(&rep, 0, sizeof(rep));
 		rep.pid = rep.slirp = -1;
-		slirp_exit = -1;
+		slirp_exit = counters[0] = counters[1] = -1;
 		if (n == -1)
 			snprintf(rep.err, sizeof(rep.err), "request too large");
 		else
-			spawner_serve(msg, n, fds, nfds, &rep, &slirp_exit);
+			spawner_serve(msg, n, fds, nfds, &rep, &slirp_exit,
+			    counters);
 		for (i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (spawner_send(sp.sock, &rep, sizeof(rep), &slirp_exit,
-		    slirp_exit != -1, 0) == -1)
+		nout = 0;
+		if (slirp_exit != -1) {
+			out[nout++] = slirp_exit;
+			rep.fdmask |= SPAWNER_REP_SLIRP;
+		}
+		if (counters[0] != -1) {
+			out[nout++] = counters[0];
+			out[nout++] = counters[1];
+			rep.fdmask |= SPAWNER_REP_SNMP | SPAWNER_REP_SNMP6;
+		}
+		if (spawner_send(sp.sock, &rep, sizeof(rep), out, nout,
+		    0) == -1)
 			break;
-		if (slirp_exit != -1)
-			close(slirp_exit);
+		for (i = 0; i < nout; i++)
+			close(out[i]);
 	}
 	/* Nothing of this user's outlives sandboxd. */
 	if (cgroup_enabled())
@@ -1031,9 +1122,20 @@ spawner_lost(struct spawner *s)
 		if (seqs[i] & FILES_SEQ)
 			files_started(seqs[i], -1, "the spawner went away");
 		else
-			spawn_started(seqs[i], -1, -1, -1,
+			spawn_started(seqs[i], -1, -1, -1, NULL,
 			    "the spawner went away");
 	}
+}
+
+/* How many fds a reply's fdmask names: -1 when it names others too. */
+static int
+spawner_rep_nfds(uint32_t mask)
+{
+	if (mask & ~(uint32_t)(SPAWNER_REP_SLIRP | SPAWNER_REP_SNMP |
+	    SPAWNER_REP_SNMP6))
+		return -1;
+	return !!(mask & SPAWNER_REP_SLIRP) + !!(mask & SPAWNER_REP_SNMP) +
+	    !!(mask & SPAWNER_REP_SNMP6);
 }
 
 /* Replies from a spawner: each one ends a request, in order. */
@@ -1042,7 +1144,8 @@ spawner_read(evutil_socket_t fd, short ev, void *arg)
 {
 	struct spawner		*s = arg;
 	struct spawner_rep	 rep;
-	int			 fds[SPAWNER_FDS], nfds;
+	int			 fds[SPAWNER_FDS], nfds, slirp_exit, k;
+	int			 counters[2];
 	ssize_t			 n;
 
 	for (;;) {
@@ -1052,7 +1155,8 @@ spawner_read(evutil_socket_t fd, short ev, void *arg)
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n != sizeof(rep) || s->n == 0 ||
-		    rep.seq != s->inflight[s->head] || nfds > 1) {
+		    rep.seq != s->inflight[s->head] ||
+		    nfds != spawner_rep_nfds(rep.fdmask)) {
 			while (nfds > 0)
 				close(fds[--nfds]);
 			if (n > 0)
@@ -1073,8 +1177,12 @@ spawner_read(evutil_socket_t fd, short ev, void *arg)
 			files_started(rep.seq, rep.pid, rep.err);
 			continue;
 		}
-		spawn_started(rep.seq, rep.pid, rep.slirp,
-		    nfds == 1 ? fds[0] : -1, rep.err);
+		k = 0;
+		slirp_exit = (rep.fdmask & SPAWNER_REP_SLIRP) ? fds[k++] : -1;
+		counters[0] = (rep.fdmask & SPAWNER_REP_SNMP) ? fds[k++] : -1;
+		counters[1] = (rep.fdmask & SPAWNER_REP_SNMP6) ? fds[k++] : -1;
+		spawn_started(rep.seq, rep.pid, rep.slirp, slirp_exit, counters,
+		    rep.err);
 	}
 }
 
@@ -1202,6 +1310,7 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 	rq.seq = j->seq;
 	rq.flags = (j->tty ? SPAWNER_F_TTY : 0) |
 	    (j->netgate ? SPAWNER_F_NET : 0) |
+	    (j->netcount ? SPAWNER_F_COUNT : 0) |
 	    (j->setid ? SPAWNER_F_SETID : 0) |
 	    (j->cgfd != -1 ? SPAWNER_F_CG : 0);
 	rq.uid = j->uid;

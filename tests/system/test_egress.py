@@ -134,6 +134,12 @@ def wait_records(hg, spawn, want):
                              % (spawn, want, have)) from None
 
 
+def bypass_records(hg, spawn):
+    """The egress_bypass audit records of one spawn."""
+    return [r for r in pl.audit_records(hg, action="egress_bypass")
+            if field(r, "spawn") == spawn]
+
+
 def check_record(rec, session, addr=None):
     """The members the issue asks for, with their types."""
     assert rec["user"] == "bob", rec
@@ -201,6 +207,16 @@ def test_allowed_hosts_reached(hg, net, bob):
                      "extra.test"}, hosts
 
 
+def test_no_bypass_no_record(hg, net, bob):
+    """A spawn whose every connection goes through the proxy has no
+    egress_bypass record (brokerd writes that record with spawn_end,
+    which run() waited for)."""
+    doc, spawn = run(bob, script(net, "t http curl -fsS --max-time 20 "
+                                 "http://files.test/small.txt\n"))
+    assert framed(doc).get("http") == (0, el.SMALL_TEXT), doc
+    assert bypass_records(hg, spawn) == [], bypass_records(hg, spawn)
+
+
 # -- refused ------------------------------------------------------------------
 
 REFUSED = r"""
@@ -246,6 +262,13 @@ def tcp():
         s.connect(("%(ip)s", 80))
     finally:
         s.close()
+def tcp6():
+    s = socket.socket(socket.AF_INET6)
+    s.settimeout(5)
+    try:
+        s.connect(("2001:db8::1", 80))
+    finally:
+        s.close()
 def udp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.settimeout(2)
@@ -260,6 +283,7 @@ out = {
     "raw_decimal_tls": ask("CONNECT 2130706433:443 HTTP/1.1\r\nHost: 2130706433:443\r\n\r\n"),
     "raw_hex": ask("GET http://0x7f.1/ HTTP/1.1\r\nHost: 0x7f.1\r\n\r\n"),
     "tcp": err(tcp),
+    "tcp6": err(tcp6),
     "udp": err(udp),
     "dns": err(lambda: socket.getaddrinfo("files.test", 80)),
 }
@@ -314,8 +338,10 @@ def test_refused_and_bypasses(hg, net, bob):
     raw = json.loads(m.group(1))
     for k in ("raw_v6", "raw_decimal", "raw_decimal_tls", "raw_hex"):
         assert re.match(r"HTTP/1\.[01] 403 Egress refused", raw[k]), (k, raw)
-    for k in ("tcp", "udp", "dns"):
+    for k in ("tcp", "tcp6", "udp", "dns"):
         assert not raw[k].startswith("ok"), (k, raw)
+    for k in ("tcp", "tcp6", "udp"):
+        assert "Network is unreachable" in raw[k], (k, raw)
     # Nothing of it reached the servers.
     assert net.requests()[before:] == [], net.requests()[before:]
 
@@ -343,6 +369,19 @@ def test_refused_and_bypasses(hg, net, bob):
     assert len(mine) == len([r for r in egress_records(hg, spawn)
                              if field(r, "verdict") == "refused"]), shown
     assert len(mine) >= len(REFUSALS) + 4, mine
+    # The bypasses never reached egressd: the kernel counted them in the
+    # sandbox's network namespace, and sandboxd read that when it ended.
+    # TCP and UDP to the test's address and TCP to 2001:db8::1 had no
+    # route; getaddrinfo and getent asked 127.0.0.1:53, where nothing
+    # listens.
+    byp = bypass_records(hg, spawn)
+    assert len(byp) == 1, byp
+    rec = byp[0]
+    assert rec["user"] == "bob" and rec["session"] == bob.public_id, rec
+    assert rec["allowed"] is False, rec
+    assert field(rec, "ipv4_no_route") >= 2, rec
+    assert field(rec, "ipv6_no_route") >= 1, rec
+    assert field(rec, "udp_no_ports") >= 1, rec
 
 
 # -- an admin's addition ------------------------------------------------------

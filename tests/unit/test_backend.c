@@ -171,7 +171,13 @@ test_bwrap_allowlist(void **state)
 		/* Loopback alone, no slirp4netns, no nested namespaces. */
 		assert_true(argv_index(&a, "--unshare-net") > 0);
 		assert_true(argv_index(&a, "--disable-userns") > 0);
-		assert_int_equal(argv_index(&a, "--block-fd"), -1);
+		assert_int_equal(argv_index(&a, "--userns-block-fd"), -1);
+		/*
+		 * bwrap reports its pid on fd 4 and waits on fd 5 while the
+		 * spawner opens the sandbox's network counters (spawner.c).
+		 */
+		assert_string_equal(a.v[argv_index(&a, "--info-fd") + 1], "4");
+		assert_string_equal(a.v[argv_index(&a, "--block-fd") + 1], "5");
 		assert_int_equal(argv_index(&a, "/etc/resolv.conf"), -1);
 		assert_int_equal(argv_index(&a, "/etc/hosts"), -1);
 		/* The workspace rw, or ro for the read-only twin. */
