@@ -382,6 +382,10 @@ def test_refused_and_bypasses(hg, net, bob):
     assert field(rec, "ipv4_no_route") >= 2, rec
     assert field(rec, "ipv6_no_route") >= 1, rec
     assert field(rec, "udp_no_ports") >= 1, rec
+    shown = pl.audit_show(hg, "--action", "egress_bypass", "--session",
+                          bob.public_id, "--limit", "0")
+    assert [r["seq"] for r in shown if field(r, "spawn") == spawn] == \
+        [rec["seq"]], shown
 
 
 # -- an admin's addition ------------------------------------------------------
