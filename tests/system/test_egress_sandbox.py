@@ -11,6 +11,7 @@ end tests are elsewhere (test_egress*.py)."""
 
 import json
 import os
+import shlex
 import socket
 import stat
 import subprocess
@@ -586,9 +587,22 @@ def test_http_fails_closed_without_egressd(full):
     assert doc["stdout"].startswith("HTTP/1.1 403 "), doc
     assert "not-allowed.example is not on this sandbox's allowlist" in \
         doc["stdout"], doc
+    # Its bypasses (TCP to an address with no route, a DNS-like datagram
+    # to 127.0.0.1:53) are audited when the terminal ends: egress_bypass
+    # from proc_exited.
     res = sl.run_shell(alice, "terminal", "test -t 0 && test -t 1 && "
-                       "echo tty-$HOSTGATE_EGRESS")
+                       "echo tty-$HOSTGATE_EGRESS && python3 -c %s"
+                       % shlex.quote(BYPASS_PY))
     assert res.exit == 0 and "tty-proxy" in res.output, res
+    assert "bypass-failed" in res.output, res
+    recs = hglib.wait_for(lambda: pl.audit_records(
+        hg, action="egress_bypass", user=hglib.ADMIN[0]) or None, 10,
+        what="an egress_bypass record of the terminal")
+    term = [r for r in pl.audit_records(hg, action="terminal_opened")
+            if r["user"] == hglib.ADMIN[0]][-1]
+    assert recs[-1]["detail"]["spawn"] == term["detail"]["id"], (recs, term)
+    assert recs[-1]["detail"]["ipv4_no_route"] >= 1, recs
+    assert recs[-1]["detail"]["udp_no_ports"] >= 1, recs
     hg.stop("egressd")
     hglib.wait_for(lambda: egress_down(alice), 20,
                    what="/api/status with egress.proxy.ok false")
@@ -603,6 +617,17 @@ def test_http_fails_closed_without_egressd(full):
     hg.start("egressd")
     hg.wait_egress(alice)
     assert pl.run(alice, "echo back")["stdout"] == "back\n"
+
+
+# TCP to an address with no route, a datagram to 127.0.0.1:53: both fail.
+BYPASS_PY = ("import socket\n"
+             "for f in (lambda: socket.create_connection(\n"
+             "              ('192.0.2.1', 80), 5),\n"
+             "          lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)"
+             "\n              .sendto(b'q', ('127.0.0.1', 53))):\n"
+             "    try: f()\n"
+             "    except OSError: pass\n"
+             "print('bypass-failed')\n")
 
 
 def egress_down(session):
