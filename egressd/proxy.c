@@ -583,6 +583,8 @@ relay_event(struct bufferevent *bev, short what, void *arg)
 		shutdown(bufferevent_getfd(c->bu), SHUT_WR);
 }
 
+#define RELAY_BUDGET	(1024 * 1024)	/* bytes a direction moves a turn */
+
 /* The splice relay's descriptors, pipes, events and buffers go. */
 static void
 relay_splice_free(struct conn *c)
@@ -633,13 +635,16 @@ relay_pipe(struct pump *p)
 /*
  * Move one direction's bytes until both its ends would block (the
  * events are edge-triggered: nothing is left that a wake-up would be
- * needed for). 0, or -1 when src failed, -2 when dst did (errno set).
+ * needed for), or RELAY_BUDGET bytes went: then 1, to go on in the next
+ * turn of the loop, the other connections' turn in between. 0 when
+ * blocked, -1 when src failed, -2 when dst did (errno set).
  */
 static int
 relay_pump(struct conn *c, struct pump *p, uint64_t *count)
 {
 	const unsigned int	 fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 	ssize_t			 n;
+	size_t			 moved = 0;
 	int			 progress;
 
 	while (evbuffer_get_length(p->pre) > 0) {
@@ -669,6 +674,7 @@ relay_pump(struct conn *c, struct pump *p, uint64_t *count)
 			if (n > 0) {
 				p->inpipe += (size_t)n;
 				*count += (uint64_t)n;
+				moved += (size_t)n;
 				progress = 1;
 			} else if (n == 0)
 				p->eof = 1;
@@ -679,6 +685,8 @@ relay_pump(struct conn *c, struct pump *p, uint64_t *count)
 		}
 		if (progress)
 			c->last_ms = now_mono_ms();
+		if (moved >= RELAY_BUDGET)
+			return 1;
 	} while (progress);
 	return 0;
 }
@@ -689,16 +697,20 @@ relay_splice_run(struct conn *c)
 {
 	const char	*who;
 	char		 reason[160];
-	int		 r;
+	int		 r, more;
 
-	if ((r = relay_pump(c, &c->pu, &c->up)) != 0) {
+	if ((r = relay_pump(c, &c->pu, &c->up)) < 0) {
 		who = r == -1 ? "client" : "upstream";
 		goto fail;
 	}
-	if ((r = relay_pump(c, &c->pd, &c->down)) != 0) {
+	more = r;
+	if ((r = relay_pump(c, &c->pd, &c->down)) < 0) {
 		who = r == -1 ? "upstream" : "client";
 		goto fail;
 	}
+	/* A budget ran out: no edge will come for what is left. */
+	if (more || r)
+		event_active(c->ev_c, EV_WRITE, 0);
 	/* Upstream's end, once the client has it all: the connection's. */
 	if (c->pd.eof && c->pd.inpipe == 0 &&
 	    evbuffer_get_length(c->pd.pre) == 0) {

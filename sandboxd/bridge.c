@@ -43,6 +43,7 @@
 #define BRIDGE_BUF		16384	/* bytes buffered per direction */
 #define BRIDGE_BACKLOG		64
 #define BRIDGE_PIPES_MAX	32	/* connections spliced through pipes */
+#define BRIDGE_BUDGET		(1024 * 1024)	/* spliced a turn, a way */
 
 /*
  * One direction of a connection: what was read and not written yet, in
@@ -214,15 +215,17 @@ bridge_accept(int lfd)
 
 /*
  * A piped direction: from src through the pipe to dst until neither
- * moves. Stopped with bytes in the pipe, dst would block; with none,
- * src would. EOF or a failure of src ends the direction, a failure of
- * dst too (nobody takes its bytes any more).
+ * moves, or BRIDGE_BUDGET bytes went (the other connections' turn: poll
+ * says at once which end is still ready). Stopped with bytes in the
+ * pipe, dst would block; with none, src would. EOF or a failure of src
+ * ends the direction, a failure of dst too (nobody takes its bytes).
  */
 static void
 bridge_splice(int src, int dst, struct half *h)
 {
 	const unsigned int	 fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
 	ssize_t			 n;
+	size_t			 moved = 0;
 	int			 progress;
 
 	do {
@@ -245,13 +248,14 @@ bridge_splice(int src, int dst, struct half *h)
 			    fl);
 			if (n > 0) {
 				h->inpipe += (size_t)n;
+				moved += (size_t)n;
 				progress = 1;
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR))
 				h->eof = 1;
 			else if (errno == EINTR)
 				progress = 1;
 		}
-	} while (progress);
+	} while (progress && moved < BRIDGE_BUDGET);
 }
 
 /* Read into a direction's buffer once it is empty; EOF or failure ends it. */
