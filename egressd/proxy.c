@@ -77,8 +77,7 @@ struct conn {
 	uint64_t		 up, down;
 	int			 c_eof, u_eof;
 	int			 resp_done;	/* the response head went */
-	int			 spliced;	/* relayed by pu, pd below */
-	int			 sfd_c, sfd_u;	/* client, upstream */
+	int			 sfd_c, sfd_u;	/* spliced: client, upstream */
 	struct event		*ev_c, *ev_u;	/* edge-triggered, both ways */
 	struct pump		 pu;		/* client -> upstream */
 	struct pump		 pd;		/* upstream -> client */
@@ -776,15 +775,16 @@ relay_splice_start(struct conn *c)
 	if (evbuffer_add_buffer(c->pu.pre, bufferevent_get_output(c->bu)) ==
 	    -1 || evbuffer_add_buffer(c->pu.pre, in_c) == -1 ||
 	    evbuffer_add_buffer(c->pd.pre, bufferevent_get_output(c->bc)) ==
-	    -1 || evbuffer_add_buffer(c->pd.pre, in_u) == -1)
-		fatalx("%s: evbuffer_add_buffer", __func__);
+	    -1 || evbuffer_add_buffer(c->pd.pre, in_u) == -1) {
+		conn_end(c, "out of memory");
+		return 0;
+	}
 	c->pu.eof = c->c_eof;
 	c->pd.eof = c->u_eof;
 	/* Safe from their own callbacks: libevent defers the free. */
 	bufferevent_free(c->bc);
 	bufferevent_free(c->bu);
 	c->bc = c->bu = NULL;
-	c->spliced = 1;
 	event_add(c->ev_c, NULL);
 	event_add(c->ev_u, NULL);
 	relay_splice_run(c);
