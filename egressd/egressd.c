@@ -29,6 +29,8 @@
  */
 static const char *const egressd_syscalls[] = {
 	"accept4", "accept",
+	/* the relay: splice(2) through a pipe each way */
+	"splice",
 	NULL
 };
 

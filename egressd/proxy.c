@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,21 @@ enum conn_state {
 };
 
 struct listener;
+
+/*
+ * One direction of a spliced relay: src's bytes go through a pipe to dst,
+ * in the kernel. pre holds what the bufferevents had read or queued
+ * before the splice began; it goes first.
+ */
+struct pump {
+	int		 src, dst;	/* the conn's descriptors */
+	int		 p[2];		/* the pipe: p[0] read, p[1] write */
+	size_t		 inpipe;	/* bytes in the pipe */
+	size_t		 cap;		/* the pipe's size */
+	struct evbuffer	*pre;
+	int		 eof;		/* src said EOF */
+	int		 shut;		/* dst got SHUT_WR */
+};
 
 struct conn {
 	TAILQ_ENTRY(conn)	 entry;
@@ -61,6 +77,10 @@ struct conn {
 	uint64_t		 up, down;
 	int			 c_eof, u_eof;
 	int			 resp_done;	/* the response head went */
+	int			 sfd_c, sfd_u;	/* spliced: client, upstream */
+	struct event		*ev_c, *ev_u;	/* edge-triggered, both ways */
+	struct pump		 pu;		/* client -> upstream */
+	struct pump		 pd;		/* upstream -> client */
 };
 TAILQ_HEAD(conns, conn);
 
@@ -105,6 +125,8 @@ static struct event		*proxy_ev_sweep;
 static int			 proxy_nconns;
 
 static void	conn_free(struct conn *);
+static void	relay_splice_free(struct conn *);
+static int	relay_splice_start(struct conn *);
 static void	conn_connect_next(struct conn *);
 
 /* Free an additions list. */
@@ -330,6 +352,7 @@ conn_free(struct conn *c)
 		event_free(c->ev_conn);
 	if (c->ev_timeout != NULL)
 		event_free(c->ev_timeout);
+	relay_splice_free(c);
 	free(c->head);
 	TAILQ_REMOVE(&c->l->conns, c, entry);
 	c->l->nconns--;
@@ -481,8 +504,13 @@ relay_read(struct bufferevent *src, void *arg)
 	struct evbuffer		*out = bufferevent_get_output(dst);
 	size_t			 n;
 
-	if (src == c->bu && !c->resp_done && relay_response_head(c) == 1)
-		return;
+	if (src == c->bu && !c->resp_done) {
+		if (relay_response_head(c) == 1)
+			return;
+		/* The rest is bytes as they are: the kernel moves them. */
+		if (relay_splice_start(c) == 0)
+			return;
+	}
 	n = evbuffer_get_length(in);
 
 	if (src == c->bc)
@@ -554,6 +582,215 @@ relay_event(struct bufferevent *bev, short what, void *arg)
 		shutdown(bufferevent_getfd(c->bu), SHUT_WR);
 }
 
+#define RELAY_BUDGET	(1024 * 1024)	/* bytes a direction moves a turn */
+
+/* The splice relay's descriptors, pipes, events and buffers go. */
+static void
+relay_splice_free(struct conn *c)
+{
+	struct pump	*p[2] = { &c->pu, &c->pd };
+	int		 i;
+
+	if (c->ev_c != NULL)
+		event_free(c->ev_c);
+	if (c->ev_u != NULL)
+		event_free(c->ev_u);
+	c->ev_c = c->ev_u = NULL;
+	for (i = 0; i < 2; i++) {
+		if (p[i]->p[0] != -1)
+			close(p[i]->p[0]);
+		if (p[i]->p[1] != -1)
+			close(p[i]->p[1]);
+		p[i]->p[0] = p[i]->p[1] = -1;
+		if (p[i]->pre != NULL)
+			evbuffer_free(p[i]->pre);
+		p[i]->pre = NULL;
+	}
+	if (c->sfd_c != -1)
+		close(c->sfd_c);
+	if (c->sfd_u != -1)
+		close(c->sfd_u);
+	c->sfd_c = c->sfd_u = -1;
+}
+
+/* A direction's pipe, as large as EGRESS_BUF_MAX when the kernel lets. */
+static int
+relay_pipe(struct pump *p)
+{
+	int	sz;
+
+	if (pipe2(p->p, O_NONBLOCK | O_CLOEXEC) == -1) {
+		p->p[0] = p->p[1] = -1;
+		return -1;
+	}
+	/* Refused past the user's pipe pages: the default size then. */
+	(void)fcntl(p->p[1], F_SETPIPE_SZ, EGRESS_BUF_MAX);
+	if ((sz = fcntl(p->p[1], F_GETPIPE_SZ)) <= 0)
+		return -1;
+	p->cap = (size_t)sz;
+	return 0;
+}
+
+/*
+ * Move one direction's bytes until both its ends would block (the
+ * events are edge-triggered: nothing is left that a wake-up would be
+ * needed for), or RELAY_BUDGET bytes went: then 1, to go on in the next
+ * turn of the loop, the other connections' turn in between. 0 when
+ * blocked, -1 when src failed, -2 when dst did (errno set).
+ */
+static int
+relay_pump(struct conn *c, struct pump *p, uint64_t *count)
+{
+	const unsigned int	 fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	ssize_t			 n;
+	size_t			 moved = 0;
+	int			 progress;
+
+	while (evbuffer_get_length(p->pre) > 0) {
+		if (evbuffer_write(p->pre, p->dst) == -1) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return -2;
+		}
+		c->last_ms = now_mono_ms();
+	}
+	do {
+		progress = 0;
+		if (p->inpipe > 0) {
+			n = splice(p->p[0], NULL, p->dst, NULL, p->inpipe, fl);
+			if (n > 0) {
+				p->inpipe -= (size_t)n;
+				progress = 1;
+			} else if (n == -1 && errno == EINTR)
+				progress = 1;
+			else if (n == -1 && errno != EAGAIN)
+				return -2;
+		}
+		/* A full pipe (in slots) says EAGAIN: then dst would block. */
+		if (!p->eof && p->inpipe < p->cap) {
+			n = splice(p->src, NULL, p->p[1], NULL,
+			    p->cap - p->inpipe, fl);
+			if (n > 0) {
+				p->inpipe += (size_t)n;
+				*count += (uint64_t)n;
+				moved += (size_t)n;
+				progress = 1;
+			} else if (n == 0)
+				p->eof = 1;
+			else if (errno == EINTR)
+				progress = 1;
+			else if (errno != EAGAIN)
+				return -1;
+		}
+		if (progress)
+			c->last_ms = now_mono_ms();
+		if (moved >= RELAY_BUDGET)
+			return 1;
+	} while (progress);
+	return 0;
+}
+
+/* Both directions of a spliced relay, then its ends of stream. */
+static void
+relay_splice_run(struct conn *c)
+{
+	const char	*who;
+	char		 reason[160];
+	int		 r, more;
+
+	if ((r = relay_pump(c, &c->pu, &c->up)) < 0) {
+		who = r == -1 ? "client" : "upstream";
+		goto fail;
+	}
+	more = r;
+	if ((r = relay_pump(c, &c->pd, &c->down)) < 0) {
+		who = r == -1 ? "upstream" : "client";
+		goto fail;
+	}
+	/* A budget ran out: no edge will come for what is left. */
+	if (more || r)
+		event_active(c->ev_c, EV_WRITE, 0);
+	/* Upstream's end, once the client has it all: the connection's. */
+	if (c->pd.eof && c->pd.inpipe == 0 &&
+	    evbuffer_get_length(c->pd.pre) == 0) {
+		conn_end(c, NULL);
+		return;
+	}
+	/* The client's end goes on upstream as a half-close. */
+	if (c->pu.eof && !c->pu.shut && c->pu.inpipe == 0 &&
+	    evbuffer_get_length(c->pu.pre) == 0) {
+		(void)shutdown(c->sfd_u, SHUT_WR);
+		c->pu.shut = 1;
+	}
+	return;
+fail:
+	snprintf(reason, sizeof(reason), "%s: %s", who, strerror(errno));
+	conn_end(c, reason);
+}
+
+/* A spliced relay's descriptor is ready, one way or both. */
+static void
+relay_splice_cb(evutil_socket_t fd, short ev, void *arg)
+{
+	relay_splice_run(arg);
+}
+
+/*
+ * Leave the bufferevents for splice(2) through a pipe each way, on
+ * edge-triggered events: no copy through egressd, no watermark toggling.
+ * What the bufferevents hold goes first, counted as before. -1 when it
+ * cannot (no pipe, no edge-triggered backend): the bufferevents relay
+ * then; 0 once done (the connection may be gone by then).
+ */
+static int
+relay_splice_start(struct conn *c)
+{
+	struct evbuffer	*in_c = bufferevent_get_input(c->bc);
+	struct evbuffer	*in_u = bufferevent_get_input(c->bu);
+	short		 ev = EV_READ | EV_WRITE | EV_PERSIST | EV_ET;
+
+	if (!(event_base_get_features(proxy_base) & EV_FEATURE_ET))
+		return -1;
+	if (relay_pipe(&c->pu) == -1 || relay_pipe(&c->pd) == -1 ||
+	    (c->sfd_c = dup(bufferevent_getfd(c->bc))) == -1 ||
+	    (c->sfd_u = dup(bufferevent_getfd(c->bu))) == -1 ||
+	    (c->pu.pre = evbuffer_new()) == NULL ||
+	    (c->pd.pre = evbuffer_new()) == NULL ||
+	    (c->ev_c = event_new(proxy_base, c->sfd_c, ev, relay_splice_cb,
+	    c)) == NULL ||
+	    (c->ev_u = event_new(proxy_base, c->sfd_u, ev, relay_splice_cb,
+	    c)) == NULL) {
+		log_debug("egress: spawn %s: no splice relay: %s",
+		    c->l->spawn, strerror(errno));
+		relay_splice_free(c);
+		return -1;
+	}
+	c->pu.src = c->pd.dst = c->sfd_c;
+	c->pd.src = c->pu.dst = c->sfd_u;
+	/* A socket bufferevent's output is frozen at its start but to it. */
+	evbuffer_unfreeze(bufferevent_get_output(c->bu), 1);
+	evbuffer_unfreeze(bufferevent_get_output(c->bc), 1);
+	c->up += evbuffer_get_length(in_c);
+	c->down += evbuffer_get_length(in_u);
+	if (evbuffer_add_buffer(c->pu.pre, bufferevent_get_output(c->bu)) ==
+	    -1 || evbuffer_add_buffer(c->pu.pre, in_c) == -1 ||
+	    evbuffer_add_buffer(c->pd.pre, bufferevent_get_output(c->bc)) ==
+	    -1 || evbuffer_add_buffer(c->pd.pre, in_u) == -1) {
+		conn_end(c, "out of memory");
+		return 0;
+	}
+	c->pu.eof = c->c_eof;
+	c->pd.eof = c->u_eof;
+	/* Safe from their own callbacks: libevent defers the free. */
+	bufferevent_free(c->bc);
+	bufferevent_free(c->bu);
+	c->bc = c->bu = NULL;
+	event_add(c->ev_c, NULL);
+	event_add(c->ev_u, NULL);
+	relay_splice_run(c);
+	return 0;
+}
+
 /* Connected upstream: answer CONNECT or forward the request, then relay. */
 static void
 conn_established(struct conn *c, int fd)
@@ -591,6 +828,9 @@ conn_established(struct conn *c, int fd)
 	bufferevent_setcb(c->bu, relay_read, relay_write, relay_event, c);
 	bufferevent_enable(c->bu, EV_READ | EV_WRITE);
 	bufferevent_enable(c->bc, EV_READ | EV_WRITE);
+	/* A tunnel is bytes as they are from the start. */
+	if (c->req.connect && relay_splice_start(c) == 0)
+		return;
 	/* What the client sent after its head (a body, a TLS hello). */
 	if (evbuffer_get_length(bufferevent_get_input(c->bc)) > 0)
 		relay_read(c->bc, c);
@@ -906,6 +1146,8 @@ conn_new(struct listener *l, int fd)
 		fatal("%s", __func__);
 	c->l = l;
 	c->ufd = -1;
+	c->sfd_c = c->sfd_u = -1;
+	c->pu.p[0] = c->pu.p[1] = c->pd.p[0] = c->pd.p[1] = -1;
 	c->start_ms = c->last_ms = now_mono_ms();
 	if ((c->bc = bufferevent_socket_new(proxy_base, fd,
 	    BEV_OPT_CLOSE_ON_FREE)) == NULL)

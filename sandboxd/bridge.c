@@ -7,7 +7,10 @@
  * background and execs CMD, which keeps its pid, its terminal and its
  * exit status. Each TCP connection gets a connection of its own to the
  * Unix socket SOCKET (bound in by bwrap; egressd holds its listener) and
- * bytes are copied both ways, half-closes passed on. The bridge decides
+ * bytes are moved both ways, half-closes passed on: by splice(2) through
+ * a pipe per direction for the first BRIDGE_PIPES_MAX connections (the
+ * kernel moves them, one wake-up per pipeful), copied through a buffer
+ * for the others (or when a pipe cannot be had). The bridge decides
  * nothing: egressd checks every request and explains every refusal;
  * when SOCKET cannot be reached the client's connection is closed.
  *
@@ -39,11 +42,18 @@
 #define BRIDGE_MAX_CONNS	256
 #define BRIDGE_BUF		16384	/* bytes buffered per direction */
 #define BRIDGE_BACKLOG		64
+#define BRIDGE_PIPES_MAX	32	/* connections spliced through pipes */
+#define BRIDGE_BUDGET		(1024 * 1024)	/* spliced a turn, a way */
 
-/* One direction of a connection: what was read and not written yet. */
+/*
+ * One direction of a connection: what was read and not written yet, in
+ * buf, or in the pipe p (p[0] -1: no pipe) of at most cap bytes.
+ */
 struct half {
 	char	buf[BRIDGE_BUF];
 	size_t	off, len;
+	int	p[2];
+	size_t	inpipe, cap;
 	int	eof;		/* the source said EOF (or failed) */
 	int	shut;		/* the destination got SHUT_WR (or failed) */
 };
@@ -57,6 +67,7 @@ struct conn {
 
 static struct conn	*conns[BRIDGE_MAX_CONNS];
 static int		 nconns;
+static int		 npiped;	/* connections with pipes */
 static const char	*bridge_sock;
 
 /* Print why the bridge cannot start, and exit as a shell would. */
@@ -133,6 +144,46 @@ bridge_connect(void)
 	return fd;
 }
 
+/* A pipe for a direction, or none (p[0] -1): then its buffer is used. */
+static void
+bridge_pipe(struct half *h)
+{
+	int	sz;
+
+	if (pipe2(h->p, O_NONBLOCK | O_CLOEXEC) == -1) {
+		h->p[0] = h->p[1] = -1;
+		return;
+	}
+	if ((sz = fcntl(h->p[1], F_GETPIPE_SZ)) <= 0) {
+		close(h->p[0]);
+		close(h->p[1]);
+		h->p[0] = h->p[1] = -1;
+		return;
+	}
+	h->cap = (size_t)sz;
+}
+
+/* Pipes for both directions of a connection, or for neither. */
+static void
+bridge_pipes(struct conn *c)
+{
+	c->up.p[0] = c->up.p[1] = c->down.p[0] = c->down.p[1] = -1;
+	if (npiped >= BRIDGE_PIPES_MAX)
+		return;
+	bridge_pipe(&c->up);
+	if (c->up.p[0] != -1)
+		bridge_pipe(&c->down);
+	if (c->down.p[0] == -1) {
+		if (c->up.p[0] != -1) {
+			close(c->up.p[0]);
+			close(c->up.p[1]);
+		}
+		c->up.p[0] = c->up.p[1] = -1;
+		return;
+	}
+	npiped++;
+}
+
 /* Take every pending client of a listener while there is room. */
 static void
 bridge_accept(int lfd)
@@ -153,12 +204,58 @@ bridge_accept(int lfd)
 		}
 		c->tcp = fd;
 		c->unx = unx;
+		bridge_pipes(c);
 		for (i = 0; i < BRIDGE_MAX_CONNS; i++)
 			if (conns[i] == NULL)
 				break;
 		conns[i] = c;
 		nconns++;
 	}
+}
+
+/*
+ * A piped direction: from src through the pipe to dst until neither
+ * moves, or BRIDGE_BUDGET bytes went (the other connections' turn: poll
+ * says at once which end is still ready). Stopped with bytes in the
+ * pipe, dst would block; with none, src would. EOF or a failure of src
+ * ends the direction, a failure of dst too (nobody takes its bytes).
+ */
+static void
+bridge_splice(int src, int dst, struct half *h)
+{
+	const unsigned int	 fl = SPLICE_F_MOVE | SPLICE_F_NONBLOCK;
+	ssize_t			 n;
+	size_t			 moved = 0;
+	int			 progress;
+
+	do {
+		progress = 0;
+		if (h->inpipe > 0) {
+			n = splice(h->p[0], NULL, dst, NULL, h->inpipe, fl);
+			if (n > 0) {
+				h->inpipe -= (size_t)n;
+				progress = 1;
+			} else if (n == -1 && errno == EINTR)
+				progress = 1;
+			else if (n == -1 && errno != EAGAIN) {
+				h->inpipe = 0;
+				h->eof = h->shut = 1;
+				return;
+			}
+		}
+		if (!h->eof && h->inpipe < h->cap) {
+			n = splice(src, NULL, h->p[1], NULL, h->cap - h->inpipe,
+			    fl);
+			if (n > 0) {
+				h->inpipe += (size_t)n;
+				moved += (size_t)n;
+				progress = 1;
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR))
+				h->eof = 1;
+			else if (errno == EINTR)
+				progress = 1;
+		}
+	} while (progress && moved < BRIDGE_BUDGET);
 }
 
 /* Read into a direction's buffer once it is empty; EOF or failure ends it. */
@@ -197,7 +294,7 @@ bridge_write(int fd, struct half *h)
 static void
 bridge_shut(int fd, struct half *h)
 {
-	if (h->eof && h->len == 0 && !h->shut) {
+	if (h->eof && h->len == 0 && h->inpipe == 0 && !h->shut) {
 		(void)shutdown(fd, SHUT_WR);
 		h->shut = 1;
 	}
@@ -209,9 +306,9 @@ bridge_events(const struct half *in, const struct half *out)
 {
 	short	ev = 0;
 
-	if (!in->eof && in->len == 0)
+	if (!in->eof && in->len == 0 && in->inpipe == 0)
 		ev |= POLLIN;
-	if (out->len > 0)
+	if (out->len > 0 || out->inpipe > 0)
 		ev |= POLLOUT;
 	return ev;
 }
@@ -220,9 +317,18 @@ bridge_events(const struct half *in, const struct half *out)
 static void
 bridge_close(int i)
 {
-	close(conns[i]->tcp);
-	close(conns[i]->unx);
-	free(conns[i]);
+	struct conn	*c = conns[i];
+
+	close(c->tcp);
+	close(c->unx);
+	if (c->up.p[0] != -1) {
+		close(c->up.p[0]);
+		close(c->up.p[1]);
+		close(c->down.p[0]);
+		close(c->down.p[1]);
+		npiped--;
+	}
+	free(c);
 	conns[i] = NULL;
 	nconns--;
 }
@@ -276,6 +382,14 @@ bridge_relay(int l4, int l6, int pidfd)
 				bridge_close(i);
 				continue;
 			}
+			if (c->up.p[0] != -1) {
+				/* Either end ready: each direction moves. */
+				if (pfd[k].revents || pfd[k + 1].revents) {
+					bridge_splice(c->tcp, c->unx, &c->up);
+					bridge_splice(c->unx, c->tcp, &c->down);
+				}
+				goto ends;
+			}
 			if ((pfd[k].revents & (POLLIN | POLLHUP)) &&
 			    (pfd[k].events & POLLIN))
 				bridge_read(c->tcp, &c->up);
@@ -288,6 +402,7 @@ bridge_relay(int l4, int l6, int pidfd)
 			if (pfd[k].revents & (POLLOUT | POLLHUP) &&
 			    (pfd[k].events & POLLOUT))
 				bridge_write(c->tcp, &c->down);
+ends:
 			bridge_shut(c->unx, &c->up);
 			bridge_shut(c->tcp, &c->down);
 			if (c->up.shut && c->down.shut)

@@ -7,6 +7,7 @@ pinned in HOSTGATE_EGRESS_HOSTS. Checks what the agent sees (the proxy's
 answers and refusals) and what sandboxd is told (egress_log)."""
 
 import contextlib
+import hashlib
 import http.server
 import json
 import os
@@ -21,6 +22,7 @@ import hglib
 SPAWN_A = "0123456789abcdef"
 SPAWN_B = "fedcba9876543210"
 SPAWN_C = "0000000000000c0c"
+SPAWN_D = "0000000000000d0d"
 SESSION = "ab" * 16
 
 
@@ -103,6 +105,35 @@ class Sandboxd:
         self.srv.close()
 
 
+def bulk_serve(srv):
+    """An upstream for bulk transfers, one connection at a time: read a
+    head and then the body until the client's half-close, answer with an
+    HTTP head, the body's sha256 and 16 MiB of its own, then close."""
+    while True:
+        try:
+            conn, _ = srv.accept()
+        except OSError:
+            return
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                b = conn.recv(65536)
+                if not b:
+                    break
+                data += b
+            body = [data.partition(b"\r\n\r\n")[2]]
+            while True:
+                b = conn.recv(1 << 20)
+                if not b:
+                    break
+                body.append(b)
+            digest = hashlib.sha256(b"".join(body)).hexdigest().encode()
+            blob = hashlib.sha256(digest).digest() * (1 << 19)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n"
+                         % (len(digest) + 1 + len(blob)) + digest + b"\n")
+            conn.sendall(blob)
+
+
 def listener(hg, name):
     """A spawn's listening socket (what sandboxd would make): path, fd."""
     path = os.path.join(hg.dir, name + ".sock")
@@ -161,6 +192,11 @@ def proxy(mode):
     # Bound, never listening: a connect to it is refused.
     closed = socket.socket()
     closed.bind(("127.0.0.1", 0))
+    bulk = socket.socket()
+    bulk.bind(("127.0.0.1", 0))
+    bulk.listen(8)
+    threading.Thread(target=bulk_serve, args=(bulk,), daemon=True).start()
+    bport = bulk.getsockname()[1]
     port, port2 = (s.server_address[1] for s in servers)
     cport = closed.getsockname()[1]
     hg = hglib.Hostgate(mode, name="egressd")
@@ -182,7 +218,8 @@ def proxy(mode):
                                  "multi.test closed.test",
         "HOSTGATE_EGRESS_DENY": "bad.wild.test",
         "HOSTGATE_EGRESS_ALLOW_NETS": "127.0.0.0/8",
-        "HOSTGATE_EGRESS_PORTS": "443,80,%d,%d,%d" % (port, port2, cport),
+        "HOSTGATE_EGRESS_PORTS": "443,80,%d,%d,%d,%d" % (port, port2, cport,
+                                                         bport),
     })
     # sandboxd's directory for egressd, as sandboxd makes it.
     d = os.path.join(hg.run, "egress")
@@ -205,7 +242,7 @@ def proxy(mode):
                  allow_session=[])
         ls.close()
         yield dict(hg=hg, sbx=sbx, path=path, port=port, port2=port2,
-                   cport=cport, servers=servers)
+                   cport=cport, bport=bport, servers=servers)
     except BaseException:
         hg.failed = True
         print(hg.logs())
@@ -213,6 +250,7 @@ def proxy(mode):
     finally:
         sbx.close()
         closed.close()
+        bulk.close()
         for s in servers:
             s.shutdown()
             s.server_close()
@@ -288,6 +326,64 @@ def test_absolute_form(proxy):
     assert m["verdict"] == "allowed" and m["host"] == "allowed.test"
 
 
+def bulk_check(raw, body):
+    """The bulk upstream's answer to body, byte for byte: its length."""
+    status, _, headers, rest = parse(raw)
+    assert status == 200
+    digest = hashlib.sha256(body).hexdigest().encode()
+    blob = hashlib.sha256(digest).digest() * (1 << 19)
+    assert int(headers["content-length"]) == len(rest)
+    assert rest == digest + b"\n" + blob, "the bytes down differ"
+    return len(raw)
+
+
+@pytest.mark.parametrize("tunnel", [True, False], ids=["connect", "absolute"])
+def test_bulk_both_ways(proxy, tunnel):
+    """8 MiB up, then the client's half-close, then 16 MiB down, through a
+    CONNECT tunnel and an absolute-form request: every byte arrives in
+    order each way, the half-close reaches upstream (which answers only
+    then), and the record counts the bytes exactly."""
+    hg, sbx, bport = proxy["hg"], proxy["sbx"], proxy["bport"]
+    path, ls = listener(hg, "d" + str(tunnel))
+    sbx.send("egress_listen", [ls.fileno()], spawn=SPAWN_D, user="dave",
+             allow_user=[], allow_session=[])
+    ls.close()
+    body = os.urandom(8 << 20)
+    inner = b"POST /bulk HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
+    if tunnel:
+        head = (b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % bport) + inner
+    else:
+        head = (b"POST http://allowed.test:%d/bulk HTTP/1.1\r\n"
+                b"Content-Length: %d\r\n\r\n" % (bport, len(body)))
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(30)
+    c.connect(path)
+    with c:
+        c.sendall(head + body)
+        c.shutdown(socket.SHUT_WR)
+        got = []
+        while True:
+            b = c.recv(1 << 20)
+            if not b:
+                break
+            got.append(b)
+    raw = b"".join(got)
+    ok = b"HTTP/1.1 200 Connection established\r\n\r\n"
+    if tunnel:
+        assert raw.startswith(ok), raw[:200]
+        down = bulk_check(raw[len(ok):], body)
+    else:
+        down = bulk_check(raw, body)
+    m = sbx.log(lambda m: m["spawn"] == SPAWN_D)
+    assert m["verdict"] == "allowed" and "reason" not in m, m
+    assert m["bytes_down"] == down
+    if tunnel:
+        assert m["bytes_up"] == len(inner) + len(body)
+    else:
+        assert m["bytes_up"] > len(body)
+    sbx.send("egress_close", spawn=SPAWN_D)
+
+
 def refused(proxy, request, status=403):
     """The answer to a refused request: its text (reason phrase and body
     agree), checked against the header naming the host."""
@@ -326,8 +422,9 @@ def test_port(proxy):
     """A port outside HOSTGATE_EGRESS_PORTS, even for an allowed name."""
     reason, _ = refused(proxy, b"CONNECT allowed.test:25 HTTP/1.1\r\n\r\n")
     assert reason == ("Egress refused: port 25 is not allowed (allowed: 443, "
-                      "80, %d, %d, %d)" % (proxy["port"], proxy["port2"],
-                                           proxy["cport"]))
+                      "80, %d, %d, %d, %d)" % (proxy["port"], proxy["port2"],
+                                               proxy["cport"],
+                                               proxy["bport"]))
 
 
 def test_denylist_wins(proxy):
