@@ -20,6 +20,7 @@
 
 static struct ipc_link	*sandbox_link;
 static int		 sandbox_up;	/* hello exchanged, not closed */
+static struct event	*sandbox_ev_gone;	/* closes the listeners */
 
 /* A spawn under an +allowlist profile: serve its listening socket. */
 static void
@@ -95,13 +96,24 @@ sandbox_ready(struct ipc_peer *p)
 	log_info("sandboxd connected");
 }
 
-/* The link went away: so do its listeners (see the top of this file). */
+/* The listeners of a link that went away go (see the top of this file). */
+static void
+sandbox_gone(evutil_socket_t fd, short ev, void *arg)
+{
+	proxy_close_all();
+}
+
+/*
+ * The link went away. Its listeners close from the event loop, not here:
+ * a send that fails drops the peer from inside sandbox_log, and so from
+ * inside the very connection's end that was logging.
+ */
 static void
 sandbox_closed(struct ipc_peer *p)
 {
 	/* What the closing listeners log now has nowhere to go. */
 	sandbox_up = 0;
-	proxy_close_all();
+	event_active(sandbox_ev_gone, EV_TIMEOUT, 0);
 }
 
 static const struct ipc_peer_cbs sandbox_cbs = {
@@ -112,6 +124,8 @@ static const struct ipc_peer_cbs sandbox_cbs = {
 void
 sandbox_init(struct event_base *base, const char *path, uid_t uid)
 {
+	if ((sandbox_ev_gone = evtimer_new(base, sandbox_gone, NULL)) == NULL)
+		fatalx("evtimer_new");
 	sandbox_link = ipc_link_new(base, path, ROLE_EGRESSD, ROLE_SANDBOXD,
 	    uid, egressd_handlers, &sandbox_cbs, NULL);
 }

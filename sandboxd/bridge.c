@@ -67,6 +67,8 @@ struct conn {
 
 static struct conn	*conns[BRIDGE_MAX_CONNS];
 static int		 nconns;
+/* Out of descriptors: the listeners wait for a connection to close. */
+static int		 starved;
 static int		 npiped;	/* connections with pipes */
 static const char	*bridge_sock;
 
@@ -193,8 +195,15 @@ bridge_accept(int lfd)
 
 	while (nconns < BRIDGE_MAX_CONNS) {
 		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-		if (fd == -1)
+		if (fd == -1) {
+			/*
+			 * The connection stays queued: polling the listener
+			 * again before one of ours closes would spin.
+			 */
+			if (errno == EMFILE || errno == ENFILE)
+				starved = nconns > 0;
 			return;
+		}
 		if ((unx = bridge_connect()) == -1 ||
 		    (c = calloc(1, sizeof(*c))) == NULL) {
 			if (unx != -1)
@@ -319,6 +328,7 @@ bridge_close(int i)
 {
 	struct conn	*c = conns[i];
 
+	starved = 0;
 	close(c->tcp);
 	close(c->unx);
 	if (c->up.p[0] != -1) {
@@ -346,8 +356,8 @@ bridge_relay(int l4, int l6, int pidfd)
 	int		 i, k;
 
 	for (;;) {
-		pfd[0].fd = nconns < BRIDGE_MAX_CONNS ? l4 : -1;
-		pfd[1].fd = nconns < BRIDGE_MAX_CONNS ? l6 : -1;
+		pfd[0].fd = nconns < BRIDGE_MAX_CONNS && !starved ? l4 : -1;
+		pfd[1].fd = nconns < BRIDGE_MAX_CONNS && !starved ? l6 : -1;
 		pfd[0].events = pfd[1].events = POLLIN;
 		pfd[2].fd = pidfd;
 		pfd[2].events = POLLIN;

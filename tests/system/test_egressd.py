@@ -23,6 +23,7 @@ SPAWN_A = "0123456789abcdef"
 SPAWN_B = "fedcba9876543210"
 SPAWN_C = "0000000000000c0c"
 SPAWN_D = "0000000000000d0d"
+SPAWN_E = "0000000000000e0e"
 SESSION = "ab" * 16
 
 
@@ -624,3 +625,39 @@ def test_link_loss_closes_listeners(proxy):
     assert proxy["hg"].alive("egressd")
     text = proxy["hg"].log_text("egressd")
     assert "closed 2 listeners of the sandboxd that went away" in text
+
+
+def test_record_lost_on_a_dead_link(proxy):
+    """A record that cannot be sent (sandboxd stopped reading: EPIPE)
+    drops the link from inside the end of the connection that logged it.
+    The listeners then close from the event loop, that connection once
+    (it was freed twice before: a double free), and egressd links again."""
+    hg, sbx = proxy["hg"], proxy["sbx"]
+    path, ls = listener(hg, "e")
+    sbx.send("egress_listen", [ls.fileno()], spawn=SPAWN_E, user="bob",
+             session=SESSION, allow_user=[], allow_session=[])
+    ls.close()
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(10)
+    c.connect(path)
+    c.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % proxy["port"])
+    head = b""
+    while b"\r\n\r\n" not in head:
+        b = c.recv(4096)
+        assert b, head
+        head += b
+    assert head.startswith(b"HTTP/1.1 200"), head
+    gone = "listeners of the sandboxd that went away"
+    before = hg.log_text("egressd").count(gone)
+    sbx.conn.shutdown(socket.SHUT_RD)
+    c.close()   # the tunnel ends: its record's send fails
+    hglib.wait_for(lambda: hg.log_text("egressd").count(gone) > before or
+                   not hg.alive("egressd"), 10,
+                   what="the listeners closed after the failed send")
+    assert hg.alive("egressd"), hg.log_text("egressd")
+    with pytest.raises(ConnectionRefusedError):
+        ask(path, b"CONNECT allowed.test:443 HTTP/1.1\r\n\r\n", timeout=2)
+    sbx.conn.close()
+    sbx.pending = []
+    sbx.accept()
+    assert hg.alive("egressd"), hg.log_text("egressd")
