@@ -9,6 +9,7 @@ resolver configuration, the proxy variables, the command keeps its pid and
 exit status, and the bridge goes with the command. The real proxy's end to
 end tests are elsewhere (test_egress*.py)."""
 
+import errno
 import json
 import os
 import shlex
@@ -77,6 +78,19 @@ def egress_account(hg):
     if hg.mode == "root":
         return hglib.account("hostgate-egress")
     return hg.run_as or (os.geteuid(), os.getegid())
+
+
+def stream_connect(path):
+    """What connect(2) to a spawn's proxy socket gives: "connected" or
+    the errno's name."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path)
+        return "connected"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+    finally:
+        s.close()
 
 
 def connect_as(path, who, through_fd=False):
@@ -354,6 +368,10 @@ def test_socket_owner_and_inside(box, egressd):
             seen["mode"] = stat.S_IMODE(st.st_mode)
             seen["uid"] = st.st_uid
             seen["sock"] = stat.S_ISSOCK(st.st_mode)
+            if hg.mode == "root":
+                # Another user's process: the socket is not theirs.
+                seen["other"] = hglib.run_as((UID + 1, UID + 1),
+                                             lambda: stream_connect(path))
             for fd in fds:
                 os.close(fd)
             seen["close"], _ = egressd.expect("egress_close")
@@ -421,6 +439,8 @@ print(json.dumps(r))
     assert r["write"] in ("EROFS", "EACCES")
     assert seen["sock"] and seen["mode"] == 0o600
     assert seen["uid"] == spawn_uid(hg)
+    if hg.mode == "root":
+        assert seen["other"] == "EACCES", seen
     assert seen["close"]["spawn"] == res["id"]
     assert os.listdir(proxy_dir(hg)) == []
 
