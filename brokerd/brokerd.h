@@ -99,6 +99,8 @@ struct json_object *auth_user_list(void);
 /* The user when name and password match; NULL otherwise, in like time. */
 struct user *auth_verify(const char *name, const char *password);
 int	 auth_hash_password(const char *password, char *out, size_t outsz);
+/* PostgreSQL store: make memory the users table's again; 0 or -1. */
+int	 auth_reconcile(void);
 
 /* session.c */
 int	 session_init(const char *state_dir, int lifetime, char *err, size_t);
