@@ -160,6 +160,71 @@ def test_user_add_and_delete_across_hosts(pair):
     assert r.returncode != 0 and "exists" in r.stderr, r
 
 
+def test_password_change_across_hosts(pair):
+    a, b = pair
+    sb = b.login(USER_NAME, USER_PW)
+    a.hgctl_ok("user", "passwd", USER_NAME, "--password-stdin",
+               input="bob-new-password\n")
+    # Its sessions end everywhere; the new hash is b's at once.
+    wait_status(b, "/api/status", 401, cookie=sb.cookie,
+                what="bob's session on b ended by the change on a")
+    r = b.post("/api/login", {"username": USER_NAME, "password": USER_PW})
+    assert r.status == 401, r
+    b.login(USER_NAME, "bob-new-password")
+
+
+def test_session_change_reaches_other_host(pair):
+    a, b = pair
+    s = a.login(USER_NAME, USER_PW)
+    r = b.get("/api/permission", cookie=s.cookie)
+    assert r.status == 200 and r.json()["permission"] == \
+        "workspace-write", r
+    r = s.post("/api/permission", {"permission": "read-only"})
+    assert r.status == 200, r
+    hglib.wait_for(lambda: b.get("/api/permission", cookie=s.cookie).json()
+                   ["permission"] == "read-only", 5,
+                   what="the profile set on a applied on b")
+
+
+def test_reconnect_reconciles(hostgate_factory, pg, store):
+    """b's link is cut and kept down while a logs out, revokes, deletes a
+    user and changes a profile: no notification can reach b. Once its
+    link is back, b reloads everything and agrees with the store."""
+    db = store.split("///")[1].split("?")[0]
+    role = "b_" + db    # roles are the server's, not the database's
+    pg.psql(db, "CREATE ROLE %s LOGIN; GRANT ALL ON ALL TABLES IN SCHEMA "
+            "public TO %s" % (role, role))
+    a = host(hostgate_factory, store, "a", users=True)
+    b = host(hostgate_factory, store.replace("user=hostgate", "user=" + role),
+             "b")
+    gone = a.login(USER_NAME, USER_PW)
+    bearer, tid = mint(a.login(USER_NAME, USER_PW))
+    kept = a.login(USER_NAME, USER_PW)
+    a.add_user("frank", "frank-password-1")
+    frank = b.login("frank", "frank-password-1")
+    for cookie in (gone.cookie, kept.cookie):
+        assert b.get("/api/status", cookie=cookie).status == 200
+    assert b.get("/api/status", bearer=bearer).status == 200
+    pg.psql(db, "ALTER ROLE %s NOLOGIN" % role)
+    pg.psql(db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE usename = '%s'" % role)
+    assert gone.post("/api/logout").status == 200
+    a.hgctl_ok("token", "revoke", tid)
+    a.hgctl_ok("user", "del", "frank")
+    assert kept.post("/api/permission",
+                     {"permission": "read-only"}).status == 200
+    # Still b's copies: nothing told it.
+    assert b.get("/api/status", cookie=gone.cookie).status == 200
+    pg.psql(db, "ALTER ROLE %s LOGIN" % role)
+    wait_status(b, "/api/status", 401, cookie=gone.cookie,
+                what="the session ended while b was cut off, gone on b")
+    assert b.get("/api/status", bearer=bearer).status == 401
+    assert b.get("/api/status", cookie=frank.cookie).status == 401
+    assert b.get("/api/permission", cookie=kept.cookie).json()[
+        "permission"] == "read-only"
+    assert "sessions reconciled with the store" in b.log_text("brokerd")
+
+
 def test_uids_stay_unique_across_hosts(pair, pg, store):
     a, b = pair
     # Added on each host in turn, each picks the lowest uid it knows free;
@@ -280,6 +345,12 @@ def test_store_copy(hostgate_factory, pg):
         r.stdout, r.stdout
     rows = pg.psql(url, "SELECT seq, line, hash FROM audit ORDER BY seq")
     assert [row[1] for row in rows] == lines
+    # hgctl (root) left no file of its own beside store.db (a -wal).
+    owner = os.stat(os.path.join(hg.state, "store.db")).st_uid
+    for name in os.listdir(hg.state):
+        if name.startswith("store.db"):
+            assert os.stat(os.path.join(hg.state, name)).st_uid == owner, \
+                name
     # Again: the target is not empty now.
     r = hgctl_env(hg, "store", "copy", "--to", url)
     assert r.returncode != 0 and "not empty" in r.stderr, r
