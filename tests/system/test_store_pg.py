@@ -367,3 +367,28 @@ def test_store_copy(hostgate_factory, pg):
     assert hg.get("/api/status", bearer=bearer).status == 200
     assert hg.get("/api/status", bearer=out["token"]).status == 200
     hg.login(ADMIN_NAME, ADMIN_PW)
+
+
+@pytest.mark.parametrize("args", [
+    ["store", "copy"],
+    ["store", "copy", "--to"],
+    ["store", "copy", "--to", "postgresql://["],
+    ["store", "status", "--bogus"],
+    ["store", "status", "extra"],
+])
+def test_store_usage_errors(hostgate_factory, args):
+    hg = hostgate_factory(start=False, name="usage")
+    r = hgctl_env(hg, *args)
+    assert r.returncode == 2, r
+    assert "see hgctl help store" in r.stderr, r.stderr
+
+
+def test_store_status_unreachable(hostgate_factory, pg):
+    hg = hostgate_factory(start=False, name="unreach",
+                          env={"HOSTGATE_STORE": pg.url("nosuchdb")})
+    r = hgctl_env(hg, "store", "status")
+    assert r.returncode == 1 and "nosuchdb" in r.stderr, r
+    # An unmigrated one: its version, and what to do.
+    url = pg.database()
+    r = hgctl_env(hg, "store", "status", env={"HOSTGATE_STORE": url})
+    assert r.returncode == 0 and "run hgctl store migrate" in r.stdout, r
