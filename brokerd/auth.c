@@ -140,17 +140,28 @@ auth_uid_fits(const struct user *u)
 	    auth_uid_holder(u->uid, u) == NULL;
 }
 
-/* The lowest uid of the range no user holds, or -1 when none is left. */
+/*
+ * The lowest uid of the range, from from on, that no user holds, or -1
+ * when none is left.
+ */
 static int64_t
-auth_uid_alloc(void)
+auth_uid_alloc_from(int64_t from)
 {
 	int64_t	uid;
 
-	for (uid = auth_uid_lo; uid <= auth_uid_hi; uid++)
+	for (uid = from > auth_uid_lo ? from : auth_uid_lo; uid <= auth_uid_hi;
+	    uid++)
 		if (auth_uid_holder(uid, NULL) == NULL &&
 		    auth_uid_reserved(uid) == NULL)
 			return uid;
 	return -1;
+}
+
+/* The lowest uid of the range no user holds, or -1 when none is left. */
+static int64_t
+auth_uid_alloc(void)
+{
+	return auth_uid_alloc_from(auth_uid_lo);
 }
 
 /* Where allocated uids come from: HOSTGATE_UID_RANGE, inclusive. */
@@ -838,6 +849,7 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 {
 	struct user	*u;
 	char		 hash[AUTH_ENCODED_MAX], why[200];
+	int64_t		 from = auth_uid_lo;
 	int		 tries = 0, rc;
 
 	if (!auth_name_valid(name)) {
@@ -862,7 +874,7 @@ again:
 		    unix_user, why);
 		return -1;
 	}
-	if (unix_user == NULL && (uid = auth_uid_alloc()) == -1) {
+	if (unix_user == NULL && (uid = auth_uid_alloc_from(from)) == -1) {
 		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
 		return -1;
 	}
@@ -893,6 +905,9 @@ again:
 			}
 			log_info("user %s: uid %lld was taken on another "
 			    "host; picking again", name, (long long)uid);
+			/* Past it, even if the reload did not show its user. */
+			if (unix_user == NULL)
+				from = uid + 1;
 			goto again;
 		}
 		TAILQ_INSERT_TAIL(&auth_users, u, entry);

@@ -237,6 +237,25 @@ def test_uids_stay_unique_across_hosts(pair, pg, store):
     assert len(uids) == len(set(uids)) == 8, rows
 
 
+def test_uid_taken_meanwhile_picks_again(pair, pg, store):
+    """A uid another host took a moment ago, and b has not heard of: its
+    INSERT fails on the UNIQUE constraint, and it picks the next one. (The
+    row is one b ignores, so that b cannot have heard of it.)"""
+    a, b = pair
+    uids = sorted(int(r[0]) for r in pg.psql(store,
+                                             "SELECT uid FROM users"))
+    taken = uids[-1] + 1
+    pg.psql(store, "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "VALUES ('ghost', false, 'not-argon2', 0, %d, %d)" %
+            (taken, taken))
+    b.add_user("carol", "carol-password-1")
+    (row,) = pg.psql(store, "SELECT uid FROM users WHERE name = 'carol'")
+    assert int(row[0]) == taken + 1
+    assert "uid %d was taken on another host; picking again" % taken in \
+        b.log_text("brokerd")
+    b.login("carol", "carol-password-1")
+
+
 def test_restart_keeps_everything(pair):
     a, b = pair
     s = a.login(USER_NAME, USER_PW)
