@@ -13,6 +13,7 @@ import pytest
 
 import hglib
 import pglib
+import sandboxlib as sl
 
 pytestmark = pytest.mark.skipif(pglib.available() is not None,
                                 reason=str(pglib.available()))
@@ -158,6 +159,44 @@ def test_user_add_and_delete_across_hosts(pair):
     r = b.hgctl("user", "add", "dave", "--password-stdin",
                 input="dave-password-2\n")
     assert r.returncode != 0 and "exists" in r.stderr, r
+
+
+def sleepers(marker):
+    """The pids of the processes running `sleep MARKER`, anyone's."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", marker.encode()]:
+            found.append(int(pid))
+    return found
+
+
+def test_user_deleted_elsewhere_loses_its_spawns_here(pair):
+    """carol's terminal runs on a; deleted through b, she loses it on a:
+    a kills every spawn of hers (a terminal outlives its WebSocket, and
+    her session's end alone would not end it)."""
+    a, b = pair
+    a.add_user("carol", "carol-password-1")
+    s = a.login("carol", "carol-password-1")
+    marker = str(7000000 + os.getpid() % 1000000)
+    t = sl.Terminal(s)
+    try:
+        ws = t.attach()
+        ws.send_binary(("sleep %s\n" % marker).encode())
+        hglib.wait_for(lambda: sleepers(marker), 10,
+                       what="carol's sleep running on a")
+        b.hgctl_ok("user", "del", "carol")
+        hglib.wait_for(lambda: not sleepers(marker), 10,
+                       what="carol's sleep on a killed")
+    finally:
+        if t.ws:
+            t.ws.close()
 
 
 def test_password_change_across_hosts(pair):
