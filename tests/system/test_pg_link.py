@@ -190,3 +190,27 @@ def test_link_lost_and_back_by_itself(pg, mode):
         problems = hg.shutdown()
         hg.cleanup()
     assert problems == []
+
+
+@pytest.mark.parametrize("mode", hglib.MODES)
+def test_mcp_session_ids_name_the_host(pg, mode):
+    """In a fleet, an MCP session id is HOST.HEX32, so that the balancer
+    can send the session's requests to the host that holds it (frontd
+    keeps MCP sessions in memory); the session works under that id."""
+    import test_mcp_http as mcp
+    url = pg.database()
+    pg.migrate(url)
+    with hglib.running(mode, "pgmcp", env={"HOSTGATE_STORE": url,
+                                           "HOSTGATE_HOST_ID": "h7"}) as hg:
+        token = hg.hgctl_json("token", "create", "bob")["token"]
+        s = mcp.Legacy(hg, token)
+        assert s.sid.startswith("h7.") and len(s.sid) == 35, s.sid
+        assert all(c in "0123456789abcdef" for c in s.sid[3:]), s.sid
+        tools = s.call("tools/list")["result"]["tools"]
+        assert tools
+        # Another host's id, or the bare hex part: unknown here.
+        r = s.send(mcp.rpc(9, "tools/list"),
+                   {"Mcp-Session-Id": "h8." + s.sid[3:]})
+        assert r.status == 404, r
+        r = s.send(mcp.rpc(9, "tools/list"), {"Mcp-Session-Id": s.sid[3:]})
+        assert r.status == 404, r
