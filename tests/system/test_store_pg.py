@@ -363,6 +363,14 @@ def test_store_status(pair, store):
     assert doc["counts"]["sessions"] == 1
     r = hgctl_env(a, "store", "status")
     assert r.returncode == 0 and "postgresql" in r.stdout, r
+    # A password in the URI is not shown (the server trusts the socket).
+    db, query = store.split("///")[1].split("?")
+    secret = "postgresql://hostgate:s3kr1t-pw@/%s?%s" % (
+        db, query.replace("&user=hostgate", ""))
+    for args in (["store", "status"], ["store", "status", "--json"]):
+        r = hgctl_env(a, *args, env={"HOSTGATE_STORE": secret})
+        assert r.returncode == 0, r
+        assert "s3kr1t" not in r.stdout and "hostgate:***@" in r.stdout, r
 
 
 def test_store_status_embedded(hostgate_factory):
