@@ -5,9 +5,12 @@ logout, a revocation, a user added or deleted on one host is seen on the
 other at once (a miss asks the store) or within a second (notifications);
 hgctl store status, migrate and copy; and the refusals of a bad store."""
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
@@ -98,6 +101,49 @@ def test_login_on_a_works_on_b(pair):
     # And the user, added through a, logs in on b.
     s2 = b.login(USER_NAME, USER_PW)
     assert a.get("/api/status", cookie=s2.cookie).status == 200
+
+
+def secret():
+    """A cookie or bearer value as brokerd makes them (base64url)."""
+    return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_miss_asks_the_store(pair, pg, store):
+    """Rows written with the store's triggers off, so that no host is told
+    of them: a host finds them only by asking the store on a miss."""
+    a, b = pair
+    cookie, bearer = secret(), "hgt_" + secret()
+    sid, tid, now = os.urandom(16).hex(), os.urandom(8).hex(), int(time.time())
+    pg.psql(store, "ALTER TABLE users DISABLE TRIGGER USER; "
+            "ALTER TABLE sessions DISABLE TRIGGER USER; "
+            "ALTER TABLE tokens DISABLE TRIGGER USER; "
+            "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "SELECT 'zed', false, hash, created, uid + 1000, gid + 1000 "
+            "FROM users WHERE name = '%s'; "
+            "INSERT INTO sessions (id, token_hash, csrf_hash, \"user\", "
+            "created, last_seen, expires) VALUES ('%s', '%s', '%s', 'zed', "
+            "%d, %d, %d); "
+            "INSERT INTO tokens (id, hash, \"user\", session_id, created) "
+            "VALUES ('%s', '%s', 'zed', '%s', %d); "
+            "ALTER TABLE users ENABLE TRIGGER USER; "
+            "ALTER TABLE sessions ENABLE TRIGGER USER; "
+            "ALTER TABLE tokens ENABLE TRIGGER USER" % (
+                USER_NAME, sid, sha(cookie), sha(secret()), now, now,
+                now + 3600, tid, sha(bearer), sid, now), user="postgres")
+    r = b.get("/api/status", cookie=cookie)
+    assert r.status == 200 and r.json()["user"] == "zed", r
+    assert a.get("/api/status", bearer=bearer).status == 200
+    # zed has bob's password hash: a login on b, a host that never heard
+    # of zed, asks the store for the name.
+    b.login("zed", USER_PW)
+    assert "user zed: read from the store" in b.log_text("brokerd")
+    # Unknown values stay unknown after asking.
+    assert b.get("/api/status", cookie=secret()).status == 401
+    assert b.get("/api/status", bearer="hgt_" + secret()).status == 401
 
 
 def test_token_minted_on_a_works_on_b(pair):
