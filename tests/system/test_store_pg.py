@@ -339,6 +339,17 @@ def test_uid_taken_meanwhile_picks_again(pair, pg, store):
     assert "uid %d was taken on another host; picking again" % taken in \
         b.log_text("brokerd")
     b.login("carol", "carol-password-1")
+    # A mapped account's uid is the account's: no other to pick.
+    nobody = 65534
+    pg.psql(store, "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "VALUES ('ghost2', false, 'not-argon2', 0, %d, %d)" %
+            (nobody, nobody))
+    r = b.hgctl("user", "add", "dora", "--unix-user", "nobody",
+                "--password-stdin", input="dora-password-1\n")
+    assert r.returncode == 1, r
+    assert "uid %d is another user's in the PostgreSQL store" % nobody in \
+        r.stderr, r.stderr
+    assert pg.psql(store, "SELECT 1 FROM users WHERE name = 'dora'") == []
 
 
 def test_restart_keeps_everything(pair):
