@@ -177,6 +177,21 @@ def test_two_hosts_one_chain(mode, pg, store):
         logins = pl.audit_show(h2, "--action", "login", "--limit", "0")
         assert {r["host"] for r in logins} == {"h1", "h2"}
         assert len(logins) == 40
+        # And the admin view, by the columns: a user, a decision, a time.
+        alice = h2.login(*hglib.ADMIN)
+        r = alice.get("/api/admin/audit?action=login&decision=allowed"
+                      "&since=2000-01-01&limit=5")
+        assert r.status == 200, r
+        recs = r.json()["records"]
+        assert len(recs) == 5 and all(x["action"] == "login" for x in recs)
+        assert [x["seq"] for x in recs] == sorted(x["seq"] for x in recs)
+        assert recs[-1]["host"] == "h2", recs[-1]   # alice's, just now
+        r = alice.get("/api/admin/audit?user=bob&action=login")
+        assert r.status == 200 and r.json()["records"] == [], r
+        r = alice.get("/api/admin/audit?action=login&until=2000-01-01")
+        assert r.status == 200 and r.json()["records"] == [], r
+        text = h1.hgctl("status").stdout
+        assert "STORE" in text and "postgresql" in text, text
         # No audit.log beside the table.
         assert not os.path.exists(os.path.join(h1.state, "audit.log"))
 
