@@ -245,10 +245,9 @@ audit_pg_append(struct json_object *rec, int64_t time_ms, int sync,
 	action = audit_pg_member(rec, "action");
 	if (pg_begin() == -1)
 		goto fail;
-	if (!sync && pg_exec("SET LOCAL synchronous_commit TO OFF", 0,
-	    NULL) == -1)
-		goto rollback;
-	if (pg_exec(AUDIT_PG_LOCK, 0, NULL) == -1)
+	/* One round trip (the simple protocol takes both statements). */
+	if (pg_exec(sync ? AUDIT_PG_LOCK : "SET LOCAL synchronous_commit TO "
+	    "OFF; " AUDIT_PG_LOCK, 0, NULL) == -1)
 		goto rollback;
 	/* Read under the lock: every row committed before it is seen. */
 	if ((res = pg_query("SELECT seq, hash FROM audit ORDER BY seq DESC "
