@@ -290,6 +290,7 @@ def test_store_lost_and_back(mode, pg, store):
             ws.send_binary(b"echo before-$((6*7))\n")
             ws.read_until(rb"before-42", timeout=10)
             sessions = {x["id"] for x in h1.hgctl_json("session", "list")}
+            files = pl.run(alice, "ls -A")["stdout"]
             rows_before = len(rows(pg, store))
 
             pg.stop()
@@ -311,6 +312,14 @@ def test_store_lost_and_back(mode, pg, store):
             assert r.cookie() is None, r
             r = pl.set_mode(alice, "direct")
             assert r.status == 503, r
+            # In the workspace (the spawn's directory) it would stay.
+            r = alice.post("/api/run_command", {
+                "command": "touch never-ran", "timeout": 20}, timeout=30)
+            pl.assert_error(r, 503, "unavailable",
+                            "not started: the store is unreachable: ")
+            r = alice.post("/api/terminals", {})
+            pl.assert_error(r, 503, "unavailable",
+                            "the store is unreachable: ")
             assert pl.mode_of(alice)["mode"] == "sandbox"
             st = h1.hgctl("status", "--json")
             sdoc = json.loads(st.stdout)
@@ -335,7 +344,8 @@ def test_store_lost_and_back(mode, pg, store):
             assert back[0][0] == rows_before + 1, (back, rows_before)
             ws.send_binary(b"echo after-$((6*7))\n")
             ws.read_until(rb"after-42", timeout=10)
-            # The refused login made no session.
+            # The refused spawn never ran; the refused login made no session.
+            assert pl.run(alice, "ls -A")["stdout"] == files
             assert {x["id"] for x in h1.hgctl_json("session",
                                                     "list")} == sessions
         finally:
