@@ -263,6 +263,22 @@ def test_other_key_refused(mode, pg, store):
                     assert w in log, log
             finally:
                 h2.cleanup()
+        # A store whose chain names no key (copied in, say): the last row
+        # must check under this host's key.
+        pg.psql(store, "DELETE FROM meta WHERE key = 'audit_key_id'")
+        h2 = hglib.Hostgate(mode, env=host_env(store, "h2"), name="apgbad")
+        try:
+            put_key(h2, other)
+            h2.start("brokerd")
+            h2.procs["brokerd"].wait(30)
+            assert h2.procs["brokerd"].returncode != 0
+            log = h2.log_text("brokerd")
+            assert "HMAC does not match" in log, log
+            assert "is this the fleet's audit.key?" in log, log
+        finally:
+            h2.cleanup()
+        assert pg.psql(store, "SELECT count(*) FROM meta WHERE key = "
+                       "'audit_key_id'") == [["0"]]
         rc, doc = pl.verify(h1)
         assert rc == 0, doc
 
