@@ -584,6 +584,25 @@ class Hostgate:
             raise AssertionError("hgctl %s --json: not JSON: %r"
                                  % (" ".join(args), r.stdout))
 
+    def give_audit_key(self, key):
+        """Before the first start: STATE_DIR/audit.key holds key (bytes),
+        as an operator copies a fleet's one key to each host (the chain in
+        a shared store takes records under one key only). The directory
+        and the key as brokerd would make them: its user's, 0711 or 0700,
+        the key 0600."""
+        if self.mode == "root":
+            owner = account(SERVICE_USERS["brokerd"])
+        else:
+            owner = self.run_as or (os.geteuid(), os.getegid())
+        if not os.path.isdir(self.state):
+            os.mkdir(self.state, 0o711 if self.mode == "root" else 0o700)
+            os.chown(self.state, *owner)
+        path = os.path.join(self.state, "audit.key")
+        with open(path, "wb") as f:
+            f.write(key)
+        os.chmod(path, 0o600)
+        os.chown(path, *owner)
+
     def add_user(self, name, password, admin=False):
         args = ["user", "add", name]
         if admin:

@@ -39,11 +39,22 @@ def store(pg):
     return url
 
 
+# One audit key per store: its hosts append to one chain.
+KEYS = {}
+
+
 def host(factory, url, name, users=False, env=None):
-    """A hostgate on the store url (its own state and run directories)."""
+    """A hostgate on the store url (its own state and run directories,
+    the store's audit key)."""
     full = {"HOSTGATE_STORE": url, "HOSTGATE_HOST_ID": name}
     full.update(env or {})
-    return factory(env=full, name=name, users=users)
+    hg = factory(env=full, name=name, start=False)
+    hg.give_audit_key(KEYS.setdefault(url.split("?")[0], os.urandom(32)))
+    hg.start_all()
+    if users:
+        hg.add_user(*hglib.ADMIN, admin=True)
+        hg.add_user(*hglib.USER)
+    return hg
 
 
 def hgctl_env(hg, *args, env=None, input=None):
