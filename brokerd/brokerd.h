@@ -158,8 +158,12 @@ int	 store_load(int (*)(struct session *, char *, size_t),
 
 /* ratelimit.c */
 struct rl_table;
-/* rate tokens per minute, burst bucket size, at most max_keys keys. */
-struct rl_table *rl_new(double per_minute, double burst, size_t max_keys);
+/*
+ * rate tokens per minute, burst bucket size, at most max_keys keys; with a
+ * PostgreSQL store, the rows named bucket in the ratelimits table.
+ */
+struct rl_table *rl_new(const char *bucket, double per_minute, double burst,
+	    size_t max_keys);
 void	 rl_free(struct rl_table *);
 /* Take a token for key: 0 when allowed, else seconds to wait (>= 1). */
 int	 rl_take(struct rl_table *, const char *key, int64_t now_ms);
@@ -178,6 +182,15 @@ int	 session_permission_read_only(const char *);
 int	 session_set_egress(struct session *, struct json_object *allow);
 /* Called before a session is freed (mode.c drops its timers). */
 void	 session_on_remove(void (*)(struct session *));
+/*
+ * Called after another host's change to a session was applied here (its
+ * permission, direct_until, egress_allow or expires; or a session new here
+ * with a grant: old 0). direct_mono is already that of the new deadline.
+ */
+void	 session_on_change(void (*)(struct session *,
+	    int64_t old_direct_until));
+/* Whether another host's change is being applied (no store write, no record). */
+int	 session_remote(void);
 /* Every live session, for mode.c and the admin API. */
 struct session *session_first(void);
 struct session *session_next(struct session *);
