@@ -247,6 +247,9 @@ test_new_invalid(void **state)
 	assert_null(rl_new("t", 60, NAN, 10));
 	assert_null(rl_new("t", 60, INFINITY, 10));
 	assert_null(rl_new("t", 60, 5, 0));
+	/* A table needs its rows' name in a PostgreSQL store. */
+	assert_null(rl_new(NULL, 60, 5, 10));
+	assert_null(rl_new("", 60, 5, 10));
 }
 
 int
