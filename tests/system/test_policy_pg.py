@@ -416,6 +416,51 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
         assert g["expires_at"]
 
 
+def test_expiry_while_the_store_is_down(mode):
+    """The store stopped before a grant's deadline: at the deadline every
+    host kills its own direct processes all the same, and no login gets
+    in (the buckets cannot be read: refused, never waived); once the store
+    is back, every host settles the expiry and exactly one record is
+    written."""
+    with pglib.Postgres() as own_pg, running_fleet(
+            mode, own_pg, "outage", HOST_EXECUTION_DIRECT_TTL_SECONDS=SHORT_TTL,
+            HOSTGATE_HOST_LOST_SECONDS=300,
+            HOSTGATE_STORE_TIMEOUT_SECONDS=2) as fleet:
+        ss = login_everywhere(fleet)
+        sid = session_id(fleet, ss[0])
+        pl.grant(ss[0])
+        sleeps = []
+        try:
+            for s in ss[1:]:
+                wait_mode(s, "direct")
+            for s in ss:
+                sleeps.append(DirectSleep(s))
+            own_pg.stop()
+            for sl in sleeps:
+                sl.wait_gone(SHORT_TTL + 10)
+            for i, hg in enumerate(fleet.hosts):
+                r = hg.post("/api/login", {"username": DAVE[0],
+                                           "password": DAVE[1]},
+                            source="127.0.5.%d" % (i + 1), timeout=30)
+                assert r.status in (429, 503), r
+        finally:
+            for sl in sleeps:
+                sl.kill()
+            if not own_pg.running:
+                own_pg.start()
+
+        def settled():
+            ended = [hg for hg in fleet.hosts
+                     if "session %s of alice: direct mode ended" % sid[:8]
+                     in hg.log_text("brokerd")]
+            return len(ended) == N_HOSTS
+        hglib.wait_for(settled, 30, what="every host to settle the expiry")
+        n = audit_count(fleet, "mode_expired", sid)
+        assert n == 1, "%d mode_expired records for one grant" % n
+        assert int(fleet.sql("SELECT direct_until FROM sessions WHERE id "
+                             "= '%s'" % sid)[0][0]) == 0
+
+
 # -- rate limits ---------------------------------------------------------------
 
 def test_mode_changes_limited_fleet_wide(fleet):
