@@ -61,12 +61,13 @@ COMMON	= log config ipc proto priv util proc egress jail
 FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store files egress pg
+	  mode events admin prompt audit ttl recording store files egress pg \
+	  pgstore
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
 EGRESSD	= egressd proxy request hosts sandbox
-HGCTL	= hgctl pg
+HGCTL	= hgctl pg storeadm
 
 O	 = $(B)/obj
 COMMON_O   = $(COMMON:%=$(O)/common/%.o)
@@ -82,7 +83,7 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_maps_egressd test_fileops test_egress test_egressd
+	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -121,9 +122,15 @@ $(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
 $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
 $(B)/tests/test_egress: $(O)/tests/unit/test_egress.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
-$(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
+# auth.c and session.c reach a PostgreSQL store through pgstore.c and pg.c.
+STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/pgstore.o $(O)/brokerd/pg.o \
+	  $(O)/brokerd/ttl.o $(O)/brokerd/events.o
+$(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
+	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(O)/brokerd/events.o $(COMMON_O)
+	$(STORE_O) $(COMMON_O)
+$(B)/tests/test_storeadm: $(O)/tests/unit/test_storeadm.o \
+	$(O)/brokerd/storeadm.o $(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o \
 	$(O)/brokerd/pg.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \

@@ -232,6 +232,18 @@ int	 pgstore_user_get(const char *name, struct user **);
 int	 pgstore_user_load(int (*)(struct user *, char *, size_t), char *err,
 	    size_t errsz);
 
+/* storeadm.c: hgctl store status and copy, off-line */
+struct storeadm_counts {
+	int64_t	 schema;	/* -1: unknown (store.db held by brokerd) */
+	int64_t	 users, sessions, tokens, audit, hosts;	/* -1: unknown */
+};
+int	 storeadm_embedded_status(const char *state_dir,
+	    struct storeadm_counts *, char *err, size_t errsz);
+int	 storeadm_pg_status(const char *conninfo, int timeout,
+	    struct storeadm_counts *, char *err, size_t errsz);
+int	 storeadm_copy(const char *state_dir, const char *host, const char *to,
+	    int timeout, struct storeadm_counts *, char *err, size_t errsz);
+
 /* ratelimit.c */
 struct rl_table;
 /*
