@@ -55,11 +55,11 @@ def broker_owner(hg):
 class Fleet:
     """N hostgates on one database; hosts[0] made the users."""
 
-    def __init__(self, mode, pg, name, env):
+    def __init__(self, mode, pg, name, env, n=N_HOSTS):
         self.pg = pg
         self.url = pg.database()
         pg.migrate(self.url)
-        self.ids = ["h%d" % (i + 1) for i in range(N_HOSTS)]
+        self.ids = ["h%d" % (i + 1) for i in range(n)]
         self.hosts = []
         key = secrets.token_bytes(32)   # the fleet's one audit key
         full = dict(hglib.LIFTED_ENV)
@@ -116,8 +116,8 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def running_fleet(mode, pg, name, **env):
-    f = Fleet(mode, pg, name, env)
+def running_fleet(mode, pg, name, n=N_HOSTS, **env):
+    f = Fleet(mode, pg, name, env, n)
     try:
         f.start()
     except BaseException:
@@ -335,11 +335,13 @@ def test_renewal_elsewhere_moves_the_deadline_everywhere(fleet):
         wait_mode(s, "sandbox")
 
 
-@pytest.mark.parametrize("how", ["revert", "admin_revert", "logout"])
+@pytest.mark.parametrize("how", ["revert", "admin_revert", "logout",
+                                 "revoke"])
 def test_end_on_one_host_kills_direct_processes_on_all(fleet, how):
     """A long direct sleep on each host; the grant ended on h2 (by its
     user, by an admin on h3's admin API, or by logging out on h2): every
-    host kills its own, and the end is recorded once."""
+    host kills its own, and the end is recorded once. Revoked (hgctl on
+    h3), the session goes with its grant."""
     ss = login_everywhere(fleet)
     sid = session_id(fleet, ss[0])
     pl.grant(ss[0])
@@ -356,17 +358,21 @@ def test_end_on_one_host_kills_direct_processes_on_all(fleet, how):
             other = login_everywhere(fleet, CAROL)[2]
             r = other.post("/api/admin/sessions/%s/revert" % sid)
             action, reason = "mode_reverted", "admin"
-        else:
+        elif how == "logout":
             r = ss[1].post("/api/logout")
             action, reason = "mode_reverted", "logout"
-        assert r.status == 200, r
+        else:
+            fleet.hosts[2].hgctl_ok("session", "revoke", sid)
+            r = None
+            action, reason = "mode_reverted", "admin"
+        assert r is None or r.status == 200, r
         for sl in sleeps:
             reply = sl.wait_gone()
             assert not isinstance(reply, Exception), reply
-            if how != "logout":
+            if how in ("revert", "admin_revert"):
                 assert reply.status == 200, reply
                 assert reply.json()["mode"] == "direct", reply.json()
-        if how != "logout":
+        if how in ("revert", "admin_revert"):
             for s in ss:
                 wait_mode(s, "sandbox")
     finally:
@@ -466,6 +472,25 @@ def test_expiry_while_the_store_is_down(mode):
 
 
 # -- rate limits ---------------------------------------------------------------
+
+def test_full_buckets_swept(mode, pg):
+    """A table's full rows go at its first take (then once a minute): a
+    bucket idle long enough to be full is deleted, one still refilling
+    stays, so does another table's."""
+    with running_fleet(mode, pg, "sweep", n=1) as fleet:
+        old = "now() - interval '1 hour'"
+        soon = "now() + interval '1 hour'"     # refills nothing for now
+        fleet.sql("INSERT INTO ratelimits VALUES "
+                  "('login_addr', '192.0.2.1', 0, %s), "
+                  "('login_addr', '192.0.2.2', 0, %s), "
+                  "('mode_user', 'ghost', 0, %s)" % (old, soon, old))
+        fleet.hosts[0].login(*pl.USER, source="127.0.4.1")
+        rows = fleet.sql("SELECT bucket, key FROM ratelimits WHERE key IN "
+                         "('192.0.2.1', '192.0.2.2', 'ghost') "
+                         "ORDER BY bucket, key")
+        assert rows == [["login_addr", "192.0.2.2"], ["mode_user", "ghost"]], \
+            rows
+
 
 def test_mode_changes_limited_fleet_wide(fleet):
     """200 concurrent mode changes of one session spread over the three
