@@ -269,8 +269,10 @@ rl_store_wait(double secs)
 	return secs >= INT_MAX ? INT_MAX : (int)secs;
 }
 
-/* Delete a bounded batch of the table's full rows: at its first take, then
- * once a minute. */
+/*
+ * Delete a bounded batch of the table's full rows: at its first take, then
+ * once a minute.
+ */
 static void
 rl_store_sweep(struct rl_table *t)
 {
