@@ -215,6 +215,16 @@ def alive(pid):
     return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
+def wait_settled(fleet, sid, timeout=10):
+    """Wait until every host has ended the session's grant, as its log
+    says: the one that recorded it ("direct mode ended (expired)") and the
+    others ("... ended on another host"); past that no host writes."""
+    def settled():
+        return all("session %s of alice: direct mode ended" % sid[:8]
+                   in hg.log_text("brokerd") for hg in fleet.hosts)
+    hglib.wait_for(settled, timeout, what="every host to end the grant")
+
+
 class DirectSleep:
     """A long `sleep` run_command on one host with the session's cookie,
     in a thread; pid is the host process once it runs, checked to be a
@@ -416,6 +426,7 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
         finally:
             for sl in sleeps:
                 sl.kill()
+        wait_settled(fleet, sid)
         assert int(fleet.sql("SELECT direct_until FROM sessions WHERE id "
                              "= '%s'" % sid)[0][0]) == 0
         n = audit_count(fleet, "mode_expired", sid)
@@ -458,13 +469,7 @@ def test_expiry_while_the_store_is_down(mode):
                 sl.kill()
             if not own_pg.running:
                 own_pg.start()
-
-        def settled():
-            ended = [hg for hg in fleet.hosts
-                     if "session %s of alice: direct mode ended" % sid[:8]
-                     in hg.log_text("brokerd")]
-            return len(ended) == N_HOSTS
-        hglib.wait_for(settled, 30, what="every host to settle the expiry")
+        wait_settled(fleet, sid, 30)
         n = audit_count(fleet, "mode_expired", sid)
         assert n == 1, "%d mode_expired records for one grant" % n
         assert int(fleet.sql("SELECT direct_until FROM sessions WHERE id "
