@@ -206,7 +206,9 @@ rl_evict(struct rl_table *t, int64_t now_ms)
  * Take a token in one statement: a missing row is a full bucket; a row
  * with a token left is refilled and taken from (its lock serializes the
  * hosts); one without is left alone and the wait is computed from it (as
- * the statement's snapshot saw it: only the seconds of a refusal).
+ * the statement's snapshot saw it: only the seconds of a refusal). Each
+ * clock_timestamp() is a little later than the one before: the stamp set
+ * is never earlier than the refill counted, so it can only come out short.
  */
 static const char rl_sql_take[] =
 	"WITH up AS ("
