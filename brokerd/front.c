@@ -302,6 +302,13 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	client = json_str(m->obj, "client");
 	log_escape(name, (size_t)-1, esc, sizeof(esc));
 
+	/*
+	 * No record, no attempt: with the audit (or the store that holds it
+	 * and the fleet's buckets) unusable, 503 with the reason, before a
+	 * bucket that could not be read turns it into a 429.
+	 */
+	if (front_record_ok(p, m) == -1)
+		return;
 	/* Every attempt counts, right or wrong, from the address first. */
 	if ((wait = rl_take(front_rl_addr, client, now)) > 0 ||
 	    (wait = rl_take(front_rl_user, name, now)) > 0) {

@@ -445,7 +445,7 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
 def test_expiry_while_the_store_is_down(mode):
     """The store stopped before a grant's deadline: at the deadline every
     host kills its own direct processes all the same, and no login gets
-    in (the buckets cannot be read: 429, never waived); once the store
+    in (503 with the store's reason: no record, no attempt); once the store
     is back, every host settles the expiry and exactly one record is
     written."""
     with pglib.Postgres() as own_pg, running_fleet(
@@ -468,9 +468,10 @@ def test_expiry_while_the_store_is_down(mode):
                 r = hg.post("/api/login", {"username": DAVE[0],
                                            "password": DAVE[1]},
                             source="127.0.5.%d" % (i + 1), timeout=30)
-                # The bucket could not be read: refused, to come back
-                # later (RL_STORE_WAIT), never waived.
-                assert r.status == 429 and r.header("Retry-After") == "5", r
+                # No record can be written: refused before the buckets.
+                assert r.status == 503, r
+                assert r.json()["error"]["message"].startswith(
+                    "the store is unreachable: "), r
         finally:
             for sl in sleeps:
                 sl.kill()
