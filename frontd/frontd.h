@@ -156,6 +156,11 @@ void	 api_init(struct event_base *, struct config *, struct ipc_link *);
 void	 api_handle(struct http_request *, void *);
 /* Answer a request brokerd refused or left unanswered; 1 when done. */
 int	 api_broker_failed(struct http_request *, struct ipc_msg *);
+/*
+ * The terminal id of /api/[admin/]terminals/{id}[/...], HEX16 or
+ * HOST.HEX16: its host ("" without one) and its hex digits; -1 if none.
+ */
+int	 api_terminal_id(const char *path, char host[33], char id[17]);
 /* The connected brokerd, or NULL. */
 struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */

@@ -639,10 +639,12 @@ http_status_text(int status)
 	case 406: return ("Not Acceptable");
 	case 408: return ("Request Timeout");
 	case 409: return ("Conflict");
+	case 410: return ("Gone");
 	case 411: return ("Length Required");
 	case 413: return ("Content Too Large");
 	case 414: return ("URI Too Long");
 	case 415: return ("Unsupported Media Type");
+	case 421: return ("Misdirected Request");
 	case 429: return ("Too Many Requests");
 	case 431: return ("Request Header Fields Too Large");
 	case 500: return ("Internal Server Error");
