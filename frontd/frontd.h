@@ -104,6 +104,10 @@ struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
 	    long max_body, http_handler, void *arg);
 void	 http_server_set_limits(struct http_server *,
 	    const struct http_limits *);
+/* Peers whose X-Forwarded-For names the client (nets is taken). */
+void	 http_server_set_trusted(struct http_server *, struct egress_nets *);
+/* A trusted proxy's client: the last X-Forwarded-For entry; -1: none. */
+int	 http_forwarded_for(struct http_request *, char *out, size_t outsz);
 /*
  * Spool the bodies the hook picks into memfds as they arrive: 411 without
  * Content-Length, 413 over the cap before any of it is read.
