@@ -147,6 +147,21 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
                          what="the command's live row")[0][0]
     assert cmd.startswith("ha.") and ID_RE.match(cmd[3:]), cmd
 
+    # The same login session through B (the store shares it): B lists
+    # the session's terminal on A, with its host and that host's state;
+    # an admin on B sees where the session logged in and the terminal.
+    via_b = hglib.Session(b, sa.user, sa.role, sa.cookie, sa.csrf)
+    listed = via_b.get("/api/terminals").json()["terminals"]
+    assert [(t["id"], t["host"], t["state"]) for t in listed] == \
+        [(tid, "ha", "up")], listed
+    view = {x["id"]: x for x in ad.get("/api/admin/sessions").json()[
+        "sessions"]}
+    mine = [x for x in view.values() if [t["id"] for t in x["terminals"]]
+            == [tid]]
+    assert len(mine) == 1 and mine[0]["host"] == "ha", view
+    assert view[[k for k in view if view[k]["user"] == hglib.ADMIN[0]][0]][
+        "host"] == "hb", view
+
     # Asked of B: it is A's (421, the text says whose).
     sb = b.login(*hglib.USER)
     r = sb.request("DELETE", "/api/terminals/" + tid)
@@ -171,6 +186,7 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     assert d["host"] == "ha" and d["lost_by"] == "hb", d
     assert d["terminals"] == [tid] and d["commands"] == [cmd], d
     assert rows(pg, store, "SELECT id FROM live WHERE host = 'ha'") == []
+    assert via_b.get("/api/terminals").json()["terminals"] == []
     # Its terminal is gone with it: 410, with when.
     r = sb.request("DELETE", "/api/terminals/" + tid)
     assert r.status == 410, r
