@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import threading
+import time
 
 import pytest
 
@@ -305,3 +306,38 @@ def test_forwarded_for_only_from_trusted_proxies(hostgate_factory, trusted):
         assert "198.51.100.1" not in seen, recs   # the client's own entry
     else:
         assert "203.0.113" not in seen and "127.0.0.1" in seen, recs
+
+
+def seen_ms(pg, url, name):
+    return int(rows(pg, url, "SELECT seen FROM hosts WHERE id = '%s'"
+                    % name)[0][0])
+
+
+def db_now_ms(pg, url):
+    return int(rows(pg, url, "SELECT (floor(extract(epoch FROM "
+                    "clock_timestamp()) * 1000))::bigint")[0][0])
+
+
+@needs_pg
+def test_store_away_loses_no_host(hostgate_factory, pg, store):
+    """The store away for longer than HOSTGATE_HOST_LOST_SECONDS: every
+    heartbeat in it is old when it is back, yet no host that lives is
+    declared lost (each waits a whole lost period linked before it
+    judges the others)."""
+    a = host(hostgate_factory, store, "hd")
+    b = host(hostgate_factory, store, "he")
+    pg.stop()
+    # The condition itself: down for longer than the limit.
+    time.sleep(LOST + 1)
+    pg.start()
+    back = db_now_ms(pg, store)
+    # Both beating again for more than a lost period: each has looked at
+    # the other, whose heartbeat was fresh by then.
+    hglib.wait_for(lambda: min(seen_ms(pg, store, "hd"),
+                               seen_ms(pg, store, "he"))
+                   > back + (LOST + 2) * 1000, LOST + 30,
+                   what="both hosts beating again")
+    assert host_state(pg, store, "hd") == ("up", "")
+    assert host_state(pg, store, "he") == ("up", "")
+    for hg in (a, b):
+        assert policylib.audit_show(hg, "--action", "host_lost") == []
