@@ -849,7 +849,6 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 {
 	struct user	*u;
 	char		 hash[AUTH_ENCODED_MAX], why[200];
-	int64_t		 from = auth_uid_lo;
 	int		 tries = 0, rc;
 
 	if (!auth_name_valid(name)) {
@@ -861,6 +860,16 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		snprintf(err, errsz, "user %s exists", name);
 		return -1;
 	}
+	if (unix_user != NULL && !auth_ids_ok(uid, gid, NULL, why,
+	    sizeof(why))) {
+		snprintf(err, errsz, "cannot map %s to Unix user %s: %s", name,
+		    unix_user, why);
+		return -1;
+	}
+	if (unix_user == NULL && (uid = auth_uid_alloc()) == -1) {
+		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
+		return -1;
+	}
 	if (!auth_password_valid(password, err, errsz))
 		return -1;
 	if (auth_hash_password(password, hash, sizeof hash) == -1) {
@@ -868,16 +877,6 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		return -1;
 	}
 again:
-	if (unix_user != NULL && !auth_ids_ok(uid, gid, NULL, why,
-	    sizeof(why))) {
-		snprintf(err, errsz, "cannot map %s to Unix user %s: %s", name,
-		    unix_user, why);
-		return -1;
-	}
-	if (unix_user == NULL && (uid = auth_uid_alloc_from(from)) == -1) {
-		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
-		return -1;
-	}
 	u = auth_user_new(name, admin != 0, hash, now_wall_ms() / 1000);
 	u->uid = uid;
 	u->gid = unix_user != NULL ? gid : uid;
@@ -905,9 +904,25 @@ again:
 			}
 			log_info("user %s: uid %lld was taken on another "
 			    "host; picking again", name, (long long)uid);
+			if (unix_user != NULL) {
+				if (!auth_ids_ok(uid, gid, NULL, why,
+				    sizeof(why)))
+					snprintf(err, errsz, "cannot map %s to "
+					    "Unix user %s: %s", name,
+					    unix_user, why);
+				else
+					snprintf(err, errsz, "cannot map %s to "
+					    "Unix user %s: uid %lld is another "
+					    "user's in the PostgreSQL store",
+					    name, unix_user, (long long)uid);
+				return -1;
+			}
 			/* Past it, even if the reload did not show its user. */
-			if (unix_user == NULL)
-				from = uid + 1;
+			if ((uid = auth_uid_alloc_from(uid + 1)) == -1) {
+				snprintf(err, errsz, "no uid left in "
+				    "HOSTGATE_UID_RANGE");
+				return -1;
+			}
 			goto again;
 		}
 		TAILQ_INSERT_TAIL(&auth_users, u, entry);

@@ -5,14 +5,18 @@ logout, a revocation, a user added or deleted on one host is seen on the
 other at once (a miss asks the store) or within a second (notifications);
 hgctl store status, migrate and copy; and the refusals of a bad store."""
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
 import hglib
 import pglib
+import sandboxlib as sl
 
 pytestmark = pytest.mark.skipif(pglib.available() is not None,
                                 reason=str(pglib.available()))
@@ -99,6 +103,49 @@ def test_login_on_a_works_on_b(pair):
     assert a.get("/api/status", cookie=s2.cookie).status == 200
 
 
+def secret():
+    """A cookie or bearer value as brokerd makes them (base64url)."""
+    return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_miss_asks_the_store(pair, pg, store):
+    """Rows written with the store's triggers off, so that no host is told
+    of them: a host finds them only by asking the store on a miss."""
+    a, b = pair
+    cookie, bearer = secret(), "hgt_" + secret()
+    sid, tid, now = os.urandom(16).hex(), os.urandom(8).hex(), int(time.time())
+    pg.psql(store, "ALTER TABLE users DISABLE TRIGGER USER; "
+            "ALTER TABLE sessions DISABLE TRIGGER USER; "
+            "ALTER TABLE tokens DISABLE TRIGGER USER; "
+            "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "SELECT 'zed', false, hash, created, uid + 1000, gid + 1000 "
+            "FROM users WHERE name = '%s'; "
+            "INSERT INTO sessions (id, token_hash, csrf_hash, \"user\", "
+            "created, last_seen, expires) VALUES ('%s', '%s', '%s', 'zed', "
+            "%d, %d, %d); "
+            "INSERT INTO tokens (id, hash, \"user\", session_id, created) "
+            "VALUES ('%s', '%s', 'zed', '%s', %d); "
+            "ALTER TABLE users ENABLE TRIGGER USER; "
+            "ALTER TABLE sessions ENABLE TRIGGER USER; "
+            "ALTER TABLE tokens ENABLE TRIGGER USER" % (
+                USER_NAME, sid, sha(cookie), sha(secret()), now, now,
+                now + 3600, tid, sha(bearer), sid, now), user="postgres")
+    r = b.get("/api/status", cookie=cookie)
+    assert r.status == 200 and r.json()["user"] == "zed", r
+    assert a.get("/api/status", bearer=bearer).status == 200
+    # zed has bob's password hash: a login on b, a host that never heard
+    # of zed, asks the store for the name.
+    b.login("zed", USER_PW)
+    assert "user zed: read from the store" in b.log_text("brokerd")
+    # Unknown values stay unknown after asking.
+    assert b.get("/api/status", cookie=secret()).status == 401
+    assert b.get("/api/status", bearer="hgt_" + secret()).status == 401
+
+
 def test_token_minted_on_a_works_on_b(pair):
     a, b = pair
     s = a.login(USER_NAME, USER_PW)
@@ -158,6 +205,44 @@ def test_user_add_and_delete_across_hosts(pair):
     r = b.hgctl("user", "add", "dave", "--password-stdin",
                 input="dave-password-2\n")
     assert r.returncode != 0 and "exists" in r.stderr, r
+
+
+def sleepers(marker):
+    """The pids of the processes running `sleep MARKER`, anyone's."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", marker.encode()]:
+            found.append(int(pid))
+    return found
+
+
+def test_user_deleted_elsewhere_loses_its_spawns_here(pair):
+    """carol's terminal runs on a; deleted through b, she loses it on a:
+    a kills every spawn of hers (a terminal outlives its WebSocket, and
+    her session's end alone would not end it)."""
+    a, b = pair
+    a.add_user("carol", "carol-password-1")
+    s = a.login("carol", "carol-password-1")
+    marker = str(7000000 + os.getpid() % 1000000)
+    t = sl.Terminal(s)
+    try:
+        ws = t.attach()
+        ws.send_binary(("sleep %s\n" % marker).encode())
+        hglib.wait_for(lambda: sleepers(marker), 10,
+                       what="carol's sleep running on a")
+        b.hgctl_ok("user", "del", "carol")
+        hglib.wait_for(lambda: not sleepers(marker), 10,
+                       what="carol's sleep on a killed")
+    finally:
+        if t.ws:
+            t.ws.close()
 
 
 def test_password_change_across_hosts(pair):
@@ -254,13 +339,30 @@ def test_uid_taken_meanwhile_picks_again(pair, pg, store):
     assert "uid %d was taken on another host; picking again" % taken in \
         b.log_text("brokerd")
     b.login("carol", "carol-password-1")
+    # A mapped account's uid is the account's: no other to pick.
+    nobody = 65534
+    pg.psql(store, "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "VALUES ('ghost2', false, 'not-argon2', 0, %d, %d)" %
+            (nobody, nobody))
+    r = b.hgctl("user", "add", "dora", "--unix-user", "nobody",
+                "--password-stdin", input="dora-password-1\n")
+    assert r.returncode == 1, r
+    assert "uid %d is another user's in the PostgreSQL store" % nobody in \
+        r.stderr, r.stderr
+    assert pg.psql(store, "SELECT 1 FROM users WHERE name = 'dora'") == []
 
 
-def test_restart_keeps_everything(pair):
+def test_restart_keeps_everything(pair, pg, store):
     a, b = pair
     s = a.login(USER_NAME, USER_PW)
     bearer, tid = mint(s)
     a.add_user("erin", "erin-password-1")
+    # A token minted on one host as its session ended on another outlives
+    # it: deleted at the next start, not a reason to refuse it.
+    orphan = os.urandom(8).hex()
+    pg.psql(store, "INSERT INTO tokens (id, hash, \"user\", session_id, "
+            "created) VALUES ('%s', '%s', 'bob', '%s', 1)" % (
+                orphan, sha(secret()), os.urandom(16).hex()))
     for hg in (a, b):
         hg.stop("brokerd")
         hg.start("brokerd")
@@ -271,6 +373,8 @@ def test_restart_keeps_everything(pair):
                        what="the session back after a restart")
         assert hg.get("/api/status", bearer=bearer).status == 200
     b.login("erin", "erin-password-1")
+    assert pg.psql(store, "SELECT 1 FROM tokens WHERE id = '%s'" %
+                   orphan) == []
 
 
 def test_unmigrated_store_refused(hostgate_factory, pg):
@@ -324,6 +428,14 @@ def test_store_status(pair, store):
     assert doc["counts"]["sessions"] == 1
     r = hgctl_env(a, "store", "status")
     assert r.returncode == 0 and "postgresql" in r.stdout, r
+    # A password in the URI is not shown (the server trusts the socket).
+    db, query = store.split("///")[1].split("?")
+    secret = "postgresql://hostgate:s3kr1t-pw@/%s?%s" % (
+        db, query.replace("&user=hostgate", ""))
+    for args in (["store", "status"], ["store", "status", "--json"]):
+        r = hgctl_env(a, *args, env={"HOSTGATE_STORE": secret})
+        assert r.returncode == 0, r
+        assert "s3kr1t" not in r.stdout and "hostgate:***@" in r.stdout, r
 
 
 def test_store_status_embedded(hostgate_factory):
