@@ -8,6 +8,7 @@ running command; /api/status's host and hosts. Also, without a store:
 HOSTGATE_TRUSTED_PROXIES, the client address from X-Forwarded-For only
 when the peer is a trusted proxy."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -109,6 +110,28 @@ def kill_all(hg):
             hg.procs[name].send_signal(signal.SIGKILL)
     for p in hg.procs.values():
         p.wait()
+    # What ran there dies with the host, as with a machine gone: without
+    # cgroups (rootless) a sandbox's bwrap may outlive its sandboxd.
+    for pid in spawns_of(hg):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def spawns_of(hg):
+    """The processes whose command line names hg's directory (its spawns'
+    bwrap), by pid."""
+    out = []
+    mark = (hg.dir + "/").encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if mark in f.read():
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
 
 
 def ws_status(hg, s, tid):
