@@ -390,3 +390,37 @@ def test_store_away_loses_no_host(hostgate_factory, pg, store):
     assert host_state(pg, store, "he") == ("up", "")
     for hg in (a, b):
         assert policylib.audit_show(hg, "--action", "host_lost") == []
+
+
+@needs_pg
+def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
+    """A host that stalls (its brokerd stopped) is declared lost like a
+    dead one; once it runs again it is up again, with its live rows back
+    and a host_up record that says it rejoined."""
+    a = host(hostgate_factory, store, "hf")
+    b = host(hostgate_factory, store, "hg", key_of=a)
+    s = a.login(*hglib.USER)
+    r = s.post("/api/terminals", {"cols": 80, "rows": 24})
+    assert r.status == 201, r
+    tid = r.json()["id"]
+    a.send_signal("brokerd", signal.SIGSTOP)
+    try:
+        hglib.wait_for(lambda: host_state(pg, store, "hf") ==
+                       ("lost", "hg"), LOST + 30, what="hf declared lost")
+        hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
+                                    "host = 'hf'") == [], 10,
+                       what="hf's live rows dropped")
+    finally:
+        a.send_signal("brokerd", signal.SIGCONT)
+    hglib.wait_for(lambda: host_state(pg, store, "hf") == ("up", ""), 15,
+                   what="hf up again")
+    hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
+                                "host = 'hf'") == [[tid]], 10,
+                   what="hf's live row back")
+    ups = [rec for rec in policylib.audit_show(a, "--action", "host_up")
+           if (rec.get("detail") or {}).get("rejoined")]
+    assert len(ups) == 1 and ups[0]["detail"]["host"] == "hf", ups
+    # Its terminal is its own again.
+    sb = b.login(*hglib.USER)
+    assert sb.request("DELETE", "/api/terminals/" + tid).status == 421
+    assert s.request("DELETE", "/api/terminals/" + tid).status == 200
