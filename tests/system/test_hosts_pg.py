@@ -424,3 +424,30 @@ def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
     sb = b.login(*hglib.USER)
     assert sb.request("DELETE", "/api/terminals/" + tid).status == 421
     assert s.request("DELETE", "/api/terminals/" + tid).status == 200
+
+
+@needs_pg
+def test_live_rows_made_again_after_the_store_is_back(hostgate_factory, pg,
+                                                      store):
+    """A terminal that ends while the store is away cannot take its live
+    row away; once the link is back the host makes its rows again from
+    what runs, so the ended one is gone and the running one stays."""
+    a = host(hostgate_factory, store, "hh")
+    s = a.login(*hglib.USER)
+    ended, kept = sl.Terminal(s), sl.Terminal(s)
+    try:
+        ws = ended.attach()
+        assert sorted(r[0] for r in rows(pg, store, "SELECT id FROM live "
+                                         "WHERE host = 'hh'")) == \
+            sorted([ended.id, kept.id])
+        pg.stop()
+        ws.send_binary(b"exit\n")
+        hglib.wait_for(lambda: not [t for t in s.get("/api/terminals").json()[
+            "terminals"] if t["id"] == ended.id and t["running"]], 15,
+            what="the shell gone")
+        pg.start()
+        hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
+                                    "host = 'hh'") == [[kept.id]], 30,
+                       what="the live rows made again")
+    finally:
+        kept.close()
