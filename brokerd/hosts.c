@@ -87,6 +87,8 @@ hosts_row_up(void)
 	return 0;
 }
 
+static void	 hosts_reconnected(void);
+
 /* Write the host_up record (again: rejoined after being declared lost). */
 static void
 hosts_up_record(int rejoined)
@@ -129,14 +131,14 @@ hosts_tick(evutil_socket_t fd, short ev, void *arg)
 	if (hosts_changed(r) == 0) {
 		/*
 		 * Another host declared us lost (our heartbeat stopped: the
-		 * store unreachable, the host stalled) and dropped our live
-		 * rows; we are here, and so are our spawns.
+		 * store unreachable, the host stalled); we are here, and so
+		 * are our spawns: our live rows made again from what runs.
 		 */
 		log_warnx("host %s was declared lost by another host; up again",
 		    hosts_self());
 		if (hosts_row_up() == 0) {
 			hosts_up_record(1);
-			spawn_live_again();
+			hosts_reconnected();
 		}
 	}
 	PQclear(r);
@@ -167,7 +169,10 @@ hosts_tick(evutil_socket_t fd, short ev, void *arg)
 
 /*
  * The host_lost record of host (declared lost by us just now): its
- * terminals and commands as the live table has them, which are then gone.
+ * terminals and commands as the live table has them. The rows stay, so
+ * that the clients of that host's sessions, now served elsewhere, see
+ * their terminals listed as lost with it; the host clears them when it
+ * starts again.
  */
 static void
 hosts_lost_record(const char *host, const char *why)
@@ -198,15 +203,9 @@ hosts_lost_record(const char *host, const char *why)
 	json_object_object_add(d, "terminals", terms);
 	json_object_object_add(d, "commands", cmds);
 	snprintf(reason, sizeof(reason), "host %s lost: %s", host, why);
-	if (audit_append("host_lost", NULL, NULL, 1, reason, d, 1) == -1) {
-		/* Kept for the record: the host clears them when it is back. */
-		log_warnx("host %s: the host_lost record could not be written; "
-		    "its live rows are kept", host);
-		return;
-	}
-	if ((r = pg_query("DELETE FROM live WHERE host = $1", 1,
-	    params)) != NULL)
-		PQclear(r);
+	if (audit_append("host_lost", NULL, NULL, 1, reason, d, 1) == -1)
+		log_warnx("host %s: the host_lost record could not be written",
+		    host);
 }
 
 /*

@@ -235,8 +235,9 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     d = recs[0]["detail"]
     assert d["host"] == "ha" and d["lost_by"] == "hb", d
     assert d["terminals"] == [tid] and d["commands"] == [cmd], d
-    assert rows(pg, store, "SELECT id FROM live WHERE host = 'ha'") == []
-    assert via_b.get("/api/terminals").json()["terminals"] == []
+    # The session, now served by B, still sees its terminal, as lost.
+    assert [(t["id"], t["host"], t["state"]) for t in via_b.get(
+        "/api/terminals").json()["terminals"]] == [(tid, "ha", "lost")]
     # Its terminal is gone with it: 410, with when.
     r = sb.request("DELETE", "/api/terminals/" + tid)
     assert r.status == 410, r
@@ -256,6 +257,8 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     # there, 421 from B), and no second host_lost record.
     a.start_all()
     assert host_state(pg, store, "ha") == ("up", "")
+    assert rows(pg, store, "SELECT id FROM live WHERE host = 'ha'") == []
+    assert via_b.get("/api/terminals").json()["terminals"] == []
     assert sb.request("DELETE", "/api/terminals/" + tid).status == 421
     assert len(policylib.audit_show(b, "--action", "host_lost")) == 1
     sa = a.login(*hglib.USER)
@@ -407,9 +410,10 @@ def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
     try:
         hglib.wait_for(lambda: host_state(pg, store, "hf") ==
                        ("lost", "hg"), LOST + 30, what="hf declared lost")
-        hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
-                                    "host = 'hf'") == [], 10,
-                       what="hf's live rows dropped")
+        # Its terminal listed, as lost, to its session served by B.
+        via_b = hglib.Session(b, s.user, s.role, s.cookie, s.csrf)
+        assert [(t["id"], t["state"]) for t in via_b.get(
+            "/api/terminals").json()["terminals"]] == [(tid, "lost")]
     finally:
         a.send_signal("brokerd", signal.SIGCONT)
     hglib.wait_for(lambda: host_state(pg, store, "hf") == ("up", ""), 15,
