@@ -305,9 +305,12 @@ FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
 FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
-FUZZ_SRC_fuzz_session = brokerd/session.c brokerd/store.c brokerd/events.c \
-			common/ipc.c common/proto.c tests/fuzz/fuzz_fixture.c
-FUZZ_SRC_fuzz_auth    = brokerd/auth.c tests/fuzz/fuzz_fixture.c
+FUZZ_STORE_SRC	      = brokerd/store.c brokerd/pgstore.c brokerd/pg.c \
+			brokerd/events.c brokerd/ttl.c common/ipc.c common/proto.c
+FUZZ_SRC_fuzz_session = brokerd/session.c $(FUZZ_STORE_SRC) \
+			tests/fuzz/fuzz_fixture.c
+FUZZ_SRC_fuzz_auth    = brokerd/auth.c brokerd/session.c $(FUZZ_STORE_SRC) \
+			tests/fuzz/fuzz_fixture.c
 FUZZ_SRC_fuzz_egress  = egressd/request.c
 # sandboxd whole but its main; what would touch the host is wrapped.
 FZ_ALLCOMMON = $(filter-out $(FZ_COMMON),$(COMMON:%=common/%.c))

@@ -64,6 +64,7 @@ static struct {
 } auth_reserved[AUTH_RESERVED_MAX];
 static size_t		 auth_nreserved;
 
+static void		(*auth_egress_cb)(struct user *);
 static struct user *auth_fetch(const char *);
 
 /* Free one user. */
@@ -610,6 +611,13 @@ auth_add_stored(struct user *u, char *why, size_t whysz)
 	return 0;
 }
 
+/* Called after another host changed a user's egress additions. */
+void
+auth_on_egress(void (*cb)(struct user *))
+{
+	auth_egress_cb = cb;
+}
+
 /* Give u what another host stored in its row (row is freed). */
 static void
 auth_apply(struct user *u, struct user *row)
@@ -630,6 +638,11 @@ auth_apply(struct user *u, struct user *row)
 	allow = u->egress_allow;
 	u->egress_allow = row->egress_allow;
 	row->egress_allow = allow;
+	if (strcmp(allow != NULL ? json_object_to_json_string(allow) : "[]",
+	    u->egress_allow != NULL ?
+	    json_object_to_json_string(u->egress_allow) : "[]") != 0)
+		if (auth_egress_cb != NULL)
+			auth_egress_cb(u);
 	auth_user_free(row);
 }
 

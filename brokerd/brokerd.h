@@ -289,6 +289,9 @@ int	 session_permission_allowlist(const char *);
 int	 session_permission_read_only(const char *);
 /* Replace a session's egress additions (an array, taken; NULL: none). */
 int	 session_set_egress(struct session *, struct json_object *allow);
+/* Called after another host changed a session's (user's) additions. */
+void	 session_on_egress(void (*)(struct session *));
+void	 auth_on_egress(void (*)(struct user *));
 /* Called before a session is freed (mode.c drops its timers). */
 void	 session_on_remove(void (*)(struct session *));
 /*
@@ -359,6 +362,7 @@ struct json_object *egress_domains(struct ident *);
 struct json_object *egress_status_json(struct ident *);
 void	 egress_proxy_keep(struct json_object *health_result);
 void	 egress_session_gone(struct session *);
+
 void	 egress_sandbox_ready(void);
 void	 egress_log(struct ipc_peer *, struct ipc_msg *);
 /* An allowlist spawn's attempts past the proxy: an egress_bypass record. */

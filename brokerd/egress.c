@@ -33,11 +33,17 @@ static int		 egress_npending;
 /* The egress proxy's state from sandboxd's last health reply. */
 static struct json_object *egress_proxy;	/* {ok, reason}, or NULL */
 
+static void	 egress_changed_user(struct user *);
+static void	 egress_changed_session(struct session *);
+
 /* Keep the configuration. */
 void
 egress_init(struct config *conf)
 {
 	egress_conf = conf;
+	/* A fleet: what another host changed reaches the sandboxes here. */
+	session_on_egress(egress_changed_session);
+	auth_on_egress(egress_changed_user);
 }
 
 /* HOSTGATE_EGRESS_PORTS as an array of numbers. */
@@ -207,6 +213,23 @@ egress_session_gone(struct session *s)
 {
 	if (s->egress_allow != NULL)
 		egress_tell("session", s->user, s->id, NULL);
+}
+
+/*
+ * Another host of the fleet changed a user's or a session's additions
+ * (the store's notification): the live sandboxes here take them too.
+ */
+static void
+egress_changed_user(struct user *u)
+{
+	egress_tell("user", u->name, NULL, u->egress_allow);
+}
+
+/* The same for a session's additions. */
+static void
+egress_changed_session(struct session *s)
+{
+	egress_tell("session", s->user, s->id, s->egress_allow);
 }
 
 /* sandboxd is connected: send the changes it missed. */

@@ -79,6 +79,7 @@ static int			 session_open;	/* session_init succeeded */
 
 static void	(*session_gone_cb)(struct session *);
 static void	(*session_change_cb)(struct session *, int64_t);
+static void	(*session_egress_cb)(struct session *);
 static int	  session_remote_depth;	/* applying another host's change */
 
 static struct session *session_fetch(const char *key, int hashed);
@@ -859,6 +860,8 @@ session_apply(struct session *s, struct session *row)
 		json_object_put(s->egress_allow);
 		s->egress_allow = row->egress_allow;
 		row->egress_allow = NULL;
+		if (session_egress_cb != NULL)
+			session_egress_cb(s);
 		changed = 1;
 	}
 	session_row_free(row);
@@ -1736,6 +1739,13 @@ void
 session_on_remove(void (*cb)(struct session *))
 {
 	session_gone_cb = cb;
+}
+
+/* Called after another host changed a session's egress additions. */
+void
+session_on_egress(void (*cb)(struct session *))
+{
+	session_egress_cb = cb;
 }
 
 /*
