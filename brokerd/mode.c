@@ -422,7 +422,7 @@ mode_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct json_object	*d;
 	const char		*want, *why, *code;
-	char			 err[128];
+	char			 err[512];
 	int			 wait;
 	int64_t			 now = now_mono_ms();
 
@@ -453,6 +453,15 @@ mode_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    id->session ? id->session->id : NULL, 0, why, NULL, 0);
 		log_info("direct mode refused to %s: %s", id->user->name, why);
 		ipc_reply_error(p, m, code, "%s", why);
+		return;
+	}
+	/*
+	 * No record, no change: the store (or the audit log) unusable is a
+	 * 503 with its reason, before buckets that could not be read.
+	 */
+	if (audit_ready(err, sizeof(err)) == -1) {
+		log_warnx("mode change of %s refused: %s", id->user->name, err);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
 		return;
 	}
 	if ((wait = rl_take(mode_rl_session, id->session->id, now)) > 0 ||

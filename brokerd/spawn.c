@@ -1130,8 +1130,16 @@ static int
 spawn_rate_ok(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
     const char *kind)
 {
+	char	why[300];
 	int	wait;
 
+	/* No record, no spawn: the reason, before unreadable buckets. */
+	if (audit_ready(why, sizeof(why)) == -1) {
+		log_warnx("%s of %s not started: %s", kind, id->user->name,
+		    why);
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "not started: %s", why);
+		return -1;
+	}
 	if ((wait = rl_take(spawn_rl, id->user->name, now_mono_ms())) > 0)
 		return spawn_refuse(p, m, id, kind, ERR_RATE_LIMITED, wait,
 		    "too many spawns for this user; try again later");
