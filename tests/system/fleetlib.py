@@ -298,8 +298,9 @@ class Balancer:
     # -- HTTP, as hglib.Hostgate ---------------------------------------
 
     def connection(self, timeout=5, source=None):
-        return http.client.HTTPConnection("127.0.0.1", self.port,
-                                          timeout=timeout)
+        return http.client.HTTPConnection(
+            "127.0.0.1", self.port, timeout=timeout,
+            source_address=(source, 0) if source else None)
 
     def request(self, method, path, body=None, headers=None, cookie=None,
                 bearer=None, host=None, timeout=5, source=None):
@@ -322,7 +323,7 @@ class Balancer:
         if bearer:
             h["Authorization"] = "Bearer " + bearer
         h.update(headers or {})
-        conn = self.connection(timeout=timeout)
+        conn = self.connection(timeout=timeout, source=source)
         try:
             conn.request(method, path, body=body, headers=h)
             r = conn.getresponse()
