@@ -29,7 +29,7 @@ ENVFILE		 = $(SYSCONFDIR)/hostgate/hostgate.env
 CC	?= cc
 B	 = build
 PKGS	 = libevent libevent_openssl json-c libseccomp libcap openssl libargon2 libsystemd \
-	   sqlite3
+	   sqlite3 libpq
 
 # Installs Debian packages when something is missing (only then).
 DEPS_STAMP := $(shell scripts/deps.sh --quiet >&2 || echo missing)
@@ -49,7 +49,8 @@ CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
 	   -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \
 	   -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
 	   -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
-LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack
+# --as-needed: each binary depends on the libraries it calls only.
+LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--as-needed
 
 ifneq ($(SANITIZE),)
 CFLAGS	+= -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DHG_SANITIZE=1 -O1
@@ -61,12 +62,12 @@ COMMON	= log config ipc proto priv util proc egress jail
 FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store files egress
+	  mode events admin prompt audit ttl recording store files egress pg
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
 EGRESSD	= egressd proxy request hosts sandbox
-HGCTL	= hgctl
+HGCTL	= hgctl pg
 
 O	 = $(B)/obj
 COMMON_O   = $(COMMON:%=$(O)/common/%.o)

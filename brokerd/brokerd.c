@@ -150,6 +150,17 @@ main(int argc, char *argv[])
 	plan.debug = conf.seccomp_debug;
 	priv_drop(&plan);
 
+	/*
+	 * A PostgreSQL store: connect as the service user, before the state
+	 * that lives there is loaded. Its TCP link (not a Unix socket) is
+	 * the one reason brokerd's filter allows IPv4 and IPv6 sockets.
+	 */
+	if (pg_init(&conf, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (pg_enabled() && pg_over_tcp()) {
+		plan.unix_sockets = 0;
+		plan.inet_sockets = 1;
+	}
 	if (auth_init(conf.state_dir, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	if (session_init(conf.state_dir, conf.session_lifetime, err,
@@ -162,6 +173,7 @@ main(int argc, char *argv[])
 	egress_init(&conf);
 
 	brokerd_base = proc_base();
+	pg_events(brokerd_base);
 	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,
 	    brokerd_sweep, NULL);
 	evtimer_add(brokerd_sweep_ev, &tv);
@@ -179,6 +191,7 @@ main(int argc, char *argv[])
 
 	session_close();
 	audit_close();
+	pg_close();
 	config_free(&conf);
 	return 0;
 }

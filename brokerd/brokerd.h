@@ -6,6 +6,9 @@
 #define HG_BROKERD_H
 
 #include <sys/queue.h>
+
+#include <libpq-fe.h>
+
 #include "common.h"
 
 #define USER_NAME_MAX	32
@@ -155,6 +158,49 @@ int64_t	 store_meta_get(const char *key);
 int	 store_meta_set(const char *key, int64_t value);
 int	 store_load(int (*)(struct session *, char *, size_t),
 	    int (*)(struct token *, char *, size_t), char *err, size_t errsz);
+
+/*
+ * pg.c: the PostgreSQL store of a fleet (HOSTGATE_STORE). The schema is
+ * PG_SCHEMA_VERSION; hgctl store migrate brings a store to it.
+ */
+#define PG_SCHEMA_VERSION	1
+int	 pg_enabled(void);		/* HOSTGATE_STORE names PostgreSQL */
+/* Connect (bounded), check the schema, LISTEN; -1 with err: refuse start. */
+int	 pg_init(struct config *, char *err, size_t errsz);
+/* Watch the link from the loop: notifications, loss, reconnects. */
+void	 pg_events(struct event_base *);
+void	 pg_close(void);
+/* 0 while the link is up; -1 with why ("the store is unreachable: ..."). */
+int	 pg_ready(char *why, size_t whysz);
+int64_t	 pg_down_ms(void);		/* how long the link has been down */
+int	 pg_over_tcp(void);		/* whether it may use TCP (seccomp) */
+const char *pg_host(void);		/* HOSTGATE_HOST_ID */
+/*
+ * One statement, text parameters (NULL: SQL NULL), bounded by the store's
+ * timeout: the result (PQclear it), or NULL with the reason logged and in
+ * pg_error(); a lost link is declared lost and connected again later.
+ */
+PGresult *pg_query(const char *sql, int nparams, const char *const *params);
+int	 pg_exec(const char *sql, int nparams, const char *const *params);
+const char *pg_error(void);
+/* Transactions; nest like store_begin: only the outermost pair counts. */
+int	 pg_begin(void);
+int	 pg_commit(void);
+void	 pg_rollback(void);
+/* Notifications "TABLE KEY": the handler gets KEY, own: sent by us. */
+typedef void (*pg_notify_fn)(const char *key, int own);
+void	 pg_on_notify(const char *table, pg_notify_fn);
+/* Called once a lost link is back: reload, notifications were missed. */
+void	 pg_on_reconnect(void (*)(void));
+/* Called when the link goes down, with why. */
+void	 pg_on_lost(void (*)(const char *why));
+int64_t	 pg_i64(PGresult *, int row, int col);	/* 0 for NULL */
+const char *pg_str(PGresult *, int row, int col);	/* "" for NULL */
+/* Standalone connections (hgctl): connect, read the version, migrate. */
+PGconn	*pg_connect_once(const char *conninfo, int timeout, char *err,
+	    size_t errsz);
+int	 pg_schema_version(PGconn *, char *err, size_t errsz);
+int	 pg_migrate(PGconn *, int *from, int *to, char *err, size_t errsz);
 
 /* ratelimit.c */
 struct rl_table;

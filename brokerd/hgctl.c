@@ -17,7 +17,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "brokerd.h"
 #include "config_env.h"
 
 #define HGCTL_TIMEOUT_MS	10000
@@ -75,6 +75,7 @@ static int	hgctl_config(char **);
 static int	hgctl_egress_show(char **);
 static int	hgctl_egress_allow(char **);
 static int	hgctl_egress_revoke(char **);
+static int	hgctl_store_migrate(char **);
 
 static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "user", "add", "NAME [--admin] [--password-stdin] "
@@ -183,6 +184,15 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "changes. Connections already\nopen stay; new ones are refused. "
 	    "Audited as egress_allow.\n",
 	    1, OPT_TARGET | OPT_MORE, hgctl_egress_revoke },
+	{ "store", "migrate", "",
+	    "create or upgrade the PostgreSQL store's schema",
+	    "Connects to HOSTGATE_STORE and brings its schema to the version "
+	    "this hostgate\nneeds, in one transaction, under a lock that makes "
+	    "hosts migrating at once\ntake turns. brokerd never migrates a "
+	    "PostgreSQL store itself: it refuses to\nstart on an older schema "
+	    "and says to run this. With the embedded store\n(HOSTGATE_STORE "
+	    "empty) there is nothing to do: brokerd migrates store.db.\n",
+	    0, 0, hgctl_store_migrate },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
@@ -210,7 +220,7 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 };
 
 static const char *const hgctl_groups[] = {
-	"user", "token", "session", "audit", "egress", NULL
+	"user", "token", "session", "audit", "egress", "store", NULL
 };
 
 static struct config	 conf;
@@ -1870,4 +1880,40 @@ main(int argc, char *argv[])
 	if (conf_loaded)
 		config_free(&conf);
 	return rv;
+}
+
+/* hgctl store migrate: the PostgreSQL schema to this hostgate's version. */
+static int
+hgctl_store_migrate(char **argv)
+{
+	PGconn	*conn;
+	char	 err[512], *where;
+	int	 from, to;
+
+	hgctl_conf();
+	if (conf.store == NULL) {
+		printf("the embedded store needs no migration: brokerd "
+		    "upgrades %s/%s itself\n", conf.state_dir, STORE_FILE);
+		return HGCTL_EXIT_OK;
+	}
+	where = config_store_mask(conf.store);
+	if ((conn = pg_connect_once(conf.store, conf.store_timeout, err,
+	    sizeof(err))) == NULL) {
+		fprintf(stderr, "hgctl: %s: %s\n", where, err);
+		free(where);
+		return HGCTL_EXIT_FAIL;
+	}
+	if (pg_migrate(conn, &from, &to, err, sizeof(err)) == -1) {
+		fprintf(stderr, "hgctl: %s: %s\n", where, err);
+		PQfinish(conn);
+		free(where);
+		return HGCTL_EXIT_FAIL;
+	}
+	if (from == to)
+		printf("%s: schema version %d, up to date\n", where, to);
+	else
+		printf("%s: schema version %d -> %d\n", where, from, to);
+	PQfinish(conn);
+	free(where);
+	return HGCTL_EXIT_OK;
 }

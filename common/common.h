@@ -122,6 +122,12 @@ struct config {
 	char		*egress_deny_nets;	/* HOSTGATE_EGRESS_DENY_NETS */
 	char		*egress_allow_nets;	/* HOSTGATE_EGRESS_ALLOW_NETS */
 	char		*egress_ports;		/* HOSTGATE_EGRESS_PORTS */
+	/* the fleet (docs/fleet.md) */
+	char		*store;			/* HOSTGATE_STORE, NULL: embedded */
+	int		 store_timeout;		/* ..._STORE_TIMEOUT_SECONDS */
+	char		*host_id;		/* HOSTGATE_HOST_ID */
+	int		 host_lost;		/* HOSTGATE_HOST_LOST_SECONDS */
+	char		*trusted_proxies;	/* HOSTGATE_TRUSTED_PROXIES */
 	long		 audit_rotate;		/* HOSTGATE_AUDIT_ROTATE_BYTES */
 	int		 audit_syslog;		/* HOSTGATE_AUDIT_SYSLOG */
 	/* terminal recordings */
@@ -159,6 +165,8 @@ int	 config_load(struct config *, char *err, size_t errsz);
 void	 config_free(struct config *);
 /* The effective configuration as JSON, secrets masked. */
 struct json_object *config_to_json(const struct config *);
+/* HOSTGATE_STORE with its password masked (allocated). */
+char	*config_store_mask(const char *store);
 /* Where a variable's value came from: "the environment", "FILE line N"... */
 const char *config_origin(const struct config *, const char *name,
 	    char *buf, size_t bufsz);

@@ -70,6 +70,8 @@ enum config_kind {
 	KIND_NETS,	/* CIDRs ADDRESS/PREFIX, by ',' or spaces */
 	KIND_PORTS,	/* TCP ports, by ',' or spaces */
 	KIND_SECRET,	/* not used by the daemons; masked in the JSON */
+	KIND_STORE,	/* "" (embedded) or a PostgreSQL URI or conninfo */
+	KIND_HOSTID,	/* [a-z0-9][a-z0-9-]{0,31}; default from the host name */
 	KIND_ENV_FILE,	/* names the .env file; environment only */
 	KIND_IGNORED,	/* known, configures nothing (scripts, spawns) */
 };
@@ -255,6 +257,15 @@ static const struct config_var config_vars[] = {
 	    F(uid_range), 65536, 4294967293L, NULL },
 	{ "HOSTGATE_WEB_DIR", HG_WEB_DIR, KIND_DIR, F(web_dir), 0, 0, NULL },
 	{ "HOSTGATE_ADMIN_PASSWORD", NULL, KIND_SECRET, NOF, 0, 0, NULL },
+	/* The fleet: a PostgreSQL store shared by hosts (docs/fleet.md). */
+	{ "HOSTGATE_STORE", "", KIND_STORE, F(store), 0, 1024, NULL },
+	{ "HOSTGATE_STORE_TIMEOUT_SECONDS", "5", KIND_INT,
+	    F(store_timeout), 1, 60, NULL },
+	{ "HOSTGATE_HOST_ID", NULL, KIND_HOSTID, F(host_id), 0, 0, NULL },
+	{ "HOSTGATE_HOST_LOST_SECONDS", "10", KIND_INT,
+	    F(host_lost), 2, 3600, NULL },
+	{ "HOSTGATE_TRUSTED_PROXIES", "", KIND_NETS,
+	    F(trusted_proxies), 0, 0, NULL },
 	/* Its default is read only when it exists. */
 	{ "HOSTGATE_ENV_FILE", HG_ENV_FILE, KIND_ENV_FILE,
 	    F(env_file), 0, 0, NULL },
@@ -304,6 +315,8 @@ config_is_string(const struct config_var *var)
 	case KIND_NETS:
 	case KIND_PORTS:
 	case KIND_ENV_FILE:
+	case KIND_STORE:
+	case KIND_HOSTID:
 		return (1);
 	default:
 		return (0);
@@ -367,6 +380,17 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 	case KIND_PORTS:
 		snprintf(buf, bufsz, "at most 64 TCP ports from 1 to 65535, "
 		    "separated by ',' or spaces");
+		break;
+	case KIND_STORE:
+		snprintf(buf, bufsz, "empty (the embedded store) or a "
+		    "PostgreSQL connection URI postgresql://... or postgres://..."
+		    ", or a libpq KEY=VALUE connection string, at most %ld "
+		    "bytes, without control characters", var->max);
+		break;
+	case KIND_HOSTID:
+		snprintf(buf, bufsz, "a host id of lower-case letters, digits "
+		    "and '-', starting with a letter or digit, at most 32 "
+		    "characters");
 		break;
 	case KIND_IMAGE:
 		snprintf(buf, bufsz, "an image reference of letters, digits "
@@ -650,6 +674,43 @@ config_valid_origins(const char *s)
 	return (1);
 }
 
+/* Whether s is a host id: [a-z0-9][a-z0-9-]{0,31}. */
+static int
+config_valid_host(const char *s)
+{
+	size_t	len = strlen(s);
+
+	return (len >= 1 && len <= 32 && s[0] != '-' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == len);
+}
+
+/*
+ * The default host id: the machine's short host name, lower-cased, with
+ * what a host id cannot hold dropped; "host" when nothing is left.
+ */
+static void
+config_default_host(char *out, size_t outsz)
+{
+	char	name[256];
+	size_t	i, n = 0;
+
+	if (gethostname(name, sizeof(name)) == -1)
+		name[0] = '\0';
+	name[sizeof(name) - 1] = '\0';
+	for (i = 0; name[i] != '\0' && name[i] != '.' && n < 32 &&
+	    n + 1 < outsz; i++) {
+		char	c = name[i] >= 'A' && name[i] <= 'Z' ?
+		    name[i] - 'A' + 'a' : name[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    (c == '-' && n > 0))
+			out[n++] = c;
+	}
+	out[n] = '\0';
+	if (n == 0)
+		snprintf(out, outsz, "host");
+}
+
 /* Whether s is a valid user name: [a-z_][a-z0-9_-]{0,31}. */
 static int
 config_valid_user(const char *s)
@@ -916,6 +977,29 @@ config_set(struct config *cfg, const struct config_var *var,
 		if (!config_valid_users(value))
 			return (config_error(err, errsz, where, var, value,
 			    "not a list of user names", NULL));
+		break;
+	case KIND_STORE:
+		if (value[0] == '\0')
+			return (0);	/* embedded: the field stays NULL */
+		if (config_has_control(value))
+			return (config_error(err, errsz, where, var, value,
+			    "contains a control character", NULL));
+		if (strlen(value) > (size_t)var->max)
+			return (config_error(err, errsz, where, var, value,
+			    "too long", NULL));
+		if (strncmp(value, "postgresql://", 13) != 0 &&
+		    strncmp(value, "postgres://", 11) != 0 &&
+		    strchr(value, '=') == NULL)
+			return (config_error(err, errsz, where, var, value,
+			    "not a PostgreSQL URI or KEY=VALUE string", NULL));
+		break;
+	case KIND_HOSTID:
+		if (defaulted) {
+			config_default_host(buf, sizeof(buf));
+			value = buf;
+		} else if (!config_valid_host(value))
+			return (config_error(err, errsz, where, var, value,
+			    "not a host id", NULL));
 		break;
 	case KIND_IMAGE:
 		if (value[0] == '\0' || value[0] == '-' || strlen(value) > 255 ||
@@ -1491,6 +1575,66 @@ config_free(struct config *cfg)
 	cfg->origins = NULL;
 }
 
+/*
+ * HOSTGATE_STORE as a string with its password masked: the part between
+ * "user:" and "@" of a URI, the value of a password= key of a conninfo.
+ */
+char *
+config_store_mask(const char *store)
+{
+	const char	*p, *at, *colon, *q;
+	char		*out;
+	size_t		 len = strlen(store);
+
+	if ((out = malloc(len + 4)) == NULL)
+		fatal("%s", __func__);
+	if ((p = strstr(store, "://")) != NULL) {
+		p += 3;
+		at = strchr(p, '@');
+		colon = strchr(p, ':');
+		if (at != NULL && colon != NULL && colon < at &&
+		    strchr(p, '/') > at) {
+			snprintf(out, len + 4, "%.*s***%s",
+			    (int)(colon + 1 - store), store, at);
+			return (out);
+		}
+		snprintf(out, len + 4, "%s", store);
+		return (out);
+	}
+	if ((p = strstr(store, "password")) != NULL &&
+	    (p == store || p[-1] == ' ') && (q = strchr(p, '=')) != NULL) {
+		q++;
+		while (*q == ' ')
+			q++;
+		at = q;
+		if (*at == '\'') {
+			for (at++; *at != '\0' && *at != '\''; at++)
+				if (*at == '\\' && at[1] != '\0')
+					at++;
+			if (*at == '\'')
+				at++;
+		} else
+			at += strcspn(at, " ");
+		snprintf(out, len + 4, "%.*s***%s", (int)(q - store), store,
+		    at);
+		return (out);
+	}
+	snprintf(out, len + 4, "%s", store);
+	return (out);
+}
+
+/* The same as a JSON string. */
+static struct json_object *
+config_store_masked(const char *store)
+{
+	struct json_object	*v;
+	char			*m = config_store_mask(store);
+
+	v = json_object_new_string(m);
+	free(m);
+	return (v);
+}
+
 /* The effective configuration, one member per variable, secrets masked. */
 struct json_object *
 config_to_json(const struct config *cfg)
@@ -1534,6 +1678,11 @@ config_to_json(const struct config *cfg)
 			    NULL || *s == '\0' : cfg->origins[i] == 0)
 				continue;
 			v = json_object_new_string("***");
+			break;
+		case KIND_STORE:
+			s = *(char *const *)field;
+			v = s == NULL ? json_object_new_string("") :
+			    config_store_masked(s);
 			break;
 		case KIND_IGNORED:
 			continue;

@@ -5,7 +5,7 @@ set -e
 PKGS="build-essential pkg-config libevent-dev libjson-c-dev libseccomp-dev
 libcap-dev libssl-dev libargon2-dev libsqlite3-dev libcmocka-dev libwslay-dev libsystemd-dev bubblewrap
 slirp4netns btrfs-progs python3 python3-pytest python3-websocket openssl curl
-clang libclang-rt-dev iproute2 python3-pip git"
+clang libclang-rt-dev iproute2 python3-pip git libpq-dev postgresql haproxy"
 # clang and its runtimes (libFuzzer, ASan, UBSan): make check runs the fuzz
 # targets (tests/fuzz/README.md).
 # btrfs-progs: mkfs.btrfs makes each user's workspace image (disk quotas,
@@ -14,6 +14,9 @@ clang libclang-rt-dev iproute2 python3-pip git"
 # namespace and veth pair, and the clients they run through egressd (pip
 # against a local index, git over HTTPS, curl; openssl makes the test CA).
 # egressd's resolver, evdns, is part of libevent.
+# libpq-dev: brokerd's PostgreSQL store (HOSTGATE_STORE); postgresql and
+# haproxy: the fleet (make fleet, docs/fleet.md) and its tests, which start
+# a server and a balancer of their own (the packages' own are not used).
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "ok installed" ||
