@@ -12,24 +12,18 @@ import http.client
 import io
 import json
 import os
-import pwd
 import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import time
 
 import hglib
 
-try:
-    import pglib
-except ImportError:     # the lead's helper; the fallback below until then
-    pglib = None
+import pglib
 
 HAPROXY = shutil.which("haproxy", path="/usr/sbin:/usr/bin:/sbin:/bin")
-PG_BIN = "/usr/lib/postgresql/15/bin"
 TEMPLATE = os.path.join(hglib.REPO, "etc", "haproxy.cfg.in")
 HOST_HEADER = "X-Hostgate-Host"     # set by HAProxy: the server that answered
 
@@ -39,132 +33,7 @@ def missing():
     None."""
     if HAPROXY is None:
         return "haproxy is not installed (scripts/deps.sh installs it)"
-    if pglib is None and not os.access(os.path.join(PG_BIN, "initdb"),
-                                       os.X_OK):
-        return "PostgreSQL 15 is not installed (scripts/deps.sh)"
-    return None
-
-
-# -- PostgreSQL ------------------------------------------------------------
-
-class OwnPostgres:
-    """A PostgreSQL of its own in a temporary directory, listening on a unix
-    socket only, with the role and database hostgate (scram-sha-256): the
-    same face as pglib.Postgres (url, stop, start, psql), for when that is
-    not there."""
-
-    def __init__(self, name="fleet"):
-        self.dir = tempfile.mkdtemp(prefix="hg-pg-%s-" % name)
-        os.chmod(self.dir, 0o755)
-        self.data = os.path.join(self.dir, "data")
-        self.sock = os.path.join(self.dir, "sock")
-        self.log = os.path.join(self.dir, "postgres.log")
-        self.password = secrets.token_hex(12)
-        self.super_password = secrets.token_hex(12)
-        self.owner = None
-        if os.geteuid() == 0:
-            pw = pwd.getpwnam("postgres")
-            self.owner = (pw.pw_uid, pw.pw_gid)
-        os.mkdir(self.sock, 0o755)
-        if self.owner:
-            os.chown(self.dir, *self.owner)
-            os.chown(self.sock, *self.owner)
-        pwfile = os.path.join(self.dir, "pw")
-        with open(pwfile, "w") as f:
-            f.write(self.super_password + "\n")
-        if self.owner:
-            os.chown(pwfile, *self.owner)
-        self._pg("initdb", "-D", self.data, "-U", "postgres", "-E", "UTF8",
-                 "--locale=C.UTF-8", "--auth=scram-sha-256",
-                 "--pwfile=" + pwfile)
-        os.unlink(pwfile)
-        with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
-            f.write("listen_addresses = ''\n"
-                    "unix_socket_directories = '%s'\n"
-                    "unix_socket_permissions = 0777\n"
-                    "max_connections = 100\n"
-                    # Durability is not what the tests look at.
-                    "fsync = off\nfull_page_writes = off\n" % self.sock)
-        self.url = ("postgresql://hostgate:%s@/hostgate?host=%s"
-                    % (self.password, self.sock))
-        self.start()
-        self.psql("CREATE ROLE hostgate LOGIN PASSWORD '%s'" % self.password,
-                  user="postgres", db="postgres")
-        self.psql("CREATE DATABASE hostgate OWNER hostgate",
-                  user="postgres", db="postgres")
-
-    def _pg(self, tool, *args):
-        argv = [os.path.join(PG_BIN, tool)] + list(args)
-        if self.owner:
-            argv = ["setpriv", "--reuid=%d" % self.owner[0],
-                    "--regid=%d" % self.owner[1], "--clear-groups",
-                    "--"] + argv
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60,
-                           cwd=self.dir)
-        assert r.returncode == 0, "%s: %d %s%s" % (tool, r.returncode,
-                                                   r.stdout, r.stderr)
-        return r
-
-    def start(self):
-        """Start it; pg_ctl -w returns once it takes connections."""
-        self._pg("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", "60",
-                 "start")
-
-    def stop(self):
-        """Stop it at once (fast: its clients are cut off)."""
-        self._pg("pg_ctl", "-D", self.data, "-m", "fast", "-w", "stop")
-
-    def running(self):
-        return os.path.exists(os.path.join(self.data, "postmaster.pid"))
-
-    def psql(self, sql, user="hostgate", db="hostgate"):
-        """Run sql; its rows, unaligned, | between columns."""
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-               "PGPASSWORD": self.password if user == "hostgate"
-               else self.super_password}
-        r = subprocess.run([os.path.join(PG_BIN, "psql"), "-X", "-q", "-A",
-                            "-t", "-v", "ON_ERROR_STOP=1", "-h", self.sock,
-                            "-U", user, "-d", db, "-c", sql],
-                           capture_output=True, text=True, env=env,
-                           timeout=30)
-        assert r.returncode == 0, "psql %r: %s" % (sql, r.stderr)
-        return r.stdout
-
-    def close(self):
-        if self.running():
-            with contextlib.suppress(AssertionError):
-                self._pg("pg_ctl", "-D", self.data, "-m", "immediate", "-w",
-                         "stop")
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-def postgres(name="fleet"):
-    """A started PostgreSQL (pglib's when there is one) and how to close
-    it."""
-    if pglib is not None and hasattr(pglib, "Postgres"):
-        pg = pglib.Postgres()
-        enter = getattr(pg, "__enter__", None)
-        if enter is not None:
-            pg = enter() or pg
-        return pg
-    return OwnPostgres(name)
-
-
-def close_postgres(pg):
-    for m in ("__exit__", "close"):
-        fn = getattr(pg, m, None)
-        if fn is not None:
-            if m == "__exit__":
-                fn(None, None, None)
-            else:
-                fn()
-            return
+    return pglib.available()
 
 
 # -- HAProxy ---------------------------------------------------------------
@@ -395,7 +264,8 @@ def broker_owner(hg):
 class Fleet:
     """N hostgates on one PostgreSQL behind HAProxy. fleet.hosts[i] is a
     hglib.Hostgate (id fleet.ids[i]); fleet.lb the Balancer; fleet.pg the
-    PostgreSQL."""
+    PostgreSQL (pglib.Postgres: stop(), start()), fleet.url the store's
+    URI."""
 
     def __init__(self, mode, n=3, env=None, name="fleet", check_inter="200ms",
                  host_lost=3):
@@ -413,6 +283,7 @@ class Fleet:
         self.unset = [k for k, v in (env or {}).items() if v is None]
         self.check_inter = check_inter
         self.pg = None
+        self.url = None
         self.hosts = []
         self.lb = None
         self.audit_key = secrets.token_bytes(32)
@@ -422,7 +293,8 @@ class Fleet:
 
     def start(self, users=True):
         try:
-            self.pg = postgres(self.name)
+            self.pg = pglib.Postgres()
+            self.url = self.pg.database("hostgate")
             for hid in self.ids:
                 self.hosts.append(self._host(hid))
             r = self.hosts[0].hgctl("store", "migrate")
@@ -448,7 +320,7 @@ class Fleet:
     def _host(self, hid):
         """A hostgate of the fleet, not started: the store, its id and the
         fleet's audit key in its configuration and state."""
-        env = dict(self.env, HOSTGATE_STORE=self.pg.url,
+        env = dict(self.env, HOSTGATE_STORE=self.url,
                    HOSTGATE_HOST_ID=hid)
         hg = hglib.Hostgate(self.mode, env=env,
                             name="%s-%s" % (self.name, hid))
@@ -457,7 +329,7 @@ class Fleet:
         # hgctl reads its configuration from the env file only.
         with open(hg.envfile, "w") as f:
             f.write("HOSTGATE_STORE=%s\nHOSTGATE_HOST_ID=%s\n"
-                    % (self.pg.url, hid))
+                    % (self.url, hid))
         uid, gid = broker_owner(hg)
         if not os.path.isdir(hg.state):
             os.mkdir(hg.state)
@@ -471,6 +343,10 @@ class Fleet:
             os.close(fd)
         os.chown(key, uid, gid)
         return hg
+
+    def psql(self, sql):
+        """sql in the store's database, as its superuser: the rows."""
+        return self.pg.psql(self.url, sql)
 
     def host(self, hid):
         return self.hosts[self.ids.index(hid)]
@@ -505,7 +381,7 @@ class Fleet:
             except AssertionError as e:
                 errors.append(str(e))
         if self.pg is not None:
-            close_postgres(self.pg)
+            self.pg.close()
             self.pg = None
         if self.failed or errors:
             print("\nfleet directory kept: %s" % self.dir)
