@@ -82,7 +82,7 @@ pg_setup() {
 	    -subj "/CN=127.0.0.1" 2>/dev/null
 	printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$t/ext"
 	openssl x509 -req -in "$t/server.csr" -CA "$PG/ca.crt" \
-	    -CAkey "$t/ca.key" -CAcreateserial -out "$PG/server.crt" \
+	    -CAkey "$t/ca.key" -CAcreateserial -CAserial "$t/ca.srl" -out "$PG/server.crt" \
 	    -days 3650 -extfile "$t/ext" 2>/dev/null
 	rm -rf "$t"		# the CA's key: nothing else is ever signed
 	chmod 0644 "$PG/ca.crt" "$PG/server.crt"
@@ -122,8 +122,11 @@ EOF
 	pw=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
 	psql_super "CREATE ROLE hostgate LOGIN PASSWORD '$pw'" >/dev/null
 	psql_super "CREATE DATABASE hostgate OWNER hostgate" >/dev/null
+	# No client certificate: sslcert names a file that is not there, or
+	# libpq would look in ~/.postgresql/, which may be closed to
+	# brokerd's user (HOME=/root after the privilege drop).
 	(umask 077 && printf '%s\n' \
-	    "postgresql://hostgate:$pw@127.0.0.1:$PG_PORT/hostgate?sslmode=verify-full&sslrootcert=$PG/ca.crt&connect_timeout=5" \
+	    "postgresql://hostgate:$pw@127.0.0.1:$PG_PORT/hostgate?sslmode=verify-full&sslrootcert=$PG/ca.crt&sslcert=$PG/no-client.crt&sslkey=$PG/no-client.key&connect_timeout=5" \
 	    >"$FLEET/store.url")
 }
 
@@ -149,7 +152,7 @@ host_dirs() {
 	if [ ! -e "$d/state/audit.key" ]; then
 		install -m 0600 -o "$owner" "$FLEET/audit.key" "$d/state/audit.key"
 	fi
-	chown "$owner" "$d/state"
+	chown "$owner": "$d/state"
 }
 
 # host_start ID: one hostgate through scripts/run.sh, in the background;
@@ -186,8 +189,9 @@ host_start() {
 		[ $SECONDS -lt $deadline ] || die "$id is not up after ${timeout}s ($d/run.log)"
 		sleep 0.2
 	done
-	sed -n 's/^run: \(created user admin, password: .*\)/\1/p' \
-	    "$d/run.log" >>"$FLEET/admin.txt"
+	(umask 077 && sed -n \
+	    's/^run: \(created user admin, password: .*\)/\1/p' \
+	    "$d/run.log" >>"$FLEET/admin.txt")
 	say "$id is up on $(cat "$d/run/frontd.listen")"
 }
 
@@ -255,8 +259,8 @@ start() {
 	say "the fleet is up: http://127.0.0.1:$PORT/ (HAProxy over $HOSTS;" \
 	    "'make fleet-stop' stops it)"
 	if [ -s "$FLEET/admin.txt" ]; then
-		say "$(cat "$FLEET/admin.txt") (shown only this once; kept in" \
-		    "$FLEET/admin.txt until you remove it)"
+		say "$(cat "$FLEET/admin.txt") (also in $FLEET/admin.txt," \
+		    "mode 0600: remove it once noted)"
 	else
 		say "log in as an existing user (the admin was made at the first start)"
 	fi
