@@ -268,7 +268,7 @@ class Fleet:
     URI."""
 
     def __init__(self, mode, n=3, env=None, name="fleet", check_inter="200ms",
-                 host_lost=3):
+                 host_lost=3, pg=None):
         self.mode = mode
         self.name = name
         self.dir = tempfile.mkdtemp(prefix="hg-%s-%s-lb-" % (name, mode))
@@ -282,7 +282,8 @@ class Fleet:
                          if v is not None})
         self.unset = [k for k, v in (env or {}).items() if v is None]
         self.check_inter = check_inter
-        self.pg = None
+        self.pg = pg               # a pglib.Postgres to share, or our own
+        self.own_pg = pg is None
         self.url = None
         self.hosts = []
         self.lb = None
@@ -293,8 +294,9 @@ class Fleet:
 
     def start(self, users=True):
         try:
-            self.pg = pglib.Postgres()
-            self.url = self.pg.database("hostgate")
+            if self.pg is None:
+                self.pg = pglib.Postgres()
+            self.url = self.pg.database()
             for hid in self.ids:
                 self.hosts.append(self._host(hid))
             r = self.hosts[0].hgctl("store", "migrate")
@@ -380,7 +382,7 @@ class Fleet:
                 hg.cleanup()
             except AssertionError as e:
                 errors.append(str(e))
-        if self.pg is not None:
+        if self.pg is not None and self.own_pg:
             self.pg.close()
             self.pg = None
         if self.failed or errors:
