@@ -62,7 +62,8 @@ COMMON	= log config ipc proto priv util proc egress jail
 FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store files egress pg
+	  mode events admin prompt audit ttl recording store files egress pg \
+	  pgstore
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
@@ -122,9 +123,13 @@ $(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
 $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
 $(B)/tests/test_egress: $(O)/tests/unit/test_egress.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
-$(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o $(COMMON_O)
+# auth.c and session.c reach a PostgreSQL store through pgstore.c and pg.c.
+STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/pgstore.o $(O)/brokerd/pg.o \
+	  $(O)/brokerd/ttl.o $(O)/brokerd/events.o
+$(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
+	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(O)/brokerd/events.o $(COMMON_O)
+	$(STORE_O) $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \

@@ -10,6 +10,15 @@
  * HOSTGATE_UID_RANGE that no other user holds (gid == uid), or those of an
  * existing Unix account (hgctl user add --unix-user). A file without them
  * (an older version) gets them at load, and is written back.
+ *
+ * With a PostgreSQL store (HOSTGATE_STORE) the users are rows of its users
+ * table instead, shared by the fleet, and users.json is not read: each
+ * change writes its one row (never all of them); a uid that another host's
+ * concurrent add took fails on the UNIQUE constraint, and the add reloads
+ * and picks again. Another host's change is applied when its notification
+ * comes (a user gone: its sessions end and its spawns are killed here), a
+ * name unknown here is asked of the store (a user added elsewhere a moment
+ * ago), and everything is reconciled after a lost link.
  */
 
 #include <sys/random.h>
@@ -20,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <argon2.h>
 
@@ -37,6 +47,7 @@
 #define AUTH_HASH_LEN	32
 #define AUTH_HASH_PREFIX "$argon2id$"
 #define AUTH_ENCODED_MAX 256
+#define AUTH_ADD_TRIES	16	/* uids another host took meanwhile */
 
 TAILQ_HEAD(user_list, user);
 static struct user_list	 auth_users = TAILQ_HEAD_INITIALIZER(auth_users);
@@ -52,6 +63,8 @@ static struct {
 	char		 why[80];
 } auth_reserved[AUTH_RESERVED_MAX];
 static size_t		 auth_nreserved;
+
+static struct user *auth_fetch(const char *);
 
 /* Free one user. */
 static void
@@ -242,9 +255,9 @@ auth_hash_password(const char *password, char *out, size_t outsz)
 	return 0;
 }
 
-/* The user called name, or NULL. */
-struct user *
-auth_find(const char *name)
+/* The user called name in memory, or NULL. */
+static struct user *
+auth_mem_find(const char *name)
 {
 	struct user	*u;
 
@@ -255,6 +268,21 @@ auth_find(const char *name)
 			return u;
 	}
 	return NULL;
+}
+
+/*
+ * The user called name, or NULL. With a PostgreSQL store a name unknown
+ * here is asked of the store (added on another host a moment ago).
+ */
+struct user *
+auth_find(const char *name)
+{
+	struct user	*u;
+
+	if ((u = auth_mem_find(name)) == NULL && pg_enabled() &&
+	    auth_name_valid(name))
+		u = auth_fetch(name);
+	return u;
 }
 
 /* Write the user list to its file; fills err on failure. */
@@ -366,7 +394,7 @@ auth_parse_user(struct json_object *o, size_t i, char *err, size_t errsz)
 		    name);
 		return NULL;
 	}
-	if (auth_find(name) != NULL) {
+	if (auth_mem_find(name) != NULL) {
 		snprintf(err, errsz, "user %s: listed twice", name);
 		return NULL;
 	}
@@ -508,7 +536,244 @@ auth_load(char *err, size_t errsz)
 	return rc;
 }
 
-/* Load STATE_DIR/users.json (a missing file means no users). */
+/*
+ * Whether a users row of the PostgreSQL store is fit to use (as
+ * auth_parse_user checks a file's entry); fills why if not. Empty egress
+ * additions become none.
+ */
+static int
+auth_row_check(struct user *u, char *why, size_t whysz)
+{
+	if (!auth_name_valid(u->name)) {
+		snprintf(why, whysz, "a user with an invalid name");
+		return -1;
+	}
+	if (strncmp(u->hash, AUTH_HASH_PREFIX, strlen(AUTH_HASH_PREFIX)) !=
+	    0 || strlen(u->hash) >= AUTH_ENCODED_MAX) {
+		snprintf(why, whysz, "user %s: hash is not an argon2id encoded "
+		    "string", u->name);
+		return -1;
+	}
+	if (u->uid < 1 || u->uid >= UINT_MAX || u->gid < 0 ||
+	    u->gid >= UINT_MAX) {
+		snprintf(why, whysz, "user %s: uid and gid must be from 1 to "
+		    "%u", u->name, UINT_MAX - 1);
+		return -1;
+	}
+	if (u->unix_user != NULL && *u->unix_user == '\0') {
+		snprintf(why, whysz, "user %s: unix_user must be a name or "
+		    "NULL", u->name);
+		return -1;
+	}
+	if (u->egress_allow == NULL)
+		return 0;
+	if (auth_egress_check(u->name, u->egress_allow, why, whysz) == -1)
+		return -1;
+	if (json_object_array_length(u->egress_allow) == 0) {
+		json_object_put(u->egress_allow);
+		u->egress_allow = NULL;
+	}
+	return 0;
+}
+
+/* Take a users row read at start-up (freed when refused, with why). */
+static int
+auth_add_stored(struct user *u, char *why, size_t whysz)
+{
+	if (auth_row_check(u, why, whysz) == -1 ||
+	    auth_mem_find(u->name) != NULL) {
+		if (auth_mem_find(u->name) != NULL)
+			snprintf(why, whysz, "user %s: listed twice", u->name);
+		auth_user_free(u);
+		return -1;
+	}
+	if (u->unix_user == NULL && (u->uid < auth_uid_lo ||
+	    u->uid > auth_uid_hi || u->gid != u->uid))
+		log_warnx("user %s: uid %lld is outside this host's "
+		    "HOSTGATE_UID_RANGE", u->name, (long long)u->uid);
+	if (auth_uid_reserved(u->uid) != NULL)
+		log_warnx("user %s: uid %lld is %s; sandboxd will refuse "
+		    "their spawns", u->name, (long long)u->uid,
+		    auth_uid_reserved(u->uid));
+	TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	return 0;
+}
+
+/* Give u what another host stored in its row (row is freed). */
+static void
+auth_apply(struct user *u, struct user *row)
+{
+	char			*tmp;
+	struct json_object	*allow;
+
+	u->admin = row->admin;
+	u->created = row->created;
+	u->uid = row->uid;
+	u->gid = row->gid;
+	tmp = u->hash;
+	u->hash = row->hash;
+	row->hash = tmp;
+	tmp = u->unix_user;
+	u->unix_user = row->unix_user;
+	row->unix_user = tmp;
+	allow = u->egress_allow;
+	u->egress_allow = row->egress_allow;
+	row->egress_allow = allow;
+	auth_user_free(row);
+}
+
+/*
+ * A user another host deleted: gone here too, with their sessions and
+ * tokens (here only: the store has it) and every spawn of theirs here.
+ */
+static void
+auth_forget(struct user *u)
+{
+	log_info("user %s deleted on another host", u->name);
+	TAILQ_REMOVE(&auth_users, u, entry);
+	session_forget_user(u->name);
+	sandbox_kill_user(u->name);
+	auth_user_free(u);
+}
+
+/* A user of the store this host has not seen yet, taken in; or NULL. */
+static struct user *
+auth_fetch(const char *name)
+{
+	struct user	*u;
+	char		 why[256];
+
+	if (pgstore_user_get(name, &u) != 1)
+		return NULL;
+	if (auth_row_check(u, why, sizeof(why)) == -1) {
+		log_warnx("the PostgreSQL store: %s; ignored", why);
+		auth_user_free(u);
+		return NULL;
+	}
+	TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	log_info("user %s: read from the store", u->name);
+	return u;
+}
+
+/* A notification of a users row (KEY: the name): read it again, apply. */
+static void
+auth_notified(const char *name, int own)
+{
+	struct user	*u, *row;
+	char		 why[256];
+
+	if (own || !auth_name_valid(name))
+		return;
+	u = auth_mem_find(name);
+	switch (pgstore_user_get(name, &row)) {
+	case -1:
+		return;		/* the link: reconciled when it is back */
+	case 0:
+		if (u != NULL)
+			auth_forget(u);
+		return;
+	}
+	if (auth_row_check(row, why, sizeof(why)) == -1) {
+		log_warnx("the PostgreSQL store: %s; ignored", why);
+		auth_user_free(row);
+		return;
+	}
+	if (u == NULL) {
+		TAILQ_INSERT_TAIL(&auth_users, row, entry);
+		log_info("user %s added on another host", row->name);
+	} else {
+		auth_apply(u, row);
+		log_info("user %s changed on another host", name);
+	}
+}
+
+/* The users rows of a reconciliation. */
+static struct user_list	auth_rows = TAILQ_HEAD_INITIALIZER(auth_rows);
+
+/* Keep a row for the reconciliation (an unfit one is left out, logged). */
+static int
+auth_collect(struct user *row, char *why, size_t whysz)
+{
+	if (auth_row_check(row, why, whysz) == -1) {
+		log_warnx("the PostgreSQL store: %s; ignored", why);
+		auth_user_free(row);
+		return 0;
+	}
+	TAILQ_INSERT_TAIL(&auth_rows, row, entry);
+	return 0;
+}
+
+/*
+ * Make the users in memory the store's again (after a lost link, or when
+ * an add found its uid taken): gone ones are forgotten as if notified,
+ * changed ones updated, new ones added. -1 when the store cannot be read.
+ */
+int
+auth_reconcile(void)
+{
+	struct user	*u, *next, *row;
+	char		 err[512];
+
+	if (!pg_enabled())
+		return 0;
+	if (pgstore_user_load(auth_collect, err, sizeof(err)) == -1) {
+		log_warnx("reconciling users: %s", err);
+		while ((row = TAILQ_FIRST(&auth_rows)) != NULL) {
+			TAILQ_REMOVE(&auth_rows, row, entry);
+			auth_user_free(row);
+		}
+		return -1;
+	}
+	for (u = TAILQ_FIRST(&auth_users); u != NULL; u = next) {
+		next = TAILQ_NEXT(u, entry);
+		TAILQ_FOREACH(row, &auth_rows, entry)
+			if (strcmp(row->name, u->name) == 0)
+				break;
+		if (row == NULL)
+			auth_forget(u);
+	}
+	while ((row = TAILQ_FIRST(&auth_rows)) != NULL) {
+		TAILQ_REMOVE(&auth_rows, row, entry);
+		if ((u = auth_mem_find(row->name)) != NULL)
+			auth_apply(u, row);
+		else
+			TAILQ_INSERT_TAIL(&auth_users, row, entry);
+	}
+	return 0;
+}
+
+/* After the link to the store is back: reconcile (the result is logged). */
+static void
+auth_reconnected(void)
+{
+	(void)auth_reconcile();
+}
+
+/*
+ * Store one user's changed row (PostgreSQL), or the whole file (embedded);
+ * fills err on failure.
+ */
+static int
+auth_store_user(struct user *u, char *err, size_t errsz)
+{
+	int	rc;
+
+	if (!pg_enabled())
+		return auth_save(err, errsz);
+	if ((rc = pgstore_user_update(u)) == 1)
+		return 0;
+	if (rc == 0)
+		snprintf(err, errsz, "user %s was deleted on another host",
+		    u->name);
+	else
+		snprintf(err, errsz, "the PostgreSQL store: %s", pg_error());
+	return -1;
+}
+
+/*
+ * Load STATE_DIR/users.json (a missing file means no users), or with a
+ * PostgreSQL store its users table.
+ */
 int
 auth_init(const char *state_dir, char *err, size_t errsz)
 {
@@ -526,6 +791,18 @@ auth_init(const char *state_dir, char *err, size_t errsz)
 			snprintf(err, errsz, "cannot compute the dummy hash");
 			return -1;
 		}
+	}
+	if (pg_enabled()) {
+		if (pgstore_user_load(auth_add_stored, err, errsz) == -1) {
+			auth_clear();
+			return -1;
+		}
+		if (TAILQ_EMPTY(&auth_users) && access(auth_path, F_OK) == 0)
+			log_warnx("%s is not read with a PostgreSQL store "
+			    "(hgctl store copy moves it there)", auth_path);
+		pg_on_notify("users", auth_notified);
+		pg_on_reconnect(auth_reconnected);
+		return 0;
 	}
 	if (auth_load(err, errsz) == -1)
 		return -1;
@@ -561,6 +838,7 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 {
 	struct user	*u;
 	char		 hash[AUTH_ENCODED_MAX], why[200];
+	int		 tries = 0, rc;
 
 	if (!auth_name_valid(name)) {
 		snprintf(err, errsz, "invalid user name (allowed: "
@@ -571,6 +849,13 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		snprintf(err, errsz, "user %s exists", name);
 		return -1;
 	}
+	if (!auth_password_valid(password, err, errsz))
+		return -1;
+	if (auth_hash_password(password, hash, sizeof hash) == -1) {
+		snprintf(err, errsz, "cannot hash the password");
+		return -1;
+	}
+again:
 	if (unix_user != NULL && !auth_ids_ok(uid, gid, NULL, why,
 	    sizeof(why))) {
 		snprintf(err, errsz, "cannot map %s to Unix user %s: %s", name,
@@ -581,19 +866,39 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
 		return -1;
 	}
-	if (!auth_password_valid(password, err, errsz))
-		return -1;
-	if (auth_hash_password(password, hash, sizeof hash) == -1) {
-		snprintf(err, errsz, "cannot hash the password");
-		return -1;
-	}
 	u = auth_user_new(name, admin != 0, hash, now_wall_ms() / 1000);
 	u->uid = uid;
 	u->gid = unix_user != NULL ? gid : uid;
 	if (unix_user != NULL && (u->unix_user = strdup(unix_user)) == NULL)
 		fatal("%s", __func__);
-	TAILQ_INSERT_TAIL(&auth_users, u, entry);
-	if (auth_save(err, errsz) == -1) {
+	if (pg_enabled()) {
+		if ((rc = pgstore_user_insert(u)) != 1)
+			auth_user_free(u);
+		if (rc == -1) {
+			snprintf(err, errsz, "the PostgreSQL store: %s",
+			    pg_error());
+			return -1;
+		}
+		if (rc == 0) {
+			/* Another host's add took the name or the uid. */
+			if (auth_find(name) != NULL) {
+				snprintf(err, errsz, "user %s exists", name);
+				return -1;
+			}
+			if (++tries == AUTH_ADD_TRIES ||
+			    auth_reconcile() == -1) {
+				snprintf(err, errsz, "the PostgreSQL store: "
+				    "no free uid found for %s", name);
+				return -1;
+			}
+			log_info("user %s: uid %lld was taken on another "
+			    "host; picking again", name, (long long)uid);
+			goto again;
+		}
+		TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	} else
+		TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	if (!pg_enabled() && auth_save(err, errsz) == -1) {
 		TAILQ_REMOVE(&auth_users, u, entry);
 		auth_user_free(u);
 		return -1;
@@ -614,6 +919,23 @@ auth_user_del(const char *name, char *err, size_t errsz)
 		snprintf(err, errsz, "no such user %s",
 		    auth_name_valid(name) ? name : "(invalid name)");
 		return -1;
+	}
+	if (pg_enabled()) {
+		switch (pgstore_user_delete(name)) {
+		case -1:
+			snprintf(err, errsz, "the PostgreSQL store: %s",
+			    pg_error());
+			return -1;
+		case 0:
+			/* Deleted on another host first: gone here too. */
+			auth_forget(u);
+			snprintf(err, errsz, "no such user %s", name);
+			return -1;
+		}
+		TAILQ_REMOVE(&auth_users, u, entry);
+		log_info("user %s deleted", u->name);
+		auth_user_free(u);
+		return 0;
 	}
 	next = TAILQ_NEXT(u, entry);
 	TAILQ_REMOVE(&auth_users, u, entry);
@@ -651,7 +973,7 @@ auth_user_passwd(const char *name, const char *password, char *err,
 	old = u->hash;
 	if ((u->hash = strdup(hash)) == NULL)
 		fatal("%s", __func__);
-	if (auth_save(err, errsz) == -1) {
+	if (auth_store_user(u, err, errsz) == -1) {
 		free(u->hash);
 		u->hash = old;
 		return -1;
@@ -691,7 +1013,7 @@ auth_user_egress(struct user *u, struct json_object *allow, char *err,
 		allow = NULL;
 	}
 	u->egress_allow = allow;
-	if (auth_save(err, errsz) == -1) {
+	if (auth_store_user(u, err, errsz) == -1) {
 		u->egress_allow = old;
 		json_object_put(allow);
 		return -1;

@@ -102,6 +102,8 @@ struct json_object *auth_user_list(void);
 /* The user when name and password match; NULL otherwise, in like time. */
 struct user *auth_verify(const char *name, const char *password);
 int	 auth_hash_password(const char *password, char *out, size_t outsz);
+/* PostgreSQL store: make memory the users table's again; 0 or -1. */
+int	 auth_reconcile(void);
 
 /* session.c */
 int	 session_init(const char *state_dir, int lifetime, char *err, size_t);
@@ -150,6 +152,7 @@ int	 store_commit(void);
 void	 store_rollback(void);
 int	 store_session_insert(const struct session *);
 int	 store_session_update(const struct session *);
+int	 store_session_touch(const struct session *);	/* last_seen alone */
 int	 store_session_delete(const char *id);
 int	 store_token_insert(const struct token *);
 int	 store_token_delete(const char *id);
@@ -202,6 +205,33 @@ PGconn	*pg_connect_once(const char *conninfo, int timeout, char *err,
 int	 pg_schema_version(PGconn *, char *err, size_t errsz);
 int	 pg_migrate(PGconn *, int *from, int *to, char *err, size_t errsz);
 
+/* pgstore.c: store.c's rows, and auth.c's users, in PostgreSQL */
+int	 pgstore_begin(void);
+int	 pgstore_commit(void);
+void	 pgstore_rollback(void);
+int	 pgstore_session_insert(const struct session *);
+int	 pgstore_session_update(const struct session *);
+int	 pgstore_session_touch(const struct session *);
+int	 pgstore_session_delete(const char *id);	/* and its tokens */
+int	 pgstore_token_insert(const struct token *);
+int	 pgstore_token_delete(const char *id);
+int	 pgstore_drop_user(const char *user);
+size_t	 pgstore_expired(int64_t now, char (*ids)[33], size_t max);
+int64_t	 pgstore_meta_get(const char *key);
+int	 pgstore_meta_set(const char *key, int64_t value);
+int	 pgstore_load(int (*)(struct session *, char *, size_t),
+	    int (*)(struct token *, char *, size_t), char *err, size_t errsz);
+/* By id, or by the secret's hash: 1 (*out allocated), 0 none, -1 failed. */
+int	 pgstore_session_get(const char *key, int by_hash, struct session **);
+int	 pgstore_token_get(const char *key, int by_hash, struct token **);
+/* 1 inserted, 0 the name or the uid is taken, -1 the store failed. */
+int	 pgstore_user_insert(const struct user *);
+int	 pgstore_user_update(const struct user *);	/* rows, or -1 */
+int	 pgstore_user_delete(const char *name);		/* rows, or -1 */
+int	 pgstore_user_get(const char *name, struct user **);
+int	 pgstore_user_load(int (*)(struct user *, char *, size_t), char *err,
+	    size_t errsz);
+
 /* ratelimit.c */
 struct rl_table;
 /* rate tokens per minute, burst bucket size, at most max_keys keys. */
@@ -224,6 +254,19 @@ int	 session_permission_read_only(const char *);
 int	 session_set_egress(struct session *, struct json_object *allow);
 /* Called before a session is freed (mode.c drops its timers). */
 void	 session_on_remove(void (*)(struct session *));
+/*
+ * Called after another host's change to a session was applied here (its
+ * permission, direct_until, egress_allow or expires; or a session new here
+ * with a grant: old 0). direct_mono is already that of the new deadline.
+ */
+void	 session_on_change(void (*)(struct session *,
+	    int64_t old_direct_until));
+/* Whether another host's change is being applied (no store write, no record). */
+int	 session_remote(void);
+/* Make memory the PostgreSQL store's again (after a lost link). */
+void	 session_reconcile(void);
+/* Forget a user's sessions and tokens here only (deleted on another host). */
+void	 session_forget_user(const char *user);
 /* Every live session, for mode.c and the admin API. */
 struct session *session_first(void);
 struct session *session_next(struct session *);

@@ -14,6 +14,16 @@
  * [...], "tokens": [...]}), is read once: at the first start with it
  * present, its content goes into store.db in one transaction and the file
  * is renamed sessions.json.migrated.
+ *
+ * With a PostgreSQL store (pgstore.c) the rows are the fleet's: other
+ * brokerds add and remove them too. A cookie, bearer or id that misses
+ * here is looked up in the store before it is called unknown (a login on
+ * another host a moment ago); a notification of a row another host changed
+ * is applied by reading the row again (gone: removed here through the same
+ * hook as a logout, without writing the store again); and after the link
+ * to the store was lost, everything is reconciled with the store, since
+ * notifications may have been missed. last_seen writes stay batched and
+ * notify nobody.
  */
 
 #include <sys/random.h>
@@ -68,6 +78,11 @@ static int			 session_lifetime;
 static int			 session_open;	/* session_init succeeded */
 
 static void	(*session_gone_cb)(struct session *);
+static void	(*session_change_cb)(struct session *, int64_t);
+static int	  session_remote_depth;	/* applying another host's change */
+
+static struct session *session_fetch(const char *key, int hashed);
+static struct token *token_fetch(const char *key, int hashed);
 
 /* The key of an item. */
 static const char *
@@ -647,6 +662,387 @@ session_expire_all(int64_t now)
 	return n;
 }
 
+/* Free a session row read from the store and never linked. */
+static void
+session_row_free(struct session *row)
+{
+	json_object_put(row->egress_allow);
+	free(row->user);
+	free(row);
+}
+
+/* Free a token row read from the store and never linked. */
+static void
+token_row_free(struct token *row)
+{
+	free(row->user);
+	free(row);
+}
+
+/* The monotonic deadline of a stored grant (0: none or passed). */
+static void
+session_grant_mono(struct session *s)
+{
+	if (s->direct_until <= 0 || ttl_resume(s->direct_until,
+	    now_wall_ms(), now_mono_ms(), &s->direct_mono) == -1)
+		s->direct_mono = 0;
+}
+
+/*
+ * Take in a session row another host wrote: checked and linked (it is
+ * the caller's no more), its grant resumed; the session, or NULL.
+ */
+static struct session *
+session_adopt(struct session *row)
+{
+	char	err[256];
+
+	if (session_add_loaded(row, err, sizeof(err)) == -1) {
+		log_warnx("the PostgreSQL store: %s", err);
+		return NULL;
+	}
+	session_grant_mono(row);
+	if (row->direct_until > 0 && session_change_cb != NULL) {
+		session_remote_depth++;
+		session_change_cb(row, 0);
+		session_remote_depth--;
+	}
+	return row;
+}
+
+/*
+ * The session whose token_hash (hashed) or id is key, from the store when
+ * this host has not seen it yet; NULL when the store has none either.
+ */
+static struct session *
+session_fetch(const char *key, int hashed)
+{
+	struct session	*row;
+
+	if (!pg_enabled() || !session_open || key == NULL ||
+	    !str_is_hex(key, hashed ? 64 : 2 * SESSION_ID_BYTES))
+		return NULL;
+	if (pgstore_session_get(key, hashed, &row) != 1)
+		return NULL;
+	log_debug("session %.8s of %s: read from the store", row->id,
+	    row->user);
+	return session_adopt(row);
+}
+
+/* Take in a token row another host wrote (its session fetched first). */
+static struct token *
+token_adopt(struct token *row)
+{
+	char	err[256];
+
+	if (row->session_id[0] != '\0' &&
+	    session_find(row->session_id) == NULL &&
+	    session_fetch(row->session_id, 0) == NULL) {
+		/* Its session is gone already: so is it. */
+		token_row_free(row);
+		return NULL;
+	}
+	if (token_add_loaded(row, err, sizeof(err)) == -1) {
+		log_warnx("the PostgreSQL store: %s", err);
+		return NULL;
+	}
+	return row;
+}
+
+/* The token whose hash (hashed) or id is key, from the store on a miss. */
+static struct token *
+token_fetch(const char *key, int hashed)
+{
+	struct token	*row;
+
+	if (!pg_enabled() || !session_open || key == NULL ||
+	    !str_is_hex(key, hashed ? 64 : 2 * TOKEN_ID_BYTES))
+		return NULL;
+	if (pgstore_token_get(key, hashed, &row) != 1)
+		return NULL;
+	log_debug("token %s of %s: read from the store", row->id, row->user);
+	return token_adopt(row);
+}
+
+/*
+ * A session another host ended: gone here too, through the same hook as
+ * a logout (mode.c ends its grant and kills its direct spawns here), its
+ * streams told, and nothing written to the store.
+ */
+static void
+session_forget(struct session *s)
+{
+	session_remote_depth++;
+	log_info("session %.8s of %s ended on another host", s->id, s->user);
+	events_emit(s->id, s->user, "session_ended", NULL);
+	if (session_gone_cb != NULL)
+		session_gone_cb(s);
+	session_free(s);
+	session_remote_depth--;
+}
+
+/* A token another host revoked: gone here too, its streams ended. */
+static void
+token_forget(struct token *t)
+{
+	struct json_object	*d;
+
+	log_info("token %s of %s revoked on another host", t->id, t->user);
+	d = json_object_new_object();
+	json_object_object_add(d, "id", json_object_new_string(t->id));
+	events_emit_token(t->session_id[0] != '\0' ? t->session_id : NULL,
+	    t->user, t->hash, "token_revoked", d);
+	token_free(t);
+}
+
+/* The text of egress additions, for comparing them ("[]" for none). */
+static const char *
+session_egress_str(struct json_object *arr)
+{
+	return arr == NULL ? "[]" : json_object_to_json_string_ext(arr,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+/*
+ * Apply to s what another host changed in its row (row is freed): the
+ * profile, the grant, the egress additions, the expiry; then the change
+ * hook (mode.c arms or ends the grant here).
+ */
+static void
+session_apply(struct session *s, struct session *row)
+{
+	int64_t	old = s->direct_until;
+	int	changed = 0;
+
+	if (row->permission[0] != '\0' &&
+	    !session_permission_valid(row->permission))
+		row->permission[0] = '\0';
+	if (strcmp(s->permission, row->permission) != 0) {
+		memcpy(s->permission, row->permission, sizeof(s->permission));
+		changed = 1;
+	}
+	if (row->expires != s->expires) {
+		s->expires = row->expires;
+		changed = 1;
+	}
+	if (row->direct_until < 0)
+		row->direct_until = 0;
+	if (row->direct_until != s->direct_until) {
+		s->direct_until = row->direct_until;
+		session_grant_mono(s);
+		changed = 1;
+	}
+	row->egress_allow = session_egress_clean(row->id, row->egress_allow);
+	if (strcmp(session_egress_str(s->egress_allow),
+	    session_egress_str(row->egress_allow)) != 0) {
+		json_object_put(s->egress_allow);
+		s->egress_allow = row->egress_allow;
+		row->egress_allow = NULL;
+		changed = 1;
+	}
+	session_row_free(row);
+	if (!changed)
+		return;
+	log_info("session %.8s of %s: changed on another host", s->id,
+	    s->user);
+	if (session_change_cb != NULL) {
+		session_remote_depth++;
+		session_change_cb(s, old);
+		session_remote_depth--;
+	}
+}
+
+/* A notification of a sessions row (KEY: its id): read it again, apply. */
+static void
+session_notified(const char *id, int own)
+{
+	struct session	*s, *row;
+
+	if (own || !session_open || !str_is_hex(id, 2 * SESSION_ID_BYTES))
+		return;
+	s = session_find(id);
+	switch (pgstore_session_get(id, 0, &row)) {
+	case -1:
+		return;		/* the link: reconciled when it is back */
+	case 0:
+		if (s != NULL)
+			session_forget(s);
+		return;
+	}
+	if (s == NULL)
+		session_adopt(row);
+	else
+		session_apply(s, row);
+}
+
+/* A notification of a tokens row (KEY: its id). */
+static void
+token_notified(const char *id, int own)
+{
+	struct token	*t, *row;
+
+	if (own || !session_open || !str_is_hex(id, 2 * TOKEN_ID_BYTES))
+		return;
+	t = hindex_find(&by_tid, id);
+	switch (pgstore_token_get(id, 0, &row)) {
+	case -1:
+		return;
+	case 0:
+		if (t != NULL)
+			token_forget(t);
+		return;
+	}
+	if (t == NULL)
+		token_adopt(row);
+	else
+		token_row_free(row);	/* tokens do not change */
+}
+
+/* The rows of a reconciliation, as the store has them. */
+static struct {
+	struct session	**s;
+	size_t		  ns, maxs;
+	struct token	**t;
+	size_t		  nt, maxt;
+} session_rows;
+
+/* Keep a session row for the reconciliation. */
+static int
+session_collect(struct session *row, char *err, size_t errsz)
+{
+	if (session_rows.ns == session_rows.maxs) {
+		session_rows.maxs = session_rows.maxs ? 2 * session_rows.maxs :
+		    256;
+		if ((session_rows.s = reallocarray(session_rows.s,
+		    session_rows.maxs, sizeof(*session_rows.s))) == NULL)
+			fatal("%s", __func__);
+	}
+	session_rows.s[session_rows.ns++] = row;
+	return 0;
+}
+
+/* Keep a token row for the reconciliation. */
+static int
+token_collect(struct token *row, char *err, size_t errsz)
+{
+	if (session_rows.nt == session_rows.maxt) {
+		session_rows.maxt = session_rows.maxt ? 2 * session_rows.maxt :
+		    256;
+		if ((session_rows.t = reallocarray(session_rows.t,
+		    session_rows.maxt, sizeof(*session_rows.t))) == NULL)
+			fatal("%s", __func__);
+	}
+	session_rows.t[session_rows.nt++] = row;
+	return 0;
+}
+
+/* Free the rows of a reconciliation not taken. */
+static void
+session_rows_free(void)
+{
+	size_t	i;
+
+	for (i = 0; i < session_rows.ns; i++)
+		if (session_rows.s[i] != NULL)
+			session_row_free(session_rows.s[i]);
+	for (i = 0; i < session_rows.nt; i++)
+		if (session_rows.t[i] != NULL)
+			token_row_free(session_rows.t[i]);
+	free(session_rows.s);
+	free(session_rows.t);
+	memset(&session_rows, 0, sizeof(session_rows));
+}
+
+/*
+ * After the link to the store is back: make memory the store's again.
+ * What is gone there is removed here (as if notified), what is new is
+ * added, what changed is applied. Notifications sent meanwhile are lost.
+ */
+void
+session_reconcile(void)
+{
+	struct hindex	 sids = HINDEX(struct session, id, by_id);
+	struct hindex	 tids = HINDEX(struct token, id, by_id);
+	struct session	*s, *snext;
+	struct token	*t, *tnext;
+	char		 err[512];
+	size_t		 i, before = by_sid.count, tbefore = by_tid.count;
+
+	if (!session_open || !pg_enabled())
+		return;
+	if (pgstore_load(session_collect, token_collect, err,
+	    sizeof(err)) == -1) {
+		log_warnx("reconciling sessions: %s", err);
+		session_rows_free();
+		return;
+	}
+	/* The rows' own by_id links index them until they are taken. */
+	for (i = 0; i < session_rows.ns; i++)
+		if (hindex_find(&sids, session_rows.s[i]->id) == NULL)
+			hindex_add(&sids, session_rows.s[i]);
+	for (i = 0; i < session_rows.nt; i++)
+		if (hindex_find(&tids, session_rows.t[i]->id) == NULL)
+			hindex_add(&tids, session_rows.t[i]);
+	for (t = TAILQ_FIRST(&tokens); t != NULL; t = tnext) {
+		tnext = TAILQ_NEXT(t, entry);
+		if (hindex_find(&tids, t->id) == NULL)
+			token_forget(t);
+	}
+	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
+		snext = TAILQ_NEXT(s, entry);
+		if (hindex_find(&sids, s->id) == NULL) {
+			/* Its tokens went above; tnext may not be reused. */
+			session_forget(s);
+		}
+	}
+	hindex_clear(&sids);
+	hindex_clear(&tids);
+	for (i = 0; i < session_rows.ns; i++) {
+		s = session_rows.s[i];
+		session_rows.s[i] = NULL;
+		if ((snext = session_find(s->id)) != NULL)
+			session_apply(snext, s);
+		else
+			session_adopt(s);
+	}
+	for (i = 0; i < session_rows.nt; i++) {
+		t = session_rows.t[i];
+		session_rows.t[i] = NULL;
+		if (hindex_find(&by_tid, t->id) != NULL)
+			token_row_free(t);
+		else
+			token_adopt(t);
+	}
+	session_rows_free();
+	log_info("sessions reconciled with the store: %zu sessions and %zu "
+	    "tokens (were %zu and %zu)", by_sid.count, by_tid.count, before,
+	    tbefore);
+}
+
+/*
+ * Forget every session and token of a user another host deleted: here
+ * only (the store has it), through the hooks, as for session_forget.
+ */
+void
+session_forget_user(const char *user)
+{
+	struct session	*s, *snext;
+	struct token	*t, *tnext;
+
+	if (user == NULL)
+		return;
+	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
+		snext = TAILQ_NEXT(s, entry);
+		if (strcmp(s->user, user) == 0)
+			session_forget(s);
+	}
+	for (t = TAILQ_FIRST(&tokens); t != NULL; t = tnext) {
+		tnext = TAILQ_NEXT(t, entry);
+		if (strcmp(t->user, user) == 0)
+			token_forget(t);
+	}
+}
+
 /*
  * Open STATE_DIR/store.db (migrating sessions.json into it the first time)
  * and load it; drop the sessions that expired. -1 with err when the store
@@ -674,7 +1070,8 @@ session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 		store_unusable(err, errsz);
 		goto fail;
 	}
-	if (session_migrate(state_dir, err, errsz) == -1)
+	/* sessions.json predates store.db; hgctl store copy moves that. */
+	if (!pg_enabled() && session_migrate(state_dir, err, errsz) == -1)
 		goto fail;
 	if (session_expire_all(session_now()) == -1) {
 		snprintf(err, errsz, "%s: cannot remove expired sessions",
@@ -682,6 +1079,11 @@ session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 		goto fail;
 	}
 	session_open = 1;
+	if (pg_enabled()) {
+		pg_on_notify("sessions", session_notified);
+		pg_on_notify("tokens", token_notified);
+		pg_on_reconnect(session_reconcile);
+	}
 	return 0;
 fail:
 	session_clear();
@@ -737,7 +1139,8 @@ session_lookup(const char *cookie)
 	if (cookie == NULL)
 		return NULL;
 	sha256_hex(cookie, strlen(cookie), hash);
-	if ((s = hindex_find(&by_cookie, hash)) == NULL)
+	if ((s = hindex_find(&by_cookie, hash)) == NULL &&
+	    (s = session_fetch(hash, 1)) == NULL)
 		return NULL;
 	now = session_now();
 	if (s->expires <= now) {
@@ -761,7 +1164,8 @@ session_by_id(const char *id)
 {
 	struct session	*s;
 
-	if ((s = session_find(id)) == NULL)
+	if ((s = session_find(id)) == NULL &&
+	    (s = session_fetch(id, 0)) == NULL)
 		return NULL;
 	if (s->expires <= session_now()) {
 		session_destroy(s);
@@ -823,6 +1227,9 @@ session_drop_user(const char *user)
 			n++;
 		}
 	}
+	/* Rows of it this host has not seen yet (another's login). */
+	if (pg_enabled())
+		pgstore_drop_user(user);
 	if (store_commit() == -1)
 		log_warnx("sessions and tokens of %s: their end could not be "
 		    "stored", user);
@@ -1059,7 +1466,8 @@ token_lookup(const char *bearer)
 	    strncmp(bearer, TOKEN_PREFIX, strlen(TOKEN_PREFIX)) != 0)
 		return NULL;
 	sha256_hex(bearer, strlen(bearer), hash);
-	if ((t = hindex_find(&by_hash, hash)) == NULL)
+	if ((t = hindex_find(&by_hash, hash)) == NULL &&
+	    (t = token_fetch(hash, 1)) == NULL)
 		return NULL;
 	/* An expired session is destroyed here, and t with it. */
 	if (t->session != NULL && t->session->expires <= session_now()) {
@@ -1079,7 +1487,8 @@ token_revoke(const char *id)
 	struct json_object	*d;
 	struct token		*t;
 
-	if ((t = hindex_find(&by_tid, id)) == NULL)
+	if ((t = hindex_find(&by_tid, id)) == NULL &&
+	    (t = token_fetch(id, 0)) == NULL)
 		return -1;
 	log_info("token %s of %s revoked", t->id, t->user);
 	/* Its streams end now, not at its session's logout (hgctl, panel). */
@@ -1139,7 +1548,7 @@ session_store_dirty(size_t max)
 	if (store_begin() == -1)
 		return -1;
 	for (n = 0; n < max && (s = TAILQ_FIRST(&dirty)) != NULL; n++) {
-		store_session_update(s);
+		store_session_touch(s);
 		TAILQ_REMOVE(&dirty, s, dirty_entry);
 		s->dirty = 0;
 	}
@@ -1213,6 +1622,9 @@ session_close(void)
 int
 session_save(struct session *s)
 {
+	/* Another host's change, being applied here: the store has it. */
+	if (session_remote())
+		return 0;
 	if (!session_open || store_session_update(s) == -1)
 		return -1;
 	if (s->dirty) {
@@ -1303,6 +1715,28 @@ void
 session_on_remove(void (*cb)(struct session *))
 {
 	session_gone_cb = cb;
+}
+
+/*
+ * Register the hook called after another host's change to a session was
+ * applied here (its profile, grant, egress additions or expiry; or a
+ * session new here with a grant), with the grant's deadline before it.
+ */
+void
+session_on_change(void (*cb)(struct session *, int64_t old_direct_until))
+{
+	session_change_cb = cb;
+}
+
+/*
+ * Whether the change being applied came from another host (a notification
+ * or a reconciliation): the store has it already, and its record was
+ * written where it was made. session_save stores nothing meanwhile.
+ */
+int
+session_remote(void)
+{
+	return session_remote_depth > 0;
 }
 
 struct session *

@@ -10,6 +10,10 @@
  * store from version i to i + 1. Every change is one short transaction: a
  * login, a logout or a mint writes a few pages of the WAL and one fsync,
  * whatever the store holds. Only hashes of secrets are stored.
+ *
+ * With a PostgreSQL store (HOSTGATE_STORE, pg_enabled()) each function
+ * below hands over to its pgstore.c twin instead, and store.db is not
+ * opened at all.
  */
 
 #include <sys/stat.h>
@@ -251,6 +255,11 @@ store_unusable(char *err, size_t errsz)
 {
 	size_t	len = strlen(err);
 
+	if (pg_enabled()) {
+		snprintf(err + len, errsz - len, "; the PostgreSQL store holds "
+		    "a row this brokerd cannot use: correct or delete it");
+		return;
+	}
 	snprintf(err + len, errsz - len, "; the session store is unusable: "
 	    "restore it from a backup, or move it and its -wal file aside to "
 	    "start with no sessions and tokens");
@@ -269,6 +278,8 @@ store_open(const char *path, char *err, size_t errsz)
 	int		 i, rc;
 
 	store_close();
+	if (pg_enabled())
+		return 0;	/* pg.c's link, opened by brokerd.c */
 	if (!configured) {
 		sqlite3_config(SQLITE_CONFIG_LOG, store_log, NULL);
 		configured = 1;
@@ -389,6 +400,8 @@ store_bind_text(int which, int i, const char *s)
 int
 store_begin(void)
 {
+	if (pg_enabled())
+		return pgstore_begin();
 	if (store_db == NULL)
 		return -1;
 	if (store_depth++ > 0)
@@ -405,6 +418,8 @@ store_begin(void)
 int
 store_commit(void)
 {
+	if (pg_enabled())
+		return pgstore_commit();
 	if (store_depth == 0)
 		return -1;
 	if (--store_depth > 0)
@@ -425,6 +440,10 @@ store_commit(void)
 void
 store_rollback(void)
 {
+	if (pg_enabled()) {
+		pgstore_rollback();
+		return;
+	}
 	if (store_depth == 0)
 		return;
 	store_failed = 1;
@@ -446,6 +465,8 @@ store_egress_text(const struct session *s)
 int
 store_session_insert(const struct session *s)
 {
+	if (pg_enabled())
+		return pgstore_session_insert(s);
 	store_bind_text(ST_SESSION_INSERT, 1, s->id);
 	store_bind_text(ST_SESSION_INSERT, 2, s->token_hash);
 	store_bind_text(ST_SESSION_INSERT, 3, s->csrf_hash);
@@ -466,6 +487,8 @@ store_session_insert(const struct session *s)
 int
 store_session_update(const struct session *s)
 {
+	if (pg_enabled())
+		return pgstore_session_update(s);
 	store_bind_text(ST_SESSION_UPDATE, 1, s->id);
 	sqlite3_bind_int64(store_st[ST_SESSION_UPDATE], 2, s->last_seen);
 	store_bind_text(ST_SESSION_UPDATE, 3, s->permission);
@@ -474,10 +497,25 @@ store_session_update(const struct session *s)
 	return store_run(ST_SESSION_UPDATE);
 }
 
+/*
+ * Store a session's last_seen time (session_sweep's batches): in store.db
+ * the same as store_session_update; in PostgreSQL that column alone, so
+ * that no other host is notified of it.
+ */
+int
+store_session_touch(const struct session *s)
+{
+	if (pg_enabled())
+		return pgstore_session_touch(s);
+	return store_session_update(s);
+}
+
 /* Delete a session's row (not its tokens'); 0, or -1 logged. */
 int
 store_session_delete(const char *id)
 {
+	if (pg_enabled())
+		return pgstore_session_delete(id);
 	store_bind_text(ST_SESSION_DELETE, 1, id);
 	return store_run(ST_SESSION_DELETE);
 }
@@ -486,6 +524,8 @@ store_session_delete(const char *id)
 int
 store_token_insert(const struct token *t)
 {
+	if (pg_enabled())
+		return pgstore_token_insert(t);
 	store_bind_text(ST_TOKEN_INSERT, 1, t->id);
 	store_bind_text(ST_TOKEN_INSERT, 2, t->hash);
 	store_bind_text(ST_TOKEN_INSERT, 3, t->user);
@@ -498,6 +538,8 @@ store_token_insert(const struct token *t)
 int
 store_token_delete(const char *id)
 {
+	if (pg_enabled())
+		return pgstore_token_delete(id);
 	store_bind_text(ST_TOKEN_DELETE, 1, id);
 	return store_run(ST_TOKEN_DELETE);
 }
@@ -514,6 +556,8 @@ store_expired(int64_t now, char (*ids)[33], size_t max)
 	size_t		 n = 0;
 	int		 rc;
 
+	if (pg_enabled())
+		return pgstore_expired(now, ids, max);
 	if (st == NULL)
 		return 0;
 	sqlite3_bind_int64(st, 1, now);
@@ -536,6 +580,8 @@ store_meta_get(const char *key)
 	sqlite3_stmt	*st = store_st[ST_META_GET];
 	int64_t		 v = 0;
 
+	if (pg_enabled())
+		return pgstore_meta_get(key);
 	if (st == NULL)
 		return 0;
 	store_bind_text(ST_META_GET, 1, key);
@@ -549,6 +595,8 @@ store_meta_get(const char *key)
 int
 store_meta_set(const char *key, int64_t value)
 {
+	if (pg_enabled())
+		return pgstore_meta_set(key, value);
 	store_bind_text(ST_META_SET, 1, key);
 	sqlite3_bind_int64(store_st[ST_META_SET], 2, value);
 	return store_run(ST_META_SET);
@@ -589,6 +637,8 @@ store_load(int (*add_session)(struct session *, char *, size_t),
 	char		 why[256];
 	int		 rc, bad;
 
+	if (pg_enabled())
+		return pgstore_load(add_session, add_token, err, errsz);
 	if (sqlite3_prepare_v2(store_db, "SELECT id, token_hash, csrf_hash, "
 	    "user, created, last_seen, expires, permission, direct_until, "
 	    "egress_allow FROM sessions ORDER BY created, id", -1, &st,

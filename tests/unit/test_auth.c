@@ -17,6 +17,19 @@
 
 #include "../../brokerd/brokerd.h"
 
+/*
+ * auth.c kills the spawns of a user another host deleted (PostgreSQL
+ * store only) through sandbox.c, which these tests of the embedded store
+ * never reach: linked, never called.
+ */
+void	sandbox_kill_user(const char *);
+
+void
+sandbox_kill_user(const char *user)
+{
+	fail_msg("sandbox_kill_user(%s) with the embedded store", user);
+}
+
 struct fixture {
 	char	dir[64];
 	char	*path;

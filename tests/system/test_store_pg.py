@@ -1,0 +1,298 @@
+"""brokerd's users, sessions and tokens in a PostgreSQL store shared by
+several hosts (HOSTGATE_STORE): two hostgates, each with its own state and
+run directories, on one real PostgreSQL server (pglib). A login, a token, a
+logout, a revocation, a user added or deleted on one host is seen on the
+other at once (a miss asks the store) or within a second (notifications);
+hgctl store status, migrate and copy; and the refusals of a bad store."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+import hglib
+import pglib
+
+pytestmark = pytest.mark.skipif(pglib.available() is not None,
+                                reason=str(pglib.available()))
+
+ADMIN_NAME, ADMIN_PW = hglib.ADMIN[0], hglib.ADMIN[1]
+USER_NAME, USER_PW = hglib.USER[0], hglib.USER[1]
+
+
+@pytest.fixture(scope="module")
+def pg():
+    with pglib.Postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def store(pg):
+    """A fresh database, migrated: its URI."""
+    url = pg.database()
+    pg.migrate(url)
+    return url
+
+
+def host(factory, url, name, users=False, env=None):
+    """A hostgate on the store url (its own state and run directories)."""
+    full = {"HOSTGATE_STORE": url, "HOSTGATE_HOST_ID": name}
+    full.update(env or {})
+    return factory(env=full, name=name, users=users)
+
+
+def hgctl_env(hg, *args, env=None, input=None):
+    """hgctl with hg's directories and the extra variables env."""
+    argv = hg.wrap([hg.binary("hgctl")] + list(args),
+                   (0, 0) if hg.mode == "root" else None)
+    full = {"PATH": hg.env["PATH"], "LANG": "C.UTF-8",
+            "HOSTGATE_RUN_DIR": hg.run, "HOSTGATE_STATE_DIR": hg.state,
+            "HOSTGATE_ENV_FILE": hg.envfile}
+    if "HOSTGATE_STORE" in hg.env:
+        full["HOSTGATE_STORE"] = hg.env["HOSTGATE_STORE"]
+    full.update(env or {})
+    return subprocess.run(argv, input=input, capture_output=True, text=True,
+                          env=full, timeout=60, cwd=hg.dir)
+
+
+def session_ids(hg):
+    return {s["id"] for s in hg.hgctl_json("session", "list")}
+
+
+def status_of(hg, path, cookie=None, bearer=None):
+    return hg.get(path, cookie=cookie, bearer=bearer).status
+
+
+def wait_status(hg, path, want, cookie=None, bearer=None, what=""):
+    """Poll until path answers want (the change reached hg)."""
+    hglib.wait_for(lambda: status_of(hg, path, cookie, bearer) == want, 5,
+                   what=what or "%s %d on %s" % (path, want, hg.dir))
+
+
+def mint(session):
+    """A token bound to session (POST /api/session/tokens): the bearer
+    and its id."""
+    r = session.post("/api/session/tokens")
+    assert r.status in (200, 201), r
+    doc = r.json()
+    return doc["token"], doc["id"]
+
+
+@pytest.fixture
+def pair(hostgate_factory, store):
+    """Two hosts, a and b, on one store; alice and bob added through a."""
+    a = host(hostgate_factory, store, "a", users=True)
+    b = host(hostgate_factory, store, "b")
+    return a, b
+
+
+def test_login_on_a_works_on_b(pair):
+    a, b = pair
+    s = a.login(USER_NAME, USER_PW)
+    # At once: b has not seen the session, and asks the store.
+    r = b.get("/api/status", cookie=s.cookie)
+    assert r.status == 200, r
+    assert r.json()["user"] == USER_NAME
+    # And the user, added through a, logs in on b.
+    s2 = b.login(USER_NAME, USER_PW)
+    assert a.get("/api/status", cookie=s2.cookie).status == 200
+
+
+def test_token_minted_on_a_works_on_b(pair):
+    a, b = pair
+    s = a.login(USER_NAME, USER_PW)
+    bearer, tid = mint(s)
+    assert b.get("/api/status", bearer=bearer).status == 200
+    # hgctl's standalone token, minted through b, works on a.
+    out = b.hgctl_json("token", "create", USER_NAME)
+    assert a.get("/api/status", bearer=out["token"]).status == 200
+
+
+def test_logout_and_revoke_reach_the_other_host(pair):
+    a, b = pair
+    s = a.login(USER_NAME, USER_PW)
+    bearer, tid = mint(s)
+    before = session_ids(a)
+    other = a.login(USER_NAME, USER_PW)
+    (sid,) = session_ids(a) - before
+    obearer, otid = mint(other)
+    # b has both in memory now.
+    assert b.get("/api/status", cookie=s.cookie).status == 200
+    assert b.get("/api/status", bearer=obearer).status == 200
+    # A token revoked on a is refused on b (notified, no second lookup).
+    r = other.request("DELETE", "/api/session/tokens/" + otid)
+    assert r.status in (200, 204), r
+    wait_status(b, "/api/status", 401, bearer=obearer,
+                what="the token revoked on a refused on b")
+    assert b.get("/api/status", cookie=other.cookie).status == 200
+    # A logout on a ends the session and its token on b.
+    assert s.post("/api/logout").status in (200, 204)
+    wait_status(b, "/api/status", 401, cookie=s.cookie,
+                what="the session ended on a refused on b")
+    assert b.get("/api/status", bearer=bearer).status == 401
+    # hgctl session revoke through b ends a's copy.
+    b.hgctl_ok("session", "revoke", sid)
+    wait_status(a, "/api/status", 401, cookie=other.cookie,
+                what="the session revoked through b refused on a")
+
+
+def test_user_add_and_delete_across_hosts(pair):
+    a, b = pair
+    a.add_user("carol", "carol-password-1")
+    s = b.login("carol", "carol-password-1")
+    sa = a.login("carol", "carol-password-1")
+    assert a.get("/api/status", cookie=s.cookie).status == 200
+    # Deleted through b: its sessions end on a too.
+    b.hgctl_ok("user", "del", "carol")
+    wait_status(a, "/api/status", 401, cookie=sa.cookie,
+                what="carol's session on a ended")
+    assert a.get("/api/status", cookie=s.cookie).status == 401
+    r = a.post("/api/login", {"username": "carol",
+                              "password": "carol-password-1"})
+    assert r.status == 401, r
+    names = [u["name"] for u in a.hgctl_json("user", "list")]
+    assert "carol" not in names
+    # Added twice (a then b): the second is refused, by name.
+    a.add_user("dave", "dave-password-1")
+    r = b.hgctl("user", "add", "dave", "--password-stdin",
+                input="dave-password-2\n")
+    assert r.returncode != 0 and "exists" in r.stderr, r
+
+
+def test_uids_stay_unique_across_hosts(pair, pg, store):
+    a, b = pair
+    # Added on each host in turn, each picks the lowest uid it knows free;
+    # b has not been told of a's newest users when it picks.
+    for i in range(3):
+        a.add_user("ua%d" % i, "password-%d-a" % i)
+        b.add_user("ub%d" % i, "password-%d-b" % i)
+    rows = pg.psql(store, "SELECT name, uid FROM users")
+    uids = [int(r[1]) for r in rows]
+    assert len(uids) == len(set(uids)) == 8, rows
+
+
+def test_restart_keeps_everything(pair):
+    a, b = pair
+    s = a.login(USER_NAME, USER_PW)
+    bearer, tid = mint(s)
+    a.add_user("erin", "erin-password-1")
+    for hg in (a, b):
+        hg.stop("brokerd")
+        hg.start("brokerd")
+        hg.wait_control()
+    for hg in (a, b):
+        hglib.wait_for(lambda: hg.get("/api/status",
+                                      cookie=s.cookie).status == 200, 10,
+                       what="the session back after a restart")
+        assert hg.get("/api/status", bearer=bearer).status == 200
+    b.login("erin", "erin-password-1")
+
+
+def test_unmigrated_store_refused(hostgate_factory, pg):
+    url = pg.database()
+    hg = hostgate_factory(env={"HOSTGATE_STORE": url,
+                               "HOSTGATE_HOST_ID": "a"},
+                          start=False, name="unmigrated")
+    p = hg.start("brokerd")
+    p.wait(timeout=30)
+    assert p.returncode != 0
+    log = hg.log_text("brokerd")
+    assert "is at schema version 0; this hostgate needs 1: run hgctl " \
+        "store migrate" in log, log
+    # hgctl store migrate then makes it usable; again: up to date.
+    r = hgctl_env(hg, "store", "migrate")
+    assert r.returncode == 0 and "0 -> 1" in r.stdout, r
+    r = hgctl_env(hg, "store", "migrate")
+    assert r.returncode == 0 and "up to date" in r.stdout, r
+    hg.start_all()
+    hg.add_user(*hglib.USER)
+    hg.login(USER_NAME, USER_PW)
+
+
+def test_bad_store_refused(hostgate_factory, pg):
+    for value, want in (
+            ("postgresql://[", "HOSTGATE_STORE"),
+            (pg.url("nosuchdb"), "nosuchdb"),
+            ("postgresql:///x?host=/nonexistent-dir", "nonexistent-dir")):
+        hg = hostgate_factory(env={"HOSTGATE_STORE": value,
+                                   "HOSTGATE_HOST_ID": "a",
+                                   "HOSTGATE_STORE_TIMEOUT_SECONDS": "2"},
+                              start=False, name="bad")
+        p = hg.start("brokerd")
+        p.wait(timeout=30)
+        assert p.returncode != 0
+        log = hg.log_text("brokerd")
+        assert want in log, log
+        # Nothing was created for it in the state directory.
+        assert not os.path.exists(os.path.join(hg.state, "store.db"))
+
+
+def test_store_status(pair, store):
+    a, b = pair
+    a.login(USER_NAME, USER_PW)
+    r = hgctl_env(a, "store", "status", "--json")
+    assert r.returncode == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "postgresql"
+    assert doc["schema"] == 1
+    assert doc["counts"]["users"] == 2
+    assert doc["counts"]["sessions"] == 1
+    r = hgctl_env(a, "store", "status")
+    assert r.returncode == 0 and "postgresql" in r.stdout, r
+
+
+def test_store_status_embedded(hostgate_factory):
+    hg = hostgate_factory()
+    hg.login(USER_NAME, USER_PW)
+    r = hgctl_env(hg, "store", "status", "--json")
+    assert r.returncode == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "embedded"
+    assert doc["where"].endswith("store.db")
+    assert doc["counts"] == {"users": 2, "sessions": 1, "tokens": 0}
+    r = hgctl_env(hg, "store", "migrate")
+    assert r.returncode == 0 and "needs no migration" in r.stdout, r
+
+
+def test_store_copy(hostgate_factory, pg):
+    # An embedded host with users, sessions, tokens and audit records.
+    hg = hostgate_factory(name="emb")
+    s = hg.login(USER_NAME, USER_PW)
+    bearer, tid = mint(s)
+    out = hg.hgctl_json("token", "create", ADMIN_NAME)
+    url = pg.database()
+    # Unmigrated: refused.
+    r = hgctl_env(hg, "store", "copy", "--to", url)
+    assert r.returncode != 0 and "migrate" in r.stderr, r
+    pg.migrate(url)
+    # While brokerd runs: refused (it holds store.db).
+    r = hgctl_env(hg, "store", "copy", "--to", url)
+    assert r.returncode != 0 and "brokerd" in r.stderr, r
+    for name in ("frontd", "brokerd"):
+        hg.stop(name)
+    with open(os.path.join(hg.state, "audit.log")) as f:
+        lines = [line.rstrip("\n") for line in f]
+    r = hgctl_env(hg, "store", "copy", "--to", url)
+    assert r.returncode == 0, r
+    assert "2 users" in r.stdout and "1 sessions" in r.stdout and \
+        "2 tokens" in r.stdout and "%d audit records" % len(lines) in \
+        r.stdout, r.stdout
+    rows = pg.psql(url, "SELECT seq, line, hash FROM audit ORDER BY seq")
+    assert [row[1] for row in rows] == lines
+    # Again: the target is not empty now.
+    r = hgctl_env(hg, "store", "copy", "--to", url)
+    assert r.returncode != 0 and "not empty" in r.stderr, r
+    assert len(pg.psql(url, "SELECT 1 FROM users")) == 2
+    # The host started on PostgreSQL keeps its users and sessions.
+    hg.env["HOSTGATE_STORE"] = url
+    hg.env["HOSTGATE_HOST_ID"] = "emb"
+    hg.start("brokerd")
+    hg.wait_control()
+    hg.start("frontd")
+    hglib.wait_for(lambda: hg.get("/api/status",
+                                  cookie=s.cookie).status == 200, 10,
+                   what="the copied session")
+    assert hg.get("/api/status", bearer=bearer).status == 200
+    assert hg.get("/api/status", bearer=out["token"]).status == 200
+    hg.login(ADMIN_NAME, ADMIN_PW)
