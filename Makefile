@@ -63,7 +63,7 @@ FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files egress pg \
-	  pgstore
+	  pgstore audit_pg
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress

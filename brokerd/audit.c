@@ -1,15 +1,17 @@
 /*
  * The tamper-evident audit log. Every decision brokerd takes is one line of
  * STATE_DIR/audit.log, a JSON object:
- *   {"seq", "time", "action", "user", "session", "allowed", "reason",
- *    "detail", "prev", "hmac"}
+ *   {"seq", "time", "host", "action", "user", "session", "allowed",
+ *    "reason", "detail", "prev", "hmac"}
  * "prev" is the SHA-256 of the previous line (64 zeros for seq 1), so that
  * the lines form a chain; "hmac" is the HMAC-SHA256, under the key in
  * STATE_DIR/audit.key, of the line as it reads without its hmac member:
  * the record serialized plain, whose final "}" the writer then replaces
  * with ,"hmac":"<hex>"}. The file is rotated by size to audit.log.NNNNNN
- * and the chain goes on in the next file. docs/audit.md is the reader's
- * side of this.
+ * and the chain goes on in the next file. With a PostgreSQL store the
+ * same lines are rows of the store's audit table instead (audit_pg.c, its
+ * struct audit_store here), shared by the hosts of a fleet. docs/audit.md
+ * is the reader's side of this.
  */
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,18 +53,6 @@
 #define AUDIT_SUFFIX_LEN	(AUDIT_HMAC_PRE_LEN + 64 + 2)
 #define AUDIT_ZERO_HASH \
 	"0000000000000000000000000000000000000000000000000000000000000000"
-
-/* How a line came out of a file. */
-enum audit_kind {
-	AUDIT_WHOLE,	/* ended by a newline */
-	AUDIT_LONG,	/* longer than AUDIT_LINE_MAX */
-	AUDIT_CUT,	/* the file ends before its newline */
-	AUDIT_IOERR,	/* the file could not be read; line is the reason */
-};
-
-/* Called for each line of the walk: 0 goes on, 1 stops. */
-typedef int (*audit_line_fn)(const char *file, int64_t lineno,
-    const char *line, size_t len, enum audit_kind, void *arg);
 
 /* A line that passed audit_check. */
 struct audit_rec {
@@ -112,6 +103,9 @@ static int		 audit_syslog;
 static int		 audit_failed;	/* errno of the last failed append, or 0 */
 static char		 audit_fail_why[256];
 static unsigned long long audit_next_num; /* of the next rotated file */
+static char		 audit_host[33];	/* "host" of each record */
+static const struct audit_store *audit_store;	/* NULL: the files */
+static int		 audit_open_store;	/* audit_store opened */
 
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
 static void
@@ -239,6 +233,25 @@ audit_check(const char *line, size_t len, struct audit_rec *r, char *err,
 	json_object_put(obj);
 	json_tokener_free(tok);
 	return rv;
+}
+
+/* audit_check for audit_pg.c: the line's seq and hash. */
+int
+audit_line_check(const char *line, size_t len, int64_t *seq, char hash[65],
+    char *err, size_t errsz)
+{
+	struct audit_rec	r;
+
+	if (len > AUDIT_LINE_MAX) {
+		snprintf(err, errsz, "line longer than %d bytes",
+		    AUDIT_LINE_MAX);
+		return -1;
+	}
+	if (audit_check(line, len, &r, err, errsz) == -1)
+		return -1;
+	*seq = r.seq;
+	memcpy(hash, r.hash, 65);
+	return 0;
 }
 
 /* Compare two rotated files by number, then by name. */
@@ -451,6 +464,8 @@ audit_walk(audit_line_fn fn, void *arg)
 	size_t			 n, i;
 	int			 rv = 0;
 
+	if (audit_store != NULL)
+		return audit_store->walk(fn, arg);
 	if (audit_files(&files, &n, &maxnum) == -1)
 		return -1;
 	if ((buf = malloc(AUDIT_BUF_SIZE)) == NULL) {
@@ -562,6 +577,14 @@ audit_key_load(int have_log, char *err, size_t errsz)
 			    strerror(errno));
 			goto done;
 		}
+		if (have_log && audit_store != NULL) {
+			snprintf(err, errsz, "audit: the key %s is missing but "
+			    "%s holds an audit chain, which this host could not "
+			    "extend: copy audit.key from another host of the "
+			    "fleet to %s (mode 0600, owned by brokerd's user)",
+			    path, audit_store->where, path);
+			goto done;
+		}
 		if (have_log) {
 			snprintf(err, errsz, "audit: the key %s is missing but "
 			    "an audit log exists, which could not be verified "
@@ -652,6 +675,23 @@ audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
 	audit_rotate_bytes = rotate_bytes;
 	audit_syslog = syslog_mirror;
 
+	if (audit_store != NULL) {
+		if (audit_store->exists(&have_log, err, errsz) == -1 ||
+		    audit_key_load(have_log, err, errsz) == -1)
+			goto fail;
+		if (audit_mac_setup() == -1) {
+			snprintf(err, errsz, "audit: HMAC-SHA256 is not "
+			    "available");
+			goto fail;
+		}
+		if (audit_store->open(&audit_seq, audit_prev, err,
+		    errsz) == -1)
+			goto fail;
+		audit_open_store = 1;
+		log_debug("audit: %s, last seq %lld", audit_store->where,
+		    (long long)audit_seq);
+		return 0;
+	}
 	if (audit_files(&files, &n, &maxnum) == -1) {
 		snprintf(err, errsz, "audit: cannot list %s: %s", state_dir,
 		    strerror(errno));
@@ -709,6 +749,9 @@ audit_close(void)
 	if (audit_fd != -1)
 		close(audit_fd);
 	audit_fd = -1;
+	if (audit_open_store && audit_store->close != NULL)
+		audit_store->close();
+	audit_open_store = 0;
 	free(audit_dir);
 	free(audit_path);
 	audit_dir = audit_path = NULL;
@@ -731,6 +774,44 @@ const char *
 audit_last_hash(void)
 {
 	return audit_prev;
+}
+
+/* Keep the chain in store instead of the files (before audit_init). */
+void
+audit_use_store(const struct audit_store *store)
+{
+	audit_store = store;
+}
+
+/* The "host" member of the records to come. */
+void
+audit_set_host(const char *host_id)
+{
+	snprintf(audit_host, sizeof audit_host, "%s", host_id != NULL ?
+	    host_id : "");
+}
+
+/* The first 16 hex digits of the SHA-256 of the key, to name it. */
+void
+audit_key_id(char out[17])
+{
+	char	hex[65];
+
+	sha256_hex(audit_key, sizeof audit_key, hex);
+	memcpy(out, hex, 16);
+	out[16] = '\0';
+}
+
+/* The key's file, for messages (NULL before audit_init). */
+const char *
+audit_key_path(void)
+{
+	static char	path[PATH_MAX];
+
+	if (audit_dir == NULL)
+		return NULL;
+	snprintf(path, sizeof path, "%s/%s", audit_dir, AUDIT_KEY_FILE);
+	return path;
 }
 
 /* A JSON string of s cut to AUDIT_FIELD_MAX bytes, or JSON null for NULL. */
@@ -900,19 +981,96 @@ audit_anchor(const char *action, const char *line, size_t len)
 }
 
 /*
+ * The line of a record: rec's "seq" and "prev" set, serialized, and the
+ * final "}" turned into the hmac member. *linep is malloc'd, NUL-ended at
+ * *lenp (no newline) with room for one more byte.
+ */
+int
+audit_line_make(struct json_object *rec, int64_t seq, const char *prev,
+    char **linep, size_t *lenp)
+{
+	const char	*text;
+	char		 mac[65], *line;
+	size_t		 tlen, llen;
+
+	json_object_object_add(rec, "seq", json_object_new_int64(seq));
+	json_object_object_add(rec, "prev", json_object_new_string(prev));
+	if (audit_serialize(rec, &text, &tlen) == -1 ||
+	    audit_mac(text, tlen, "", 0, mac) == -1)
+		return -1;
+	/* The same bytes, with the final "}" turned into the hmac member. */
+	llen = tlen - 1 + AUDIT_SUFFIX_LEN;
+	if ((line = malloc(llen + 2)) == NULL)
+		return -1;
+	memcpy(line, text, tlen - 1);
+	memcpy(line + tlen - 1, AUDIT_HMAC_PRE, AUDIT_HMAC_PRE_LEN);
+	memcpy(line + tlen - 1 + AUDIT_HMAC_PRE_LEN, mac, 64);
+	memcpy(line + llen - 2, "\"}", 2);
+	line[llen] = '\0';
+	*linep = line;
+	*lenp = llen;
+	return 0;
+}
+
+/* Append the line of rec to the file chain: its seq, or -1 (logged). */
+static int64_t
+audit_append_file(struct json_object *rec, const char *action, int sync,
+    char **linep, size_t *lenp)
+{
+	char	*line;
+	size_t	 llen;
+
+	if (audit_line_make(rec, audit_seq + 1, audit_prev, &line,
+	    &llen) == -1) {
+		log_warnx("audit: cannot make a %s record", action);
+		return -1;
+	}
+	*linep = line;
+	*lenp = llen;
+	line[llen++] = '\n';
+	if (audit_rotate_bytes > 0 && audit_size > 0 &&
+	    audit_size + (off_t)llen > audit_rotate_bytes)
+		audit_rotate();
+	if (audit_dirty && audit_heal() == -1) {
+		audit_fail(errno, "ftruncate");
+		return -1;
+	}
+	if (audit_write(line, llen) == -1) {
+		audit_fail(errno, "write");
+		log_warn("audit: write %s; a %s record is lost", audit_path,
+		    action);
+		audit_dirty = 1;
+		audit_heal();
+		return -1;
+	}
+	line[--llen] = '\0';
+	audit_seq++;
+	sha256_hex(line, llen, audit_prev);
+	audit_size += llen + 1;
+	/* fdatasync covers the size change that makes the record readable. */
+	if (sync && fdatasync(audit_fd) == -1) {
+		audit_fail(errno, "fdatasync");
+		log_warn("audit: fdatasync %s; record %lld not confirmed",
+		    audit_path, (long long)audit_seq);
+		return -2;
+	}
+	return audit_seq;
+}
+
+/*
  * Append a record of a decision; detail is taken. With sync, returns only
- * once the record is on disk. The seq, or -1 (logged): a caller that asked
- * for sync must then refuse what it was about to grant.
+ * once the record is on disk (or committed to the store). The seq, or -1
+ * (logged): a caller that asked for sync must then refuse what it was
+ * about to grant.
  */
 int64_t
 audit_append(const char *action, const char *user, const char *session,
     int allowed, const char *reason, struct json_object *detail, int sync)
 {
 	struct json_object	*rec;
-	const char		*text;
-	char			 when[32], mac[65], *line = NULL;
-	size_t			 tlen, llen;
-	int64_t			 seq = -1;
+	char			 when[32], hash[65], *line = NULL;
+	size_t			 llen = 0;
+	int64_t			 seq = -1, ms;
 
 	if (detail == NULL)
 		detail = json_object_new_object();
@@ -922,17 +1080,20 @@ audit_append(const char *action, const char *user, const char *session,
 	    !json_object_object_get_ex(detail, "request_id", NULL))
 		json_object_object_add(detail, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
-	if (audit_fd == -1 || action == NULL) {
+	if ((audit_fd == -1 && !audit_open_store) || action == NULL) {
 		log_warnx("audit: log not open; a %s record is lost",
 		    action != NULL ? action : "(null)");
 		json_object_put(detail);
 		return -1;
 	}
-	iso8601_ms(now_wall_ms(), when);
+	ms = now_wall_ms();
+	iso8601_ms(ms, when);
 	rec = json_object_new_object();
-	json_object_object_add(rec, "seq", json_object_new_int64(audit_seq +
-	    1));
+	json_object_object_add(rec, "seq", json_object_new_int64(0));
 	json_object_object_add(rec, "time", json_object_new_string(when));
+	if (audit_host[0] != '\0')
+		json_object_object_add(rec, "host",
+		    json_object_new_string(audit_host));
 	json_object_object_add(rec, "action", audit_string(action));
 	json_object_object_add(rec, "user", audit_string(user));
 	json_object_object_add(rec, "session", audit_string(session));
@@ -940,58 +1101,32 @@ audit_append(const char *action, const char *user, const char *session,
 	    json_object_new_boolean(allowed != 0));
 	json_object_object_add(rec, "reason", audit_string(reason));
 	json_object_object_add(rec, "detail", detail);
-	json_object_object_add(rec, "prev", json_object_new_string(audit_prev));
+	json_object_object_add(rec, "prev", NULL);
 
-	if (audit_serialize(rec, &text, &tlen) == -1) {
-		log_warnx("audit: cannot serialize a %s record", action);
-		goto done;
+	if (audit_store == NULL) {
+		seq = audit_append_file(rec, action, sync, &line, &llen);
+		if (seq == -2) {
+			seq = -1;
+			goto mirror;	/* written, not confirmed */
+		}
+	} else {
+		seq = audit_store->append(rec, ms, sync, hash, &line, &llen);
+		if (seq > 0) {
+			/* Another host's records may lie between. */
+			if (seq > audit_seq) {
+				audit_seq = seq;
+				memcpy(audit_prev, hash, sizeof audit_prev);
+			}
+		} else
+			log_warnx("audit: %s; a %s record is lost",
+			    audit_store->where, action);
 	}
-	if (audit_mac(text, tlen, "", 0, mac) == -1) {
-		log_warnx("audit: cannot compute the HMAC of a %s record",
-		    action);
+	if (seq < 0)
 		goto done;
-	}
-	/* The same bytes, with the final "}" turned into the hmac member. */
-	llen = tlen - 1 + AUDIT_SUFFIX_LEN + 1;
-	if ((line = malloc(llen + 1)) == NULL) {
-		log_warn("audit: a %s record", action);
-		goto done;
-	}
-	memcpy(line, text, tlen - 1);
-	memcpy(line + tlen - 1, AUDIT_HMAC_PRE, AUDIT_HMAC_PRE_LEN);
-	memcpy(line + tlen - 1 + AUDIT_HMAC_PRE_LEN, mac, 64);
-	memcpy(line + llen - 3, "\"}\n", 3);
-	line[llen] = '\0';
-
-	if (audit_rotate_bytes > 0 && audit_size > 0 &&
-	    audit_size + (off_t)llen > audit_rotate_bytes)
-		audit_rotate();
-	if (audit_dirty && audit_heal() == -1) {
-		audit_fail(errno, "ftruncate");
-		goto done;
-	}
-	if (audit_write(line, llen) == -1) {
-		audit_fail(errno, "write");
-		log_warn("audit: write %s; a %s record is lost", audit_path,
-		    action);
-		audit_dirty = 1;
-		audit_heal();
-		goto done;
-	}
-	audit_seq++;
-	sha256_hex(line, llen - 1, audit_prev);
-	audit_size += llen;
-	if (audit_syslog)
-		audit_anchor(action, line, llen - 1);
-	/* fdatasync covers the size change that makes the record readable. */
-	if (sync && fdatasync(audit_fd) == -1) {
-		audit_fail(errno, "fdatasync");
-		log_warn("audit: fdatasync %s; record %lld not confirmed",
-		    audit_path, (long long)audit_seq);
-		goto done;
-	}
-	seq = audit_seq;
 	audit_failed = 0;
+mirror:
+	if (audit_syslog && line != NULL)
+		audit_anchor(action, line, llen);
 done:
 	free(line);
 	json_object_put(rec);
@@ -1020,6 +1155,8 @@ audit_ready(char *why, size_t whysz)
 	struct statvfs	sv;
 	uint64_t	avail;
 
+	if (audit_open_store)
+		return audit_store->ready(why, whysz);
 	if (audit_fd == -1) {
 		snprintf(why, whysz, "the audit log is not open");
 		return -1;
@@ -1057,7 +1194,10 @@ audit_verify_bad(struct audit_verify_state *v, const char *file,
     int64_t lineno, const char *what)
 {
 	v->bad_seq = v->expect;
-	if (lineno > 0)
+	if (audit_store != NULL)
+		snprintf(v->err, v->errsz, "%s (%s, seq %lld)", what, file,
+		    (long long)(lineno > 0 ? lineno : v->expect));
+	else if (lineno > 0)
 		snprintf(v->err, v->errsz, "%s (%s line %lld)", what, file,
 		    (long long)lineno);
 	else
@@ -1146,7 +1286,7 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 
 	*nrecords = 0;
 	*bad_seq = 0;
-	if (audit_fd == -1) {
+	if (audit_fd == -1 && !audit_open_store) {
 		snprintf(err, errsz, "the audit log is not open");
 		return -1;
 	}
@@ -1160,8 +1300,12 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 	v.err = err;
 	v.errsz = errsz;
 	if (audit_walk(audit_verify_line, &v) == -1) {
-		snprintf(err, errsz, "cannot list %s: %s", audit_dir,
-		    strerror(errno));
+		if (audit_store != NULL)
+			snprintf(err, errsz, "cannot read %s",
+			    audit_store->where);
+		else
+			snprintf(err, errsz, "cannot list %s: %s", audit_dir,
+			    strerror(errno));
 		*bad_seq = 1;
 		return -1;
 	}
@@ -1179,7 +1323,9 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 		    "from the end: truncated)", (long long)v.expect - 1,
 		    (long long)v.head_seq, (long long)v.expect,
 		    (long long)v.head_seq);
-	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq) {
+	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq &&
+	    audit_store == NULL) {
+		/* (The other hosts of a store write too.) */
 		v.bad_seq = audit_seq + 1;
 		snprintf(err, errsz, "the log goes on past seq %lld, the last "
 		    "this brokerd wrote (another writer?)",
@@ -1400,6 +1546,11 @@ audit_query_filter(const struct audit_filter *f, int64_t before_seq,
 	q.until = (until + 1) * 1000;
 	q.before = before_seq;
 	q.cap = limit == 0 || limit > AUDIT_QUERY_MAX ? AUDIT_QUERY_MAX : limit;
+	if (audit_open_store) {
+		json_object_put(arr);
+		return audit_store->query(f, q.has_since ? q.since : INT64_MIN,
+		    q.has_until ? q.until : INT64_MAX, before_seq, q.cap, more);
+	}
 	if ((q.ring = calloc(q.cap, sizeof *q.ring)) == NULL) {
 		log_warn("audit: query");
 		return arr;

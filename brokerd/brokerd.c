@@ -166,6 +166,10 @@ main(int argc, char *argv[])
 	if (session_init(conf.state_dir, conf.session_lifetime, err,
 	    sizeof(err)) == -1)
 		fatalx("%s", err);
+	/* One chain for the fleet: in the store's audit table. */
+	audit_set_host(conf.host_id);
+	if (pg_enabled())
+		audit_pg_use();
 	if (audit_init(conf.state_dir, conf.audit_rotate, conf.audit_syslog,
 	    err, sizeof(err)) == -1)
 		fatalx("%s", err);

@@ -503,5 +503,54 @@ int	 audit_ready(char *why, size_t whysz);
 int64_t	 audit_last_seq(void);
 const char *audit_last_hash(void);
 void	 audit_close(void);
+/* Before audit_init: the "host" member of every record (HOSTGATE_HOST_ID). */
+void	 audit_set_host(const char *host_id);
+/* The store as a link of /healthz: {"ok", "reason", "kind"}. */
+struct json_object *audit_store_json(void);
+
+/* How a line of the chain came to its reader. */
+enum audit_kind {
+	AUDIT_WHOLE,	/* ended by a newline (a row: its line) */
+	AUDIT_LONG,	/* longer than AUDIT_LINE_MAX */
+	AUDIT_CUT,	/* the file ends before its newline */
+	AUDIT_IOERR,	/* could not be read or is inconsistent; line: why */
+};
+/* Called for each line of a walk, in chain order: 0 goes on, 1 stops. */
+typedef int (*audit_line_fn)(const char *where, int64_t lineno,
+	    const char *line, size_t len, enum audit_kind, void *arg);
+/*
+ * Where the chain is kept when it is not in the files: the store's audit
+ * table (audit_pg.c). audit.c makes and checks the lines either way.
+ */
+struct audit_store {
+	const char *where;	/* for messages: "the store's audit table" */
+	/* Whether a chain exists (for the key's creation). */
+	int	 (*exists)(int *have, char *err, size_t errsz);
+	/* With the key loaded: check it is the store's, find the tail. */
+	int	 (*open)(int64_t *seq, char hash[65], char *err, size_t errsz);
+	/* Append rec (audit_line_make's input): its seq and chain hash. */
+	int64_t	 (*append)(struct json_object *rec, int64_t time_ms, int sync,
+		    char hash[65], char **linep, size_t *lenp);
+	int	 (*ready)(char *why, size_t whysz);
+	/* Hand every line, by seq (lineno: its seq column), to fn. */
+	int	 (*walk)(audit_line_fn, void *arg);
+	/* The newest matches of f below before_seq, newest last. */
+	struct json_object *(*query)(const struct audit_filter *,
+		    int64_t since_ms, int64_t until_ms, int64_t before_seq,
+		    size_t cap, int *more);
+	void	 (*close)(void);
+};
+void	 audit_use_store(const struct audit_store *);
+/* The line of rec with seq and prev set (malloc'd, no newline). */
+int	 audit_line_make(struct json_object *rec, int64_t seq,
+	    const char *prev, char **linep, size_t *lenp);
+/* Check a line's HMAC, seq and prev: 0 with its seq and hash, or -1. */
+int	 audit_line_check(const char *line, size_t len, int64_t *seq,
+	    char hash[65], char *err, size_t errsz);
+/* The key's id: the first 16 hex digits of its SHA-256. */
+void	 audit_key_id(char out[17]);
+const char *audit_key_path(void);
+/* audit_pg.c: keep the chain in the PostgreSQL store (before audit_init). */
+void	 audit_pg_use(void);
 
 #endif

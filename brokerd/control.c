@@ -591,7 +591,7 @@ control_status_done(struct json_object *health, const char *reason,
  * "daemons": {"brokerd", "sandboxd", "frontd": {up, version, started,
  * uptime_seconds, reason}}, "runtime", "backend": {name, ok, reason},
  * "direct_sessions": [{session, user, expires_at, remaining_seconds}],
- * "audit": {seq, hash}, "containment": sandboxd's {"uid", "membership",
+ * "audit": {seq, hash}, "store": {ok, reason, kind}, "containment": sandboxd's {"uid", "membership",
  * "kill", "memory", "pids", "cpu", "io", "disk_quota", reasons},
  * "limits": the configured ones}. sandboxd is asked afresh (its backend probed
  * again when the last probe is stale).
@@ -633,6 +633,13 @@ control_status(struct ipc_peer *p, struct ipc_msg *m)
 	json_object_object_add(a, "hash",
 	    json_object_new_string(audit_last_hash()));
 	json_object_object_add(res, "audit", a);
+	/* The store is a link too: lost, no state change is made. */
+	a = audit_store_json();
+	json_flag(a, "ok", &up);
+	if (!up)
+		control_problem(json_object_object_get(res, "problems"),
+		    "store", json_str(a, "reason"));
+	json_object_object_add(res, "store", a);
 
 	if ((w = calloc(1, sizeof(*w))) == NULL)
 		fatal("%s", __func__);

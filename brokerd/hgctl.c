@@ -1471,6 +1471,12 @@ hgctl_status(char **argv)
 		{ "REASON", "reason", COL_STR },
 		{ NULL, NULL, 0 }
 	};
+	static const struct hgctl_col store_cols[] = {
+		{ "STORE", "kind", COL_STR },
+		{ "OK", "ok", COL_BOOL },
+		{ "REASON", "reason", COL_STR },
+		{ NULL, NULL, 0 }
+	};
 	static const struct hgctl_col direct_cols[] = {
 		{ "SESSION", "session", COL_STR },
 		{ "USER", "user", COL_STR },
@@ -1537,6 +1543,13 @@ hgctl_status(char **argv)
 	hgctl_table(rows, backend_cols);
 	json_object_put(rows);
 	printf("\n");
+	rows = json_object_new_array();
+	if (json_object_object_get_ex(res, "store", &v) && v != NULL) {
+		json_object_array_add(rows, json_object_get(v));
+		hgctl_table(rows, store_cols);
+		printf("\n");
+	}
+	json_object_put(rows);
 	v = NULL;
 	json_object_object_get_ex(res, "direct_sessions", &v);
 	if (hgctl_table(v, direct_cols) == 0)

@@ -277,6 +277,8 @@ sandbox_health_answer(struct ipc_peer *front, int64_t id, int ok,
 	res = json_object_new_object();
 	audit_ok = audit_ready(why, sizeof why) == 0;
 	json_object_object_add(res, "brokerd", sandbox_link_json(1, NULL));
+	/* The store brokerd keeps its state in: {ok, reason, kind}. */
+	json_object_object_add(res, "store", audit_store_json());
 	/* The audit log is a link too: while it cannot take records, no
 	 * state change is made (docs/audit.md). */
 	json_object_object_add(res, "audit", sandbox_link_json(audit_ok,

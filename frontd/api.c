@@ -221,6 +221,9 @@ api_healthz_down(struct http_request *req, const char *reason)
 	json_object_object_add(o, "ok", json_object_new_boolean(0));
 	json_object_object_add(o, "frontd", api_link(1, NULL));
 	json_object_object_add(o, "brokerd", api_link(0, reason));
+	b = api_link(0, "unknown: brokerd is unreachable");
+	json_object_object_add(b, "kind", NULL);
+	json_object_object_add(o, "store", b);
 	json_object_object_add(o, "audit",
 	    api_link(0, "unknown: brokerd is unreachable"));
 	json_object_object_add(o, "sandboxd",
@@ -241,18 +244,24 @@ static void
 api_reply_healthz(struct http_request *req, const struct api_route *r,
     struct json_object *res)
 {
-	struct json_object	*o, *sb, *be, *au = NULL, *e;
+	struct json_object	*o, *sb, *be, *au = NULL, *st = NULL, *e;
 	const char		*why = NULL;
-	int			 sb_ok = 0, be_ok = 0, au_ok = 1;
+	int			 sb_ok = 0, be_ok = 0, au_ok = 1, st_ok = 1;
 
 	json_object_object_get_ex(res, "sandboxd", &sb);
 	json_object_object_get_ex(res, "backend", &be);
 	/* A brokerd without an "audit" link is older: its log is unknown. */
 	if (json_object_object_get_ex(res, "audit", &au))
 		json_flag(au, "ok", &au_ok);
+	/* Nor a "store" one: its store is its own files. */
+	if (json_object_object_get_ex(res, "store", &st))
+		json_flag(st, "ok", &st_ok);
 	json_flag(sb, "ok", &sb_ok);
 	json_flag(be, "ok", &be_ok);
-	if (!au_ok)
+	if (!st_ok)
+		why = json_str(st, "reason") ? json_str(st, "reason") :
+		    "the store is unreachable";
+	else if (!au_ok)
 		why = json_str(au, "reason") ? json_str(au, "reason") :
 		    "the audit log cannot take records";
 	else if (!sb_ok)
@@ -266,6 +275,8 @@ api_reply_healthz(struct http_request *req, const struct api_route *r,
 	json_object_object_add(o, "ok", json_object_new_boolean(why == NULL));
 	json_object_object_add(o, "frontd", api_link(1, NULL));
 	json_object_object_add(o, "brokerd", api_link(1, NULL));
+	if (st != NULL)
+		json_object_object_add(o, "store", json_object_get(st));
 	json_object_object_add(o, "audit", au != NULL ? json_object_get(au) :
 	    api_link(1, NULL));
 	json_object_object_add(o, "sandboxd", json_object_get(sb));

@@ -100,8 +100,8 @@ def test_record_shape_and_files(hg, story):
     with open(path, "rb") as f:
         lines = f.read().split(b"\n")
     assert lines[-1] == b"", "the log does not end with a newline"
-    keys = ["seq", "time", "action", "user", "session", "allowed", "reason",
-            "detail", "prev", "hmac"]
+    keys = ["seq", "time", "host", "action", "user", "session", "allowed",
+            "reason", "detail", "prev", "hmac"]
     for line in lines[:-1]:
         rec = json.loads(line)
         assert list(rec) == keys, rec

@@ -885,6 +885,108 @@ test_not_open(void **state)
 	assert_int_equal(bad, 0);
 }
 
+/*
+ * With a host set, each record has "host" right after "time"; a log whose
+ * older lines have none (written before) still verifies, and so does one
+ * that goes on after a restart under another host id.
+ */
+static void
+test_host_member(void **state)
+{
+	struct fixture		*f = *state;
+	struct json_object	*o;
+	struct json_object_iterator it, end;
+	struct lines		 l;
+	const char		*want[] = { "seq", "time", "host", "action",
+				    "user", "session", "allowed", "reason",
+				    "detail", "prev", "hmac" };
+	int64_t			 n, bad;
+	size_t			 i;
+
+	audit_set_host(NULL);
+	append_n(2);
+	audit_set_host("h1");
+	append_n(2);
+	audit_close();
+	assert_int_equal(audit_init(f->dir, BIG_ROTATE, 0, f->err,
+	    sizeof f->err), 0);
+	audit_set_host("h2");
+	append_n(1);
+	assert_int_equal(audit_verify(&n, &bad, f->err, sizeof f->err), 0);
+	assert_int_equal(n, 5);
+	l = read_lines(f->log);
+	assert_int_equal(l.n, 5);
+	for (i = 0; i < l.n; i++) {
+		assert_non_null(o = json_tokener_parse(l.v[i]));
+		if (i < 2)
+			assert_null(json_str(o, "host"));
+		else {
+			assert_string_equal(json_str(o, "host"),
+			    i < 4 ? "h1" : "h2");
+			it = json_object_iter_begin(o);
+			end = json_object_iter_end(o);
+			for (n = 0; !json_object_iter_equal(&it, &end);
+			    n++, json_object_iter_next(&it))
+				assert_string_equal(
+				    json_object_iter_peek_name(&it), want[n]);
+			assert_int_equal(n, 11);
+		}
+		json_object_put(o);
+	}
+	free_lines(&l);
+	audit_set_host(NULL);
+}
+
+/*
+ * audit_line_make and audit_line_check, what another keeper of the chain
+ * uses: a made line checks, with its seq and SHA-256; one byte changed or
+ * a line made under another key does not. The key id is 16 hex digits of
+ * the key's SHA-256.
+ */
+static void
+test_line_make_check(void **state)
+{
+	struct fixture		*f = *state;
+	struct json_object	*rec;
+	unsigned char		 key[32];
+	char			*line, hash[65], want[65], id[17], *kp;
+	size_t			 len, klen;
+	int64_t			 seq;
+
+	rec = json_object_new_object();
+	json_object_object_add(rec, "seq", NULL);
+	json_object_object_add(rec, "action", json_object_new_string("x"));
+	json_object_object_add(rec, "prev", NULL);
+	assert_int_equal(audit_line_make(rec, 7, "ab", &line, &len), 0);
+	assert_int_equal(strlen(line), len);
+	assert_int_equal(audit_line_check(line, len, &seq, hash, f->err,
+	    sizeof f->err), -1);	/* "ab" is no hash */
+	free(line);
+	assert_int_equal(audit_line_make(rec, 7, audit_last_hash(), &line,
+	    &len), 0);
+	assert_int_equal(audit_line_check(line, len, &seq, hash, f->err,
+	    sizeof f->err), 0);
+	assert_int_equal(seq, 7);
+	sha256_hex(line, len, want);
+	assert_string_equal(hash, want);
+	assert_non_null(strstr(line, "\"seq\":7,\"action\":\"x\",\"prev\""));
+	line[10] ^= 1;
+	assert_int_equal(audit_line_check(line, len, &seq, hash, f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "HMAC does not match"));
+	free(line);
+	json_object_put(rec);
+
+	assert_non_null(kp = file_read(audit_key_path(), 64, &klen));
+	assert_int_equal(klen, 32);
+	memcpy(key, kp, 32);
+	free(kp);
+	sha256_hex(key, 32, want);
+	audit_key_id(id);
+	assert_int_equal(strlen(id), 16);
+	assert_memory_equal(id, want, 16);
+}
+
 int
 main(void)
 {
@@ -927,6 +1029,10 @@ main(void)
 		cmocka_unit_test(test_time_parse),
 		cmocka_unit_test_setup_teardown(test_trim, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_open, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_host_member, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_line_make_check, setup,
 		    teardown),
 	};
 
