@@ -130,7 +130,8 @@ $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
 	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
 	$(STORE_O) $(COMMON_O)
-$(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o $(COMMON_O)
+$(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o \
+	$(O)/brokerd/pg.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \
 	$(O)/sandboxd/argv.o $(COMMON_O)

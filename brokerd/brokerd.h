@@ -234,8 +234,12 @@ int	 pgstore_user_load(int (*)(struct user *, char *, size_t), char *err,
 
 /* ratelimit.c */
 struct rl_table;
-/* rate tokens per minute, burst bucket size, at most max_keys keys. */
-struct rl_table *rl_new(double per_minute, double burst, size_t max_keys);
+/*
+ * rate tokens per minute, burst bucket size, at most max_keys keys; with a
+ * PostgreSQL store, the rows named bucket in the ratelimits table.
+ */
+struct rl_table *rl_new(const char *bucket, double per_minute, double burst,
+	    size_t max_keys);
 void	 rl_free(struct rl_table *);
 /* Take a token for key: 0 when allowed, else seconds to wait (>= 1). */
 int	 rl_take(struct rl_table *, const char *key, int64_t now_ms);

@@ -54,7 +54,8 @@ void
 files_init(struct config *conf)
 {
 	files_conf = conf;
-	files_rl = rl_new(conf->spawn_rate, conf->spawn_burst, 10000);
+	files_rl = rl_new("files", conf->spawn_rate, conf->spawn_burst,
+	    10000);
 }
 
 /* Whether an op changes the workspace (audited, refused under read-only). */

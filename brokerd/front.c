@@ -972,8 +972,10 @@ front_init(struct event_base *base, struct config *conf, uid_t front_uid,
 	spawn_init(conf);
 	files_init(conf);
 	admin_init(conf);
-	front_rl_user = rl_new(conf->login_rate, conf->login_burst, 10000);
-	front_rl_addr = rl_new(conf->login_rate, conf->login_burst, 10000);
+	front_rl_user = rl_new("login_user", conf->login_rate,
+	    conf->login_burst, 10000);
+	front_rl_addr = rl_new("login_addr", conf->login_rate,
+	    conf->login_burst, 10000);
 	events_init(ipc_server_new(base, fd, ROLE_BROKERD, ROLE_FRONTD,
 	    &front_uid, 1, front_handler_map(), &front_cbs, NULL));
 }

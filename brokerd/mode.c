@@ -4,6 +4,12 @@
  * restart neither loses nor extends it, and kept as monotonic time so that
  * a clock step does not move it. Every spawn asks mode_is_direct() at that
  * instant; nothing caches the mode.
+ *
+ * With a PostgreSQL store a grant is the fleet's: made on one host, it
+ * reaches the others through session.c's notifications (mode_follow arms
+ * their timers at the same wall deadline); ended on one, every host kills
+ * its own direct spawns. At expiry every host ends it, and the one whose
+ * conditional UPDATE cleared the stored deadline writes the record.
  */
 #include <sys/types.h>
 
@@ -14,6 +20,7 @@
 #include "brokerd.h"
 
 #define MODE_WARN_SECS	60	/* mode_expiring this long before the end */
+#define MODE_RETRY_SECS	2	/* an expiry the store could not take */
 
 static struct event_base	*mode_base;
 static struct config		*mode_conf;
@@ -21,6 +28,7 @@ static struct rl_table		*mode_rl_session;
 static struct rl_table		*mode_rl_user;
 
 static void	mode_arm(struct session *);
+static void	mode_lapse(struct session *, const char *reason, int retry);
 
 /* Whether a session is in direct mode right now. */
 int
@@ -125,41 +133,191 @@ mode_disarm(struct session *s)
 }
 
 /*
- * End a grant: the session is sandboxed again, its direct-mode processes
- * are terminated (HOSTGATE_DIRECT_ON_EXPIRY=terminate) or left, the change
- * is stored, audited and announced. reason: expired, manual, admin, restart,
- * logout, session_ended.
+ * End a grant on this host, once its end is stored (or was, elsewhere): the
+ * session is sandboxed again, its direct-mode processes here are terminated
+ * (HOSTGATE_DIRECT_ON_EXPIRY=terminate) or left, the end is audited when
+ * record (the host that ended it), and announced to this host's clients.
  */
-void
-mode_revert(struct session *s, const char *reason, const char *by)
+static void
+mode_end(struct session *s, const char *reason, const char *by, int record)
 {
 	struct json_object	*d;
 	int			 terminate;
 
+	mode_disarm(s);
+	s->direct_until = 0;
+	s->direct_mono = 0;
+	terminate = mode_conf->on_expiry == EXPIRY_TERMINATE;
+	if (terminate)
+		sandbox_kill_session(s->id);
+	if (record) {
+		d = json_object_new_object();
+		json_object_object_add(d, "reason",
+		    json_object_new_string(reason));
+		json_object_object_add(d, "processes", json_object_new_string(
+		    terminate ? "terminated" : "kept"));
+		if (by != NULL)
+			json_object_object_add(d, "by",
+			    json_object_new_string(by));
+		audit_append(strcmp(reason, "expired") == 0 ||
+		    strcmp(reason, "restart") == 0 ? "mode_expired" :
+		    "mode_reverted", s->user, s->id, 1, reason, d, 1);
+		log_info("session %.8s of %s: direct mode ended (%s)", s->id,
+		    s->user, reason);
+	} else
+		log_info("session %.8s of %s: direct mode ended on another "
+		    "host (%s)", s->id, s->user, reason);
+	d = json_object_new_object();
+	json_object_object_add(d, "reason", json_object_new_string(reason));
+	json_object_object_add(d, "execution_mode", mode_session_json(s));
+	events_emit(s->id, s->user, "mode_reverted", d);
+}
+
+/*
+ * End a grant: stored, then ended here (mode_end); with a PostgreSQL store
+ * the other hosts end it on the notification. reason: expired, manual,
+ * admin, restart, logout, session_ended.
+ */
+void
+mode_revert(struct session *s, const char *reason, const char *by)
+{
 	if (s->direct_until == 0)
 		return;
 	mode_disarm(s);
 	s->direct_until = 0;
 	s->direct_mono = 0;
-	session_save(s);
-	terminate = mode_conf->on_expiry == EXPIRY_TERMINATE;
-	if (terminate)
+	if (session_save(s) == -1)
+		log_warnx("session %.8s of %s: the end of direct mode could "
+		    "not be stored", s->id, s->user);
+	mode_end(s, reason, by, 1);
+}
+
+/*
+ * Clear a session's stored deadline if it still is until (a PostgreSQL
+ * store): 1 when this statement cleared it, 0 when another host changed
+ * it first (or the session is gone), -1 on a store error.
+ */
+static int
+mode_claim(const char *id, int64_t until)
+{
+	PGresult	*res;
+	const char	*params[2];
+	char		 v[32];
+	int		 n;
+
+	snprintf(v, sizeof(v), "%lld", (long long)until);
+	params[0] = id;
+	params[1] = v;
+	if ((res = pg_query("UPDATE sessions SET direct_until = 0 "
+	    "WHERE id = $1 AND direct_until = $2", 2, params)) == NULL)
+		return -1;
+	n = atoi(PQcmdTuples(res));
+	PQclear(res);
+	return n > 0;
+}
+
+/* A session's stored deadline (0: none, or no such session), or -1. */
+static int64_t
+mode_stored(const char *id)
+{
+	PGresult	*res;
+	const char	*params[1];
+	int64_t		 until;
+
+	params[0] = id;
+	if ((res = pg_query("SELECT direct_until FROM sessions WHERE id = $1",
+	    1, params)) == NULL)
+		return -1;
+	until = PQntuples(res) == 1 ? pg_i64(res, 0, 0) : 0;
+	PQclear(res);
+	return until;
+}
+
+/*
+ * A grant stored elsewhere (made or renewed on another host, or found
+ * changed): arm this host's timers at the same absolute deadline and tell
+ * sandboxd; a deadline already past ends it as at expiry.
+ */
+static void
+mode_follow(struct session *s)
+{
+	mode_disarm(s);
+	if (mode_conf->runtime != RUNTIME_HOST) {
+		s->direct_mono = 0;	/* never direct on this host */
+		return;
+	}
+	if (ttl_resume(s->direct_until, now_wall_ms(), now_mono_ms(),
+	    &s->direct_mono) == -1) {
+		s->direct_mono = 0;
+		mode_lapse(s, "expired", 1);
+		return;
+	}
+	mode_arm(s);
+	sandbox_grant(s);
+	log_info("session %.8s of %s: direct mode from another host, %lld s "
+	    "left", s->id, s->user, (long long)mode_remaining(s));
+	events_emit(s->id, s->user, "mode_changed", mode_session_json(s));
+}
+
+/*
+ * A grant's deadline passed, or its session ends, with a PostgreSQL store.
+ * The host whose UPDATE clears the stored deadline writes the record; the
+ * others end it here only. Renewed meanwhile elsewhere: it goes on. On a
+ * store error the direct spawns here end all the same, and with retry the
+ * record is tried again in MODE_RETRY_SECS.
+ */
+static void
+mode_lapse(struct session *s, const char *reason, int retry)
+{
+	struct timeval	tv;
+	int64_t		until = s->direct_until, now;
+	int		claimed;
+
+	if ((claimed = mode_claim(s->id, until)) == 1) {
+		mode_end(s, reason, NULL, 1);
+		return;
+	}
+	if (claimed == 0 && (now = mode_stored(s->id)) != -1) {
+		if (now > until) {
+			s->direct_until = now;
+			mode_follow(s);
+		} else
+			mode_end(s, reason, NULL, 0);
+		return;
+	}
+	log_warnx("session %.8s of %s: the end of direct mode could not be "
+	    "stored: %s", s->id, s->user, pg_error());
+	if (!retry) {
+		mode_end(s, reason, NULL, 0);
+		return;
+	}
+	s->direct_mono = 0;
+	if (mode_conf->on_expiry == EXPIRY_TERMINATE)
 		sandbox_kill_session(s->id);
-	d = json_object_new_object();
-	json_object_object_add(d, "reason", json_object_new_string(reason));
-	json_object_object_add(d, "processes", json_object_new_string(
-	    terminate ? "terminated" : "kept"));
-	if (by != NULL)
-		json_object_object_add(d, "by", json_object_new_string(by));
-	audit_append(strcmp(reason, "expired") == 0 ||
-	    strcmp(reason, "restart") == 0 ? "mode_expired" : "mode_reverted",
-	    s->user, s->id, 1, reason, d, 1);
-	log_info("session %.8s of %s: direct mode ended (%s)", s->id, s->user,
-	    reason);
-	d = json_object_new_object();
-	json_object_object_add(d, "reason", json_object_new_string(reason));
-	json_object_object_add(d, "execution_mode", mode_session_json(s));
-	events_emit(s->id, s->user, "mode_reverted", d);
+	if (s->ev_expire == NULL)
+		mode_arm(s);
+	evtimer_del(s->ev_expiring);
+	tv.tv_sec = MODE_RETRY_SECS;
+	tv.tv_usec = 0;
+	evtimer_add(s->ev_expire, &tv);
+}
+
+/*
+ * session.c applied a change made on another host: a new or renewed
+ * deadline is followed here; one gone (reverted, expired elsewhere) ends
+ * the grant here, without storing or recording it again.
+ */
+static void
+mode_session_changed(struct session *s, int64_t old_until)
+{
+	if (s->direct_until == old_until)
+		return;
+	if (s->direct_until > 0) {
+		mode_follow(s);
+		return;
+	}
+	mode_end(s, now_wall_ms() >= old_until ? "expired" : "other_host",
+	    NULL, 0);
 }
 
 /* 60 s before the end (or at once for a shorter grant). */
@@ -180,11 +338,18 @@ mode_expiring(evutil_socket_t fd, short ev, void *arg)
 	events_emit(s->id, s->user, "mode_expiring", d);
 }
 
-/* The deadline has come. */
+/* The deadline has come (or the retry of a record the store refused). */
 static void
 mode_expire(evutil_socket_t fd, short ev, void *arg)
 {
-	mode_revert(arg, "expired", NULL);
+	struct session	*s = arg;
+
+	if (s->direct_until == 0)
+		return;
+	if (pg_enabled())
+		mode_lapse(s, "expired", 1);
+	else
+		mode_revert(s, "expired", NULL);
 }
 
 /* Arm the timers of a session's grant from its monotonic deadline. */
@@ -332,7 +497,15 @@ mode_login(struct session *s, struct user *u)
 static void
 mode_session_gone(struct session *s)
 {
-	if (s->direct_until > 0)
+	/*
+	 * With a PostgreSQL store, removed here the row is still there and
+	 * this host records the end; removed elsewhere it is gone: ended here
+	 * only.
+	 */
+	if (s->direct_until > 0 && pg_enabled())
+		mode_end(s, "session_ended", NULL, !session_remote() &&
+		    mode_claim(s->id, s->direct_until) == 1);
+	else if (s->direct_until > 0)
 		mode_revert(s, "session_ended", NULL);
 	mode_disarm(s);
 	/* Its egress additions end with it too (egress.c). */
@@ -350,13 +523,24 @@ mode_init(struct event_base *base, struct config *conf)
 
 	mode_base = base;
 	mode_conf = conf;
-	mode_rl_session = rl_new(conf->mode_rate, conf->mode_rate, 10000);
-	mode_rl_user = rl_new(conf->mode_rate, conf->mode_rate, 10000);
+	mode_rl_session = rl_new("mode_session", conf->mode_rate,
+	    conf->mode_rate, 10000);
+	mode_rl_user = rl_new("mode_user", conf->mode_rate, conf->mode_rate,
+	    10000);
 	session_on_remove(mode_session_gone);
+	session_on_change(mode_session_changed);
 	for (s = session_first(); s != NULL; s = next) {
 		next = session_next(s);
 		if (s->direct_until == 0)
 			continue;
+		/* The fleet's grant: another host may hold it; one records. */
+		if (pg_enabled() && conf->runtime != RUNTIME_HOST)
+			continue;
+		if (pg_enabled() && ttl_resume(s->direct_until, now_wall_ms(),
+		    now_mono_ms(), &s->direct_mono) == -1) {
+			mode_lapse(s, "restart", 0);
+			continue;
+		}
 		if (ttl_resume(s->direct_until, now_wall_ms(), now_mono_ms(),
 		    &s->direct_mono) == -1 || conf->runtime != RUNTIME_HOST) {
 			mode_revert(s, "restart", NULL);

@@ -990,7 +990,8 @@ void
 spawn_init(struct config *conf)
 {
 	spawn_conf = conf;
-	spawn_rl = rl_new(conf->spawn_rate, conf->spawn_burst, 10000);
+	spawn_rl = rl_new("spawn", conf->spawn_rate, conf->spawn_burst,
+	    10000);
 }
 
 /*

@@ -33,7 +33,7 @@ test_burst_exact(void **state)
 {
 	struct rl_table	*t;
 
-	t = rl_new(60, 5, 100);		/* one token a second */
+	t = rl_new("t", 60, 5, 100);		/* one token a second */
 	assert_non_null(t);
 	assert_int_equal(rl_peek(t, "ip", 0), 0);
 	take_n(t, "ip", 5, 0);
@@ -56,7 +56,7 @@ test_retry_seconds(void **state)
 {
 	struct rl_table	*t;
 
-	t = rl_new(6, 2, 10);		/* one token every 10 s */
+	t = rl_new("t", 6, 2, 10);		/* one token every 10 s */
 	assert_non_null(t);
 	take_n(t, "u", 2, 0);
 	assert_int_equal(rl_take(t, "u", 0), 10);
@@ -78,7 +78,7 @@ test_no_early_token(void **state)
 	struct rl_table	*t;
 
 	/* 7 per minute: one every 8571.43 ms. */
-	t = rl_new(7, 2, 10);
+	t = rl_new("t", 7, 2, 10);
 	assert_non_null(t);
 	take_n(t, "k", 2, 0);
 	assert_int_equal(rl_take(t, "k", 8571), 1);
@@ -89,7 +89,7 @@ test_no_early_token(void **state)
 	rl_free(t);
 
 	/* A full bucket holds no fraction: the next token is 8571.43 ms on. */
-	t = rl_new(7, 1, 10);
+	t = rl_new("t", 7, 1, 10);
 	assert_non_null(t);
 	take_n(t, "k", 1, 0);
 	assert_int_equal(rl_take(t, "k", 8572), 0);
@@ -98,7 +98,7 @@ test_no_early_token(void **state)
 	rl_free(t);
 
 	/* 0.29 per minute (not exact in binary): one every 206896.55 ms. */
-	t = rl_new(0.29, 1, 10);
+	t = rl_new("t", 0.29, 1, 10);
 	assert_non_null(t);
 	take_n(t, "k", 1, 0);
 	assert_int_equal(rl_take(t, "k", 206896), 1);
@@ -106,7 +106,7 @@ test_no_early_token(void **state)
 	rl_free(t);
 
 	/* Below the 0.001-per-minute resolution the rate rounds down. */
-	t = rl_new(0.0015, 1, 10);	/* one every 40000 s */
+	t = rl_new("t", 0.0015, 1, 10);	/* one every 40000 s */
 	assert_non_null(t);
 	take_n(t, "k", 1, 0);
 	assert_int_not_equal(rl_take(t, "k", 40000 * 1000 - 1), 0);
@@ -114,7 +114,7 @@ test_no_early_token(void **state)
 	rl_free(t);
 
 	/* Refilling in many small steps adds up to the same. */
-	t = rl_new(7, 1, 10);
+	t = rl_new("t", 7, 1, 10);
 	assert_non_null(t);
 	take_n(t, "k", 1, 0);
 	for (int64_t ms = 1; ms < 8572; ms++) {
@@ -132,7 +132,7 @@ test_refill_caps_at_burst(void **state)
 	struct rl_table	*t;
 	int64_t		 late = INT64_MAX / 2;
 
-	t = rl_new(60, 3, 10);
+	t = rl_new("t", 60, 3, 10);
 	assert_non_null(t);
 	take_n(t, "k", 3, 0);
 	take_n(t, "k", 3, 3600 * 1000);
@@ -146,7 +146,7 @@ test_refill_caps_at_burst(void **state)
 	rl_free(t);
 
 	/* A fractional burst holds only the whole tokens. */
-	t = rl_new(60, 2.5, 10);
+	t = rl_new("t", 60, 2.5, 10);
 	assert_non_null(t);
 	take_n(t, "k", 2, 0);
 	assert_int_equal(rl_take(t, "k", 0), 1);
@@ -160,7 +160,7 @@ test_peek(void **state)
 {
 	struct rl_table	*t;
 
-	t = rl_new(60, 2, 1);
+	t = rl_new("t", 60, 2, 1);
 	assert_non_null(t);
 	assert_int_equal(rl_peek(t, "a", 0), 0);
 	assert_int_equal(rl_peek(t, "a", 0), 0);
@@ -182,7 +182,7 @@ test_evict_lru(void **state)
 {
 	struct rl_table	*t;
 
-	t = rl_new(60, 1, 2);
+	t = rl_new("t", 60, 1, 2);
 	assert_non_null(t);
 	take_n(t, "a", 1, 0);
 	take_n(t, "b", 1, 0);
@@ -201,7 +201,7 @@ test_evict_full_first(void **state)
 {
 	struct rl_table	*t;
 
-	t = rl_new(60, 2, 3);
+	t = rl_new("t", 60, 2, 3);
 	assert_non_null(t);
 	take_n(t, "old", 2, 0);		/* least recently used, then empty */
 	take_n(t, "x", 1, 100);		/* full again at 1100 */
@@ -224,7 +224,7 @@ test_many_keys(void **state)
 	char		 key[32];
 	int		 i;
 
-	t = rl_new(1, 1, 64);
+	t = rl_new("t", 1, 1, 64);
 	assert_non_null(t);
 	for (i = 0; i < 20000; i++) {
 		snprintf(key, sizeof key, "10.0.%d.%d", i / 256, i % 256);
@@ -239,14 +239,17 @@ test_many_keys(void **state)
 static void
 test_new_invalid(void **state)
 {
-	assert_null(rl_new(0, 5, 10));
-	assert_null(rl_new(-1, 5, 10));
-	assert_null(rl_new(0.0001, 5, 10));
-	assert_null(rl_new(NAN, 5, 10));
-	assert_null(rl_new(60, 0.5, 10));
-	assert_null(rl_new(60, NAN, 10));
-	assert_null(rl_new(60, INFINITY, 10));
-	assert_null(rl_new(60, 5, 0));
+	assert_null(rl_new("t", 0, 5, 10));
+	assert_null(rl_new("t", -1, 5, 10));
+	assert_null(rl_new("t", 0.0001, 5, 10));
+	assert_null(rl_new("t", NAN, 5, 10));
+	assert_null(rl_new("t", 60, 0.5, 10));
+	assert_null(rl_new("t", 60, NAN, 10));
+	assert_null(rl_new("t", 60, INFINITY, 10));
+	assert_null(rl_new("t", 60, 5, 0));
+	/* A table needs its rows' name in a PostgreSQL store. */
+	assert_null(rl_new(NULL, 60, 5, 10));
+	assert_null(rl_new("", 60, 5, 10));
 }
 
 int
