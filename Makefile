@@ -64,6 +64,7 @@ FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store files egress pg \
 	  pgstore audit_pg
+BROKERD	+= hosts
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress

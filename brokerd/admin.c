@@ -90,6 +90,8 @@ admin_sessions(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    spawn_container_json(s->user) : NULL);
 		json_object_array_add(arr, o);
 	}
+	/* Each one's host, and its terminals on the fleet's other hosts. */
+	hosts_admin_sessions(arr);
 	audit_append("admin_sessions", id->user->name, id->session->id, 1,
 	    NULL, NULL, 0);
 	res = json_object_new_object();

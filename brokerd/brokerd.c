@@ -188,11 +188,14 @@ main(int argc, char *argv[])
 	sandbox_init(brokerd_base, &conf, sandbox_uid);
 	/* Last: resuming or ending stored grants uses the peers above. */
 	mode_init(brokerd_base, &conf);
+	/* A fleet's: this host up on the store, and its heartbeat. */
+	hosts_init(brokerd_base, &conf);
 
 	priv_seccomp(&plan);
 	log_info("brokerd %s ready (state %s)", HG_VERSION, conf.state_dir);
 	event_base_dispatch(brokerd_base);
 
+	hosts_stop();
 	session_close();
 	audit_close();
 	pg_close();

@@ -232,6 +232,27 @@ int	 pgstore_user_get(const char *name, struct user **);
 int	 pgstore_user_load(int (*)(struct user *, char *, size_t), char *err,
 	    size_t errsz);
 
+/* hosts.c: this host in a fleet (hosts and live tables) */
+void	 hosts_init(struct event_base *, struct config *);
+void	 hosts_stop(void);
+const char *hosts_self(void);			/* HOSTGATE_HOST_ID */
+/* A spawn's id as clients see it: HOST.HEX16 in a fleet, else HEX16. */
+#define HOSTS_SPAWN_ID_MAX	(32 + 1 + 16 + 1)
+void	 hosts_spawn_id(const char *hex, char *out, size_t outsz);
+/* The live table's row of a running terminal or command (detail taken). */
+void	 hosts_live_add(const char *hex, const char *kind, const char *user,
+	    const char *session, struct json_object *detail);
+void	 hosts_live_del(const char *hex);
+/* 0: a terminal id of this host; -1 after a 421, 410 or 404 reply. */
+int	 hosts_term_check(struct ipc_peer *, struct ipc_msg *,
+	    const char *host, const char *hex);
+/* The other hosts' live terminals of a session, added to arr. */
+void	 hosts_live_terminals(struct json_object *arr, const char *session);
+/* Each session's host, and its terminals elsewhere, in the admin view. */
+void	 hosts_admin_sessions(struct json_object *sessions);
+struct json_object *hosts_status_json(void);	/* {id, store} */
+struct json_object *hosts_list_json(void);	/* admins: the fleet's hosts */
+
 /* ratelimit.c */
 struct rl_table;
 /*
@@ -292,6 +313,8 @@ void	 spawn_term_resized(const char *proc_id);
 void	 spawn_sandbox_gone(void);
 void	 spawn_session_expiring(const char *session_id);
 void	 spawn_front_gone(struct ipc_peer *);
+/* Our live rows again, after another host declared us lost. */
+void	 spawn_live_again(void);
 /* The docker runtime: the container status last reported for a user. */
 struct json_object *spawn_container_json(const char *user);
 /* The terminals of a session (admin view). */

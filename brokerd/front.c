@@ -645,6 +645,13 @@ front_status_text(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	v = egress_status_json(id);
 	front_text_member(&t, "egress", 0, v);
 	json_object_put(v);
+	v = hosts_status_json();
+	front_text_member(&t, "host", 0, v);
+	json_object_put(v);
+	if (id->user->admin && (v = hosts_list_json()) != NULL) {
+		front_text_member(&t, "hosts", 0, v);
+		json_object_put(v);
+	}
 	front_text_member(&t, "usage", 0, usage);
 	n = snprintf(num, sizeof(num), ",\"usage_age_ms\":%lld",
 	    (long long)age);
@@ -664,7 +671,7 @@ static void
 front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct front_pending	*fp;
-	struct json_object	*res, *usage;
+	struct json_object	*res, *usage, *v;
 	int64_t			 age;
 
 	if ((usage = sandbox_usage_kept(id->user->name, &age)) != NULL &&
@@ -688,6 +695,10 @@ front_status(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	json_object_object_add(res, "containment", sandbox_containment_raw());
 	json_object_object_add(res, "limits", front_limits_raw());
 	json_object_object_add(res, "egress", egress_status_json(id));
+	json_object_object_add(res, "host", hosts_status_json());
+	/* An admin of a fleet: every host, up, stopped or lost. */
+	if (id->user->admin && (v = hosts_list_json()) != NULL)
+		json_object_object_add(res, "hosts", v);
 	if (usage != NULL) {
 		front_status_add_usage(res, usage, age, NULL);
 		ipc_reply(p, m, res, NULL, 0);

@@ -5,6 +5,7 @@
  * bytes never pass through brokerd's memory.
  */
 #include <sys/types.h>
+#include <sys/random.h>
 #include <sys/wait.h>
 
 #include <sys/stat.h>
@@ -53,6 +54,7 @@ struct spawn_wait {
 	char			 session_id[33];
 	char			 request_id[LOG_REQUEST_ID_LEN + 1];
 	int64_t			 allow_seq;	/* the spawn's allow record */
+	char			 live[17];	/* a command's live row, or "" */
 	TAILQ_ENTRY(spawn_wait)	 entry;
 };
 #define SPAWN_WAIT_COMMAND	1
@@ -67,6 +69,9 @@ static void	spawn_audit(struct spawn_wait *, struct ipc_msg *,
 		    const char *);
 struct term;
 static struct json_object *spawn_term_ref(struct term *);
+static void	spawn_new_id(char [17]);
+static struct json_object *spawn_live_detail(struct spawn_wait *,
+		    const char *);
 static struct json_object *spawn_term_end(struct term *, int,
 		    const char *);
 
@@ -422,6 +427,8 @@ spawn_command_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 	struct spawn_wait	*w = arg;
 
 	spawn_wait_ctx(w);
+	if (w->live[0] != '\0')
+		hosts_live_del(w->live);
 	spawn_audit(w, m, "command");
 	spawn_relay(w, m);
 	spawn_wait_free(w);
@@ -565,7 +572,57 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		spawn_wait_free(w);
 		ipc_reply_error(p, m, ERR_UNAVAILABLE,
 		    "sandboxd is unreachable");
+		return;
 	}
+	/* sandboxd has it: a fleet's live table shows it until it ends. */
+	if (pg_enabled()) {
+		spawn_new_id(w->live);
+		hosts_live_add(w->live, "command", w->user, w->session_id,
+		    spawn_live_detail(w, sum));
+	}
+}
+
+/* A fresh id of 16 hex digits (a command's live row). */
+static void
+spawn_new_id(char id[17])
+{
+	unsigned char	rnd[8];
+	int		i;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+		fatal("getrandom");
+	for (i = 0; i < 8; i++)
+		snprintf(id + 2 * i, 3, "%02x", rnd[i]);
+}
+
+/* What a command's live row says of it: its allow record and text. */
+static struct json_object *
+spawn_live_detail(struct spawn_wait *w, const char *summary)
+{
+	struct json_object	*d;
+
+	d = json_object_new_object();
+	json_object_object_add(d, "spawn_seq",
+	    json_object_new_int64(w->allow_seq));
+	json_object_object_add(d, "request_id", w->request_id[0] ?
+	    json_object_new_string(w->request_id) : NULL);
+	json_object_object_add(d, "summary", json_object_new_string(summary));
+	return d;
+}
+
+/* A terminal's live row: its record, mode and backend. */
+static void
+spawn_term_live(struct term *t)
+{
+	struct json_object	*d;
+
+	d = json_object_new_object();
+	json_object_object_add(d, "open_seq",
+	    json_object_new_int64(t->open_seq));
+	json_object_object_add(d, "mode", json_object_new_string(t->mode));
+	json_object_object_add(d, "backend",
+	    json_object_new_string(t->backend));
+	hosts_live_add(t->id, "terminal", t->user, t->session_id, d);
 }
 
 /* sandboxd started a terminal (or refused to). */
@@ -598,6 +655,17 @@ spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 		TAILQ_INSERT_TAIL(&terms, t, entry);
 		log_info("terminal %s opened for %s (%s, %s)", t->id, t->user,
 		    t->mode, t->backend);
+		spawn_term_live(t);
+		/* Outside brokerd a fleet's terminal id names its host. */
+		if (pg_enabled()) {
+			char	full[HOSTS_SPAWN_ID_MAX];
+
+			hosts_spawn_id(t->id, full, sizeof(full));
+			json_object_object_add(res, "id",
+			    json_object_new_string(full));
+			json_object_object_add(res, "host",
+			    json_object_new_string(hosts_self()));
+		}
 	}
 	spawn_relay(w, m);
 	spawn_wait_free(w);
@@ -677,11 +745,12 @@ static struct json_object *
 spawn_term_json(struct term *t)
 {
 	struct json_object	*o;
-	char			 when[32];
+	char			 when[32], id[HOSTS_SPAWN_ID_MAX];
 
 	iso8601(t->created, when);
+	hosts_spawn_id(t->id, id, sizeof(id));
 	o = json_object_new_object();
-	json_object_object_add(o, "id", json_object_new_string(t->id));
+	json_object_object_add(o, "id", json_object_new_string(id));
 	json_object_object_add(o, "user", json_object_new_string(t->user));
 	json_object_object_add(o, "created", json_object_new_string(when));
 	json_object_object_add(o, "mode", json_object_new_string(t->mode));
@@ -689,6 +758,7 @@ spawn_term_json(struct term *t)
 	    json_object_new_string(t->backend));
 	json_object_object_add(o, "running",
 	    json_object_new_boolean(t->running));
+	json_object_object_add(o, "host", json_object_new_string(hosts_self()));
 	return o;
 }
 
@@ -703,6 +773,9 @@ spawn_terminal_list(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	TAILQ_FOREACH(t, &terms, entry)
 		if (strcmp(t->user, id->user->name) == 0)
 			json_object_array_add(arr, spawn_term_json(t));
+	/* A fleet's: this session's terminals on the other hosts too. */
+	if (id->session != NULL)
+		hosts_live_terminals(arr, id->session->id);
 	res = json_object_new_object();
 	json_object_object_add(res, "terminals", arr);
 	ipc_reply(p, m, res, NULL, 0);
@@ -715,8 +788,10 @@ spawn_term_owned(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	struct term	*t;
 	const char	*tid;
 
-	if ((tid = json_str(m->obj, "terminal")) == NULL ||
-	    (t = spawn_term_find(tid)) == NULL ||
+	if ((tid = json_str(m->obj, "terminal")) != NULL &&
+	    hosts_term_check(p, m, json_str(m->obj, "host"), tid) == -1)
+		return NULL;
+	if (tid == NULL || (t = spawn_term_find(tid)) == NULL ||
 	    strcmp(t->user, id->user->name) != 0) {
 		/* Another user's terminal is as absent as a missing one. */
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such terminal");
@@ -853,6 +928,19 @@ spawn_exited(const char *proc_id, int status, int oom,
 	    t->end_reason : "exit");
 	egress_bypass(t->user, t->session_id[0] ? t->session_id : NULL, t->id,
 	    bypass);
+	/* The event is the client's: a fleet's id names the host. */
+	if (pg_enabled()) {
+		struct json_object	*e = NULL;
+		char			 full[HOSTS_SPAWN_ID_MAX];
+
+		if (json_object_deep_copy(d, &e, NULL) == 0) {
+			hosts_spawn_id(t->id, full, sizeof(full));
+			json_object_object_add(e, "id",
+			    json_object_new_string(full));
+			json_object_put(d);
+			d = e;
+		}
+	}
 	events_emit(NULL, t->user, "terminal_exited", d);
 }
 
@@ -890,6 +978,7 @@ spawn_term_end(struct term *t, int status, const char *why)
 	struct json_object	*d;
 
 	t->running = 0;
+	hosts_live_del(t->id);
 	d = spawn_term_ref(t);
 	json_object_object_add(d, "status", status >= 0 ?
 	    json_object_new_int(status) : NULL);
@@ -943,8 +1032,10 @@ spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	struct term	*t;
 	const char	*tid;
 
-	if ((tid = json_str(m->obj, "terminal")) == NULL ||
-	    (t = spawn_term_find(tid)) == NULL) {
+	if ((tid = json_str(m->obj, "terminal")) != NULL &&
+	    hosts_term_check(p, m, json_str(m->obj, "host"), tid) == -1)
+		return;
+	if (tid == NULL || (t = spawn_term_find(tid)) == NULL) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such terminal");
 		return;
 	}
@@ -973,6 +1064,22 @@ spawn_sandbox_gone(void)
 	TAILQ_FOREACH(t, &terms, entry)
 		if (t->running)
 			json_object_put(spawn_term_end(t, -1, "restart"));
+}
+
+/* Our live rows again (another host had declared us lost, and dropped them). */
+void
+spawn_live_again(void)
+{
+	struct spawn_wait	*w;
+	struct term		*t;
+
+	TAILQ_FOREACH(t, &terms, entry)
+		if (t->running)
+			spawn_term_live(t);
+	TAILQ_FOREACH(w, &waits, entry)
+		if (w->kind == SPAWN_WAIT_COMMAND && w->live[0] != '\0')
+			hosts_live_add(w->live, "command", w->user,
+			    w->session_id, spawn_live_detail(w, ""));
 }
 
 /* A frontd connection closed: forget the answers it waits for. */

@@ -434,6 +434,13 @@ void	 sha256_hex(const void *data, size_t len, char out[65]);
 int	 str_ct_equal(const char *, const char *);
 /* Whether s is exactly len lower-case hex digits (ids, hashes). */
 int	 str_is_hex(const char *s, size_t len);
+/* Whether s is a host id: [a-z0-9][a-z0-9-]{0,31} (HOSTGATE_HOST_ID). */
+int	 str_is_host_id(const char *s);
+/*
+ * A terminal id of len bytes at s, "HEX16" or "HOST.HEX16": the host into
+ * host ("" without one) and the 16 hex digits into id; -1 if malformed.
+ */
+int	 term_id_parse(const char *s, size_t len, char host[33], char id[17]);
 /* Whether s is a user name as users.json holds them (1 to 32 bytes). */
 int	 str_is_user_name(const char *s);
 /* Decode the \ooo escapes of a /proc/self/mountinfo field in place. */

@@ -73,8 +73,9 @@ static const struct proto_field f_events_subscribe[] = {
 static const struct proto_field f_session[] = {
 	FRONT_COMMON, F_HEX("session", R, 32), F_END
 };
+/* A terminal: its 16 hex digits, and the host its id named, if any. */
 static const struct proto_field f_terminal[] = {
-	FRONT_COMMON, F_HEX("terminal", R, 16), F_END
+	FRONT_COMMON, F_HEX("terminal", R, 16), F_STR("host", O, 1, 32), F_END
 };
 /* The filters of an audit query (audit_filter_parse reads the values). */
 #define AUDIT_FILTERS \

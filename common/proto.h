@@ -49,6 +49,8 @@ enum ipc_role {
 #define ERR_FORBIDDEN		"forbidden"		/* 403 */
 #define ERR_NOT_FOUND		"not_found"		/* 404 */
 #define ERR_CONFLICT		"conflict"		/* 409 */
+#define ERR_GONE		"gone"			/* 410: lost with its host */
+#define ERR_MISDIRECTED		"misdirected"		/* 421: another host's */
 #define ERR_TOO_LARGE		"too_large"		/* 413 */
 #define ERR_NO_SPACE		"no_space"		/* 507: a quota or the disk is full */
 #define ERR_RATE_LIMITED	"rate_limited"		/* 429, with retry_after */

@@ -435,6 +435,55 @@ str_is_hex(const char *s, size_t len)
 	return (1);
 }
 
+/* Whether s is a host id: [a-z0-9][a-z0-9-]{0,31} (HOSTGATE_HOST_ID). */
+int
+str_is_host_id(const char *s)
+{
+	size_t	i;
+
+	if (s == NULL || !((s[0] >= 'a' && s[0] <= 'z') ||
+	    (s[0] >= '0' && s[0] <= '9')))
+		return (0);
+	for (i = 1; s[i] != '\0'; i++)
+		if (i >= 32 || !((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return (0);
+	return (1);
+}
+
+/* A terminal id "HEX16" or "HOST.HEX16" of len bytes: host and hex apart. */
+int
+term_id_parse(const char *s, size_t len, char host[33], char id[17])
+{
+	char		 buf[33 + 17];
+	const char	*dot;
+	size_t		 hlen;
+
+	host[0] = id[0] = '\0';
+	if (s == NULL || len < 16 || len >= sizeof(buf) ||
+	    memchr(s, '\0', len) != NULL)
+		return (-1);
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if ((dot = strchr(buf, '.')) != NULL) {
+		hlen = dot - buf;
+		if (hlen == 0 || hlen > 32 || strlen(dot + 1) != 16)
+			return (-1);
+		memcpy(host, buf, hlen);
+		host[hlen] = '\0';
+		if (!str_is_host_id(host) || !str_is_hex(dot + 1, 16)) {
+			host[0] = '\0';
+			return (-1);
+		}
+		memcpy(id, dot + 1, 17);
+		return (0);
+	}
+	if (!str_is_hex(buf, 16))
+		return (-1);
+	memcpy(id, buf, 17);
+	return (0);
+}
+
 /* Read a clock in milliseconds. */
 static int64_t
 clock_ms(clockid_t id)

@@ -186,7 +186,8 @@ api_status(const char *code)
 	} map[] = {
 		{ ERR_BAD_REQUEST, 400 }, { ERR_UNAUTHORIZED, 401 },
 		{ ERR_FORBIDDEN, 403 }, { ERR_NOT_FOUND, 404 },
-		{ ERR_CONFLICT, 409 }, { ERR_TOO_LARGE, 413 },
+		{ ERR_CONFLICT, 409 }, { ERR_GONE, 410 },
+		{ ERR_MISDIRECTED, 421 }, { ERR_TOO_LARGE, 413 },
 		{ ERR_RATE_LIMITED, 429 }, { ERR_UNAVAILABLE, 503 },
 		{ ERR_NO_SPACE, 507 },
 	};
@@ -714,14 +715,22 @@ api_path_id(const char *path, const char *prefix, int n, char *id)
 	return 0;
 }
 
-/* The 16-hex-digit terminal id in /api/[admin/]terminals/{id}[/...]. */
-static int
-api_terminal_id(const char *path, char id[17])
+/*
+ * The terminal id in /api/[admin/]terminals/{id}[/...], HEX16 or
+ * HOST.HEX16: its host ("" without one) and its 16 hex digits.
+ */
+int
+api_terminal_id(const char *path, char host[33], char id[17])
 {
-	if (api_path_id(path, "/api/terminals/", 16, id) == 0 ||
-	    api_path_id(path, "/api/admin/terminals/", 16, id) == 0)
-		return 0;
-	return -1;
+	const char	*p;
+
+	if (strncmp(path, "/api/terminals/", 15) == 0)
+		p = path + 15;
+	else if (strncmp(path, "/api/admin/terminals/", 21) == 0)
+		p = path + 21;
+	else
+		return -1;
+	return term_id_parse(p, strcspn(p, "/"), host, id);
 }
 
 /*
@@ -868,14 +877,17 @@ static int
 api_prepare_terminal(struct http_request *req, struct json_object *body,
     struct json_object *obj, int *fd)
 {
-	char	id[17];
+	char	host[33], id[17];
 
-	if (api_terminal_id(req->path, id) == -1) {
+	if (api_terminal_id(req->path, host, id) == -1) {
 		http_reply_error(req, 404, ERR_NOT_FOUND, "no such terminal",
 		    NULL);
 		return -1;
 	}
 	json_object_object_add(obj, "terminal", json_object_new_string(id));
+	if (host[0] != '\0')
+		json_object_object_add(obj, "host",
+		    json_object_new_string(host));
 	return 0;
 }
 

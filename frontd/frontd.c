@@ -244,6 +244,7 @@ main(int argc, char *argv[])
 	struct ipc_link	*broker;
 	struct http_server *server;
 	struct http_limits limits;
+	struct egress_nets trusted;
 	SSL_CTX		*ssl = NULL;
 	char		 err[512], bound[INET6_ADDRSTRLEN + 16], *path, *lpath;
 	uid_t		 broker_uid;
@@ -322,6 +323,12 @@ main(int argc, char *argv[])
 	    api_handle, NULL)) == NULL)
 		fatalx("http_server_new");
 	http_server_set_limits(server, &limits);
+	if (conf.trusted_proxies != NULL && *conf.trusted_proxies != '\0') {
+		if (egress_nets_parse(conf.trusted_proxies, &trusted, err,
+		    sizeof(err)) == -1)
+			fatalx("HOSTGATE_TRUSTED_PROXIES: %s", err);
+		http_server_set_trusted(server, &trusted);
+	}
 	files_init(&conf);
 	http_server_set_spool(server, files_spool, files_check);
 

@@ -104,6 +104,10 @@ struct http_server *http_server_new(struct event_base *, int fd, SSL_CTX *,
 	    long max_body, http_handler, void *arg);
 void	 http_server_set_limits(struct http_server *,
 	    const struct http_limits *);
+/* Peers whose X-Forwarded-For names the client (nets is taken). */
+void	 http_server_set_trusted(struct http_server *, struct egress_nets *);
+/* A trusted proxy's client: the last X-Forwarded-For entry; -1: none. */
+int	 http_forwarded_for(struct http_request *, char *out, size_t outsz);
 /*
  * Spool the bodies the hook picks into memfds as they arrive: 411 without
  * Content-Length, 413 over the cap before any of it is read.
@@ -156,6 +160,11 @@ void	 api_init(struct event_base *, struct config *, struct ipc_link *);
 void	 api_handle(struct http_request *, void *);
 /* Answer a request brokerd refused or left unanswered; 1 when done. */
 int	 api_broker_failed(struct http_request *, struct ipc_msg *);
+/*
+ * The terminal id of /api/[admin/]terminals/{id}[/...], HEX16 or
+ * HOST.HEX16: its host ("" without one) and its hex digits; -1 if none.
+ */
+int	 api_terminal_id(const char *path, char host[33], char id[17]);
 /* The connected brokerd, or NULL. */
 struct ipc_peer *api_broker_peer(void);
 /* Credentials of a request into a brokerd request's "auth". */

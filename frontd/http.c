@@ -117,6 +117,8 @@ struct http_server {
 	int			 full;		/* at the limit: warned */
 	unsigned long		 shed, refused;	/* in this episode */
 	struct http_addr	*addrs[HTTP_ADDR_BUCKETS];
+	/* HOSTGATE_TRUSTED_PROXIES: peers whose X-Forwarded-For counts */
+	struct egress_nets	 trusted;
 };
 
 struct http_conn {
@@ -138,6 +140,7 @@ struct http_conn {
 	long			 spool_cap;	/* HTTP_CHECK: the cap, then */
 	long			 discard;	/* of a refused body, to drop */
 	int			 file_keep;	/* keep-alive after it */
+	int			 trusted;	/* a trusted proxy's */
 	char			 peer[64];
 	char			 key[64];	/* its address, or IPv6 /64 */
 	TAILQ_ENTRY(http_conn)	 sentry;	/* in server->quiet */
@@ -567,6 +570,46 @@ http_header(struct http_request *req, const char *name)
 	return (NULL);
 }
 
+/*
+ * The client a trusted proxy names: the last entry of the last
+ * X-Forwarded-For header (the one our proxy appended; those before it are
+ * the client's to forge), numeric, into out as a peer is written. -1 when
+ * there is none or it is not an address.
+ */
+int
+http_forwarded_for(struct http_request *req, char *out, size_t outsz)
+{
+	struct http_header	*h;
+	struct in6_addr		 a6;
+	struct in_addr		 a4;
+	const char		*v = NULL, *e;
+	char			 buf[INET6_ADDRSTRLEN + 1];
+	size_t			 n;
+
+	TAILQ_FOREACH(h, &req->headers, entry)
+		if (strcasecmp(h->name, "X-Forwarded-For") == 0)
+			v = h->value;
+	if (v == NULL)
+		return (-1);
+	if ((e = strrchr(v, ',')) != NULL)
+		v = e + 1;
+	v += strspn(v, " \t");
+	n = strcspn(v, " \t");
+	if (n == 0 || n >= sizeof buf || v[n + strspn(v + n, " \t")] != '\0')
+		return (-1);
+	memcpy(buf, v, n);
+	buf[n] = '\0';
+	if (inet_pton(AF_INET, buf, &a4) == 1)
+		return (inet_ntop(AF_INET, &a4, out, outsz) != NULL ? 0 : -1);
+	if (inet_pton(AF_INET6, buf, &a6) != 1)
+		return (-1);
+	if (IN6_IS_ADDR_V4MAPPED(&a6)) {
+		memcpy(&a4, &a6.s6_addr[12], sizeof a4);
+		return (inet_ntop(AF_INET, &a4, out, outsz) != NULL ? 0 : -1);
+	}
+	return (inet_ntop(AF_INET6, &a6, out, outsz) != NULL ? 0 : -1);
+}
+
 /* Whether a client waits for a 100 Continue before it sends the body. */
 static int
 http_expects_continue(struct http_request *req)
@@ -639,10 +682,12 @@ http_status_text(int status)
 	case 406: return ("Not Acceptable");
 	case 408: return ("Request Timeout");
 	case 409: return ("Conflict");
+	case 410: return ("Gone");
 	case 411: return ("Length Required");
 	case 413: return ("Content Too Large");
 	case 414: return ("URI Too Long");
 	case 415: return ("Unsupported Media Type");
+	case 421: return ("Misdirected Request");
 	case 429: return ("Too Many Requests");
 	case 431: return ("Request Header Fields Too Large");
 	case 500: return ("Internal Server Error");
@@ -1490,7 +1535,7 @@ http_conn_head(struct http_conn *conn)
 	struct evbuffer		*in = bufferevent_get_input(conn->bev);
 	struct http_request	*req;
 	unsigned char		*p;
-	char			 msg[128];
+	char			 msg[128], fwd[64];
 	size_t			 len, skip;
 	long			 cap;
 	int			 rc;
@@ -1544,6 +1589,9 @@ http_conn_head(struct http_conn *conn)
 	}
 	evbuffer_drain(in, rc);
 	conn->scanned = 0;
+	/* Behind a trusted proxy the client is the one it names. */
+	if (conn->trusted && http_forwarded_for(req, fwd, sizeof fwd) == 0)
+		memcpy(req->peer, fwd, sizeof req->peer);
 
 	if (conn->server->spool != NULL && conn->server->spool(req, &cap)) {
 		http_conn_spool_start(conn, cap);
@@ -1868,6 +1916,8 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	conn->file_fd = -1;
 	memcpy(conn->peer, peer, sizeof conn->peer);
 	memcpy(conn->key, key, sizeof conn->key);
+	conn->trusted = server->trusted.n > 0 &&
+	    egress_nets_find(&server->trusted, sa) != NULL;
 	if (server->ssl_ctx != NULL) {
 		if ((ssl = SSL_new(server->ssl_ctx)) == NULL) {
 			log_warnx("%s: SSL_new failed", conn->peer);
@@ -2016,6 +2066,18 @@ http_server_set_limits(struct http_server *server,
     const struct http_limits *limits)
 {
 	server->limits = *limits;
+}
+
+/*
+ * Take the client address of requests from peers in these networks (a
+ * load balancer's) from their X-Forwarded-For; nets is taken.
+ */
+void
+http_server_set_trusted(struct http_server *server, struct egress_nets *nets)
+{
+	egress_nets_free(&server->trusted);
+	server->trusted = *nets;
+	memset(nets, 0, sizeof *nets);
 }
 
 /*

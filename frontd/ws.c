@@ -632,11 +632,13 @@ ws_handle(struct http_request *req)
 	struct ipc_peer		*broker;
 	struct ws_wait		*wt;
 	const char		*h, *key, *p;
+	char			 host[33], id[17];
 	size_t			 i;
 
+	/* HEX16 or HOST.HEX16 (a fleet's): brokerd checks the host. */
 	p = req->path + strlen("/api/terminals/");
-	if (strlen(p) != 16 + 3 || strcmp(p + 16, "/ws") != 0 ||
-	    strspn(p, "0123456789abcdef") != 16) {
+	if (api_terminal_id(req->path, host, id) == -1 ||
+	    strcmp(p + strcspn(p, "/"), "/ws") != 0) {
 		http_reply_error(req, 404, ERR_NOT_FOUND, "no such terminal",
 		    NULL);
 		return;
@@ -684,12 +686,15 @@ ws_handle(struct http_request *req)
 	if ((wt = calloc(1, sizeof(*wt))) == NULL)
 		fatal("%s", __func__);
 	wt->req = req;
-	memcpy(wt->id, p, 16);
+	memcpy(wt->id, id, sizeof(wt->id));
 	ws_accept_key(key, wt->accept);
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
 	    json_object_new_string("terminal_attach"));
 	json_object_object_add(obj, "terminal", json_object_new_string(wt->id));
+	if (host[0] != '\0')
+		json_object_object_add(obj, "host",
+		    json_object_new_string(host));
 	api_add_auth(req, obj);
 	req->pending = wt;
 	if (ipc_request(broker, obj, NULL, 0, WS_ATTACH_MS, ws_attached,

@@ -382,7 +382,8 @@ static void
 test_status_text(void **state)
 {
 	static const int	codes[] = { 200, 201, 204, 400, 401, 403, 404,
-				    405, 408, 409, 411, 413, 414, 415, 429, 431,
+				    405, 408, 409, 410, 411, 413, 414, 415, 421,
+				    429, 431,
 				    500, 501, 502, 503, 504, 505 };
 	size_t			i;
 
@@ -390,6 +391,48 @@ test_status_text(void **state)
 		assert_string_not_equal(http_status_text(codes[i]), "Unknown");
 	assert_string_equal(http_status_text(404), "Not Found");
 	assert_string_equal(http_status_text(299), "Unknown");
+	assert_string_equal(http_status_text(421), "Misdirected Request");
+}
+
+/* The client a proxy names: the last entry of the last X-Forwarded-For. */
+static void
+test_forwarded_for(void **state)
+{
+	static const char *const	 bad[] = {
+		"", "X-Forwarded-For: \r\n", "X-Forwarded-For: 10.0.0.1,\r\n",
+		"X-Forwarded-For: evil.example\r\n",
+		"X-Forwarded-For: 10.0.0.1:80\r\n",
+		"X-Forwarded-For: 10.0.0.1 10.0.0.2\r\n",
+		"X-Forwarded-For: 300.0.0.1\r\n",
+	};
+	struct http_request	 req;
+	char			 head[256], out[64];
+	size_t			 i;
+
+	assert_true(parse("GET / HTTP/1.1\r\nX-Forwarded-For: 1.2.3.4, "
+	    "198.51.100.7\r\n\r\n", &req) > 0);
+	assert_int_equal(http_forwarded_for(&req, out, sizeof out), 0);
+	assert_string_equal(out, "198.51.100.7");
+	http_request_clear(&req);
+	/* A client's own header comes first; the proxy appends its own. */
+	assert_true(parse("GET / HTTP/1.1\r\nX-Forwarded-For: 127.0.0.9\r\n"
+	    "Host: x\r\nx-forwarded-for:  2001:DB8::1 \r\n\r\n", &req) > 0);
+	assert_int_equal(http_forwarded_for(&req, out, sizeof out), 0);
+	assert_string_equal(out, "2001:db8::1");
+	http_request_clear(&req);
+	assert_true(parse("GET / HTTP/1.1\r\nX-Forwarded-For: "
+	    "::ffff:192.0.2.1\r\n\r\n", &req) > 0);
+	assert_int_equal(http_forwarded_for(&req, out, sizeof out), 0);
+	assert_string_equal(out, "192.0.2.1");
+	http_request_clear(&req);
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		snprintf(head, sizeof head, "GET / HTTP/1.1\r\n%s\r\n",
+		    bad[i]);
+		assert_true(parse(head, &req) > 0);
+		if (http_forwarded_for(&req, out, sizeof out) != -1)
+			fail_msg("accepted %s", bad[i]);
+		http_request_clear(&req);
+	}
 }
 
 /*
@@ -1443,6 +1486,7 @@ main(void)
 		cmocka_unit_test(test_parse_incremental),
 		cmocka_unit_test(test_cookie),
 		cmocka_unit_test(test_status_text),
+		cmocka_unit_test(test_forwarded_for),
 		cmocka_unit_test(test_server_get),
 		cmocka_unit_test(test_server_body_pieces),
 		cmocka_unit_test(test_server_pipelined),

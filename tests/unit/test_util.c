@@ -383,6 +383,50 @@ test_str_is_user_name(void **state)
 	assert_false(str_is_user_name(NULL));
 }
 
+/* term_id_parse: "HEX16" and "HOST.HEX16", nothing else. */
+static void
+test_term_id_parse(void **state)
+{
+	const char	*bad[] = { "", "0123456789abcde", "0123456789abcdeF",
+	    "0123456789abcdef0", ".0123456789abcdef", "h1.", "h1.0123",
+	    "H1.0123456789abcdef", "-h.0123456789abcdef",
+	    "h_1.0123456789abcdef", "h1..0123456789abcdef",
+	    "h1.0123456789abcdef.", "a.b.0123456789abcdef",
+	    "abcdefghijklmnopqrstuvwxyz0123456.0123456789abcdef",
+	    "h1.0123456789abcdeg", "h1/0123456789abcdef" };
+	char		 host[33], id[17];
+	size_t		 i;
+
+	assert_int_equal(term_id_parse("0123456789abcdef", 16, host, id), 0);
+	assert_string_equal(host, "");
+	assert_string_equal(id, "0123456789abcdef");
+	assert_int_equal(term_id_parse("h2.0123456789abcdef", 19, host, id),
+	    0);
+	assert_string_equal(host, "h2");
+	assert_string_equal(id, "0123456789abcdef");
+	/* The length bounds the id: a path's "/ws" after it is not in it. */
+	assert_int_equal(term_id_parse("web-3.00000000000000ff/ws", 22, host,
+	    id), 0);
+	assert_string_equal(host, "web-3");
+	assert_string_equal(id, "00000000000000ff");
+	assert_int_equal(term_id_parse(
+	    "abcdefghijklmnopqrstuvwxyz012345.0123456789abcdef", 49, host,
+	    id), 0);
+	assert_string_equal(host, "abcdefghijklmnopqrstuvwxyz012345");
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		if (term_id_parse(bad[i], strlen(bad[i]), host, id) != -1)
+			fail_msg("accepted %s", bad[i]);
+	/* A NUL inside the length is not an id either. */
+	assert_int_equal(term_id_parse("h1.0123456789ab\0def", 19, host, id),
+	    -1);
+	assert_int_equal(term_id_parse(NULL, 0, host, id), -1);
+	assert_true(str_is_host_id("h1"));
+	assert_true(str_is_host_id("0"));
+	assert_false(str_is_host_id("-h"));
+	assert_false(str_is_host_id(""));
+	assert_false(str_is_host_id("abcdefghijklmnopqrstuvwxyz0123456"));
+}
+
 int
 main(void)
 {
@@ -390,6 +434,7 @@ main(void)
 		cmocka_unit_test(test_json_helpers),
 		cmocka_unit_test(test_str_is_hex),
 		cmocka_unit_test(test_str_is_user_name),
+		cmocka_unit_test(test_term_id_parse),
 		cmocka_unit_test_setup_teardown(test_write_atomic, setup_dir,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_write_atomic_errors,
