@@ -319,30 +319,50 @@ def test_store_stopped_then_started(fleet, lb):
     live = alive_ids(fleet)
     a = lb.login(*hglib.ADMIN, host=live[0])
     t = Term(a).attach()
+    wrong = []      # state changes not refused with the store's 503
     try:
         fleet.pg.stop()
         for h in live:
             def refused():
-                r = pl.set_mode(a.on(h), "sandbox", timeout=20)
-                return r if r.status == 503 else None
+                r = a.on(h).post("/api/session/tokens", timeout=20)
+                return r if r.status != 201 else None
             r = hglib.wait_for(refused, 20, interval=0.2,
-                               what="503 from %s with the store down" % h)
+                               what="a mint refused on %s with the store "
+                               "down" % h)
+            pl.assert_error(r, 503, message="the store is unreachable: ")
             assert fleetlib.served_by(r) == h, r.headers
-            msg = r.error()["message"]
-            assert msg.startswith("the store is unreachable: "), msg
             hz = fleet.host(h).health()
             assert hz.status == 503, hz
             store = hz.json()["store"]
             assert store["ok"] is False and store["kind"] == "postgresql", \
                 store
-        # Open terminals go on; reads of the sessions in memory too.
+            assert store["reason"].startswith("the store is unreachable: ")
+            # No action without its record: a login, a grant, a spawn
+            # neither, each with the same 503.
+            for what, fn in (
+                    ("login", lambda: lb.post("/api/login", {
+                        "username": "bob", "password": hglib.USER[1]},
+                        host=h, timeout=20)),
+                    ("grant", lambda: pl.set_mode(a.on(h), "direct",
+                                                  timeout=20)),
+                    ("run_command", lambda: a.on(h).post(
+                        "/api/run_command", {"command": "true"},
+                        timeout=20))):
+                r = fn()
+                if r.status != 503 or not r.body.count(
+                        b"the store is unreachable: "):
+                    wrong.append("%s on %s: %d %r" % (what, h, r.status,
+                                                      r.body[:120]))
+        # HAProxy keeps the hosts in: their 503 says why, and open
+        # terminals go on; reads of the sessions in memory too.
+        assert all(lb.states()[h] == "UP" for h in live), lb.states()
         t.echo()
         assert a.get("/api/status").status == 200
         fleet.pg.start()
         for h in live:
-            hglib.wait_for(lambda: pl.set_mode(a.on(h), "sandbox",
-                                               timeout=20).status == 200,
-                           30, interval=0.2, what="%s back" % h)
+            hglib.wait_for(lambda: a.on(h).post(
+                "/api/session/tokens", timeout=20).status == 201, 30,
+                interval=0.2, what="mints on %s back" % h)
             fleet.host(h).wait_status(200, timeout=15)
         t.echo()
         recs = hglib.wait_for(lambda: audit_show(fleet, "--action",
@@ -356,6 +376,8 @@ def test_store_stopped_then_started(fleet, lb):
             status_of(s.on(h))
     finally:
         t.close()
+    assert not wrong, "with the store down, not 503 'the store is " \
+        "unreachable': " + "; ".join(wrong)
 
 
 def test_fleet_audit_chain_verifies(fleet):
