@@ -5,9 +5,9 @@ embedded store, all started in the same run and measured in turns.
 1. GET /api/status with wrk (the house's -t2 -c32), rounds alternating:
    through HAProxy over 3 hosts on PostgreSQL (no HGHOST cookie: HAProxy
    spreads the requests), through HAProxy over 1 host on PostgreSQL, and
-   one host on the embedded store, straight to frontd: requests/s, p50,
-   p99;
-2. POST /api/run_command `true`: one client, back to back, the three in
+   one host on the embedded store, straight to frontd and through HAProxy
+   (HAProxy's own share): requests/s, p50, p99;
+2. POST /api/run_command `true`: one client, back to back, the four in
    turns: p50, p99 and the requests/s of one client; then 8 clients at
    once for a fixed count: requests/s;
 3. login, mint and lookup, in turns on the embedded host, the 1-host fleet
@@ -27,8 +27,10 @@ import statistics
 import sys
 import threading
 import time
+import shutil
 import signal
 import subprocess
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "system"))
@@ -61,10 +63,11 @@ class Target:
     """One of the compared setups: where requests go (port) and the
     hosts' ports for the per-host figures."""
 
-    def __init__(self, name, port, host_ports):
+    def __init__(self, name, port, host_ports, ops=True):
         self.name = name
         self.port = port
         self.host_ports = host_ports
+        self.ops = ops          # in the login, mint and lookup figures
 
     def api(self, port=None):
         """A logged-in keep-alive connection (bench.Api) to port (the
@@ -188,6 +191,7 @@ def concurrent_true(t):
 
 
 def bench_ops(targets, res):
+    targets = [t for t in targets if t.ops]
     log("3. login, mint and first lookup on another host: %d rounds, the "
         "setups in turns" % OPS)
     got = {t.name: {"login": [], "mint": [], "lookup": []} for t in targets}
@@ -238,13 +242,13 @@ def bearer_status(port, token):
 
 
 def markdown(res, names):
-    e, f1, f3 = names
+    e, f1, f3, le = names
     st, rc, ops = res["status"], res["run_command"], res["ops"]
     rows = []
 
     def ratio(a, b):
         return "%.3f" % (a / b) if b else "-"
-    for n in (f3, f1):
+    for n in (f3, f1, le):
         rows += [
             ("GET /api/status, requests/s (wrk %s), median of %d: %s"
              % (" ".join(bench.WRK_ARGS), bench.WRK_ROUNDS, n),
@@ -256,7 +260,11 @@ def markdown(res, names):
              "%s / %s" % (ratio(st[n]["p50_ms"], st[e]["p50_ms"]),
                           ratio(st[n]["p99_ms"], st[e]["p99_ms"]))),
         ]
-    for n in (f3, f1):
+    rows.append(("GET /api/status, requests/s: HAProxy over 1 host, "
+                 "PostgreSQL beside the embedded store",
+                 "%.0f" % st[f1]["rps"], "%.0f" % st[le]["rps"],
+                 ratio(st[f1]["rps"], st[le]["rps"])))
+    for n in (f3, f1, le):
         rows += [
             ("run_command `true`, one client, p50 / p99 of %d: %s"
              % (RUNS, n), "%.2f / %.2f ms" % (rc[n]["p50_ms"],
@@ -325,9 +333,10 @@ def main():
            "machine": bench.machine(), "mode": args.mode,
            "load_start": bench.loadavg()}
     t0 = time.monotonic()
-    pg = hg = f1 = f3 = None
+    pg = hg = f1 = f3 = lb = None
     names = ("1 host, embedded store", "HAProxy, 1 host on PostgreSQL",
-             "HAProxy, 3 hosts on PostgreSQL")
+             "HAProxy, 3 hosts on PostgreSQL",
+             "HAProxy, 1 host, embedded store")
     try:
         pg = pglib.Postgres()
         res["pg_version"] = pg.psql("postgres", "SHOW server_version")[0][0]
@@ -339,7 +348,11 @@ def main():
         hg.add_user(*BENCH_USER, admin=True)
         f1 = start_fleet(args.mode, 1, pg, "bench-f1")
         f3 = start_fleet(args.mode, 3, pg, "bench-f3")
+        lb = fleetlib.Balancer(tempfile.mkdtemp(prefix="hg-bench-lb-"),
+                               [("h1", "127.0.0.1:%d" % hg.port)], "1s")
+        lb.start()
         targets = [Target(names[0], hg.port, [hg.port]),
+                   Target(names[3], lb.port, [hg.port], ops=False),
                    Target(names[1], f1.lb.port, [h.port for h in f1.hosts]),
                    Target(names[2], f3.lb.port, [h.port for h in f3.hosts])]
         bench_status(targets, res)
@@ -347,6 +360,9 @@ def main():
         bench_ops(targets, res)
     finally:
         signal.alarm(0)
+        if lb is not None:
+            lb.stop()
+            shutil.rmtree(lb.dir, ignore_errors=True)
         for f in (f3, f1):
             if f is not None:
                 try:
