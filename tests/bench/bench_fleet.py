@@ -2,7 +2,8 @@
 three hosts on one PostgreSQL behind HAProxy beside one host on the
 embedded store, all started in the same run and measured in turns.
 
-1. GET /api/status with wrk (the house's -t2 -c32), rounds alternating:
+1. GET /api/status with wrk (the house's -t2 -c32) as a user and as an
+   admin (whose answer lists the fleet's hosts), rounds alternating:
    through HAProxy over 3 hosts on PostgreSQL (no HGHOST cookie: HAProxy
    spreads the requests), through HAProxy over 1 host on PostgreSQL, and
    one host on the embedded store, straight to frontd and through HAProxy
@@ -40,7 +41,8 @@ import fleetlib  # noqa: E402
 import hglib  # noqa: E402
 import pglib  # noqa: E402
 
-BENCH_USER = bench.BENCH_USER
+BENCH_USER = bench.BENCH_USER           # a user, not an admin
+ADMIN_USER = ("benchadmin", "benchadmin-password-1")
 RUNS, WARMUP = 50, 5
 CONC, CONC_COUNT = 8, 200      # run_command, clients at once and in all
 OPS = 30                        # login, mint, lookup: rounds
@@ -76,20 +78,20 @@ class Target:
         return bench.Api(port, *login(port))
 
 
-def login(port):
-    """(cookie, csrf) of a fresh login of the bench user on port."""
-    st, doc, cookie = post_login(port)
+def login(port, user=BENCH_USER):
+    """(cookie, csrf) of a fresh login of user on port."""
+    st, doc, cookie = post_login(port, user)
     if st != 200:
         raise bench.BenchError("login on port %d: %d %r" % (port, st, doc))
     return cookie, doc["csrf_token"]
 
 
-def post_login(port):
+def post_login(port, user=BENCH_USER):
     """(status, answer, cookie) of POST /api/login on a fresh connection."""
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         c.request("POST", "/api/login", body=json.dumps(
-            {"username": BENCH_USER[0], "password": BENCH_USER[1]}),
+            {"username": user[0], "password": user[1]}),
             headers={"Content-Type": "application/json"})
         r = c.getresponse()
         body = r.read()
@@ -110,14 +112,21 @@ def bench_status(targets, res):
     log("1. GET /api/status with wrk %s, %d rounds, the %d setups in turns"
         % (" ".join(bench.WRK_ARGS), bench.WRK_ROUNDS, len(targets)))
     rounds = {t.name: [] for t in targets}
+    admin = {t.name: [] for t in targets}
     for i in range(bench.WRK_ROUNDS):
         order = targets[i % len(targets):] + targets[:i % len(targets)]
         for t in order:
-            cookie, _ = login(t.port)
-            r, _ = bench.wrk("http://127.0.0.1:%d/api/status" % t.port,
-                             ["Cookie: hg_session=" + cookie])
-            rounds[t.name].append(r)
+            for user, out in ((BENCH_USER, rounds), (ADMIN_USER, admin)):
+                cookie, _ = login(t.port, user)
+                r, _ = bench.wrk("http://127.0.0.1:%d/api/status" % t.port,
+                                 ["Cookie: hg_session=" + cookie])
+                out[t.name].append(r)
     res["status"] = {n: bench.median_round(r) for n, r in rounds.items()}
+    res["status_admin"] = {n: bench.median_round(r)
+                           for n, r in admin.items()}
+    for n, r in res["status_admin"].items():
+        log("   %-24s %8.0f req/s  p50 %.2f ms  p99 %.2f ms, as an admin"
+            % (n, r["rps"], r["p50_ms"], r["p99_ms"]))
     for n, r in res["status"].items():
         log("   %-24s %8.0f req/s  p50 %.2f ms  p99 %.2f ms (%d non-2xx)"
             % (n, r["rps"], r["p50_ms"], r["p99_ms"], r["non2xx"]))
@@ -260,6 +269,12 @@ def markdown(res, names):
              "%s / %s" % (ratio(st[n]["p50_ms"], st[e]["p50_ms"]),
                           ratio(st[n]["p99_ms"], st[e]["p99_ms"]))),
         ]
+    sa = res["status_admin"]
+    for n in (f3, f1):
+        rows.append(("GET /api/status as an admin (with the fleet's hosts), "
+                     "requests/s: %s" % n, "%.0f" % sa[n]["rps"],
+                     "%.0f (%s, as an admin)" % (sa[e]["rps"], e),
+                     ratio(sa[n]["rps"], sa[e]["rps"])))
     rows.append(("GET /api/status, requests/s: HAProxy over 1 host, "
                  "PostgreSQL beside the embedded store",
                  "%.0f" % st[f1]["rps"], "%.0f" % st[le]["rps"],
@@ -309,7 +324,8 @@ def start_fleet(mode, n, pg, name):
     f = fleetlib.Fleet(mode, n=n, env=ENV, name=name, pg=pg,
                        check_inter="1s", host_lost=10)
     f.start(users=False)
-    f.hosts[0].add_user(*BENCH_USER, admin=True)
+    f.hosts[0].add_user(*BENCH_USER)
+    f.hosts[0].add_user(*ADMIN_USER, admin=True)
     return f
 
 
@@ -345,7 +361,8 @@ def main():
         res["haproxy"] = r.stdout.splitlines()[0] if r.stdout else ""
         hg = hglib.Hostgate(args.mode, env=ENV, name="bench-emb")
         hg.start_all()
-        hg.add_user(*BENCH_USER, admin=True)
+        hg.add_user(*BENCH_USER)
+        hg.add_user(*ADMIN_USER, admin=True)
         f1 = start_fleet(args.mode, 1, pg, "bench-f1")
         f3 = start_fleet(args.mode, 3, pg, "bench-f3")
         lb = fleetlib.Balancer(tempfile.mkdtemp(prefix="hg-bench-lb-"),
