@@ -27,6 +27,7 @@ PG_BIN=/usr/lib/postgresql/15/bin
 HAPROXY=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v haproxy || true)
 timeout=${HG_RUN_TIMEOUT:-60}
 PG=$FLEET/pg
+CREATED=""
 
 say() { echo "fleet: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -189,9 +190,13 @@ host_start() {
 		[ $SECONDS -lt $deadline ] || die "$id is not up after ${timeout}s ($d/run.log)"
 		sleep 0.2
 	done
-	(umask 077 && sed -n \
-	    's/^run: \(created user admin, password: .*\)/\1/p' \
-	    "$d/run.log" >>"$FLEET/admin.txt")
+	local made
+	made=$(sed -n 's/^run: \(created user admin, password: .*\)/\1/p' \
+	    "$d/run.log")
+	if [ -n "$made" ]; then
+		(umask 077 && printf '%s\n' "$made" >"$FLEET/admin.txt")
+		CREATED=$made
+	fi
 	say "$id is up on $(cat "$d/run/frontd.listen")"
 }
 
@@ -258,9 +263,11 @@ start() {
 	haproxy_start
 	say "the fleet is up: http://127.0.0.1:$PORT/ (HAProxy over $HOSTS;" \
 	    "'make fleet-stop' stops it)"
-	if [ -s "$FLEET/admin.txt" ]; then
-		say "$(cat "$FLEET/admin.txt") (also in $FLEET/admin.txt," \
-		    "mode 0600: remove it once noted)"
+	if [ -n "$CREATED" ]; then
+		say "$CREATED (also in $FLEET/admin.txt, mode 0600: remove it" \
+		    "once noted)"
+	elif [ -s "$FLEET/admin.txt" ]; then
+		say "the admin made at the first start: $FLEET/admin.txt"
 	else
 		say "log in as an existing user (the admin was made at the first start)"
 	fi
