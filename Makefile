@@ -260,6 +260,8 @@ install: all $(B)/hostgate.env
 	  $(SUBST) systemd/$$u.in > $(DESTDIR)$(UNITDIR)/$$u && \
 	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit 1; done
 	install -m 0644 systemd/hostgate.target $(DESTDIR)$(UNITDIR)/
+	install -d $(DESTDIR)$(PKGDATADIR)/systemd
+	install -m 0644 systemd/brokerd-store-tcp.conf $(DESTDIR)$(PKGDATADIR)/systemd/
 	install -m 0644 systemd/hostgate.sysusers $(DESTDIR)$(SYSUSERSDIR)/hostgate.conf
 	$(SUBST) systemd/hostgate.tmpfiles.in > $(DESTDIR)$(TMPFILESDIR)/hostgate.conf
 	chmod 0644 $(DESTDIR)$(TMPFILESDIR)/hostgate.conf

@@ -315,6 +315,8 @@ main(int argc, char *argv[])
 	    broker_uid, frontd_handlers, &frontd_broker_cbs, NULL);
 	free(path);
 	api_init(frontd_base, &conf, broker);
+	if (conf.store != NULL)
+		mcp_set_host(conf.host_id);
 	ws_init();
 	ws_origins_init(&conf, bound);
 	sse_init(frontd_base);

@@ -13,6 +13,11 @@
 
 #include "common.h"
 
+/*
+ * An MCP session id: 32 hex digits, after "HOST." in a fleet (the balancer
+ * routes by it), so at most a host id, a dot, 32 digits and a NUL.
+ */
+#define MCP_SID_MAX	(32 + 1 + 32 + 1)
 #define HTTP_MAX_HEAD		(16 * 1024)	/* request line + headers */
 #define HTTP_MAX_HEADERS	64
 #define HTTP_IDLE_TIMEOUT	60		/* seconds of keep-alive idle */
@@ -241,8 +246,8 @@ struct mcp_call {
 	char			 version[16];	/* the revision it speaks */
 	int			 modern;	/* 2026-07-28: stateless */
 	int			 sse;		/* answer as an SSE event */
-	char			 session[33];	/* its MCP session, or "" */
-	char			 new_session[33]; /* minted by initialize */
+	char			 session[MCP_SID_MAX];	/* its MCP session, or "" */
+	char			 new_session[MCP_SID_MAX]; /* minted by initialize */
 	char			 token[65];	/* SHA-256 of the bearer */
 	int			 listen_prompt;	/* listen: the prompt resource */
 	int			 pending;	/* brokerd requests in flight */
@@ -275,6 +280,8 @@ void	 mcp_call_free(struct mcp_call *);
 int	 mcp_session_subscribed(const char *id);
 /* A token (its SHA-256) was revoked: its MCP sessions answer 401. */
 void	 mcp_session_forget_token(const char *token);
+/* In a fleet: the host id that prefixes the session ids minted here. */
+void	 mcp_set_host(const char *host_id);
 
 /* mcp_stream.c */
 /* The brokerd reply of a GET stream or a listen (whoami): open it. */

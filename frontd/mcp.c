@@ -36,7 +36,7 @@ static const char *const mcp_legacy[] = { "2025-11-25", "2025-06-18", NULL };
 
 /* A session of the handshake revisions, bound to the token that made it. */
 struct mcp_session {
-	char			 id[33];
+	char			 id[MCP_SID_MAX];
 	char			 token[65];	/* SHA-256 of the bearer */
 	char			 version[16];
 	int			 subscribed;	/* to the prompt resource */
@@ -50,6 +50,8 @@ struct mcp_session {
  * least recently used one makes room when it is full.
  */
 static struct mcp_session	 mcp_sessions[MCP_MAX_SESSIONS];
+/* In a fleet, this host's id: the prefix of the session ids it mints. */
+static char			 mcp_host_id[33];
 
 static void	mcp_dispatch(struct mcp_call *);
 static struct json_object *mcp_parse_len(const char *, size_t);
@@ -104,6 +106,16 @@ mcp_session_find(const char *id, const char *token)
 		return s;
 	}
 	return NULL;
+}
+
+/*
+ * In a fleet (a PostgreSQL store), session ids are "HOST.HEX" so that the
+ * balancer sends a session's requests to the host that holds it.
+ */
+void
+mcp_set_host(const char *host_id)
+{
+	snprintf(mcp_host_id, sizeof(mcp_host_id), "%s", host_id);
 }
 
 /* Whether the session called id subscribed to the prompt resource. */
@@ -161,7 +173,7 @@ mcp_session_new(const char *token, const char *version)
 	struct mcp_session	*s = &mcp_sessions[0], *mine = NULL;
 	struct mcp_session	*empty = NULL;
 	unsigned char		 rnd[16];
-	size_t			 i, n = 0;
+	size_t			 i, n = 0, off;
 
 	for (i = 0; i < MCP_MAX_SESSIONS; i++) {
 		if (mcp_sessions[i].id[0] == '\0' || mcp_sessions[i].revoked) {
@@ -185,8 +197,10 @@ mcp_session_new(const char *token, const char *version)
 	memset(s, 0, sizeof(*s));
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
 		fatal("getrandom");
+	off = mcp_host_id[0] != '\0' ? (size_t)snprintf(s->id,
+	    sizeof(s->id), "%s.", mcp_host_id) : 0;
 	for (i = 0; i < sizeof(rnd); i++)
-		snprintf(s->id + 2 * i, 3, "%02x", rnd[i]);
+		snprintf(s->id + off + 2 * i, 3, "%02x", rnd[i]);
 	snprintf(s->token, sizeof(s->token), "%s", token);
 	snprintf(s->version, sizeof(s->version), "%s", version);
 	s->used = now_mono_ms();

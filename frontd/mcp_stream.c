@@ -26,7 +26,7 @@ struct mcp_stream {
 	struct bufferevent	*bev;
 	char			*user;
 	char			 session[33];	/* login session, "" for none */
-	char			 mcp_session[33]; /* "" for a listen */
+	char			 mcp_session[MCP_SID_MAX]; /* "" for a listen */
 	char			 token[65];	/* SHA-256 of the bearer */
 	char			*sub_id;	/* the listen's raw JSON id */
 	int			 want_prompt;	/* listen: the prompt resource */

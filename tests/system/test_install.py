@@ -196,6 +196,42 @@ def test_units_security(dest, unit):
     assert float(m.group(1)) <= EXPOSURE_MAX[unit], r.stdout
 
 
+def test_store_tcp_drop_in(dest):
+    """The drop-in for a PostgreSQL store over TCP, applied to brokerd's
+    unit (a drop-in's lines come after the unit's, as here): it verifies,
+    opens IPv4 and IPv6 sockets and the host's network, keeps every other
+    setting, and stays within one point of exposure of the unit alone."""
+    top, d = dest
+    with open(installed(d, UNITDIR + "/hostgate-brokerd.service")) as f:
+        unit = f.read()
+    with open(installed(d, PREFIX + "/share/hostgate/systemd/"
+                        "brokerd-store-tcp.conf")) as f:
+        drop_in = f.read()
+    v = os.path.join(top, "verify-tcp")
+    os.makedirs(v, exist_ok=True)
+    path = os.path.join(v, "hostgate-brokerd.service")
+    text = unit.replace("ExecStart=" + PREFIX + "/sbin/",
+                        "ExecStart=" + installed(d, PREFIX + "/sbin/"))
+    text = text.replace("[Install]", drop_in.split("[Service]", 1)[1] +
+                        "\n[Install]")
+    with open(path, "w") as f:
+        f.write(text)
+    env = dict(os.environ, MANPATH=installed(d, PREFIX + "/share/man"))
+    r = subprocess.run(["systemd-analyze", "verify", path],
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 0 and r.stdout + r.stderr == "", \
+        r.stdout + r.stderr
+    r = subprocess.run(["systemd-analyze", "security", "--offline=true",
+                        path], capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
+    assert m, r.stdout + r.stderr
+    assert float(m.group(1)) <= \
+        EXPOSURE_MAX["hostgate-brokerd.service"] + 1.0, r.stdout
+    assert "✗ RestrictAddressFamilies=~AF_(INET|INET6)" in r.stdout
+    assert "✓ RestrictAddressFamilies=~AF_PACKET" in r.stdout
+    assert "IP address allow list with only localhost entries" in r.stdout
+
+
 @pytest.mark.parametrize("page", MANPAGES)
 def test_man_lint(dest, page):
     _, d = dest

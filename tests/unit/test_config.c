@@ -919,6 +919,62 @@ test_egress_values(void **state)
 	assert_non_null(strstr(load_fail(), "not a list of ports"));
 }
 
+/* The fleet's variables: the store's forms, host ids, the default id. */
+static void
+test_fleet_values(void **state)
+{
+	struct config	cfg;
+	char		name[256], *m;
+
+	write_file(".env", "HOSTGATE_HOST_ID=h-1\n");
+	load_ok(&cfg);
+	assert_null(cfg.store);
+	assert_string_equal(cfg.host_id, "h-1");
+	assert_int_equal(cfg.store_timeout, 5);
+	assert_int_equal(cfg.host_lost, 10);
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_STORE=postgresql://u:pw@db/hg\n");
+	load_ok(&cfg);
+	assert_string_equal(cfg.store, "postgresql://u:pw@db/hg");
+	/* the default id: the short host name, lower case, [a-z0-9-] */
+	assert_true(strlen(cfg.host_id) >= 1 && strlen(cfg.host_id) <= 32);
+	assert_int_equal(strspn(cfg.host_id,
+	    "abcdefghijklmnopqrstuvwxyz0123456789-"), strlen(cfg.host_id));
+	if (gethostname(name, sizeof(name)) == 0 && name[0] >= 'a' &&
+	    name[0] <= 'z' && strcspn(name, ".") <= 32)
+		assert_int_equal(strncmp(cfg.host_id, name,
+		    strlen(cfg.host_id)), 0);
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_STORE=host=/run/pg dbname=hg\n");
+	load_ok(&cfg);
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_STORE=mysql://db/hg\n");
+	assert_non_null(strstr(load_fail(), "not a PostgreSQL URI"));
+	write_file(".env", "HOSTGATE_HOST_ID=H1\n");
+	assert_non_null(strstr(load_fail(), "not a host id"));
+	write_file(".env", "HOSTGATE_HOST_ID=-h\n");
+	assert_non_null(strstr(load_fail(), "not a host id"));
+	write_file(".env", "HOSTGATE_HOST_ID=h.1\n");
+	assert_non_null(strstr(load_fail(), "not a host id"));
+	write_file(".env", "HOSTGATE_HOST_ID=abcdefghijabcdefghijabcdefghijabc\n");
+	assert_non_null(strstr(load_fail(), "not a host id"));
+	write_file(".env", "HOSTGATE_TRUSTED_PROXIES=10.1.0.0/8\n");
+	assert_non_null(strstr(load_fail(), "HOSTGATE_TRUSTED_PROXIES"));
+
+	m = config_store_mask("postgresql://u:secret@db:5432/hg?sslmode=require");
+	assert_string_equal(m, "postgresql://u:***@db:5432/hg?sslmode=require");
+	free(m);
+	m = config_store_mask("postgresql://u@db/hg");
+	assert_string_equal(m, "postgresql://u@db/hg");
+	free(m);
+	m = config_store_mask("host=db password='s e\\'c' dbname=hg");
+	assert_string_equal(m, "host=db password=*** dbname=hg");
+	free(m);
+	m = config_store_mask("password=secret host=db");
+	assert_string_equal(m, "password=*** host=db");
+	free(m);
+}
+
 /* The .env parser on its own: quoting and escapes. */
 static void
 test_env_parse(void **state)
@@ -1099,6 +1155,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_env_value_error, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_egress_values, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_fleet_values, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_env_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),
