@@ -69,7 +69,7 @@ SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_maco
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
 EGRESSD	= egressd proxy request hosts sandbox
-HGCTL	= hgctl pg
+HGCTL	= hgctl pg storeadm
 
 O	 = $(B)/obj
 COMMON_O   = $(COMMON:%=$(O)/common/%.o)
@@ -85,7 +85,7 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_maps_egressd test_fileops test_egress test_egressd
+	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -131,6 +131,8 @@ $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
 	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
 	$(STORE_O) $(COMMON_O)
+$(B)/tests/test_storeadm: $(O)/tests/unit/test_storeadm.o \
+	$(O)/brokerd/storeadm.o $(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o \
 	$(O)/brokerd/pg.o $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \

@@ -140,17 +140,28 @@ auth_uid_fits(const struct user *u)
 	    auth_uid_holder(u->uid, u) == NULL;
 }
 
-/* The lowest uid of the range no user holds, or -1 when none is left. */
+/*
+ * The lowest uid of the range, from from on, that no user holds, or -1
+ * when none is left.
+ */
 static int64_t
-auth_uid_alloc(void)
+auth_uid_alloc_from(int64_t from)
 {
 	int64_t	uid;
 
-	for (uid = auth_uid_lo; uid <= auth_uid_hi; uid++)
+	for (uid = from > auth_uid_lo ? from : auth_uid_lo; uid <= auth_uid_hi;
+	    uid++)
 		if (auth_uid_holder(uid, NULL) == NULL &&
 		    auth_uid_reserved(uid) == NULL)
 			return uid;
 	return -1;
+}
+
+/* The lowest uid of the range no user holds, or -1 when none is left. */
+static int64_t
+auth_uid_alloc(void)
+{
+	return auth_uid_alloc_from(auth_uid_lo);
 }
 
 /* Where allocated uids come from: HOSTGATE_UID_RANGE, inclusive. */
@@ -849,13 +860,6 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		snprintf(err, errsz, "user %s exists", name);
 		return -1;
 	}
-	if (!auth_password_valid(password, err, errsz))
-		return -1;
-	if (auth_hash_password(password, hash, sizeof hash) == -1) {
-		snprintf(err, errsz, "cannot hash the password");
-		return -1;
-	}
-again:
 	if (unix_user != NULL && !auth_ids_ok(uid, gid, NULL, why,
 	    sizeof(why))) {
 		snprintf(err, errsz, "cannot map %s to Unix user %s: %s", name,
@@ -866,6 +870,13 @@ again:
 		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
 		return -1;
 	}
+	if (!auth_password_valid(password, err, errsz))
+		return -1;
+	if (auth_hash_password(password, hash, sizeof hash) == -1) {
+		snprintf(err, errsz, "cannot hash the password");
+		return -1;
+	}
+again:
 	u = auth_user_new(name, admin != 0, hash, now_wall_ms() / 1000);
 	u->uid = uid;
 	u->gid = unix_user != NULL ? gid : uid;
@@ -893,6 +904,25 @@ again:
 			}
 			log_info("user %s: uid %lld was taken on another "
 			    "host; picking again", name, (long long)uid);
+			if (unix_user != NULL) {
+				if (!auth_ids_ok(uid, gid, NULL, why,
+				    sizeof(why)))
+					snprintf(err, errsz, "cannot map %s to "
+					    "Unix user %s: %s", name,
+					    unix_user, why);
+				else
+					snprintf(err, errsz, "cannot map %s to "
+					    "Unix user %s: uid %lld is another "
+					    "user's in the PostgreSQL store",
+					    name, unix_user, (long long)uid);
+				return -1;
+			}
+			/* Past it, even if the reload did not show its user. */
+			if ((uid = auth_uid_alloc_from(uid + 1)) == -1) {
+				snprintf(err, errsz, "no uid left in "
+				    "HOSTGATE_UID_RANGE");
+				return -1;
+			}
 			goto again;
 		}
 		TAILQ_INSERT_TAIL(&auth_users, u, entry);

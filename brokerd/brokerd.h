@@ -253,6 +253,18 @@ void	 hosts_admin_sessions(struct json_object *sessions);
 struct json_object *hosts_status_json(void);	/* {id, store} */
 struct json_object *hosts_list_json(void);	/* admins: the fleet's hosts */
 
+/* storeadm.c: hgctl store status and copy, off-line */
+struct storeadm_counts {
+	int64_t	 schema;	/* -1: unknown (store.db held by brokerd) */
+	int64_t	 users, sessions, tokens, audit, hosts;	/* -1: unknown */
+};
+int	 storeadm_embedded_status(const char *state_dir,
+	    struct storeadm_counts *, char *err, size_t errsz);
+int	 storeadm_pg_status(const char *conninfo, int timeout,
+	    struct storeadm_counts *, char *err, size_t errsz);
+int	 storeadm_copy(const char *state_dir, const char *host, const char *to,
+	    int timeout, struct storeadm_counts *, char *err, size_t errsz);
+
 /* ratelimit.c */
 struct rl_table;
 /*

@@ -40,6 +40,7 @@
 #define OPT_UNIX	0x20	/* user add's --unix-user */
 #define OPT_TARGET	0x40	/* egress allow's --user or --session */
 #define OPT_MORE	0x80	/* nargs or more positional arguments */
+#define OPT_TO		0x100	/* store copy's --to */
 
 /* How hgctl audit verify --journal asks the journal for anchors. */
 #define HGCTL_JOURNALCTL \
@@ -76,6 +77,8 @@ static int	hgctl_egress_show(char **);
 static int	hgctl_egress_allow(char **);
 static int	hgctl_egress_revoke(char **);
 static int	hgctl_store_migrate(char **);
+static int	hgctl_store_status(char **);
+static int	hgctl_store_copy(char **);
 
 static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "user", "add", "NAME [--admin] [--password-stdin] "
@@ -193,6 +196,27 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "and says to run this. With the embedded store\n(HOSTGATE_STORE "
 	    "empty) there is nothing to do: brokerd migrates store.db.\n",
 	    0, 0, hgctl_store_migrate },
+	{ "store", "status", "[--json]",
+	    "show which store this host uses and what it holds",
+	    "Shows the kind of store (embedded: STATE_DIR's store.db, "
+	    "users.json and\naudit.log; postgresql: HOSTGATE_STORE), where it "
+	    "is (the password masked),\nits schema version and how many users, "
+	    "sessions and tokens (and, in\nPostgreSQL, audit records and hosts) "
+	    "it holds. While brokerd holds store.db\nits schema version is not "
+	    "shown and the counts are brokerd's. --json prints\n{\"kind\", "
+	    "\"where\", \"schema\", \"counts\": {\"users\", \"sessions\", "
+	    "\"tokens\", ...}}.\n",
+	    0, OPT_JSON, hgctl_store_status },
+	{ "store", "copy", "--to URL",
+	    "copy this host's embedded store into an empty PostgreSQL store",
+	    "Copies STATE_DIR's users.json, store.db's sessions and tokens and "
+	    "the audit\nchain (audit.log and its rotated files, every line "
+	    "verbatim, so the chain\ngoes on there) into the PostgreSQL store "
+	    "at URL, which must be migrated\n(hgctl store migrate) and empty; "
+	    "all in one transaction, or nothing.\nRefused while brokerd runs "
+	    "on STATE_DIR. Then set HOSTGATE_STORE=URL and\nstart the host: "
+	    "its users, sessions and tokens are there.\n",
+	    0, OPT_TO, hgctl_store_copy },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",
 	    "Shows each daemon (brokerd, sandboxd, frontd) with its version, "
@@ -231,6 +255,7 @@ static int		 pwstdin_flag;
 static const char	*unix_user;
 static const char	*target_user;	/* egress allow --user */
 static const char	*target_session; /* egress allow --session */
+static const char	*store_to;	/* store copy --to */
 static int		 hgctl_timeout = HGCTL_TIMEOUT_MS;
 
 /* The value options of audit show. */
@@ -485,6 +510,11 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 				target_user = argv[++i];
 			else
 				target_session = argv[++i];
+		} else if (strcmp(argv[i], "--to") == 0 &&
+		    (c->opts & OPT_TO)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c, "--to needs a value");
+			store_to = argv[++i];
 		} else if (strcmp(argv[i], "--journal") == 0 &&
 		    (c->opts & OPT_ANCHOR))
 			show.journal = 1;
@@ -507,6 +537,8 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else
 			argv[n++] = argv[i];
 	}
+	if ((c->opts & OPT_TO) && store_to == NULL)
+		hgctl_usage(c->group, c, "give --to URL");
 	if ((c->opts & OPT_TARGET) && target_user == NULL &&
 	    target_session == NULL)
 		hgctl_usage(c->group, c, "give --user NAME or --session ID");
@@ -832,12 +864,11 @@ hgctl_list(const char *type, const struct hgctl_col *cols)
 
 /*
  * Ask for a paged list (token_list, session_list) page after page, each
- * after the last id of the one before, and print all their "items" as
- * hgctl_list prints one list. A cursor that does not move on is an error,
- * not a loop.
+ * after the last id of the one before: all their "items", or NULL (said)
+ * when a cursor does not move on (an error, not a loop).
  */
-static int
-hgctl_list_pages(const char *type, const struct hgctl_col *cols)
+static struct json_object *
+hgctl_collect_pages(const char *type)
 {
 	struct json_object	*req, *res, *items, *all;
 	const char		*next;
@@ -869,11 +900,22 @@ hgctl_list_pages(const char *type, const struct hgctl_col *cols)
 			    "not follow the last\n", type);
 			json_object_put(res);
 			json_object_put(all);
-			return HGCTL_EXIT_FAIL;
+			return NULL;
 		}
 		snprintf(after, sizeof(after), "%s", next);
 		json_object_put(res);
 	}
+	return all;
+}
+
+/* Print a paged list's items as hgctl_list prints one list. */
+static int
+hgctl_list_pages(const char *type, const struct hgctl_col *cols)
+{
+	struct json_object	*all;
+
+	if ((all = hgctl_collect_pages(type)) == NULL)
+		return HGCTL_EXIT_FAIL;
 	if (json_out)
 		hgctl_print_json(all);
 	else
@@ -1927,6 +1969,136 @@ hgctl_store_migrate(char **argv)
 	else
 		printf("%s: schema version %d -> %d\n", where, from, to);
 	PQfinish(conn);
+	free(where);
+	return HGCTL_EXIT_OK;
+}
+
+/* The number of items brokerd lists for a paged list type, or -1. */
+static int64_t
+hgctl_count_pages(const char *type)
+{
+	struct json_object	*all;
+	int64_t			 n;
+
+	if ((all = hgctl_collect_pages(type)) == NULL)
+		return -1;
+	n = (int64_t)json_object_array_length(all);
+	json_object_put(all);
+	return n;
+}
+
+/* Add a count to o under key: a number, or null when unknown (-1). */
+static void
+hgctl_count_add(struct json_object *o, const char *key, int64_t n)
+{
+	json_object_object_add(o, key, n < 0 ? NULL :
+	    json_object_new_int64(n));
+}
+
+/* hgctl store status: the kind of store, where, its schema, its counts. */
+static int
+hgctl_store_status(char **argv)
+{
+	struct storeadm_counts	 c;
+	struct json_object	*o, *counts, *res, *items;
+	char			 err[1024], *where, num[24];
+	const char		*kind;
+	int			 rc, pg;
+
+	hgctl_conf();
+	pg = conf.store != NULL;
+	kind = pg ? "postgresql" : "embedded";
+	where = pg ? config_store_mask(conf.store) :
+	    path_join(conf.state_dir, STORE_FILE);
+	if (pg)
+		rc = storeadm_pg_status(conf.store, conf.store_timeout, &c, err,
+		    sizeof(err));
+	else if ((rc = storeadm_embedded_status(conf.state_dir, &c, err,
+	    sizeof(err))) == 1) {
+		/* brokerd holds store.db: its own counts, from memory. */
+		c.sessions = hgctl_count_pages("session_list");
+		c.tokens = hgctl_count_pages("token_list");
+		res = hgctl_call(hgctl_req("user_list"));
+		if (json_object_object_get_ex(res, "items", &items))
+			c.users = (int64_t)json_object_array_length(items);
+		json_object_put(res);
+		rc = 0;
+	}
+	if (rc == -1) {
+		fprintf(stderr, "hgctl: %s: %s\n", where, err);
+		free(where);
+		return HGCTL_EXIT_FAIL;
+	}
+	o = json_object_new_object();
+	counts = json_object_new_object();
+	json_object_object_add(o, "kind", json_object_new_string(kind));
+	json_object_object_add(o, "where", json_object_new_string(where));
+	hgctl_count_add(o, "schema", c.schema);
+	hgctl_count_add(counts, "users", c.users);
+	hgctl_count_add(counts, "sessions", c.sessions);
+	hgctl_count_add(counts, "tokens", c.tokens);
+	if (pg) {
+		hgctl_count_add(counts, "audit", c.audit);
+		hgctl_count_add(counts, "hosts", c.hosts);
+	}
+	json_object_object_add(o, "counts", counts);
+	if (json_out)
+		hgctl_print_json(o);
+	else {
+		printf("kind:     %s\nwhere:    %s\n", kind, where);
+		if (c.schema < 0)
+			printf("schema:   unknown (brokerd holds %s)\n",
+			    STORE_FILE);
+		else if (pg && c.schema != PG_SCHEMA_VERSION)
+			printf("schema:   %lld (this hostgate needs %d: run "
+			    "hgctl store migrate)\n", (long long)c.schema,
+			    PG_SCHEMA_VERSION);
+		else
+			printf("schema:   %lld\n", (long long)c.schema);
+		json_object_object_foreach(counts, key, v) {
+			snprintf(num, sizeof(num), "%s", v == NULL ? "-" :
+			    json_object_get_string(v));
+			printf("%s:%*s%s\n", key, (int)(9 - strlen(key)), "",
+			    num);
+		}
+	}
+	json_object_put(o);
+	free(where);
+	return HGCTL_EXIT_OK;
+}
+
+/* hgctl store copy --to URL: this host's embedded store into PostgreSQL. */
+static int
+hgctl_store_copy(char **argv)
+{
+	struct storeadm_counts	 c;
+	char			 err[1024], *where;
+
+	PQconninfoOption	*opts;
+	char			*msg = NULL, *nl;
+
+	hgctl_conf();
+	if ((opts = PQconninfoParse(store_to, &msg)) == NULL) {
+		if (msg != NULL && (nl = strchr(msg, '\n')) != NULL)
+			*nl = '\0';
+		snprintf(err, sizeof(err), "%s", msg != NULL ? msg :
+		    "out of memory");
+		PQfreemem(msg);
+		hgctl_usage("store", hgctl_find("store", "copy"), "--to is "
+		    "not a PostgreSQL URI or KEY=VALUE string: %s", err);
+	}
+	PQconninfoFree(opts);
+	where = config_store_mask(store_to);
+	if (storeadm_copy(conf.state_dir, conf.host_id, store_to,
+	    conf.store_timeout, &c, err, sizeof(err)) == -1) {
+		fprintf(stderr, "hgctl: %s: %s\n", where, err);
+		free(where);
+		return HGCTL_EXIT_FAIL;
+	}
+	printf("copied %s to %s: %lld users, %lld sessions, %lld tokens, "
+	    "%lld audit records\n", conf.state_dir, where,
+	    (long long)c.users, (long long)c.sessions, (long long)c.tokens,
+	    (long long)c.audit);
 	free(where);
 	return HGCTL_EXIT_OK;
 }

@@ -5,14 +5,18 @@ logout, a revocation, a user added or deleted on one host is seen on the
 other at once (a miss asks the store) or within a second (notifications);
 hgctl store status, migrate and copy; and the refusals of a bad store."""
 
+import base64
+import hashlib
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
 import hglib
 import pglib
+import sandboxlib as sl
 
 pytestmark = pytest.mark.skipif(pglib.available() is not None,
                                 reason=str(pglib.available()))
@@ -99,6 +103,49 @@ def test_login_on_a_works_on_b(pair):
     assert a.get("/api/status", cookie=s2.cookie).status == 200
 
 
+def secret():
+    """A cookie or bearer value as brokerd makes them (base64url)."""
+    return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+
+
+def sha(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_miss_asks_the_store(pair, pg, store):
+    """Rows written with the store's triggers off, so that no host is told
+    of them: a host finds them only by asking the store on a miss."""
+    a, b = pair
+    cookie, bearer = secret(), "hgt_" + secret()
+    sid, tid, now = os.urandom(16).hex(), os.urandom(8).hex(), int(time.time())
+    pg.psql(store, "ALTER TABLE users DISABLE TRIGGER USER; "
+            "ALTER TABLE sessions DISABLE TRIGGER USER; "
+            "ALTER TABLE tokens DISABLE TRIGGER USER; "
+            "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "SELECT 'zed', false, hash, created, uid + 1000, gid + 1000 "
+            "FROM users WHERE name = '%s'; "
+            "INSERT INTO sessions (id, token_hash, csrf_hash, \"user\", "
+            "created, last_seen, expires) VALUES ('%s', '%s', '%s', 'zed', "
+            "%d, %d, %d); "
+            "INSERT INTO tokens (id, hash, \"user\", session_id, created) "
+            "VALUES ('%s', '%s', 'zed', '%s', %d); "
+            "ALTER TABLE users ENABLE TRIGGER USER; "
+            "ALTER TABLE sessions ENABLE TRIGGER USER; "
+            "ALTER TABLE tokens ENABLE TRIGGER USER" % (
+                USER_NAME, sid, sha(cookie), sha(secret()), now, now,
+                now + 3600, tid, sha(bearer), sid, now), user="postgres")
+    r = b.get("/api/status", cookie=cookie)
+    assert r.status == 200 and r.json()["user"] == "zed", r
+    assert a.get("/api/status", bearer=bearer).status == 200
+    # zed has bob's password hash: a login on b, a host that never heard
+    # of zed, asks the store for the name.
+    b.login("zed", USER_PW)
+    assert "user zed: read from the store" in b.log_text("brokerd")
+    # Unknown values stay unknown after asking.
+    assert b.get("/api/status", cookie=secret()).status == 401
+    assert b.get("/api/status", bearer="hgt_" + secret()).status == 401
+
+
 def test_token_minted_on_a_works_on_b(pair):
     a, b = pair
     s = a.login(USER_NAME, USER_PW)
@@ -160,6 +207,109 @@ def test_user_add_and_delete_across_hosts(pair):
     assert r.returncode != 0 and "exists" in r.stderr, r
 
 
+def sleepers(marker):
+    """The pids of the processes running `sleep MARKER`, anyone's."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", marker.encode()]:
+            found.append(int(pid))
+    return found
+
+
+def test_user_deleted_elsewhere_loses_its_spawns_here(pair):
+    """carol's terminal runs on a; deleted through b, she loses it on a:
+    a kills every spawn of hers (a terminal outlives its WebSocket, and
+    her session's end alone would not end it)."""
+    a, b = pair
+    a.add_user("carol", "carol-password-1")
+    s = a.login("carol", "carol-password-1")
+    marker = str(7000000 + os.getpid() % 1000000)
+    t = sl.Terminal(s)
+    try:
+        ws = t.attach()
+        ws.send_binary(("sleep %s\n" % marker).encode())
+        hglib.wait_for(lambda: sleepers(marker), 10,
+                       what="carol's sleep running on a")
+        b.hgctl_ok("user", "del", "carol")
+        hglib.wait_for(lambda: not sleepers(marker), 10,
+                       what="carol's sleep on a killed")
+    finally:
+        if t.ws:
+            t.ws.close()
+
+
+def test_password_change_across_hosts(pair):
+    a, b = pair
+    sb = b.login(USER_NAME, USER_PW)
+    a.hgctl_ok("user", "passwd", USER_NAME, "--password-stdin",
+               input="bob-new-password\n")
+    # Its sessions end everywhere; the new hash is b's at once.
+    wait_status(b, "/api/status", 401, cookie=sb.cookie,
+                what="bob's session on b ended by the change on a")
+    r = b.post("/api/login", {"username": USER_NAME, "password": USER_PW})
+    assert r.status == 401, r
+    b.login(USER_NAME, "bob-new-password")
+
+
+def test_session_change_reaches_other_host(pair):
+    a, b = pair
+    s = a.login(USER_NAME, USER_PW)
+    r = b.get("/api/permission", cookie=s.cookie)
+    assert r.status == 200 and r.json()["permission"] == \
+        "workspace-write", r
+    r = s.post("/api/permission", {"permission": "read-only"})
+    assert r.status == 200, r
+    hglib.wait_for(lambda: b.get("/api/permission", cookie=s.cookie).json()
+                   ["permission"] == "read-only", 5,
+                   what="the profile set on a applied on b")
+
+
+def test_reconnect_reconciles(hostgate_factory, pg, store):
+    """b's link is cut and kept down while a logs out, revokes, deletes a
+    user and changes a profile: no notification can reach b. Once its
+    link is back, b reloads everything and agrees with the store."""
+    db = store.split("///")[1].split("?")[0]
+    role = "b_" + db    # roles are the server's, not the database's
+    pg.psql(db, "CREATE ROLE %s LOGIN; GRANT ALL ON ALL TABLES IN SCHEMA "
+            "public TO %s" % (role, role))
+    a = host(hostgate_factory, store, "a", users=True)
+    b = host(hostgate_factory, store.replace("user=hostgate", "user=" + role),
+             "b")
+    gone = a.login(USER_NAME, USER_PW)
+    bearer, tid = mint(a.login(USER_NAME, USER_PW))
+    kept = a.login(USER_NAME, USER_PW)
+    a.add_user("frank", "frank-password-1")
+    frank = b.login("frank", "frank-password-1")
+    for cookie in (gone.cookie, kept.cookie):
+        assert b.get("/api/status", cookie=cookie).status == 200
+    assert b.get("/api/status", bearer=bearer).status == 200
+    pg.psql(db, "ALTER ROLE %s NOLOGIN" % role)
+    pg.psql(db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE usename = '%s'" % role)
+    assert gone.post("/api/logout").status == 200
+    a.hgctl_ok("token", "revoke", tid)
+    a.hgctl_ok("user", "del", "frank")
+    assert kept.post("/api/permission",
+                     {"permission": "read-only"}).status == 200
+    # Still b's copies: nothing told it.
+    assert b.get("/api/status", cookie=gone.cookie).status == 200
+    pg.psql(db, "ALTER ROLE %s LOGIN" % role)
+    wait_status(b, "/api/status", 401, cookie=gone.cookie,
+                what="the session ended while b was cut off, gone on b")
+    assert b.get("/api/status", bearer=bearer).status == 401
+    assert b.get("/api/status", cookie=frank.cookie).status == 401
+    assert b.get("/api/permission", cookie=kept.cookie).json()[
+        "permission"] == "read-only"
+    assert "sessions reconciled with the store" in b.log_text("brokerd")
+
+
 def test_uids_stay_unique_across_hosts(pair, pg, store):
     a, b = pair
     # Added on each host in turn, each picks the lowest uid it knows free;
@@ -170,6 +320,36 @@ def test_uids_stay_unique_across_hosts(pair, pg, store):
     rows = pg.psql(store, "SELECT name, uid FROM users")
     uids = [int(r[1]) for r in rows]
     assert len(uids) == len(set(uids)) == 8, rows
+
+
+def test_uid_taken_meanwhile_picks_again(pair, pg, store):
+    """A uid another host took a moment ago, and b has not heard of: its
+    INSERT fails on the UNIQUE constraint, and it picks the next one. (The
+    row is one b ignores, so that b cannot have heard of it.)"""
+    a, b = pair
+    uids = sorted(int(r[0]) for r in pg.psql(store,
+                                             "SELECT uid FROM users"))
+    taken = uids[-1] + 1
+    pg.psql(store, "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "VALUES ('ghost', false, 'not-argon2', 0, %d, %d)" %
+            (taken, taken))
+    b.add_user("carol", "carol-password-1")
+    (row,) = pg.psql(store, "SELECT uid FROM users WHERE name = 'carol'")
+    assert int(row[0]) == taken + 1
+    assert "uid %d was taken on another host; picking again" % taken in \
+        b.log_text("brokerd")
+    b.login("carol", "carol-password-1")
+    # A mapped account's uid is the account's: no other to pick.
+    nobody = 65534
+    pg.psql(store, "INSERT INTO users (name, admin, hash, created, uid, gid) "
+            "VALUES ('ghost2', false, 'not-argon2', 0, %d, %d)" %
+            (nobody, nobody))
+    r = b.hgctl("user", "add", "dora", "--unix-user", "nobody",
+                "--password-stdin", input="dora-password-1\n")
+    assert r.returncode == 1, r
+    assert "uid %d is another user's in the PostgreSQL store" % nobody in \
+        r.stderr, r.stderr
+    assert pg.psql(store, "SELECT 1 FROM users WHERE name = 'dora'") == []
 
 
 def test_restart_keeps_everything(pair):
@@ -240,6 +420,14 @@ def test_store_status(pair, store):
     assert doc["counts"]["sessions"] == 1
     r = hgctl_env(a, "store", "status")
     assert r.returncode == 0 and "postgresql" in r.stdout, r
+    # A password in the URI is not shown (the server trusts the socket).
+    db, query = store.split("///")[1].split("?")
+    secret = "postgresql://hostgate:s3kr1t-pw@/%s?%s" % (
+        db, query.replace("&user=hostgate", ""))
+    for args in (["store", "status"], ["store", "status", "--json"]):
+        r = hgctl_env(a, *args, env={"HOSTGATE_STORE": secret})
+        assert r.returncode == 0, r
+        assert "s3kr1t" not in r.stdout and "hostgate:***@" in r.stdout, r
 
 
 def test_store_status_embedded(hostgate_factory):
@@ -280,6 +468,12 @@ def test_store_copy(hostgate_factory, pg):
         r.stdout, r.stdout
     rows = pg.psql(url, "SELECT seq, line, hash FROM audit ORDER BY seq")
     assert [row[1] for row in rows] == lines
+    # hgctl (root) left no file of its own beside store.db (a -wal).
+    owner = os.stat(os.path.join(hg.state, "store.db")).st_uid
+    for name in os.listdir(hg.state):
+        if name.startswith("store.db"):
+            assert os.stat(os.path.join(hg.state, name)).st_uid == owner, \
+                name
     # Again: the target is not empty now.
     r = hgctl_env(hg, "store", "copy", "--to", url)
     assert r.returncode != 0 and "not empty" in r.stderr, r
@@ -296,3 +490,28 @@ def test_store_copy(hostgate_factory, pg):
     assert hg.get("/api/status", bearer=bearer).status == 200
     assert hg.get("/api/status", bearer=out["token"]).status == 200
     hg.login(ADMIN_NAME, ADMIN_PW)
+
+
+@pytest.mark.parametrize("args", [
+    ["store", "copy"],
+    ["store", "copy", "--to"],
+    ["store", "copy", "--to", "postgresql://["],
+    ["store", "status", "--bogus"],
+    ["store", "status", "extra"],
+])
+def test_store_usage_errors(hostgate_factory, args):
+    hg = hostgate_factory(start=False, name="usage")
+    r = hgctl_env(hg, *args)
+    assert r.returncode == 2, r
+    assert "see hgctl help store" in r.stderr, r.stderr
+
+
+def test_store_status_unreachable(hostgate_factory, pg):
+    hg = hostgate_factory(start=False, name="unreach",
+                          env={"HOSTGATE_STORE": pg.url("nosuchdb")})
+    r = hgctl_env(hg, "store", "status")
+    assert r.returncode == 1 and "nosuchdb" in r.stderr, r
+    # An unmigrated one: its version, and what to do.
+    url = pg.database()
+    r = hgctl_env(hg, "store", "status", env={"HOSTGATE_STORE": url})
+    assert r.returncode == 0 and "run hgctl store migrate" in r.stdout, r
