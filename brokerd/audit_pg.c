@@ -245,10 +245,9 @@ audit_pg_append(struct json_object *rec, int64_t time_ms, int sync,
 	action = audit_pg_member(rec, "action");
 	if (pg_begin() == -1)
 		goto fail;
-	if (!sync && pg_exec("SET LOCAL synchronous_commit TO OFF", 0,
-	    NULL) == -1)
-		goto rollback;
-	if (pg_exec(AUDIT_PG_LOCK, 0, NULL) == -1)
+	/* One round trip (the simple protocol takes both statements). */
+	if (pg_exec(sync ? AUDIT_PG_LOCK : "SET LOCAL synchronous_commit TO "
+	    "OFF; " AUDIT_PG_LOCK, 0, NULL) == -1)
 		goto rollback;
 	/* Read under the lock: every row committed before it is seen. */
 	if ((res = pg_query("SELECT seq, hash FROM audit ORDER BY seq DESC "
@@ -342,8 +341,9 @@ audit_pg_walk(audit_line_fn fn, void *arg)
 	do {
 		snprintf(after, sizeof after, "%lld", (long long)last);
 		params[0] = after;
-		if ((res = pg_query("SELECT seq, hash, line FROM audit WHERE "
-		    "seq > $1 ORDER BY seq LIMIT " AUDIT_PG_STR(AUDIT_PG_PAGE), 1, params)) == NULL) {
+		res = pg_query("SELECT seq, hash, line FROM audit WHERE seq > $1 "
+		    "ORDER BY seq LIMIT " AUDIT_PG_STR(AUDIT_PG_PAGE), 1, params);
+		if (res == NULL) {
 			snprintf(msg, sizeof msg, "cannot read: %s",
 			    pg_error());
 			fn(AUDIT_PG_WHERE, last + 1, msg, strlen(msg),
@@ -447,7 +447,8 @@ audit_pg_query(const struct audit_filter *f, int64_t since_ms,
 	/* Rows come newest first; records are read as they are. */
 	for (i = 0; i < count; i++) {
 		obj = json_tokener_parse(pg_str(res, i, 0));
-		if (obj != NULL && !json_object_is_type(obj, json_type_object)) {
+		if (obj != NULL &&
+		    !json_object_is_type(obj, json_type_object)) {
 			json_object_put(obj);
 			obj = NULL;
 		}

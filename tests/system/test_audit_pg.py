@@ -151,19 +151,26 @@ def test_two_hosts_one_chain(mode, pg, store):
         assert "%016x" % kid == hashlib.sha256(key).hexdigest()[:16]
         before = len(rows(pg, store))
 
+        # Sessions made beforehand: a login costs an argon2 hash, and the
+        # point is many appends at once, not many hashes at once.
+        sessions = [(h1, h2)[i % 2].login(*hglib.ADMIN) for i in range(8)]
+
         def one(i):
-            hg = (h1, h2)[i % 2]
-            s = hg.login(*hglib.ADMIN)
-            r = s.post("/api/execution-mode", {"mode": "sandbox"})
-            return r.status
-        results = pl.at_once(40, one)
-        assert results == [200] * 40, results
+            if i < 8:
+                return (h1, h2)[i % 2].login(*hglib.USER).role == "user"
+            r = sessions[i % 8].post("/api/execution-mode",
+                                     {"mode": "sandbox"})
+            return r.status == 200 or r
+        results = pl.at_once(88, one)
+        assert results == [True] * 88, results
 
         table = rows(pg, store)
         check_chain(table, key)
         new = table[before:]
-        assert len([r for r in new if r[2] == "login"]) == 40
-        assert len([r for r in new if r[2] == "mode_requested"]) == 40
+        assert len([r for r in new if r[2] == "login"]) == 16
+        assert len([r for r in new if r[2] == "mode_requested"]) == 80
+        assert {r[1] for r in new if r[2] == "mode_requested"} == \
+            {"h1", "h2"}
         assert {r[1] for r in new if r[2] == "login"} == {"h1", "h2"}
         [[dup]] = pg.psql(store, "SELECT count(*) - count(DISTINCT "
                           "substring(line from '\"prev\":\"([0-9a-f]{64})\"'))"
@@ -176,7 +183,26 @@ def test_two_hosts_one_chain(mode, pg, store):
         # One chain: h2 shows h1's logins, filtered by the columns.
         logins = pl.audit_show(h2, "--action", "login", "--limit", "0")
         assert {r["host"] for r in logins} == {"h1", "h2"}
-        assert len(logins) == 40
+        assert len(logins) == 16
+        # And the admin view, by the columns: a user, a decision, a time.
+        alice = h2.login(*hglib.ADMIN)
+        r = alice.get("/api/admin/audit?action=login&decision=allowed"
+                      "&since=2000-01-01&limit=5")
+        assert r.status == 200, r
+        recs = r.json()["records"]
+        assert len(recs) == 5 and all(x["action"] == "login" for x in recs)
+        assert [x["seq"] for x in recs] == sorted(x["seq"] for x in recs)
+        assert recs[-1]["host"] == "h2", recs[-1]   # alice's, just now
+        r = alice.get("/api/admin/audit?user=bob&action=login")
+        assert r.status == 200, r
+        assert len(r.json()["records"]) == 8, r
+        assert {x["user"] for x in r.json()["records"]} == {"bob"}
+        r = alice.get("/api/admin/audit?user=bob&action=mode_requested")
+        assert r.status == 200 and r.json()["records"] == [], r
+        r = alice.get("/api/admin/audit?action=login&until=2000-01-01")
+        assert r.status == 200 and r.json()["records"] == [], r
+        text = h1.hgctl("status").stdout
+        assert "STORE" in text and "postgresql" in text, text
         # No audit.log beside the table.
         assert not os.path.exists(os.path.join(h1.state, "audit.log"))
 
@@ -264,6 +290,7 @@ def test_store_lost_and_back(mode, pg, store):
             ws.send_binary(b"echo before-$((6*7))\n")
             ws.read_until(rb"before-42", timeout=10)
             sessions = {x["id"] for x in h1.hgctl_json("session", "list")}
+            files = pl.run(alice, "ls -A")["stdout"]
             rows_before = len(rows(pg, store))
 
             pg.stop()
@@ -285,6 +312,14 @@ def test_store_lost_and_back(mode, pg, store):
             assert r.cookie() is None, r
             r = pl.set_mode(alice, "direct")
             assert r.status == 503, r
+            # In the workspace (the spawn's directory) it would stay.
+            r = alice.post("/api/run_command", {
+                "command": "touch never-ran", "timeout": 20}, timeout=30)
+            pl.assert_error(r, 503, "unavailable",
+                            "not started: the store is unreachable: ")
+            r = alice.post("/api/terminals", {})
+            pl.assert_error(r, 503, "unavailable",
+                            "the store is unreachable: ")
             assert pl.mode_of(alice)["mode"] == "sandbox"
             st = h1.hgctl("status", "--json")
             sdoc = json.loads(st.stdout)
@@ -309,7 +344,8 @@ def test_store_lost_and_back(mode, pg, store):
             assert back[0][0] == rows_before + 1, (back, rows_before)
             ws.send_binary(b"echo after-$((6*7))\n")
             ws.read_until(rb"after-42", timeout=10)
-            # The refused login made no session.
+            # The refused spawn never ran; the refused login made no session.
+            assert pl.run(alice, "ls -A")["stdout"] == files
             assert {x["id"] for x in h1.hgctl_json("session",
                                                     "list")} == sessions
         finally:
