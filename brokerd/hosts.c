@@ -27,6 +27,7 @@ static struct event	*hosts_ev;
 static int		 hosts_ticks;
 static int		 hosts_every;	/* ticks between looks at the others */
 static int		 hosts_up;	/* our row says up */
+static int64_t		 hosts_since;	/* linked since (mono ms), 0: not */
 
 static void	hosts_lost_record(const char *host, const char *why);
 
@@ -112,13 +113,19 @@ hosts_tick(evutil_socket_t fd, short ev, void *arg)
 	PGresult	*r;
 	int		 i;
 
-	if (!hosts_linked())
+	if (!hosts_linked()) {
+		hosts_since = 0;
 		return;
+	}
 	params[0] = hosts_self();
 	r = pg_query("UPDATE hosts SET seen = " HOSTS_NOW_MS " WHERE id = $1 "
 	    "AND state = 'up'", 1, params);
-	if (r == NULL)
+	if (r == NULL) {
+		hosts_since = 0;
 		return;
+	}
+	if (hosts_since == 0)
+		hosts_since = now_mono_ms();
 	if (hosts_changed(r) == 0) {
 		/*
 		 * Another host declared us lost (our heartbeat stopped: the
@@ -133,7 +140,13 @@ hosts_tick(evutil_socket_t fd, short ev, void *arg)
 		}
 	}
 	PQclear(r);
-	if (++hosts_ticks % hosts_every != 0)
+	/*
+	 * Judge the others only after a whole lost period linked: when the
+	 * store itself was away, every heartbeat is old, and the hosts that
+	 * are alive need that long to have beaten again.
+	 */
+	if (++hosts_ticks % hosts_every != 0 ||
+	    now_mono_ms() - hosts_since < (int64_t)hosts_conf->host_lost * 1000)
 		return;
 	snprintf(ms, sizeof(ms), "%lld", (long long)hosts_conf->host_lost *
 	    1000);

@@ -15,6 +15,13 @@ export default async function ({ main, users, newPage, shot }) {
   await page.click('.mainnav a[href="/admin"]');
   await page.locator('.table-sessions').waitFor();
   check(new URL(page.url()).pathname === '/admin', `admin URL: ${page.url()}`);
+  // The status area names the host that serves the panel; one host, no
+  // Host column.
+  const st = await carol.get('/api/status');
+  const served = await page.locator('#serving-host').textContent();
+  check(served === `on ${st.json.host.id}`, `serving host: ${served} (${st.text})`);
+  const heads = await page.locator('.table-sessions thead th').allTextContents();
+  check(!heads.includes('Host'), `no Host column with the embedded store: ${heads}`);
 
   // carol's direct session, counting down.
   const row = page.locator('.table-sessions tbody tr', { hasText: 'carol' }).filter({ hasText: 'Direct' });

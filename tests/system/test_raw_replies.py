@@ -20,7 +20,8 @@ import policylib as pl
 
 STATUS_KEYS = {"user", "role", "auth", "runtime", "backend",
                "execution_mode", "permission", "uid", "limits", "egress",
-               "usage", "usage_age_ms", "usage_reason", "containment"}
+               "usage", "usage_age_ms", "usage_reason", "containment",
+               "host"}
 
 
 BIG = bytes(range(256)) * 1200     # a 300 KiB static file

@@ -14,6 +14,11 @@ import { toast } from './toast';
 
 type Tab = 'sessions' | 'terminals' | 'audit' | 'debug';
 
+// Several hosts share the store: the views say which host serves what.
+function inFleet(): boolean {
+  return store.status?.host?.store === 'postgresql';
+}
+
 const TABS: { id: Tab; label: string }[] = [
   { id: 'sessions', label: 'Sessions' },
   { id: 'terminals', label: 'Terminals' },
@@ -213,6 +218,7 @@ export class AdminView {
     this.countdowns = [];
     if (list.length === 0) return emptyRow('No sessions.');
     const containers = list.some((s) => s.container);
+    const fleet = inFleet();
     const rows = list.map((s) => {
       const direct = s.mode === 'direct';
       let mode: HTMLElement = modeText(s.mode);
@@ -248,6 +254,7 @@ export class AdminView {
         dateTime(s.last_seen),
         mode,
         s.permission ? permissionLabel(s.permission) : '—',
+        ...(fleet ? [s.host ?? '—'] : []),
         `${running} running${s.terminals.length > running ? `, ${s.terminals.length - running} ended` : ''}`,
         this.limits
           ? h('span', {
@@ -262,7 +269,7 @@ export class AdminView {
     });
     return table(
       'Login sessions',
-      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', 'Terminals', 'Usage', ...(containers ? ['Container'] : []), ''],
+      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', ...(fleet ? ['Host'] : []), 'Terminals', 'Usage', ...(containers ? ['Container'] : []), ''],
       rows,
       'table-sessions',
     );
@@ -283,22 +290,26 @@ export class AdminView {
     const list = await this.fetchSessions();
     this.countdowns = [];
     const rows: (Node | string)[][] = [];
+    const fleet = inFleet();
     for (const s of list) {
       for (const t of s.terminals) {
+        const lost = t.state === 'lost';
         rows.push([
           h('code', { text: shortId(t.id), title: t.id }),
           h('span', { class: 'strong', text: s.user }),
           h('code', { text: shortId(s.id), title: s.id }),
+          ...(fleet ? [t.host ?? '—'] : []),
           modeText(t.mode),
           h('span', {
             class: t.running ? 'text-success' : 'text-muted',
-            text: t.running ? 'Running' : 'Ended',
+            text: lost ? 'Lost with its host' : t.running ? 'Running' : 'Ended',
           }),
           h('button', {
             class: 'btn btn-small btn-danger-text',
             type: 'button',
             text: 'Kill',
-            disabled: !t.running,
+            // Another host's terminal is killed on that host.
+            disabled: !t.running || (fleet && t.host !== store.status?.host?.id),
             attrs: { 'data-focus-key': `kill-${t.id}`, 'aria-label': `Kill terminal ${shortId(t.id)} of ${s.user}` },
             on: { click: () => void this.kill(s.user, t.id) },
           }),
@@ -306,7 +317,12 @@ export class AdminView {
       }
     }
     if (rows.length === 0) return emptyRow('No terminals.');
-    return table('Terminals', ['Terminal', 'User', 'Session', 'Mode', 'Status', ''], rows, 'table-terminals');
+    return table(
+      'Terminals',
+      ['Terminal', 'User', 'Session', ...(fleet ? ['Host'] : []), 'Mode', 'Status', ''],
+      rows,
+      'table-terminals',
+    );
   }
 
   private async kill(user: string, id: string): Promise<void> {

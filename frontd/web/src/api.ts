@@ -89,6 +89,19 @@ export interface Status {
   usage_reason?: string | null;
   containment?: Record<string, unknown>;
   egress?: Egress;
+  // The host that answered, and the fleet's hosts (admins, PostgreSQL store).
+  host?: { id: string; store: 'embedded' | 'postgresql' };
+  hosts?: HostInfo[];
+}
+
+export interface HostInfo {
+  id: string;
+  state: 'up' | 'stopped' | 'lost';
+  seen: string;
+  started: string;
+  version: string;
+  terminals: number;
+  commands: number;
 }
 
 export interface LoginAnswer {
@@ -104,6 +117,8 @@ export interface TerminalInfo {
   mode: Mode;
   backend: string;
   running: boolean;
+  host?: string;
+  state?: 'up' | 'stopped' | 'lost';
 }
 
 export interface AdminSession {
@@ -115,7 +130,8 @@ export interface AdminSession {
   expires_at: string | null;
   remaining_seconds: number | null;
   permission?: Permission;
-  terminals: { id: string; running: boolean; mode: Mode }[];
+  host?: string | null;
+  terminals: { id: string; running: boolean; mode: Mode; host?: string; state?: string }[];
   container?: string | null;
   usage?: Usage | null;
   usage_reason?: string | null;

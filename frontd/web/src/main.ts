@@ -104,6 +104,16 @@ function buildApp(): App {
       { class: 'user-box' },
       h('span', { class: 'user-name', text: s.user }),
       h('span', { class: 'user-role', text: s.role === 'admin' ? 'admin' : 'user' }),
+      ...(s.host
+        ? [
+            h('span', {
+              class: 'user-host',
+              id: 'serving-host',
+              text: `on ${s.host.id}`,
+              title: `Served by host ${s.host.id} (${s.host.store === 'postgresql' ? 'a fleet on PostgreSQL' : 'embedded store'})`,
+            }),
+          ]
+        : []),
     ),
     agents,
     logout,

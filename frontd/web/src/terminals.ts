@@ -89,6 +89,8 @@ class TermView {
   private retryTimer: number | null = null;
   private opened = false;
   private oomShown = false;
+  // In a fleet: the host it ran on, when that host was lost with it.
+  lostWith: string | null = null;
   // Whether this tab was attached to the terminal before (a reload counts).
   attachedBefore = false;
   onChange: () => void = () => undefined;
@@ -213,6 +215,9 @@ class TermView {
     }
     const t = list.find((x) => x.id === this.id);
     if (!t || !t.running) {
+      // Its host gone (the balancer sent us to another): lost with it.
+      const host = this.id.includes('.') ? this.id.slice(0, this.id.indexOf('.')) : null;
+      if (host && (t ? t.state === 'lost' : host !== store.status?.host?.id)) this.lostWith = host;
       this.markExited();
       return;
     }
@@ -253,7 +258,11 @@ class TermView {
     this.ws = null;
     ws?.close();
     this.info = { ...this.info, running: false };
-    this.term.write('\r\n\x1b[2m[the shell has exited]\x1b[0m\r\n');
+    this.term.write(
+      this.lostWith
+        ? `\r\n\x1b[31m[lost with its host ${this.lostWith}]\x1b[0m\r\n`
+        : '\r\n\x1b[2m[the shell has exited]\x1b[0m\r\n',
+    );
     this.setConn('exited');
   }
 
@@ -572,7 +581,7 @@ export class TerminalsView {
         actions.push(this.bannerButton('Show it here', () => v.connect()));
         break;
       case 'exited':
-        text = 'The shell has exited.';
+        text = v.lostWith ? `This terminal was lost with its host ${v.lostWith}.` : 'The shell has exited.';
         actions.push(this.bannerButton('Close', () => void this.close(v.id)));
         actions.push(this.bannerButton('New terminal', () => void this.create(), true));
         break;
