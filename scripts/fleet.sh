@@ -212,6 +212,7 @@ haproxy_start() {
 	for id in $HOSTS; do
 		addr=$(cat "$FLEET/$id/run/frontd.listen")
 		routes+=$'\t'"acl to_$id path_beg /api/terminals/$id."$'\n'
+		routes+=$'\t'"acl to_$id req.hdr(Mcp-Session-Id) -m beg $id."$'\n'
 		routes+=$'\t'"use-server $id if to_$id"$'\n'
 		servers+=$'\t'"server $id $addr cookie $id"$'\n'
 	done

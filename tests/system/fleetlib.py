@@ -47,6 +47,8 @@ def render(bind, stats, servers, check_inter="1s", global_lines=()):
     lines = []
     for hid, addr in servers:
         routes.append("\tacl to_%s path_beg /api/terminals/%s." % (hid, hid))
+        routes.append("\tacl to_%s req.hdr(Mcp-Session-Id) -m beg %s."
+                      % (hid, hid))
         routes.append("\tuse-server %s if to_%s" % (hid, hid))
         lines.append("\tserver %s %s cookie %s" % (hid, addr, hid))
     for k, v in (("@BIND@", bind), ("@STATS_SOCKET@", stats),

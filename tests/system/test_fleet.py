@@ -165,6 +165,21 @@ def test_login_through_the_balancer_works_on_every_host(fleet, lb):
                        what="the session ended on %s" % h)
 
 
+def test_mcp_session_stays_on_its_host(fleet, lb):
+    """An MCP session lives in its host's memory: its id names the host
+    and HAProxy sends each of its requests there, whatever the cookie."""
+    import test_mcp_http as mcp
+    tok = fleet.hosts[0].hgctl_json("token", "create", "bob")["token"]
+    s = mcp.Legacy(lb, tok)
+    host, _, hexid = s.sid.partition(".")
+    assert host in fleet.ids and len(hexid) == 32, s.sid
+    for i, other in enumerate(fleet.ids * 2):
+        r = s.send(mcp.rpc(100 + i, "tools/list"),
+                   {"Cookie": "HGHOST=" + other})
+        assert r.status == 200, (other, r)
+        assert fleetlib.served_by(r) == host, (other, r.headers)
+
+
 def test_client_address_from_the_balancer(fleet, lb):
     """frontd takes the client's address from the X-Forwarded-For HAProxy
     appends (its peer, 127.0.0.1, is trusted), not from one the client
