@@ -11,6 +11,10 @@
 #   - HAProxy (Debian's) on 127.0.0.1:HG_FLEET_PORT (8080) in front, with
 #     etc/haproxy.cfg.in's routing, checked with `haproxy -c` first.
 # It prints the URL and, at the first start, the admin's password.
+# For tests: HG_FLEET_BIND=fd@N, HAProxy on a socket the caller bound
+# (HG_FLEET_PORT its port) and left open as descriptor N;
+# HG_FLEET_PG_PORT=0, PostgreSQL on its unix socket alone (no TCP, hence
+# no TLS).
 # `scripts/fleet.sh stop` stops all of it; `status` says what runs.
 # FLEET_DIR is HG_FLEET_DIR, by default var/fleet in the checkout.
 set -euo pipefail
@@ -22,6 +26,7 @@ case $B in /*) ;; *) B=$REPO/$B ;; esac
 FLEET=${HG_FLEET_DIR:-$REPO/var/fleet}
 PORT=${HG_FLEET_PORT:-8080}
 PG_PORT=${HG_FLEET_PG_PORT:-55432}
+BIND=${HG_FLEET_BIND:-127.0.0.1:$PORT}
 HOSTS=${HG_FLEET_HOSTS:-"h1 h2 h3"}
 PG_BIN=/usr/lib/postgresql/15/bin
 HAPROXY=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v haproxy || true)
@@ -35,6 +40,17 @@ die() { say "$*"; exit 1; }
 for v in "$PORT" "$PG_PORT"; do
 	case $v in ''|*[!0-9]*) die "not a port number: $v" ;; esac
 done
+case $BIND in
+fd@[0-9]|fd@[0-9][0-9]|*:[0-9]*) ;;
+*) die "HG_FLEET_BIND: not ADDR:PORT or fd@N: $BIND" ;;
+esac
+
+# HG_FLEET_PG_PORT=0: the unix socket alone; its name still has a port.
+PG_SOCKET_ONLY=0
+if [ "$PG_PORT" = 0 ]; then
+	PG_SOCKET_ONLY=1
+	PG_PORT=5432
+fi
 
 # asowner CMD...: CMD as the owner of the PostgreSQL cluster (postgres
 # when root: initdb and postgres refuse to run as root).
@@ -91,13 +107,17 @@ pg_setup() {
 	chown "$owner": "$PG/server.key" "$PG/server.crt"
 	asowner "$PG_BIN/initdb" -D "$PG/data" -U postgres -E UTF8 \
 	    --locale=C.UTF-8 --auth-local=peer --auth-host=reject >/dev/null
+	local listen=127.0.0.1 sockmode=0700
+	if [ $PG_SOCKET_ONLY = 1 ]; then
+		listen="" sockmode=0777	# brokerd comes over it, with its password
+	fi
 	cat >>"$PG/data/postgresql.conf" <<EOF
 
 # hostgate fleet (scripts/fleet.sh; docs/fleet.md explains each)
-listen_addresses = '127.0.0.1'
+listen_addresses = '$listen'
 port = $PG_PORT
 unix_socket_directories = '$PG/sock'
-unix_socket_permissions = 0700
+unix_socket_permissions = $sockmode
 ssl = on
 ssl_cert_file = '$PG/server.crt'
 ssl_key_file = '$PG/server.key'
@@ -117,6 +137,10 @@ EOF
 local    all       postgres                peer
 hostssl  hostgate  hostgate  127.0.0.1/32  scram-sha-256
 EOF
+	if [ $PG_SOCKET_ONLY = 1 ]; then
+		echo "local    hostgate  hostgate                scram-sha-256" \
+		    >>"$PG/data/pg_hba.conf"
+	fi
 	chown "$owner": "$PG/data/pg_hba.conf"
 	pg_start
 	local pw
@@ -126,9 +150,11 @@ EOF
 	# No client certificate: sslcert names a file that is not there, or
 	# libpq would look in ~/.postgresql/, which may be closed to
 	# brokerd's user (HOME=/root after the privilege drop).
-	(umask 077 && printf '%s\n' \
-	    "postgresql://hostgate:$pw@127.0.0.1:$PG_PORT/hostgate?sslmode=verify-full&sslrootcert=$PG/ca.crt&sslcert=$PG/no-client.crt&sslkey=$PG/no-client.key&connect_timeout=5" \
-	    >"$FLEET/store.url")
+	local url="postgresql://hostgate:$pw@127.0.0.1:$PG_PORT/hostgate?sslmode=verify-full&sslrootcert=$PG/ca.crt&sslcert=$PG/no-client.crt&sslkey=$PG/no-client.key&connect_timeout=5"
+	if [ $PG_SOCKET_ONLY = 1 ]; then
+		url="postgresql://hostgate:$pw@/hostgate?host=$PG/sock&port=$PG_PORT&connect_timeout=5"
+	fi
+	(umask 077 && printf '%s\n' "$url" >"$FLEET/store.url")
 }
 
 pg_start() {
@@ -175,6 +201,9 @@ host_start() {
 		export HOSTGATE_ADMIN_PASSWORD=${HOSTGATE_ADMIN_PASSWORD:-}
 		export HG_BUILD=$B
 		[ -n "$HOSTGATE_ADMIN_PASSWORD" ] || unset HOSTGATE_ADMIN_PASSWORD
+		case $BIND in	# HAProxy's socket is not the hosts' to hold
+		fd@*) eval "exec ${BIND#fd@}>&-" ;;
+		esac
 		exec setsid scripts/run.sh </dev/null >>"$d/run.log" 2>&1
 	) &
 	echo $! >"$d/run.pid"
@@ -220,7 +249,7 @@ haproxy_start() {
 		glob=$'\tuser haproxy\n\tgroup haproxy'
 	fi
 	ROUTES=$routes SERVERS=$servers GLOB=$glob awk \
-	    -v bind="127.0.0.1:$PORT" -v stats="$FLEET/haproxy.stats" '
+	    -v bind="$BIND" -v stats="$FLEET/haproxy.stats" '
 	    /^@ROUTES@$/ { printf "%s", ENVIRON["ROUTES"]; next }
 	    /^@SERVERS@$/ { printf "%s", ENVIRON["SERVERS"]; next }
 	    /^@GLOBAL@$/ { if (ENVIRON["GLOB"] != "") print ENVIRON["GLOB"]; next }
@@ -231,6 +260,7 @@ haproxy_start() {
 	"$HAPROXY" -D -p "$FLEET/haproxy.pid" -f "$cfg" \
 	    >>"$FLEET/haproxy.log" 2>&1 ||
 		die "haproxy did not start: $(tail -n 3 "$FLEET/haproxy.log")"
+	echo "http://127.0.0.1:$PORT/" >"$FLEET/url"
 	# Up once it answers /healthz through a host.
 	local deadline=$((SECONDS + timeout)) code=""
 	while :; do
@@ -281,7 +311,7 @@ stop() {
 		kill "$(cat "$FLEET/haproxy.pid")" 2>/dev/null || true
 		say "haproxy stopped"
 	fi
-	rm -f "$FLEET/haproxy.pid"
+	rm -f "$FLEET/haproxy.pid" "$FLEET/url"
 	for id in $HOSTS; do
 		if pidfile_alive "$FLEET/$id/run.pid"; then
 			pid=$(cat "$FLEET/$id/run.pid")
@@ -300,7 +330,7 @@ stop() {
 status() {
 	local id rc=0
 	if [ -d "$PG/data" ] && pg_running; then
-		say "PostgreSQL: running on 127.0.0.1:$PG_PORT"
+		say "PostgreSQL: running ($(sed 's/:[^:@/]*@/:***@/' "$FLEET/store.url"))"
 	else
 		say "PostgreSQL: stopped"; rc=1
 	fi
@@ -312,7 +342,7 @@ status() {
 		fi
 	done
 	if pidfile_alive "$FLEET/haproxy.pid"; then
-		say "haproxy: running on http://127.0.0.1:$PORT/"
+		say "haproxy: running on $(cat "$FLEET/url")"
 	else
 		say "haproxy: stopped"; rc=1
 	fi

@@ -10,7 +10,12 @@ of the fleet verifies. The tests run in this order on one fleet per mode:
 the later ones kill a host and stop the store."""
 
 import math
+import os
 import re
+import shutil
+import socket
+import subprocess
+import tempfile
 import time
 import uuid
 
@@ -407,3 +412,90 @@ def test_fleet_audit_chain_verifies(fleet):
         {x.get("host") for x in recs}
     seqs = [x["seq"] for x in recs]
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs[:20]
+
+
+# -- make fleet ------------------------------------------------------------------
+
+def fleet_sh(env, *args, fds=()):
+    return subprocess.run([os.path.join(hglib.REPO, "scripts", "fleet.sh")]
+                          + list(args), env=env, pass_fds=fds,
+                          capture_output=True, text=True, timeout=300,
+                          cwd=hglib.REPO)
+
+
+def alive(pidfile):
+    try:
+        with open(pidfile) as f:
+            os.kill(int(f.read()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def test_make_fleet_starts_and_stops_it_all(mode):
+    """scripts/fleet.sh (make fleet): PostgreSQL, h1 h2 h3 and HAProxy up,
+    one admin for the fleet, a session that works on every host and
+    outlives a restart of the whole fleet; stop leaves nothing running.
+    HAProxy on a socket bound here (HG_FLEET_BIND=fd@N), PostgreSQL on its
+    socket alone (HG_FLEET_PG_PORT=0): no port chosen here."""
+    if mode != "root":
+        pytest.skip("make fleet runs as root (the service users)")
+    top = tempfile.mkdtemp(prefix="hg-fleetsh-")
+    os.chmod(top, 0o755)
+    d = os.path.join(top, "fleet")
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    fd = sock.fileno()
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8",
+           "HG_BUILD": hglib.BUILD, "HG_FLEET_DIR": d,
+           "HG_FLEET_PORT": str(port), "HG_FLEET_BIND": "fd@%d" % fd,
+           "HG_FLEET_PG_PORT": "0"}
+    lb = fleetlib.Balancer(d, [])
+    lb.port = port
+    ok = False
+    try:
+        # Bad input: refused before anything starts.
+        r = fleet_sh(dict(env, HG_FLEET_PORT="80a"), "start")
+        assert r.returncode != 0 and "not a port number: 80a" in r.stderr, r
+        assert not os.path.exists(os.path.join(d, "pg")), os.listdir(d) \
+            if os.path.isdir(d) else None
+        r = fleet_sh(env, "start", fds=(fd,))
+        assert r.returncode == 0, r.stderr
+        assert "the fleet is up: http://127.0.0.1:%d/" % port in r.stderr
+        m = re.search(r"created user admin, password: (\S+)", r.stderr)
+        assert m, r.stderr
+        pw = m.group(1)
+        assert fleet_sh(env, "status").returncode == 0
+        s = lb.login("admin", pw)
+        for h in ("h1", "h2", "h3"):
+            doc = status_of(s.on(h)).json()
+            assert doc["host"]["id"] == h and doc["user"] == "admin", doc
+        t = Term(s.on("h2"))
+        assert t.host == "h2"
+        # Stopped and started again: the same store, the same session,
+        # no second admin.
+        r = fleet_sh(env, "stop")
+        assert r.returncode == 0, r.stderr
+        r = fleet_sh(env, "start", fds=(fd,))
+        assert r.returncode == 0, r.stderr
+        assert "created user admin" not in r.stderr, r.stderr
+        assert status_of(s.on("h3")).json()["user"] == "admin"
+        ok = True
+    finally:
+        r = fleet_sh(env, "stop")
+        sock.close()
+        pids = [os.path.join(d, h, "run.pid") for h in ("h1", "h2", "h3")]
+        left = [p for p in pids if alive(p)]
+        if ok:
+            assert r.returncode == 0, r.stderr
+            st = fleet_sh(env, "status")
+            assert st.returncode != 0, st.stderr
+            assert "PostgreSQL: stopped" in st.stderr, st.stderr
+            assert not left, left
+            assert not os.path.exists(os.path.join(d, "pg", "data",
+                                                   "postmaster.pid"))
+            shutil.rmtree(top, ignore_errors=True)
+        else:
+            print("fleet.sh directory kept: %s" % top)
