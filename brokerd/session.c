@@ -662,6 +662,27 @@ session_expire_all(int64_t now)
 	return n;
 }
 
+/*
+ * token_add_loaded for the PostgreSQL store, where a token minted on one
+ * host as its session ended on another may outlive it: such a token is
+ * deleted (logged), not a reason to refuse to start.
+ */
+static int
+token_add_fleet(struct token *t, char *err, size_t errsz)
+{
+	if (t->session_id[0] != '\0' &&
+	    str_is_hex(t->session_id, 2 * SESSION_ID_BYTES) &&
+	    session_find(t->session_id) == NULL) {
+		log_warnx("token %.16s: its session %.8s is gone; deleted",
+		    t->id, t->session_id);
+		store_token_delete(t->id);
+		free(t->user);
+		free(t);
+		return 0;
+	}
+	return token_add_loaded(t, err, errsz);
+}
+
 /* Free a session row read from the store and never linked. */
 static void
 session_row_free(struct session *row)
@@ -1065,8 +1086,8 @@ session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 	free(path);
 	if (rc == -1)
 		return -1;
-	if (store_load(session_add_loaded, token_add_loaded, err,
-	    errsz) == -1) {
+	if (store_load(session_add_loaded, pg_enabled() ? token_add_fleet :
+	    token_add_loaded, err, errsz) == -1) {
 		store_unusable(err, errsz);
 		goto fail;
 	}
