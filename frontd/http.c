@@ -1820,13 +1820,15 @@ http_conn_sheddable(struct http_conn *conn)
  * at a limit.
  */
 static const char *
-http_server_admit(struct http_server *server, const char *peer)
+http_server_admit(struct http_server *server, const char *peer, int trusted)
 {
 	struct http_addr	*a;
 	struct http_conn	*victim;
 	int			 limit = server->limits.max_conns_per_addr;
 
-	if ((a = http_addr_find(server, peer)) != NULL && a->nconns >= limit) {
+	/* A trusted proxy carries many clients: the global limit only. */
+	if (!trusted && (a = http_addr_find(server, peer)) != NULL &&
+	    a->nconns >= limit) {
 		if (!a->full)
 			log_warnx("client %s has %d connections, its limit: "
 			    "shedding its idle ones, else refusing with 503",
@@ -1903,12 +1905,15 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	SSL			*ssl;
 	const char		*full;
 	char			 peer[64], key[64], extra[64];
+	int			 trusted;
 	int			 opts = BEV_OPT_CLOSE_ON_FREE |
 				    BEV_OPT_DEFER_CALLBACKS;
 
 	http_peer_name(sa, peer, sizeof peer);
 	http_addr_key(sa, peer, key, sizeof key);
-	full = http_server_admit(server, key);
+	trusted = server->trusted.n > 0 &&
+	    egress_nets_find(&server->trusted, sa) != NULL;
+	full = http_server_admit(server, key, trusted);
 
 	if ((conn = calloc(1, sizeof *conn)) == NULL)
 		fatal("calloc");
@@ -1916,8 +1921,7 @@ http_server_accept(struct evconnlistener *listener, evutil_socket_t fd,
 	conn->file_fd = -1;
 	memcpy(conn->peer, peer, sizeof conn->peer);
 	memcpy(conn->key, key, sizeof conn->key);
-	conn->trusted = server->trusted.n > 0 &&
-	    egress_nets_find(&server->trusted, sa) != NULL;
+	conn->trusted = trusted;
 	if (server->ssl_ctx != NULL) {
 		if ((ssl = SSL_new(server->ssl_ctx)) == NULL) {
 			log_warnx("%s: SSL_new failed", conn->peer);

@@ -50,12 +50,38 @@ def users_of(hg):
     return {u["name"] for u in hg.hgctl_json("user", "list")}
 
 
-def host(factory, url, name):
-    """A hostgate on the store url as host name, with alice and bob (once:
-    a store that holds the users shares them)."""
+def broker_owner(hg):
+    """(uid, gid) brokerd runs as, who owns its state directory."""
+    if hg.mode == "root":
+        return hglib.account(hglib.SERVICE_USERS["brokerd"])
+    return hg.run_as or (os.geteuid(), os.getegid())
+
+
+def share_key(src, hg):
+    """Give hg, before it starts, src's audit key, as an operator copies
+    the fleet's (one audit chain in the store needs one key)."""
+    with open(os.path.join(src.state, "audit.key"), "rb") as f:
+        key = f.read()
+    uid, gid = broker_owner(hg)
+    if not os.path.isdir(hg.state):
+        os.mkdir(hg.state, 0o711 if hg.mode == "root" else 0o700)
+        os.chown(hg.state, uid, gid)
+    path = os.path.join(hg.state, "audit.key")
+    with open(path, "wb") as f:
+        f.write(key)
+    os.chmod(path, 0o600)
+    os.chown(path, uid, gid)
+
+
+def host(factory, url, name, key_of=None):
+    """A hostgate on the store url as host name (with key_of's audit key),
+    with alice and bob (once: a store that holds the users shares them)."""
     hg = factory(env={"HOSTGATE_STORE": url, "HOSTGATE_HOST_ID": name,
                       "HOSTGATE_HOST_LOST_SECONDS": str(LOST)},
-                 name=name, users=False)
+                 name=name, start=False)
+    if key_of is not None:
+        share_key(key_of, hg)
+    hg.start_all()
     have = users_of(hg)
     if hglib.ADMIN[0] not in have:
         hg.add_user(*hglib.ADMIN, admin=True)
@@ -111,7 +137,7 @@ def start_sleeper(s):
 @needs_pg
 def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     a = host(hostgate_factory, store, "ha")
-    b = host(hostgate_factory, store, "hb")
+    b = host(hostgate_factory, store, "hb", key_of=a)
     # Both rows up, each host says who it is and on which store.
     assert host_state(pg, store, "ha") == ("up", "")
     assert host_state(pg, store, "hb") == ("up", "")
@@ -325,7 +351,7 @@ def test_store_away_loses_no_host(hostgate_factory, pg, store):
     declared lost (each waits a whole lost period linked before it
     judges the others)."""
     a = host(hostgate_factory, store, "hd")
-    b = host(hostgate_factory, store, "he")
+    b = host(hostgate_factory, store, "he", key_of=a)
     pg.stop()
     # The condition itself: down for longer than the limit.
     time.sleep(LOST + 1)

@@ -1059,6 +1059,38 @@ test_limits_per_address(void **state)
 	pump_some();
 }
 
+/*
+ * A trusted proxy's connections are many clients': no per-address limit
+ * (the global one holds), and its X-Forwarded-For names the client; an
+ * untrusted peer's header is ignored.
+ */
+static void
+test_limits_trusted_proxy(void **state)
+{
+	char	buf[8192];
+	int	a[LIM_PER_ADDR + 1], other, i;
+
+	for (i = 0; i < LIM_PER_ADDR + 1; i++) {
+		a[i] = client_connect_from(lim_port, "127.0.0.9");
+		pump_some();
+		send_str(a[i], "GET /busy HTTP/1.1\r\n");
+		pump_some();
+	}
+	for (i = 0; i < LIM_PER_ADDR + 1; i++) {
+		send_str(a[i], "X-Forwarded-For: 1.1.1.1, 192.0.2.44\r\n\r\n");
+		client_read(a[i], buf, sizeof buf, 1, 0);
+		assert_non_null(strstr(buf, "\"peer\":\"192.0.2.44\""));
+		close(a[i]);
+	}
+	other = client_connect_from(lim_port, "127.0.0.8");
+	send_str(other, "GET / HTTP/1.1\r\nX-Forwarded-For: 192.0.2.44\r\n"
+	    "\r\n");
+	client_read(other, buf, sizeof buf, 1, 0);
+	assert_non_null(strstr(buf, "\"peer\":\"127.0.0.8\""));
+	close(other);
+	pump_some();
+}
+
 static void
 test_limits_unread_request_not_shed(void **state)
 {
@@ -1419,6 +1451,7 @@ setup_servers(void **state)
 	struct http_limits	 limits = { 1024, 1024, 10 };
 	struct http_limits	 small = { LIM_CONNS, LIM_PER_ADDR, 1 };
 	struct http_server	*server;
+	struct egress_nets	 trusted;
 	char		 err[512];
 	SSL_CTX		*ctx;
 	EVP_PKEY	*k;
@@ -1449,6 +1482,10 @@ setup_servers(void **state)
 	    NULL)) == NULL)
 		return (-1);
 	http_server_set_limits(server, &small);
+	/* 127.0.0.9 is a trusted proxy of this one. */
+	if (egress_nets_parse("127.0.0.9/32", &trusted, err, sizeof err) == -1)
+		return (-1);
+	http_server_set_trusted(server, &trusted);
 	if ((ctx = tls_ctx_new(cert_path, key_path, err, sizeof err)) == NULL) {
 		fprintf(stderr, "%s\n", err);
 		return (-1);
@@ -1497,6 +1534,7 @@ main(void)
 		cmocka_unit_test(test_server_emfile),
 		cmocka_unit_test(test_server_half_close),
 		cmocka_unit_test(test_limits_per_address),
+		cmocka_unit_test(test_limits_trusted_proxy),
 		cmocka_unit_test(test_limits_unread_request_not_shed),
 		cmocka_unit_test(test_limits_global),
 		cmocka_unit_test(test_addr_key),
