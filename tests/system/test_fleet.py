@@ -40,13 +40,17 @@ TERM_ID = re.compile(r"(h[0-9]+)\.[0-9a-f]{16}")
 
 
 @pytest.fixture(scope="module")
-def fleet(mode):
+def fleet(mode, request):
+    failed = request.session.testsfailed
     with fleetlib.running(mode, n=3, name="fleet", host_lost=LOST, env={
             "HOSTGATE_MODE_RATE_PER_MINUTE": N,
             "HOST_EXECUTION_DIRECT_TTL_SECONDS": TTL}) as f:
         for user in (CAROL, DAVE, ERIN):
             f.hosts[0].add_user(*user, admin=True)
         yield f
+        # A test of this fleet failed: keep its directories and logs.
+        if request.session.testsfailed > failed:
+            f.failed = True
 
 
 @pytest.fixture(scope="module")
