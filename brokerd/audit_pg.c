@@ -243,8 +243,9 @@ audit_pg_append(struct json_object *rec, int64_t time_ms, int sync,
 	if (pg_ready(why, sizeof why) == -1)
 		return -1;
 	action = audit_pg_member(rec, "action");
+	/* (A failed begin nested in another transaction still counts.) */
 	if (pg_begin() == -1)
-		goto fail;
+		goto rollback;
 	/* One round trip (the simple protocol takes both statements). */
 	if (pg_exec(sync ? AUDIT_PG_LOCK : "SET LOCAL synchronous_commit TO "
 	    "OFF; " AUDIT_PG_LOCK, 0, NULL) == -1)

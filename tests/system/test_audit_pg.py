@@ -239,6 +239,37 @@ def test_hash_column_edited_found(mode, pg, store):
         assert "hash column does not match its line" in doc["error"], doc
 
 
+def test_rows_cut_from_the_end(mode, pg, store):
+    """The last rows deleted: the host that wrote them says so; after its
+    restart a plain verify passes (the known limit, as with the files)
+    and one against an anchor (seq and hash column of the old head) does
+    not."""
+    with fleet(mode, store, n=1) as (h1,):
+        for _ in range(3):
+            h1.login(*hglib.USER)
+        [[seq, digest]] = pg.psql(store, "SELECT seq, hash FROM audit "
+                                  "ORDER BY seq DESC LIMIT 1")
+        seq = int(seq)
+        r = h1.hgctl("audit", "verify", "--head", "%d:%s" % (seq, digest))
+        assert r.returncode == 0, (r.stdout, r.stderr)
+        pg.psql(store, "DELETE FROM audit WHERE seq > %d" % (seq - 2))
+        rc, doc = pl.verify(h1)
+        assert rc == 1 and doc["bad_seq"] == seq - 1, doc
+        assert "truncated" in doc["error"], doc
+        h1.stop("brokerd")
+        h1.start("brokerd")
+        h1.wait_control()
+        # (A record of the start, if any, takes the freed seqs.)
+        rc, doc = pl.verify(h1)
+        assert rc == 0 and doc["records"] >= seq - 2, doc
+        r = h1.hgctl("audit", "verify", "--json", "--head",
+                     "%d:%s" % (seq, digest))
+        doc = json.loads(r.stdout)
+        assert r.returncode == 1 and doc["bad_seq"] in (seq - 1, seq), doc
+        assert "truncated" in doc["error"] or \
+            "not the anchor's" in doc["error"], doc
+
+
 def test_other_key_refused(mode, pg, store):
     """A second host with its own audit.key refuses to start, naming both
     key ids and the remedy; without any key it refuses too."""
@@ -263,6 +294,22 @@ def test_other_key_refused(mode, pg, store):
                     assert w in log, log
             finally:
                 h2.cleanup()
+        # A store whose chain names no key (copied in, say): the last row
+        # must check under this host's key.
+        pg.psql(store, "DELETE FROM meta WHERE key = 'audit_key_id'")
+        h2 = hglib.Hostgate(mode, env=host_env(store, "h2"), name="apgbad")
+        try:
+            put_key(h2, other)
+            h2.start("brokerd")
+            h2.procs["brokerd"].wait(30)
+            assert h2.procs["brokerd"].returncode != 0
+            log = h2.log_text("brokerd")
+            assert "HMAC does not match" in log, log
+            assert "is this the fleet's audit.key?" in log, log
+        finally:
+            h2.cleanup()
+        assert pg.psql(store, "SELECT count(*) FROM meta WHERE key = "
+                       "'audit_key_id'") == [["0"]]
         rc, doc = pl.verify(h1)
         assert rc == 0, doc
 

@@ -103,10 +103,12 @@ def status_lines(verbose):
 
 
 def field(rec, name):
-    """A member of an egress audit record: top level or in detail."""
-    if name in rec and name not in ("detail",):
-        return rec[name]
-    return (rec.get("detail") or {}).get(name)
+    """A member of an egress audit record: in detail, else top level
+    (whose "host" is the brokerd's host id, not the destination)."""
+    detail = rec.get("detail") or {}
+    if name in detail:
+        return detail[name]
+    return rec.get(name) if name != "detail" else None
 
 
 def egress_records(hg, spawn):
