@@ -270,16 +270,16 @@ static void
 mode_lapse(struct session *s, const char *reason, int retry)
 {
 	struct timeval	tv;
-	int64_t		until = s->direct_until, now;
+	int64_t		until = s->direct_until, stored;
 	int		claimed;
 
 	if ((claimed = mode_claim(s->id, until)) == 1) {
 		mode_end(s, reason, NULL, 1);
 		return;
 	}
-	if (claimed == 0 && (now = mode_stored(s->id)) != -1) {
-		if (now > until) {
-			s->direct_until = now;
+	if (claimed == 0 && (stored = mode_stored(s->id)) != -1) {
+		if (stored > until) {
+			s->direct_until = stored;
 			mode_follow(s);
 		} else
 			mode_end(s, reason, NULL, 0);
@@ -534,8 +534,10 @@ mode_init(struct event_base *base, struct config *conf)
 		if (s->direct_until == 0)
 			continue;
 		/* The fleet's grant: another host may hold it; one records. */
-		if (pg_enabled() && conf->runtime != RUNTIME_HOST)
+		if (pg_enabled() && conf->runtime != RUNTIME_HOST) {
+			s->direct_mono = 0;	/* never direct on this host */
 			continue;
+		}
 		if (pg_enabled() && ttl_resume(s->direct_until, now_wall_ms(),
 		    now_mono_ms(), &s->direct_mono) == -1) {
 			mode_lapse(s, "restart", 0);

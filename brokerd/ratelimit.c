@@ -98,7 +98,7 @@ rl_new(const char *bucket, double per_minute, double burst, size_t max_keys)
 	    (double)t->burst / RL_UNIT);
 	snprintf(t->rate_s, sizeof(t->rate_s), "%.17g",
 	    (double)t->rate * 1000 / RL_UNIT);
-	t->swept = now_mono_ms();
+	t->swept = now_mono_ms() - RL_SWEEP_MS;	/* at the first take */
 	for (t->nchains = 16; t->nchains < max_keys; t->nchains *= 2)
 		;
 	if ((t->chains = calloc(t->nchains, sizeof *t->chains)) == NULL)
@@ -206,7 +206,9 @@ rl_evict(struct rl_table *t, int64_t now_ms)
  * Take a token in one statement: a missing row is a full bucket; a row
  * with a token left is refilled and taken from (its lock serializes the
  * hosts); one without is left alone and the wait is computed from it (as
- * the statement's snapshot saw it: only the seconds of a refusal).
+ * the statement's snapshot saw it: only the seconds of a refusal). Each
+ * clock_timestamp() is a little later than the one before: the stamp set
+ * is never earlier than the refill counted, so it can only come out short.
  */
 static const char rl_sql_take[] =
 	"WITH up AS ("
@@ -269,7 +271,10 @@ rl_store_wait(double secs)
 	return secs >= INT_MAX ? INT_MAX : (int)secs;
 }
 
-/* Delete a bounded batch of the table's full rows, once a minute. */
+/*
+ * Delete a bounded batch of the table's full rows: at its first take, then
+ * once a minute.
+ */
 static void
 rl_store_sweep(struct rl_table *t)
 {
