@@ -300,6 +300,11 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
             doc = wait_mode(s, "direct")
             assert doc["expires_at"] == g["expires_at"], (doc, g)
             assert 0 < doc["remaining_seconds"] <= LONG_TTL, doc
+            st = s.get("/api/status")
+            assert st.status == 200, st
+            em = st.json()["execution_mode"]
+            assert em["mode"] == "direct", em
+            assert em["expires_at"] == g["expires_at"], em
             assert pl.run(s, "true")["mode"] == "direct"
         ch = es.wait("mode_changed", 5)
         assert ch["data"]["mode"] == "direct", ch
