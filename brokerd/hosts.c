@@ -210,6 +210,24 @@ hosts_lost_record(const char *host, const char *why)
 }
 
 /*
+ * The link is back: what ended or started while it was down never reached
+ * the live table, so our rows are made again from what runs now.
+ */
+static void
+hosts_reconnected(void)
+{
+	const char	*params[1];
+	PGresult	*r;
+
+	params[0] = hosts_self();
+	if ((r = pg_query("DELETE FROM live WHERE host = $1", 1,
+	    params)) == NULL)
+		return;
+	PQclear(r);
+	spawn_live_again();
+}
+
+/*
  * At start, with a PostgreSQL store (after pg_init and audit_init): our
  * row up, and what an unclean end of our last run left accounted for.
  */
@@ -249,6 +267,7 @@ hosts_init(struct event_base *base, struct config *conf)
 		log_info("host %s up on the store (lost after %d s without a "
 		    "heartbeat)", hosts_self(), conf->host_lost);
 	}
+	pg_on_reconnect(hosts_reconnected);
 	hosts_ev = event_new(base, -1, EV_PERSIST, hosts_tick, NULL);
 	evtimer_add(hosts_ev, &tv);
 }

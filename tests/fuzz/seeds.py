@@ -106,6 +106,13 @@ api = {
     "terminal_list": (http("GET", "/api/terminals", headers=AUTH), j({"result": {"terminals": []}})),
     "terminal_delete": (http("DELETE", "/api/terminals/0123456789abcdef", headers=AUTH), OK),
     "terminal_delete_bad": (http("DELETE", "/api/terminals/0123456789ABCDEF", headers=AUTH), None),
+    "terminal_delete_host": (http("DELETE", "/api/terminals/h2.0123456789abcdef", headers=AUTH),
+                             j({"error": {"code": "misdirected",
+                                          "message": "terminal h2.0123456789abcdef is served by host h2"}})),
+    "terminal_delete_lost": (http("DELETE", "/api/admin/terminals/web-3.0123456789abcdef", headers=AUTH),
+                             j({"error": {"code": "gone", "message": "terminal web-3.0123456789abcdef was "
+                                          "lost with host web-3 at 2026-12-02T01:00:00Z"}})),
+    "terminal_delete_badhost": (http("DELETE", "/api/terminals/H2..0123456789abcdef", headers=AUTH), None),
     "admin_kill": (http("DELETE", "/api/admin/terminals/0123456789abcdef", headers=AUTH), ERR),
     "admin_revert": (http("POST", "/api/admin/sessions/" + "0123456789abcdef" * 2 + "/revert", headers=AUTH), OK),
     "admin_audit": (http("GET", "/api/admin/audit?user=alice&type=login&since=2026-01-01T00:00:00Z"

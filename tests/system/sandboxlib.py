@@ -282,7 +282,9 @@ class Terminal:
                          timeout=15)
         assert r.status == 201, "terminal create: %r" % r
         self.id = r.json()["id"]
-        assert re.fullmatch(r"[0-9a-f]{16}", self.id), self.id
+        # HOST.HEX16 in a fleet (a PostgreSQL store), else HEX16.
+        assert re.fullmatch(r"([a-z0-9][a-z0-9-]{0,31}\.)?[0-9a-f]{16}",
+                            self.id), self.id
         self.ws = None
 
     def attach(self, ready=True):

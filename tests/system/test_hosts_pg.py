@@ -8,6 +8,7 @@ running command; /api/status's host and hosts. Also, without a store:
 HOSTGATE_TRUSTED_PROXIES, the client address from X-Forwarded-For only
 when the peer is a trusted proxy."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -109,6 +110,28 @@ def kill_all(hg):
             hg.procs[name].send_signal(signal.SIGKILL)
     for p in hg.procs.values():
         p.wait()
+    # What ran there dies with the host, as with a machine gone: without
+    # cgroups (rootless) a sandbox's bwrap may outlive its sandboxd.
+    for pid in spawns_of(hg):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def spawns_of(hg):
+    """The processes whose command line names hg's directory (its spawns'
+    bwrap), by pid."""
+    out = []
+    mark = (hg.dir + "/").encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if mark in f.read():
+                    out.append(int(pid))
+        except OSError:
+            pass
+    return out
 
 
 def ws_status(hg, s, tid):
@@ -367,3 +390,64 @@ def test_store_away_loses_no_host(hostgate_factory, pg, store):
     assert host_state(pg, store, "he") == ("up", "")
     for hg in (a, b):
         assert policylib.audit_show(hg, "--action", "host_lost") == []
+
+
+@needs_pg
+def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
+    """A host that stalls (its brokerd stopped) is declared lost like a
+    dead one; once it runs again it is up again, with its live rows back
+    and a host_up record that says it rejoined."""
+    a = host(hostgate_factory, store, "hf")
+    b = host(hostgate_factory, store, "hg", key_of=a)
+    s = a.login(*hglib.USER)
+    r = s.post("/api/terminals", {"cols": 80, "rows": 24})
+    assert r.status == 201, r
+    tid = r.json()["id"]
+    a.send_signal("brokerd", signal.SIGSTOP)
+    try:
+        hglib.wait_for(lambda: host_state(pg, store, "hf") ==
+                       ("lost", "hg"), LOST + 30, what="hf declared lost")
+        hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
+                                    "host = 'hf'") == [], 10,
+                       what="hf's live rows dropped")
+    finally:
+        a.send_signal("brokerd", signal.SIGCONT)
+    hglib.wait_for(lambda: host_state(pg, store, "hf") == ("up", ""), 15,
+                   what="hf up again")
+    hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
+                                "host = 'hf'") == [[tid]], 10,
+                   what="hf's live row back")
+    ups = [rec for rec in policylib.audit_show(a, "--action", "host_up")
+           if (rec.get("detail") or {}).get("rejoined")]
+    assert len(ups) == 1 and ups[0]["detail"]["host"] == "hf", ups
+    # Its terminal is its own again.
+    sb = b.login(*hglib.USER)
+    assert sb.request("DELETE", "/api/terminals/" + tid).status == 421
+    assert s.request("DELETE", "/api/terminals/" + tid).status == 200
+
+
+@needs_pg
+def test_live_rows_made_again_after_the_store_is_back(hostgate_factory, pg,
+                                                      store):
+    """A terminal that ends while the store is away cannot take its live
+    row away; once the link is back the host makes its rows again from
+    what runs, so the ended one is gone and the running one stays."""
+    a = host(hostgate_factory, store, "hh")
+    s = a.login(*hglib.USER)
+    ended, kept = sl.Terminal(s), sl.Terminal(s)
+    try:
+        ws = ended.attach()
+        assert sorted(r[0] for r in rows(pg, store, "SELECT id FROM live "
+                                         "WHERE host = 'hh'")) == \
+            sorted([ended.id, kept.id])
+        pg.stop()
+        ws.send_binary(b"exit\n")
+        hglib.wait_for(lambda: not [t for t in s.get("/api/terminals").json()[
+            "terminals"] if t["id"] == ended.id and t["running"]], 15,
+            what="the shell gone")
+        pg.start()
+        hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
+                                    "host = 'hh'") == [[kept.id]], 30,
+                       what="the live rows made again")
+    finally:
+        kept.close()
