@@ -1,6 +1,7 @@
 # hostgate: three privilege-separated daemons and an ops CLI.
 #   make            build everything into build/
 #   make run        start hostgate on its embedded defaults (scripts/run.sh)
+#   make fleet      three hostgates on PostgreSQL behind HAProxy (fleet-stop)
 #   make check      unit, fuzz (15 s a target), system and browser tests
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make check SANITIZE=address,undefined
@@ -206,6 +207,16 @@ protodoc-check: $(B)/hg-protodoc
 
 run: all
 	HG_BUILD=$(B) scripts/run.sh
+
+# A fleet on one machine (docs/fleet.md): PostgreSQL, three hostgates on
+# it and HAProxy in front, in the background; fleet-stop stops them.
+fleet: all
+	HG_BUILD=$(B) scripts/fleet.sh start
+
+fleet-stop:
+	HG_BUILD=$(B) scripts/fleet.sh stop
+
+.PHONY: fleet fleet-stop
 
 # The installed paths, written into the units, man pages and env file.
 SUBST	= sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@BINDIR@|$(BINDIR)|g' \

@@ -205,27 +205,6 @@ PGconn	*pg_connect_once(const char *conninfo, int timeout, char *err,
 int	 pg_schema_version(PGconn *, char *err, size_t errsz);
 int	 pg_migrate(PGconn *, int *from, int *to, char *err, size_t errsz);
 
-/* hosts.c: this host in a fleet (hosts and live tables) */
-void	 hosts_init(struct event_base *, struct config *);
-void	 hosts_stop(void);
-const char *hosts_self(void);			/* HOSTGATE_HOST_ID */
-/* A spawn's id as clients see it: HOST.HEX16 in a fleet, else HEX16. */
-#define HOSTS_SPAWN_ID_MAX	(32 + 1 + 16 + 1)
-void	 hosts_spawn_id(const char *hex, char *out, size_t outsz);
-/* The live table's row of a running terminal or command (detail taken). */
-void	 hosts_live_add(const char *hex, const char *kind, const char *user,
-	    const char *session, struct json_object *detail);
-void	 hosts_live_del(const char *hex);
-/* 0: a terminal id of this host; -1 after a 421, 410 or 404 reply. */
-int	 hosts_term_check(struct ipc_peer *, struct ipc_msg *,
-	    const char *host, const char *hex);
-/* The other hosts' live terminals of a session, added to arr. */
-void	 hosts_live_terminals(struct json_object *arr, const char *session);
-/* Each session's host, and its terminals elsewhere, in the admin view. */
-void	 hosts_admin_sessions(struct json_object *sessions);
-struct json_object *hosts_status_json(void);	/* {id, store} */
-struct json_object *hosts_list_json(void);	/* admins: the fleet's hosts */
-
 /* pgstore.c: store.c's rows, and auth.c's users, in PostgreSQL */
 int	 pgstore_begin(void);
 int	 pgstore_commit(void);
@@ -252,6 +231,27 @@ int	 pgstore_user_delete(const char *name);		/* rows, or -1 */
 int	 pgstore_user_get(const char *name, struct user **);
 int	 pgstore_user_load(int (*)(struct user *, char *, size_t), char *err,
 	    size_t errsz);
+
+/* hosts.c: this host in a fleet (hosts and live tables) */
+void	 hosts_init(struct event_base *, struct config *);
+void	 hosts_stop(void);
+const char *hosts_self(void);			/* HOSTGATE_HOST_ID */
+/* A spawn's id as clients see it: HOST.HEX16 in a fleet, else HEX16. */
+#define HOSTS_SPAWN_ID_MAX	(32 + 1 + 16 + 1)
+void	 hosts_spawn_id(const char *hex, char *out, size_t outsz);
+/* The live table's row of a running terminal or command (detail taken). */
+void	 hosts_live_add(const char *hex, const char *kind, const char *user,
+	    const char *session, struct json_object *detail);
+void	 hosts_live_del(const char *hex);
+/* 0: a terminal id of this host; -1 after a 421, 410 or 404 reply. */
+int	 hosts_term_check(struct ipc_peer *, struct ipc_msg *,
+	    const char *host, const char *hex);
+/* The other hosts' live terminals of a session, added to arr. */
+void	 hosts_live_terminals(struct json_object *arr, const char *session);
+/* Each session's host, and its terminals elsewhere, in the admin view. */
+void	 hosts_admin_sessions(struct json_object *sessions);
+struct json_object *hosts_status_json(void);	/* {id, store} */
+struct json_object *hosts_list_json(void);	/* admins: the fleet's hosts */
 
 /* storeadm.c: hgctl store status and copy, off-line */
 struct storeadm_counts {

@@ -7,7 +7,8 @@
 # bench.py with Debian's /usr/bin/python3, which also runs
 # $HG_BUILD/bench_policy when `make bench` built it. HG_BUILD names the build
 # directory (default: build); BENCH_MODE=root runs the daemons in root mode
-# (default: user, as hostgate-test when root).
+# (default: user, as hostgate-test when root). BENCH_ONLY=fleet runs the
+# fleet benchmark instead (bench_fleet.py).
 set -eu
 cd "$(dirname "$0")/../.."
 HG_BUILD="${HG_BUILD:-build}"
@@ -79,7 +80,13 @@ fi
 if [ -x "$HG_BUILD/bench_store" ]; then
 	set -- --store-bench "$HG_BUILD/bench_store" "$@"
 fi
-/usr/bin/python3 tests/bench/bench.py "$@" &
+# BENCH_ONLY=fleet: the fleet benchmark alone (tests/bench/bench_fleet.py:
+# three hosts on PostgreSQL behind HAProxy beside one embedded host).
+script=tests/bench/bench.py
+if [ "${BENCH_ONLY:-}" = fleet ]; then
+	script=tests/bench/bench_fleet.py
+fi
+/usr/bin/python3 "$script" "$@" &
 child=$!
 rc=0
 wait "$child" || rc=$?
