@@ -19,9 +19,11 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "brokerd.h"
 
@@ -945,12 +947,21 @@ pg_retry_later(void)
 int
 pg_init(struct config *conf, char *err, size_t errsz)
 {
-	PGconn	*conn;
-	char	 msg[400];
+	struct passwd	*pw;
+	PGconn		*conn;
+	char		 msg[400];
 
 	snprintf(pg_hostid, sizeof(pg_hostid), "%s", conf->host_id);
 	if (conf->store == NULL)
 		return 0;
+	/*
+	 * libpq looks for ~/.pgpass and ~/.postgresql/ (client certificate,
+	 * root CA) under HOME: after the privilege drop, the service user's
+	 * home, not the one of who started brokerd (root's is unreadable).
+	 */
+	if ((pw = getpwuid(geteuid())) != NULL && pw->pw_dir != NULL &&
+	    setenv("HOME", pw->pw_dir, 1) == -1)
+		fatal("setenv HOME");
 	pg_timeout_ms = conf->store_timeout * 1000;
 	if ((pg_conninfo = strdup(conf->store)) == NULL)
 		fatal("%s", __func__);

@@ -147,10 +147,7 @@ EOF
 	pw=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
 	psql_super "CREATE ROLE hostgate LOGIN PASSWORD '$pw'" >/dev/null
 	psql_super "CREATE DATABASE hostgate OWNER hostgate" >/dev/null
-	# No client certificate: sslcert names a file that is not there, or
-	# libpq would look in ~/.postgresql/, which may be closed to
-	# brokerd's user (HOME=/root after the privilege drop).
-	local url="postgresql://hostgate:$pw@127.0.0.1:$PG_PORT/hostgate?sslmode=verify-full&sslrootcert=$PG/ca.crt&sslcert=$PG/no-client.crt&sslkey=$PG/no-client.key&connect_timeout=5"
+	local url="postgresql://hostgate:$pw@127.0.0.1:$PG_PORT/hostgate?sslmode=verify-full&sslrootcert=$PG/ca.crt&connect_timeout=5"
 	if [ $PG_SOCKET_ONLY = 1 ]; then
 		url="postgresql://hostgate:$pw@/hostgate?host=$PG/sock&port=$PG_PORT&connect_timeout=5"
 	fi
