@@ -221,7 +221,8 @@ sse_subscribed(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	    "X-Request-Id: %s\r\n\r\n"
 	    "retry: 2000\n\n", rid);
 	/* What the client missed since its Last-Event-ID. */
-	if (json_object_object_get_ex(res, "missed", &missed))
+	if (json_object_object_get_ex(res, "missed", &missed) &&
+	    json_object_is_type(missed, json_type_array))
 		for (i = 0; i < json_object_array_length(missed); i++)
 			sse_write(s, json_object_array_get_idx(missed, i));
 	/* The ring no longer holds all it missed: read the state afresh. */
