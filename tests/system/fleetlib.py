@@ -254,14 +254,6 @@ class Session(hglib.Session):
 
 # -- the fleet -------------------------------------------------------------
 
-def broker_owner(hg):
-    """(uid, gid) brokerd runs as, who owns the state directory."""
-    if hg.mode == "root":
-        return hglib.account(hglib.SERVICE_USERS["brokerd"])
-    if hg.run_as:
-        return hg.run_as
-    return os.geteuid(), os.getegid()
-
 
 class Fleet:
     """N hostgates on one PostgreSQL behind HAProxy. fleet.hosts[i] is a
@@ -334,18 +326,7 @@ class Fleet:
         with open(hg.envfile, "w") as f:
             f.write("HOSTGATE_STORE=%s\nHOSTGATE_HOST_ID=%s\n"
                     % (self.url, hid))
-        uid, gid = broker_owner(hg)
-        if not os.path.isdir(hg.state):
-            os.mkdir(hg.state)
-        os.chmod(hg.state, 0o711 if hg.mode == "root" else 0o700)
-        os.chown(hg.state, uid, gid)
-        key = os.path.join(hg.state, "audit.key")
-        fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, self.audit_key)
-        finally:
-            os.close(fd)
-        os.chown(key, uid, gid)
+        hg.give_audit_key(self.audit_key)
         return hg
 
     def psql(self, sql):

@@ -12,7 +12,6 @@ import hashlib
 import hmac
 import json
 import os
-import shutil
 
 import pytest
 
@@ -48,26 +47,10 @@ def host_env(url, host):
     return env
 
 
-def broker_owner(hg):
-    """(uid, gid) brokerd runs as, who owns its state directory."""
-    if hg.mode == "root":
-        return hglib.account(hglib.SERVICE_USERS["brokerd"])
-    return hg.run_as or (os.geteuid(), os.getegid())
-
 
 def put_key(hg, key):
-    """Give hg's state directory the audit key (bytes) before it starts,
-    as an operator copies the fleet's: the directory as brokerd makes it,
-    the key 0600, both brokerd's user's."""
-    uid, gid = broker_owner(hg)
-    if not os.path.isdir(hg.state):
-        os.mkdir(hg.state, 0o711 if hg.mode == "root" else 0o700)
-        os.chown(hg.state, uid, gid)
-    path = os.path.join(hg.state, "audit.key")
-    with open(path, "wb") as f:
-        f.write(key)
-    os.chmod(path, 0o600)
-    os.chown(path, uid, gid)
+    """Give hg's state directory the audit key (bytes) before it starts."""
+    hg.give_audit_key(key)
 
 
 def read_key(hg):

@@ -51,27 +51,12 @@ def users_of(hg):
     return {u["name"] for u in hg.hgctl_json("user", "list")}
 
 
-def broker_owner(hg):
-    """(uid, gid) brokerd runs as, who owns its state directory."""
-    if hg.mode == "root":
-        return hglib.account(hglib.SERVICE_USERS["brokerd"])
-    return hg.run_as or (os.geteuid(), os.getegid())
-
 
 def share_key(src, hg):
     """Give hg, before it starts, src's audit key, as an operator copies
     the fleet's (one audit chain in the store needs one key)."""
     with open(os.path.join(src.state, "audit.key"), "rb") as f:
-        key = f.read()
-    uid, gid = broker_owner(hg)
-    if not os.path.isdir(hg.state):
-        os.mkdir(hg.state, 0o711 if hg.mode == "root" else 0o700)
-        os.chown(hg.state, uid, gid)
-    path = os.path.join(hg.state, "audit.key")
-    with open(path, "wb") as f:
-        f.write(key)
-    os.chmod(path, 0o600)
-    os.chown(path, uid, gid)
+        hg.give_audit_key(f.read())
 
 
 def host(factory, url, name, key_of=None):

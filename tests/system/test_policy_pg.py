@@ -43,14 +43,6 @@ def pg():
         yield p
 
 
-def broker_owner(hg):
-    """(uid, gid) brokerd runs as: the owner of its state directory."""
-    if hg.mode == "root":
-        return hglib.account(hglib.SERVICE_USERS["brokerd"])
-    if hg.run_as:
-        return hg.run_as
-    return os.geteuid(), os.getegid()
-
 
 class Fleet:
     """N hostgates on one database; hosts[0] made the users."""
@@ -73,18 +65,7 @@ class Fleet:
             with open(hg.envfile, "w") as f:
                 f.write("HOSTGATE_STORE=%s\nHOSTGATE_HOST_ID=%s\n"
                         % (self.url, hid))
-            uid, gid = broker_owner(hg)
-            if not os.path.isdir(hg.state):
-                os.mkdir(hg.state)
-            os.chmod(hg.state, 0o711 if mode == "root" else 0o700)
-            os.chown(hg.state, uid, gid)
-            path = os.path.join(hg.state, "audit.key")
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            try:
-                os.write(fd, key)
-            finally:
-                os.close(fd)
-            os.chown(path, uid, gid)
+            hg.give_audit_key(key)
 
     def start(self):
         for hg in self.hosts:
