@@ -39,6 +39,15 @@ ERIN = ("erin", "erin-password-555")
 TERM_ID = re.compile(r"(h[0-9]+)\.[0-9a-f]{16}")
 
 
+# Three hosts of four daemons each: in the mode deployments run (as root,
+# separate users and cgroups) only, which keeps make check's time; the
+# two-host tests of test_store_pg, test_audit_pg and test_hosts_pg run in
+# both modes.
+@pytest.fixture(scope="module", params=hglib.MODES[:1])
+def mode(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def fleet(mode, request):
     failed = request.session.testsfailed

@@ -37,6 +37,15 @@ pytestmark = pytest.mark.skipif(pglib.available() is not None,
                                 reason=str(pglib.available()))
 
 
+# Three hosts of four daemons each: in the mode deployments run (as root,
+# separate users and cgroups) only, which keeps make check's time; the
+# two-host tests of test_store_pg, test_audit_pg and test_hosts_pg run in
+# both modes.
+@pytest.fixture(scope="module", params=hglib.MODES[:1])
+def mode(request):
+    return request.param
+
+
 @pytest.fixture(scope="module")
 def pg():
     with pglib.Postgres() as p:
