@@ -534,3 +534,28 @@ def test_store_status_unreachable(hostgate_factory, pg):
     url = pg.database()
     r = hgctl_env(hg, "store", "status", env={"HOSTGATE_STORE": url})
     assert r.returncode == 0 and "run hgctl store migrate" in r.stdout, r
+
+
+def test_egress_additions_reach_the_other_hosts_sandboxes(pair):
+    """An admin's egress addition made through a reaches b's chain too:
+    b's brokerd, told by the store, sends egress_update to its sandboxd,
+    which hands it to its egressd (whose log says it replaced the
+    additions of that user's or session's listeners), so that b's live
+    allowlist sandboxes of the user or session take it at once."""
+    a, b = pair
+    s = b.login(USER_NAME, USER_PW)
+    sid = [x["id"] for x in a.hgctl_json("session", "list")
+           if x["user"] == USER_NAME][0]
+    hglib.wait_for(lambda: "sandboxd connected" in b.log_text("egressd"), 10,
+                   what="b's egressd linked")
+    a.hgctl_ok("egress", "allow", "--user", USER_NAME, "files.example")
+    hglib.wait_for(lambda: "egress: user %s: additions replaced" % USER_NAME
+                   in b.log_text("egressd"), 5,
+                   what="the user's addition on b's egressd")
+    a.hgctl_ok("egress", "allow", "--session", sid, "more.example")
+    hglib.wait_for(lambda: "egress: session %s session %s: additions "
+                   "replaced" % (USER_NAME, sid) in b.log_text("egressd"), 5,
+                   what="the session's addition on b's egressd")
+    # And b's own view of the session has it.
+    assert "more.example" in json.dumps(
+        s.get("/api/status").json()["egress"]), s.get("/api/status").json()
