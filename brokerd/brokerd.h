@@ -175,7 +175,6 @@ void	 pg_events(struct event_base *);
 void	 pg_close(void);
 /* 0 while the link is up; -1 with why ("the store is unreachable: ..."). */
 int	 pg_ready(char *why, size_t whysz);
-int64_t	 pg_down_ms(void);		/* how long the link has been down */
 int	 pg_over_tcp(void);		/* whether it may use TCP (seccomp) */
 const char *pg_host(void);		/* HOSTGATE_HOST_ID */
 /*

@@ -516,14 +516,6 @@ pg_over_tcp(void)
 	return tcp;
 }
 
-/* Milliseconds the link has been down (0 while it is up). */
-int64_t
-pg_down_ms(void)
-{
-	return pg_conn != NULL || pg_down_at == 0 ? 0 :
-	    now_mono_ms() - pg_down_at;
-}
-
 /* Register the handler of a table's notifications. */
 void
 pg_on_notify(const char *table, pg_notify_fn fn)

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 import hglib
+import pglib
 
 
 def pytest_report_header(config):
@@ -47,6 +48,25 @@ def shared(mode):
     """A running hostgate with an admin (alice) and a user (bob)."""
     with hglib.running(mode, "shared") as hg:
         yield hg
+
+
+@pytest.fixture(scope="module")
+def pg():
+    """A real PostgreSQL server for a module's tests (pglib); skipped where
+    none can be started."""
+    why = pglib.available()
+    if why is not None:
+        pytest.skip(why)
+    with pglib.Postgres() as server:
+        yield server
+
+
+@pytest.fixture
+def store(pg):
+    """A fresh database of that server at the schema's version: its URI."""
+    url = pg.database()
+    pg.migrate(url)
+    return url
 
 
 class Factory:

@@ -26,20 +26,6 @@ pytestmark = pytest.mark.skipif(pglib.available() is not None,
 HMAC_SUFFIX = 75        # ,"hmac":"<64 hex>"}
 
 
-@pytest.fixture(scope="module")
-def pg():
-    with pglib.Postgres() as server:
-        yield server
-
-
-@pytest.fixture
-def store(pg):
-    """A fresh database at the schema's version: its URI."""
-    url = pg.database()
-    pg.migrate(url)
-    return url
-
-
 def host_env(url, host):
     env = dict(hglib.LIFTED_ENV)
     env.update({"HOSTGATE_STORE": url, "HOSTGATE_HOST_ID": host,

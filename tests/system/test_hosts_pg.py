@@ -31,22 +31,6 @@ needs_pg = pytest.mark.skipif(pglib.available() is not None,
                               reason=str(pglib.available()))
 
 
-@pytest.fixture(scope="module")
-def pg():
-    if pglib.available() is not None:
-        pytest.skip(pglib.available())
-    with pglib.Postgres() as server:
-        yield server
-
-
-@pytest.fixture
-def store(pg):
-    """A fresh, migrated database: its URI."""
-    url = pg.database()
-    pg.migrate(url)
-    return url
-
-
 def users_of(hg):
     return {u["name"] for u in hg.hgctl_json("user", "list")}
 
@@ -364,7 +348,8 @@ def test_store_away_loses_no_host(hostgate_factory, pg, store):
     a = host(hostgate_factory, store, "hd")
     b = host(hostgate_factory, store, "he", key_of=a)
     pg.stop()
-    # The condition itself: down for longer than the limit.
+    # The condition itself, not a wait for readiness: no heartbeat can
+    # reach the store for longer than the limit.
     time.sleep(LOST + 1)
     pg.start()
     back = db_now_ms(pg, store)

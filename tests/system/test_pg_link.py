@@ -17,12 +17,6 @@ pytestmark = pytest.mark.skipif(pglib.available() is not None,
                                 reason=str(pglib.available()))
 
 
-@pytest.fixture(scope="module")
-def pg():
-    with pglib.Postgres() as server:
-        yield server
-
-
 def hgctl(env, *args):
     full = dict(os.environ, HOSTGATE_ENV_FILE="/dev/null")
     full.update(env)
@@ -167,6 +161,7 @@ def test_link_lost_and_back_by_itself(pg, mode):
                                    "HOSTGATE_HOST_ID": "h1"}, name="pglink")
     try:
         hg.start_all()
+        hg.add_user(*hglib.ADMIN, admin=True)
         assert "store: PostgreSQL at %s:5432/" % pg.sock in brokerd_log(hg)
         assert "host h1" in brokerd_log(hg)
         pg.stop()
@@ -175,14 +170,19 @@ def test_link_lost_and_back_by_itself(pg, mode):
         pg.start()
         hglib.wait_for(lambda: "store: link back after" in brokerd_log(hg),
                        10, what="the link back")
-        # LISTEN is on again: the server sees brokerd's session waiting.
         hglib.wait_for(lambda: pg.psql(url, "SELECT count(*) FROM "
                                        "pg_stat_activity WHERE "
                                        "application_name = "
                                        "'hostgate-brokerd'") == [["1"]],
                        10, what="brokerd's connection")
-        assert pg.psql("postgres", "SELECT count(*) FROM "
-                       "pg_listening_channels()") is not None
+        # LISTEN is on again: a user another host adds (a row written by
+        # psql, its trigger's NOTIFY) is in brokerd's memory, which is
+        # what hgctl user list shows, with no lookup asking for it.
+        pg.psql(url, "INSERT INTO users SELECT 'zed', admin, hash, "
+                "created, uid + 1, gid + 1, NULL, egress_allow FROM users "
+                "WHERE name = 'alice'")
+        hglib.wait_for(lambda: "zed" in {u["name"] for u in hg.hgctl_json(
+            "user", "list")}, 10, what="the notified user in brokerd")
         assert hg.procs["brokerd"].poll() is None
     finally:
         if not pg.running:

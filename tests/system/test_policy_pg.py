@@ -46,12 +46,6 @@ def mode(request):
     return request.param
 
 
-@pytest.fixture(scope="module")
-def pg():
-    with pglib.Postgres() as p:
-        yield p
-
-
 
 class Fleet:
     """N hostgates on one database; hosts[0] made the users."""

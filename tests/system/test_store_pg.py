@@ -25,20 +25,6 @@ ADMIN_NAME, ADMIN_PW = hglib.ADMIN[0], hglib.ADMIN[1]
 USER_NAME, USER_PW = hglib.USER[0], hglib.USER[1]
 
 
-@pytest.fixture(scope="module")
-def pg():
-    with pglib.Postgres() as server:
-        yield server
-
-
-@pytest.fixture
-def store(pg):
-    """A fresh database, migrated: its URI."""
-    url = pg.database()
-    pg.migrate(url)
-    return url
-
-
 # One audit key per store: its hosts append to one chain.
 KEYS = {}
 
