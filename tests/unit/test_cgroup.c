@@ -33,6 +33,7 @@
 #include <cmocka.h>
 
 #include "../../sandboxd/sandboxd.h"
+#include "child.h"
 
 #define INST	"hostgate-0123abcd"
 #define ID1	"0123456789abcdef"
@@ -572,7 +573,7 @@ test_hybrid(void **state)
 	    "/memory.max"));
 
 	/* a spawner joins the v1 limits and its v2 leaf */
-	if ((pid = fork()) == 0)
+	if ((pid = test_fork()) == 0)
 		_exit(cgroup_user_join("alice") == 0 ? 0 : 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -675,7 +676,7 @@ test_v1_freezer(void **state)
 	    "/cgroup.procs"));
 
 	/* a real process listed in the fake cgroup dies */
-	if ((pid = fork()) == 0) {
+	if ((pid = test_fork()) == 0) {
 		pause();
 		_exit(0);
 	}
@@ -734,7 +735,7 @@ spawn_body(int w)
 {
 	pid_t	gc;
 
-	if ((gc = fork()) == 0) {
+	if ((gc = test_fork()) == 0) {
 		setsid();
 		for (;;)
 			pause();
@@ -908,7 +909,7 @@ test_real_freezer(void **state)
 	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	assert_int_equal(pipe(p), 0);
 	alarm(60);	/* a guard only */
-	if ((child = fork()) == 0) {
+	if ((child = test_fork()) == 0) {
 		close(p[0]);
 		if ((cfd = open(procs, O_WRONLY)) == -1 ||
 		    write(cfd, "0", 1) != 1)

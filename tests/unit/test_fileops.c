@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "../../sandboxd/sandboxd.h"
+#include "child.h"
 
 #define SECRET	"the secret outside\n"
 
@@ -603,7 +604,7 @@ test_race_swap(void **state)
 	assert_int_equal(mkdir(real, 0700), 0);
 	assert_int_equal(symlink(t->outside, link), 0);
 	assert_int_equal(rename(real, race), 0);
-	if ((pid = fork()) == 0) {
+	if ((pid = test_fork()) == 0) {
 		/* race is the directory; swap the link in and out, forever */
 		for (;;) {
 			if (renameat2(AT_FDCWD, link, AT_FDCWD, race,
@@ -651,7 +652,7 @@ test_write_full(void **state)
 
 	if (geteuid() != 0)
 		skip();
-	if ((pid = fork()) == 0) {
+	if ((pid = test_fork()) == 0) {
 		struct fileop_result	 r;
 		char			*big;
 		int			 c, ws, n;

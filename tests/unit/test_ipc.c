@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "common.h"
+#include "child.h"
 
 static struct event_base	*base;
 static int			 ready_count, closed_count, handled;
@@ -469,7 +470,7 @@ test_request_timeout(void **state)
 
 /* A test's child: a brokerd-role listener at path, run as uid. */
 static void
-squatter(const char *path, uid_t uid, uid_t client)
+squatter(const char *path, uid_t uid, uid_t client, int ready)
 {
 	struct event_base	*b;
 	int			 fd;
@@ -481,6 +482,8 @@ squatter(const char *path, uid_t uid, uid_t client)
 	fd = ipc_listen(path, uid, uid, 0666);
 	ipc_server_new(b, fd, ROLE_BROKERD, ROLE_FRONTD, &client, 1, NULL,
 	    NULL, NULL);
+	(void)!write(ready, "", 1);	/* listening: connects will queue */
+	close(ready);
 	event_base_dispatch(b);
 	_exit(0);
 }
@@ -497,25 +500,32 @@ test_link_refuses_squatter(void **state)
 	char		 dir[] = "/tmp/hg-test-ipc-XXXXXX", path[64];
 	uid_t		 nobody = 65534;
 	pid_t		 pid;
-	int		 i;
+	int64_t		 until;
+	int		 p[2];
+	char		 c;
 
 	if (geteuid() != 0)
 		skip();
 	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 0777), 0);
 	snprintf(path, sizeof(path), "%s/broker.sock", dir);
-	if ((pid = fork()) == 0)
-		squatter(path, nobody, geteuid());
-	for (i = 0; i < 100 && access(path, F_OK) == -1; i++)
-		usleep(10000);
-	usleep(50000);
+	assert_int_equal(pipe(p), 0);
+	if ((pid = test_fork()) == 0) {
+		close(p[0]);
+		squatter(path, nobody, geteuid(), p[1]);
+	}
+	close(p[1]);
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
 	ipc_proto_set(empty_proto);
 	bad = ipc_link_new(base, path, ROLE_FRONTD, ROLE_BROKERD, 12345, NULL,
 	    NULL, NULL);
 	good = ipc_link_new(base, path, ROLE_FRONTD, ROLE_BROKERD, nobody,
 	    NULL, NULL, NULL);
-	for (i = 0; i < 30 && ipc_link_peer(good) == NULL; i++) {
-		usleep(10000);
+	/* The hello exchange, however slow the machine: a bound only. */
+	until = now_mono_ms() + 60 * 1000;
+	while (ipc_link_peer(good) == NULL && now_mono_ms() < until) {
+		usleep(1000);
 		spin();
 	}
 	assert_non_null(ipc_link_peer(good));

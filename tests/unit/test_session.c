@@ -20,6 +20,7 @@
 #include <sqlite3.h>
 
 #include "../../brokerd/brokerd.h"
+#include "child.h"
 
 #define LIFETIME	3600
 
@@ -611,7 +612,7 @@ in_killed_child(struct fixture *f, void (*fn)(struct fixture *, int),
 
 	session_close();
 	assert_int_equal(pipe(p), 0);
-	if ((pid = fork()) == 0) {
+	if ((pid = test_fork()) == 0) {
 		close(p[0]);
 		reopen(f);
 		fn(f, p[1]);
@@ -993,7 +994,7 @@ test_corrupt(void **state)
 	/* Another process holds it: refused, naming the likely cause. */
 	session_close();
 	assert_int_equal(pipe(p), 0);
-	if ((pid = fork()) == 0) {
+	if ((pid = test_fork()) == 0) {
 		close(p[0]);
 		reopen(f);
 		child_hold(f, p[1]);
