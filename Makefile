@@ -379,14 +379,20 @@ $(B)/bench_store: $(O)/tests/bench/bench_store.o $(O)/brokerd/session.o \
 bench: all $(B)/bench_policy $(B)/bench_store
 	HG_BUILD=$(B) tests/bench/run.sh
 
+# The Debian package, built from a copy of the tree in build/deb
+# (scripts/deb.sh, docs/packaging.md): build/deb/hostgate_VERSION_ARCH.deb.
+# DEB_VERSION= builds it with another version.
+deb:
+	@DEB_VERSION='$(DEB_VERSION)' scripts/deb.sh
+
 clean:
 	rm -rf build build-san build-fuzz
 
 # The compiler writes the dependency files (-MMD); no rule makes them, or
 # make would try test_maps_%.o's pattern with the stem "brokerd.d".
 %.d: ;
--include $(shell find $(B) -name '*.d' 2>/dev/null)
--include $(shell find $(FZ_O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(FZ_O) -name '*.d' -type f 2>/dev/null)
 
 .PHONY: all web unit system browser check run install fuzz fuzz-build \
-	fuzz-check bench clean protodoc protodoc-check
+	fuzz-check bench clean protodoc protodoc-check deb
