@@ -270,7 +270,7 @@ UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.servi
 	  hostgate-egressd.service
 MAN5	= hostgate.env.5
 MAN7	= hostgate.7
-MAN8	= frontd.8 brokerd.8 sandboxd.8 egressd.8 hgctl.8
+MAN8	= frontd.8 brokerd.8 sandboxd.8 egressd.8 hgctl.8 hg-egress-bridge.8
 
 # The operator's configuration file, generated from .env.example: every
 # variable commented out with its default, the paths the installed ones.
