@@ -48,7 +48,7 @@ DEPS_LISTS = $(strip \
 	$(if $(filter browser check,$(GOALS)),browser) \
 	$(if $(filter system fleet check,$(GOALS)),fleet) \
 	$(if $(filter bench,$(GOALS)),bench) \
-	$(if $(filter deb vm check,$(GOALS)),deb) \
+	$(if $(filter deb vm build-check check,$(GOALS)),deb) \
 	$(if $(filter vm check,$(GOALS)),vm))
 DEPS_HOW = $(if $(filter run check bench,$(GOALS)),--install,--check)
 ifeq ($(HG_DEPS_CHECKED)$(if $(DEPS_LISTS),,none),)
