@@ -15,7 +15,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-
 hgver=$(sed -n 's/^#define HG_VERSION[ 	]*"\(.*\)"/\1/p' common/common.h)
 version=${DEB_VERSION:-$hgver}
 case "$version" in
