@@ -48,6 +48,7 @@ DEPS_LISTS = $(strip \
 	$(if $(filter browser check,$(GOALS)),browser) \
 	$(if $(filter system fleet check,$(GOALS)),fleet) \
 	$(if $(filter bench,$(GOALS)),bench) \
+	$(if $(and $(filter bench,$(GOALS)),$(filter fleet,$(BENCH_ONLY))),fleet) \
 	$(if $(filter deb vm build-check check,$(GOALS)),deb) \
 	$(if $(filter vm check,$(GOALS)),vm))
 DEPS_HOW = $(if $(filter run check bench,$(GOALS)),--install,--check)

@@ -16,9 +16,13 @@ HG_BUILD="${HG_BUILD:-build}"
 export HG_BUILD
 export PYTHONDONTWRITEBYTECODE=1
 
-# make bench installs them (scripts/deps.sh --install bench); run
-# directly, this names what is missing.
-scripts/deps.sh --check runtime bench
+# make bench installs them (scripts/deps.sh --install bench, and fleet
+# for BENCH_ONLY=fleet); run directly, this names what is missing.
+if [ "${BENCH_ONLY:-}" = fleet ]; then
+	scripts/deps.sh --check runtime bench fleet
+else
+	scripts/deps.sh --check runtime bench
+fi
 PATH="$PATH:/usr/sbin:/sbin"
 export PATH
 
