@@ -46,9 +46,12 @@ def make_install(destdir):
     # Not the settings of a `make check` this may run under.
     env = {k: v for k, v in os.environ.items()
            if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
+    # The build's paths.h stays as it is (another PREFIX would rewrite it,
+    # and the next make of the suite would rebuild the daemons).
     r = subprocess.run(["make", "-C", hglib.REPO, "-o", "all", "install",
                         "B=" + hglib.BUILD, "DESTDIR=" + destdir,
-                        "PREFIX=" + PREFIX],
+                        "PREFIX=" + PREFIX,
+                        "PATHS_H=" + destdir + ".paths.h"],
                        capture_output=True, text=True, timeout=120, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     return r
