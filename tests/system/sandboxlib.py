@@ -160,7 +160,7 @@ class WebSocket:
                 raise WSClosed("close %d" % self.close_code)
             return payload
 
-    def read_until(self, pattern, timeout=10, data=b""):
+    def read_until(self, pattern, timeout=hglib.SLOW, data=b""):
         """Collect terminal output until the regex pattern (bytes) matches
         it with \\r\\n turned into \\n; returns (match, all output)."""
         rx = re.compile(pattern, re.S)
@@ -278,8 +278,7 @@ class Terminal:
 
     def __init__(self, session, cols=200, rows=50):
         self.session = session
-        r = session.post("/api/terminals", {"cols": cols, "rows": rows},
-                         timeout=15)
+        r = session.post("/api/terminals", {"cols": cols, "rows": rows})
         assert r.status == 201, "terminal create: %r" % r
         self.id = r.json()["id"]
         # HOST.HEX16 in a fleet (a PostgreSQL store), else HEX16.
@@ -297,10 +296,10 @@ class Terminal:
         if ready:
             # Typed as PS1='__HG''PS__ ': only the prompt itself matches.
             ws.send_binary(b"PS1='__HG''PS__ '\n")
-            ws.read_until(re.escape(self.PROMPT), timeout=15)
+            ws.read_until(re.escape(self.PROMPT))
         return ws
 
-    def run(self, cmdline, timeout=20):
+    def run(self, cmdline, timeout=hglib.SLOW):
         """Type cmdline into the shell; returns (output, exit status).
         The markers are built by the shell, so the echo of the typed line
         never matches them."""
@@ -315,8 +314,7 @@ class Terminal:
         return m.group(1).decode("utf-8", "replace"), int(m.group(2))
 
     def delete(self):
-        r = self.session.request("DELETE", "/api/terminals/" + self.id,
-                                 timeout=15)
+        r = self.session.request("DELETE", "/api/terminals/" + self.id)
         return r
 
     def close(self):
@@ -373,12 +371,14 @@ def _api_result(r):
     return Result(doc["stdout"] + doc["stderr"], doc["exit_code"], doc)
 
 
-def run_shell(session, channel, snippet, timeout=20):
-    """Run a bash snippet through channel; returns a Result."""
+def run_shell(session, channel, snippet, timeout=hglib.SLOW):
+    """Run a bash snippet through channel (timeout: the command's own
+    limit, generous by default; the HTTP wait is that plus SLOW); returns
+    a Result."""
     if channel == "command":
         r = session.post("/api/run_command",
                          {"command": "{ %s\n} 2>&1" % snippet,
-                          "timeout": timeout}, timeout=timeout + 10)
+                          "timeout": timeout}, timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "python":
         code = ("import subprocess, sys\n"
@@ -388,7 +388,7 @@ def run_shell(session, channel, snippet, timeout=20):
                 "else 128 - r.returncode)\n" % snippet)
         r = session.post("/api/run_python", {"code": code,
                                              "timeout": timeout},
-                         timeout=timeout + 10)
+                         timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "terminal":
         with terminal(session) as t:
@@ -398,18 +398,18 @@ def run_shell(session, channel, snippet, timeout=20):
     raise ValueError(channel)
 
 
-def run_py(session, channel, code, timeout=20):
+def run_py(session, channel, code, timeout=hglib.SLOW):
     """Run Python code through channel; returns a Result."""
     if channel == "command":
         r = session.post("/api/run_command",
                          {"command": "/usr/bin/python3 - 2>&1",
                           "stdin": code, "timeout": timeout},
-                         timeout=timeout + 10)
+                         timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "python":
         r = session.post("/api/run_python", {"code": code,
                                              "timeout": timeout},
-                         timeout=timeout + 10)
+                         timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "terminal":
         with terminal(session) as t:
@@ -419,7 +419,7 @@ def run_py(session, channel, code, timeout=20):
     raise ValueError(channel)
 
 
-def py_json(session, channel, code, timeout=20):
+def py_json(session, channel, code, timeout=hglib.SLOW):
     """Run Python code that prints one line 'RESULT <json>'; returns the
     decoded JSON (asserting the line is there)."""
     res = run_py(session, channel, code, timeout)
@@ -490,7 +490,7 @@ def children_of(ppid, name):
     return out
 
 
-def wait_gone(pred, timeout=6):
+def wait_gone(pred, timeout=hglib.SLOW):
     """Wait until no host process satisfies pred; returns the survivors
     (an empty list when they are gone)."""
     deadline = time.monotonic() + timeout
@@ -537,7 +537,7 @@ def unprivileged(argv):
     return list(argv)
 
 
-def host_py_json(code, timeout=20):
+def host_py_json(code, timeout=hglib.SLOW):
     """Run probe code (PY_PRELUDE style, printing RESULT) on the host as an
     unprivileged user, outside any sandbox; the decoded RESULT."""
     r = subprocess.run(unprivileged(["/usr/bin/python3", "-c", code]),
