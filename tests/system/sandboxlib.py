@@ -490,6 +490,39 @@ def children_of(ppid, name):
     return out
 
 
+def pids_limit_hit(pid):
+    """Whether a pids cgroup that holds process pid, from its own up to the
+    hostgate's top (hostgate-HEX8), has refused a fork at its pids.max
+    (pids.events "max" above 0): the state of a fork bomb at its ceiling,
+    wherever the ceiling is (a spawn's cgroup on v2, its user's on v1).
+    False when pid is gone or in no such cgroup."""
+    try:
+        with open("/proc/%d/cgroup" % pid) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if ctrls == "":
+            d = os.path.join("/sys/fs/cgroup", "unified", path.lstrip("/"))
+            if not os.path.exists(os.path.join(d, "pids.events")):
+                d = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
+        elif "pids" in ctrls.split(","):
+            d = os.path.join("/sys/fs/cgroup", ctrls, path.lstrip("/"))
+        else:
+            continue
+        while "/hostgate-" in d:
+            try:
+                with open(os.path.join(d, "pids.events")) as f:
+                    events = dict(l.split() for l in f if l.strip())
+            except OSError:
+                events = {}
+            if int(events.get("max", 0)) > 0:
+                return True
+            d = os.path.dirname(d)
+    return False
+
+
 def wait_gone(pred, timeout=hglib.SLOW):
     """Wait until no host process satisfies pred; returns the survivors
     (an empty list when they are gone)."""

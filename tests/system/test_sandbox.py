@@ -635,55 +635,67 @@ BOMBS = [
 @pytest.mark.parametrize("variant,bomb,held", BOMBS, ids=[b[0] for b in BOMBS])
 def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
     t = tag()
-    t0 = time.monotonic()
+    # The command's 5 s limit is the behaviour under test: the answer
+    # comes once the limit has fired and the bomb is gone, however long
+    # that takes on this machine (an answer that never comes fails at the
+    # generous bound).
     r = bob.post("/api/run_command", {"command": bomb % t, "timeout": 5},
-                 timeout=40)
-    took = time.monotonic() - t0
+                 timeout=5 + hglib.SLOW)
     assert r.status == 200, r
     doc = r.json()
-    assert took < 20, took
     if held:
         assert doc["timed_out"] is True and doc["signal"] == 9, doc
     # Nothing of the bomb survives its command on the host.
-    left = sl.wait_gone(lambda a: any("hgbomb-" + t in x for x in a), 10)
+    left = sl.wait_gone(lambda a: any("hgbomb-" + t in x for x in a))
     assert not left, "fork bomb processes survive: %d" % len(left)
-    shared.wait_status(200, timeout=10)
+    shared.wait_status(200)
 
     def works():
-        r = bob.post("/api/run_command", {"command": "echo alive"},
-                     timeout=20)
+        r = bob.post("/api/run_command", {"command": "echo alive"})
         return r.status == 200 and r.json()["stdout"] == "alive\n"
-    hglib.wait_for(works, 15, interval=0.3, what="a command after the bomb")
+    hglib.wait_for(works, interval=0.3, what="a command after the bomb")
 
 
 def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
     """Each spawn has a pids cgroup of its own (sandboxd/cgroup.c), so one
     user's fork bomb fills its own pids.max, not the uid's shared
     RLIMIT_NPROC. That needs sandboxd started as root (a cgroup directory
-    delegated to its service user); an unprivileged sandboxd has none."""
+    delegated to its service user); an unprivileged sandboxd has none.
+    The bomb is held by its shell until the test has seen it at its
+    ceiling and made the file GO (builtins only, as no fork succeeds
+    then): how fast the machine forks decides nothing."""
     if shared.mode != "root":
         pytest.skip("per-spawn pids cgroups need sandboxd started as root")
     t = tag()
     match = lambda a: any("hgbomb-" + t in x for x in a)   # noqa: E731
+    go = os.path.join(home_of(bob), "go-" + t)
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob.post(
-        "/api/run_command", {"command": "b(){ b|b& }; b; sleep 60 "
-                             "# hgbomb-%s" % t, "timeout": 6}, timeout=40)))
+        "/api/run_command", {"command": "mkfifo p-%s; b(){ b|b& }; b; "
+                             "until [ -e %s ]; do read -t 0.1 <>p-%s; done; "
+                             "rm -f p-%s # hgbomb-%s" % (t, go, t, t, t),
+                             "timeout": int(hglib.SLOW)},
+        timeout=2 * hglib.SLOW)))
     th.start()
     try:
-        # The bomb is at its ceiling: hundreds of processes on the host.
-        hglib.wait_for(lambda: len(sl.host_processes(match)) >= 450, 8,
-                       interval=0.2, what="the fork bomb at full size")
+        # The bomb is at its ceiling: a fork of it refused by its pids.max.
+        hglib.wait_for(lambda: any(sl.pids_limit_hit(pid) for pid, _, _ in
+                                   sl.host_processes(match)),
+                       interval=0.2, what="the fork bomb at its pids.max")
         # Another user's commands still run, every time.
         for _ in range(6):
-            r = alice.post("/api/run_command", {"command": "echo alive"},
-                           timeout=20)
+            r = alice.post("/api/run_command", {"command": "echo alive"})
             assert r.status == 200, r
             assert r.json()["stdout"] == "alive\n", r.json()
             time.sleep(0.2)
+        assert th.is_alive(), box   # the bomb was there all along
     finally:
-        th.join(40)
-        sl.wait_gone(match, 10)
+        open(go, "w").close()
+        th.join(2 * hglib.SLOW)
+        os.unlink(go)
+        assert not sl.wait_gone(match), "fork bomb processes survive"
+    r = box["r"]
+    assert r.status == 200 and r.json()["timed_out"] is False, r
 
 
 def test_runaway_writer_workspace(shared, bob):
