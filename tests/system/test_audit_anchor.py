@@ -145,7 +145,7 @@ def cut_and_restart(hg, k):
         f.write(data)
         f.truncate(len(data))
     hg.start("brokerd")
-    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0, 10,
+    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0,
                    what="brokerd to answer")
     return len(lines)
 

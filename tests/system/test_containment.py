@@ -215,7 +215,7 @@ def start_direct(hg, session, t, terminal=True):
     want = {prefix(t) + "-" + k for k in COMMAND_KINDS + ("main",)}
     if terminal:
         want |= {prefix(t) + "-term", prefix(t) + "-termsid"}
-    hglib.wait_for(lambda: want <= kinds(t), 20,
+    hglib.wait_for(lambda: want <= kinds(t),
                    what="the direct-mode processes %s" % sorted(want))
     return cmd, term
 
@@ -353,7 +353,7 @@ def test_brokerd_kill9_deadline_held_by_sandboxd(hostgate_factory):
         cmd.join()
         term.ws.close()
         hg.start("brokerd")
-        hg.wait_healthy(20)
+        hg.wait_healthy()
     finally:
         for t in tags:
             reap(t)
@@ -399,7 +399,7 @@ def test_memory_bomb_stopped_at_user_limit(hostgate_factory):
     th.start()
     try:
         hglib.wait_for(lambda: os.path.exists(os.path.join(ws, "bomb-ready"))
-                       or not th.is_alive(), 30, what="the bomb's first block")
+                       or not th.is_alive(), what="the bomb's first block")
         assert th.is_alive(), box
         # Another user's command while the bomb holds its memory.
         doc = pl.run(alice, "echo alive")
@@ -472,8 +472,7 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
     th.start()
     count = os.path.join(ws, "fork-count")
     try:
-        hglib.wait_for(lambda: os.path.exists(count) or not th.is_alive(),
-                       60, what="the fork bomb at its ceiling")
+        hglib.wait_for(lambda: os.path.exists(count) or not th.is_alive(), what="the fork bomb at its ceiling")
         assert th.is_alive(), box
         with open(count) as f:
             n, err = f.read().split()
@@ -575,7 +574,7 @@ def two_users(hostgate_factory):
                            % prefix(t))
         assert rc == 0 and "started" in out, out
         found = hglib.wait_for(lambda: [p for p, _, a in survivors(t)
-                                        if a[0] == prefix(t) + "-bob"], 10,
+                                        if a[0] == prefix(t) + "-bob"],
                                what="bob's sandboxed process on the host")
         yield hg, alice, bob, found[0], t
     finally:

@@ -76,7 +76,7 @@ def start(hg, status):
     try:
         # The chain linked and the backend's state known: only then does
         # /healthz say what the backend is, and hgctl find brokerd.
-        r = hg.wait_chain(timeout=15)
+        r = hg.wait_chain()
         assert r.status == status, r
         hg.wait_control()
     except AssertionError as e:

@@ -128,7 +128,7 @@ def wait_records(hg, spawn, want):
             found.setdefault(key, r)
         return found if all(k in found for k in want) else None
     try:
-        return hglib.wait_for(got, 10, what="egress records %r" % (want,))
+        return hglib.wait_for(got, what="egress records %r" % (want,))
     except AssertionError:
         have = [(field(r, "host"), field(r, "port"), field(r, "verdict"))
                 for r in egress_records(hg, spawn)]
@@ -413,8 +413,7 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         bob, script(net, LIVE, tag=tag), timeout=60)))
     th.start()
     try:
-        hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")),
-                       30, what="the sandbox's first curl")
+        hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")), what="the sandbox's first curl")
         applied = re.compile(r"egress: session bob session %s: additions "
                              r"replaced on [1-9]" % bob.public_id)
         seen = len(applied.findall(hg.log_text("egressd")))
@@ -423,7 +422,7 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         # hgctl returns once brokerd has stored it; the live listener has
         # it once egressd says so (brokerd -> sandboxd -> egressd).
         hglib.wait_for(lambda: len(applied.findall(hg.log_text("egressd")))
-                       > seen, 10, what="egressd applying the addition")
+                       > seen, what="egressd applying the addition")
         st = bob.get("/api/status").json().get("egress") or {}
         assert "extra.test" in (st.get("session") or []), st
         open(os.path.join(work, "go"), "w").close()
@@ -463,7 +462,7 @@ def test_egressd_down_fails_closed(hg, net, bob):
     marker = os.path.join(home, "ran-" + tag)
     hg.stop("egressd")
     try:
-        hglib.wait_for(lambda: proxy_ok(bob) is False, 10,
+        hglib.wait_for(lambda: proxy_ok(bob) is False,
                        what="/api/status egress.proxy.ok false")
         r = bob.post("/api/run_command",
                      {"command": "touch %s; echo ran" % marker}, timeout=20)

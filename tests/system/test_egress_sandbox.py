@@ -158,7 +158,7 @@ def egress_health(fb):
 
 def linked(fb, up):
     """Wait until sandboxd's health says the egressd link is up (or down)."""
-    return hglib.wait_for(lambda: egress_health(fb)["ok"] is up, 10,
+    return hglib.wait_for(lambda: egress_health(fb)["ok"] is up,
                           what="egress ok %s" % up)
 
 
@@ -349,7 +349,7 @@ def test_curl_through_bridge(box, egressd):
     # The bridge's relay, the peer of the connection, went with the spawn.
     pid = hits["bridge_pid"]
     assert pid > 0
-    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10,
+    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % pid),
                    what="the bridge %d to go" % pid)
 
 
@@ -616,7 +616,7 @@ def test_http_fails_closed_without_egressd(full):
     assert res.exit == 0 and "tty-proxy" in res.output, res
     assert "bypass-failed" in res.output, res
     recs = hglib.wait_for(lambda: pl.audit_records(
-        hg, action="egress_bypass", user=hglib.ADMIN[0]) or None, 10,
+        hg, action="egress_bypass", user=hglib.ADMIN[0]) or None,
         what="an egress_bypass record of the terminal")
     term = [r for r in pl.audit_records(hg, action="terminal_opened")
             if r["user"] == hglib.ADMIN[0]][-1]
@@ -624,7 +624,7 @@ def test_http_fails_closed_without_egressd(full):
     assert recs[-1]["detail"]["ipv4_no_route"] >= 1, recs
     assert recs[-1]["detail"]["udp_no_ports"] >= 1, recs
     hg.stop("egressd")
-    hglib.wait_for(lambda: egress_down(alice), 20,
+    hglib.wait_for(lambda: egress_down(alice),
                    what="/api/status with egress.proxy.ok false")
     for perm in (ALLOW, RO_ALLOW):
         r = alice.post("/api/permission", {"permission": perm})
@@ -716,4 +716,4 @@ def test_bridge_alone(tmp_path):
                 return f.read().rpartition(")")[2].split()[0] == "Z"
         except FileNotFoundError:
             return True
-    hglib.wait_for(relay_gone, 10, what="the relay %d to go" % relay)
+    hglib.wait_for(relay_gone, what="the relay %d to go" % relay)

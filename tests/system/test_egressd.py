@@ -528,7 +528,7 @@ def test_update_and_close(proxy):
         except ConnectionRefusedError:
             return True
         return False
-    hglib.wait_for(gone, 10, what="spawn B's listener closed")
+    hglib.wait_for(gone, what="spawn B's listener closed")
 
 
 def test_session_update(proxy):
@@ -572,7 +572,7 @@ def test_connection_limit(spare):
     def serves():
         raw = ask(proxy["path"], b"CONNECT other.test:443 HTTP/1.1\r\n\r\n")
         return parse(raw)[0] == 403
-    hglib.wait_for(serves, 10, what="egressd serving spawn C again")
+    hglib.wait_for(serves, what="egressd serving spawn C again")
 
 
 @pytest.mark.skipif(not hglib.IS_ROOT, reason="reads another uid's /proc")
@@ -619,7 +619,7 @@ def test_link_loss_closes_listeners(proxy):
         except ConnectionRefusedError:
             return True
         return False
-    hglib.wait_for(gone, 10, what="spawn A's listener closed")
+    hglib.wait_for(gone, what="spawn A's listener closed")
     sbx.pending = []
     sbx.accept()
     assert proxy["hg"].alive("egressd")
@@ -652,7 +652,7 @@ def test_record_lost_on_a_dead_link(proxy):
     sbx.conn.shutdown(socket.SHUT_RD)
     c.close()   # the tunnel ends: its record's send fails
     hglib.wait_for(lambda: hg.log_text("egressd").count(gone) > before or
-                   not hg.alive("egressd"), 10,
+                   not hg.alive("egressd"),
                    what="the listeners closed after the failed send")
     assert hg.alive("egressd"), hg.log_text("egressd")
     with pytest.raises(ConnectionRefusedError):

@@ -876,6 +876,6 @@ def test_uploads_held_at_once_are_bounded(hg, alice):
     def accepted():
         r = put(alice, "held/after.txt", b"room again")
         return r if r.status == 201 else None
-    hglib.wait_for(accepted, 10, what="an upload accepted again")
+    hglib.wait_for(accepted, what="an upload accepted again")
     for d in hglib.DAEMONS:
         assert hg.alive(d), d

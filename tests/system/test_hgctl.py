@@ -416,7 +416,7 @@ def test_status_degraded_and_down(hostgate_factory):
         return json.loads(hg.hgctl("status", "--json").stdout)
 
     hg.stop("frontd")
-    hglib.wait_for(lambda: not status()["daemons"]["frontd"]["up"], 10,
+    hglib.wait_for(lambda: not status()["daemons"]["frontd"]["up"],
                    what="brokerd to see frontd gone")
     r = hg.hgctl("status", "--json")
     assert r.returncode == 1, r
@@ -429,7 +429,7 @@ def test_status_degraded_and_down(hostgate_factory):
         in r.stdout, r
 
     hg.stop("sandboxd")
-    hglib.wait_for(lambda: not status()["daemons"]["sandboxd"]["up"], 10,
+    hglib.wait_for(lambda: not status()["daemons"]["sandboxd"]["up"],
                    what="brokerd to see sandboxd gone")
     r = hg.hgctl("status", "--json")
     doc = json.loads(r.stdout)

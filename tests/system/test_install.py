@@ -421,8 +421,7 @@ def test_started_as_service_users(hostgate_factory, mode):
     as_units(hg)
     hg.start_all()
     # egressd sees no other socket and no state, yet links to sandboxd.
-    hglib.wait_for(lambda: hg.egress_linked() and hg.alive("egressd"),
-                   15, what="egressd linked to sandboxd")
+    hglib.wait_for(lambda: hg.egress_linked() and hg.alive("egressd"), what="egressd linked to sandboxd")
     for name in hglib.DAEMONS:
         uid = pwd.getpwnam(hglib.SERVICE_USERS[name]).pw_uid
         st = hglib.proc_status(hg.pid(name))
@@ -486,7 +485,7 @@ def test_syscalls_within_unit_filter(hostgate_factory, mode):
     assert s.get("/api/status").status == 200
     assert s.post("/api/logout").status == 200
     if "egressd" in traces:
-        hglib.wait_for(lambda: hg.egress_linked(), 15,
+        hglib.wait_for(lambda: hg.egress_linked(),
                        what="egressd linked to sandboxd")
     # strace does not pass SIGTERM on: stop the daemons it traces.
     for n in traces:
@@ -582,7 +581,7 @@ def test_installed_service_runs(dest):
             log.close()
         listen = os.path.join(run, "frontd.listen")
         hglib.wait_for(lambda: alive() and os.path.exists(listen) and
-                       open(listen).read().endswith("\n"), 20,
+                       open(listen).read().endswith("\n"),
                        what="frontd.listen")
         host, _, port = open(listen).read().strip().rpartition(":")
         assert host == "127.0.0.1" and int(port) > 0, (host, port)
@@ -590,7 +589,7 @@ def test_installed_service_runs(dest):
         hgctl = [installed(d, PREFIX + "/bin/hgctl")]
         hglib.wait_for(lambda: alive() and subprocess.run(
             hgctl + ["user", "list"], env=env, capture_output=True,
-            timeout=30).returncode == 0, 20, what="brokerd to answer hgctl")
+            timeout=30).returncode == 0, what="brokerd to answer hgctl")
         r = subprocess.run(hgctl + ["user", "add", "alice", "--admin",
                                     "--password-stdin"],
                            input="alice-password-1\n", env=env,
@@ -618,8 +617,8 @@ def test_installed_service_runs(dest):
             finally:
                 c.close()
 
-        hglib.wait_for(healthy, 30, what="/healthz 200")
-        hglib.wait_for(lambda: alive() and hglib.egress_linked(run), 15,
+        hglib.wait_for(healthy, what="/healthz 200")
+        hglib.wait_for(lambda: alive() and hglib.egress_linked(run),
                        what="egressd linked to sandboxd")
         # All up: frontd and brokerd run as their users from the start,
         # sandboxd has dropped to its own; the sockets let the right peers in.

@@ -83,4 +83,4 @@ def test_listen_file_ipv6(hostgate_factory):
     # The line comes just after the file (the file is written before the
     # privilege drop, the line once frontd serves).
     hglib.wait_for(lambda: "listening on [::1]:%d" % port in
-                   hg.log_text("frontd"), 10, what="frontd's listening line")
+                   hg.log_text("frontd"), what="frontd's listening line")

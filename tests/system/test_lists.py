@@ -224,7 +224,7 @@ def seed_sessions(hg, user, n):
         if os.path.exists(path + suffix):
             os.chown(path + suffix, st.st_uid, st.st_gid)
     hg.start("brokerd")
-    hg.wait_healthy(timeout=10)
+    hg.wait_healthy()
     hg.wait_control()
     return {r[0] for r in rows}
 

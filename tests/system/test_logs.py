@@ -59,7 +59,7 @@ def access_lines(hg, *want):
     if want:
         return hglib.wait_for(
             lambda: (lambda a: a if all(r in a for r in want) else None)(
-                access_lines(hg)), 10,
+                access_lines(hg)),
             what="frontd's access lines of " + ", ".join(want))
     out = {}
     for line in hg.log_text("frontd").splitlines():
@@ -84,7 +84,7 @@ def lines_saying(hg, name, rid, text):
     daemon may log a step just after passing its result on)."""
     return hglib.wait_for(
         lambda: (lambda b: b if any(text in ln for ln in b) else None)(
-            lines_with(hg, name, rid)), 10,
+            lines_with(hg, name, rid)),
         what="%s saying %r about %s" % (name, text, rid))
 
 
@@ -403,7 +403,7 @@ def test_journal_fields(hostgate_factory):
                         for e in about))
         # The three daemons' datagrams reach the socket in any order, and
         # the reader takes them one by one: wait for each daemon's.
-        hglib.wait_for(all_arrived, 10, what="each daemon's journal entry")
+        hglib.wait_for(all_arrived, what="each daemon's journal entry")
     finally:
         if sink is not None:
             sink.close()

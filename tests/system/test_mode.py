@@ -175,8 +175,7 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
         assert os.stat(made).st_uid == uid, "made by uid %d, not %d" % (
             os.stat(made).st_uid, uid)
         assert res["stdout"].split()[-1] == str(uid), res
-        shells = hglib.wait_for(lambda: direct_shells(hg) - shells_before,
-                                3, what="the direct terminal's shell")
+        shells = hglib.wait_for(lambda: direct_shells(hg) - shells_before, what="the direct terminal's shell")
 
         # mode_changed at once, and mode_expiring at once (TTL < 60 s).
         ch = es.wait("mode_changed", 2)
@@ -203,7 +202,7 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
         assert ev["data"]["id"] == tid
         listed = sl.terminal_listed(alice, tid)
         assert listed is not None and listed["running"] is False, listed
-        left = hglib.wait_for(lambda: not (shells & direct_shells(hg)), 5,
+        left = hglib.wait_for(lambda: not (shells & direct_shells(hg)),
                               what="the direct shell to die")
         assert left
 
@@ -273,7 +272,7 @@ def test_renew_and_manual_revert(hg, alice):
         tid = term.json()["id"]
         # Once its shell runs: a revert sent before the child's setsid()
         # misses it (a sandboxd race, reported; not what this test is for).
-        hglib.wait_for(lambda: direct_shells(hg) - before, 3,
+        hglib.wait_for(lambda: direct_shells(hg) - before,
                        what="the direct terminal's shell")
 
         r = pl.set_mode(alice, "sandbox")
@@ -311,7 +310,7 @@ def test_revert_right_after_opening_a_direct_terminal(hg):
         return [tid for s, tid in tries
                 if sl.terminal_listed(s, tid)["running"]]
     try:
-        hglib.wait_for(lambda: not survivors(), 3, what="no survivor")
+        hglib.wait_for(lambda: not survivors(), what="no survivor")
     except AssertionError:
         left = survivors()
         for s, tid in tries:
@@ -338,7 +337,7 @@ def test_keep_on_expiry(hostgate_factory):
         term = alice.post("/api/terminals", {})
         assert term.status == 201 and term.json()["mode"] == "direct", term
         tid = term.json()["id"]
-        shells = hglib.wait_for(lambda: direct_shells(hg) - before, 3,
+        shells = hglib.wait_for(lambda: direct_shells(hg) - before,
                                 what="the direct terminal's shell")
         es.wait("mode_reverted", 5)
         assert pl.run(alice, "true")["mode"] == "sandbox"
@@ -362,7 +361,7 @@ def start_brokerd(hg):
     """Start brokerd again; wait until the chain is healthy (failing at
     once if brokerd dies)."""
     hg.start("brokerd")
-    hglib.wait_for(lambda: not hg.alive("brokerd") or hg.healthy(), 10,
+    hglib.wait_for(lambda: not hg.alive("brokerd") or hg.healthy(),
                    what="brokerd back")
     assert hg.alive("brokerd"), "brokerd died at start-up:\n%s" % \
         hg.log_text("brokerd")[-2000:]
@@ -420,7 +419,7 @@ def test_restart_after_the_deadline_reverts(hostgate_factory):
     assert term.status == 201 and term.json()["mode"] == "direct", term
     assert hg.stop("brokerd") == 0
     # sandboxd, still up, runs the shell.
-    shells = hglib.wait_for(lambda: direct_shells(hg) - before, 3,
+    shells = hglib.wait_for(lambda: direct_shells(hg) - before,
                             what="the direct terminal's shell")
     time.sleep(2.2)
     start_brokerd(hg)
@@ -436,7 +435,7 @@ def test_restart_after_the_deadline_reverts(hostgate_factory):
     finally:
         es.close()
     assert pl.run(alice, "true")["mode"] == "sandbox"
-    hglib.wait_for(lambda: not (shells & direct_shells(hg)), 5,
+    hglib.wait_for(lambda: not (shells & direct_shells(hg)),
                    what="the direct shell of the expired grant to die")
 
 

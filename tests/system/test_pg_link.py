@@ -165,16 +165,14 @@ def test_link_lost_and_back_by_itself(pg, mode):
         assert "store: PostgreSQL at %s:5432/" % pg.sock in brokerd_log(hg)
         assert "host h1" in brokerd_log(hg)
         pg.stop()
-        hglib.wait_for(lambda: "store: link lost" in brokerd_log(hg), 10,
+        hglib.wait_for(lambda: "store: link lost" in brokerd_log(hg),
                        what="the link declared lost")
         pg.start()
-        hglib.wait_for(lambda: "store: link back after" in brokerd_log(hg),
-                       10, what="the link back")
+        hglib.wait_for(lambda: "store: link back after" in brokerd_log(hg), what="the link back")
         hglib.wait_for(lambda: pg.psql(url, "SELECT count(*) FROM "
                                        "pg_stat_activity WHERE "
                                        "application_name = "
-                                       "'hostgate-brokerd'") == [["1"]],
-                       10, what="brokerd's connection")
+                                       "'hostgate-brokerd'") == [["1"]], what="brokerd's connection")
         # LISTEN is on again: a user another host adds (a row written by
         # psql, its trigger's NOTIFY) is in brokerd's memory, which is
         # what hgctl user list shows, with no lookup asking for it.
@@ -182,7 +180,7 @@ def test_link_lost_and_back_by_itself(pg, mode):
                 "created, uid + 1, gid + 1, NULL, egress_allow FROM users "
                 "WHERE name = 'alice'")
         hglib.wait_for(lambda: "zed" in {u["name"] for u in hg.hgctl_json(
-            "user", "list")}, 10, what="the notified user in brokerd")
+            "user", "list")}, what="the notified user in brokerd")
         assert hg.procs["brokerd"].poll() is None
     finally:
         if not pg.running:

@@ -417,9 +417,9 @@ def test_frontd_follows_a_restarted_brokerd(hostgate_factory):
     hg = hostgate_factory()
     s = hg.login(*hglib.ADMIN)
     hg.kill("brokerd")
-    hg.wait_status(503, timeout=3)
+    hg.wait_status(503)
     hg.start("brokerd")
-    hg.wait_healthy(timeout=10)
+    hg.wait_healthy()
     assert s.get("/api/status").status == 200
 
 
@@ -432,10 +432,10 @@ def test_frontd_goes_with_its_keeper(hostgate_factory):
     assert hg.stop("frontd") == 0, hg.log_text("frontd")
     assert not os.path.exists("/proc/%d" % inner)
     hg.start("frontd")
-    hg.wait_healthy(timeout=10)
+    hg.wait_healthy()
     inner = jailed_frontd(hg)
     hg.kill("frontd")
-    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % inner), 5,
+    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % inner),
                    what="the jailed frontd gone with its keeper")
 
 
@@ -546,7 +546,7 @@ def test_frontd_logs_to_syslog_from_its_jail(hostgate_factory):
             return (any("frontd[" in m and "listening on" in m for m in got)
                     and any("frontd[" in m and "GET /healthz" in m
                             for m in got))
-        hglib.wait_for(arrived, 10, what="frontd's lines on syslog")
+        hglib.wait_for(arrived, what="frontd's lines on syslog")
     finally:
         hglib.stop_binary(hg.binary("frontd"), "frontd")
         if sink is not None:

@@ -188,7 +188,7 @@ def lone_front(mode):
     fake = FakeBroker(hg, os.path.join(hg.run, hglib.SOCK_FRONT))
     try:
         hg.start("frontd")
-        hglib.wait_for(lambda: fake.connections > 0, 10,
+        hglib.wait_for(lambda: fake.connections > 0,
                        what="frontd's link to the fake brokerd")
         yield hg, fake
     finally:
@@ -241,11 +241,11 @@ def test_hostile_raw_replies(lone_front):
     assert r.status == 503, r
     assert "a raw body on a message that is not a reply" in \
         hg.log_text("frontd")
-    hglib.wait_for(lambda: fake.connections == 2, 10,
+    hglib.wait_for(lambda: fake.connections == 2,
                    what="frontd connecting again")
     fake.default = good
     hglib.wait_for(lambda: hg.get("/api/status", cookie="0" * 64).body
-                   == body, 10, what="status through the new link")
+                   == body, what="status through the new link")
     assert hg.alive("frontd")
 
 

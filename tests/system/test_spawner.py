@@ -102,7 +102,7 @@ def test_daemonized_grandchild_dies_with_its_command(hg, mode_):
             pl.set_mode(s, "sandbox")
     assert res["mode"] == mode_, res
     assert "RUNNING" in res["stdout"], res
-    hglib.wait_for(lambda: not tagged(tag), 10,
+    hglib.wait_for(lambda: not tagged(tag),
                    what="the daemonized grandchild gone")
 
 
@@ -127,20 +127,20 @@ def test_kill9_of_sandboxd_leaves_no_spawn(hostgate_factory, mode):
         threads.append(th)
 
     run(s, daemonize(tags[0]) + "; exec -a %s sleep 1000" % tags[1])
-    hglib.wait_for(lambda: tagged(tags[0]) and tagged(tags[1]), 10,
+    hglib.wait_for(lambda: tagged(tags[0]) and tagged(tags[1]),
                    what="the sandboxed command and its daemon")
     d = hg.login(*pl.ADMIN)
     pl.grant(d)
     run(d, daemonize(tags[2]) + "; exec -a %s sleep 1000" % tags[3])
-    hglib.wait_for(lambda: all(tagged(t) for t in tags), 10,
+    hglib.wait_for(lambda: all(tagged(t) for t in tags),
                    what="every spawn running")
     spawner = spawners(hg)
     assert spawner, "no spawner"
     hg.kill("sandboxd")
-    hglib.wait_for(lambda: not any(tagged(t) for t in tags), 10,
+    hglib.wait_for(lambda: not any(tagged(t) for t in tags),
                    what="every spawn gone after kill -9 of sandboxd")
     hglib.wait_for(lambda: not any(os.path.exists("/proc/%d" % p)
-                                   for p in spawner), 10,
+                                   for p in spawner),
                    what="the spawner gone")
     for th in threads:
         th.join(30)
@@ -187,7 +187,7 @@ def test_held_network_spawn_delays_no_other_user(hg):
             th.start()
             # alice's request reached sandboxd (it logs the spawn first).
             hglib.wait_for(lambda: hg.log_text("sandboxd").count(
-                "command for alice") > sent, 10, what="alice's spawn sent")
+                "command for alice") > sent, what="alice's spawn sent")
             res = pl.run(bob, "echo bob-ok")
             assert res["stdout"] == "bob-ok\n", res
             assert not done.is_set(), box
@@ -214,7 +214,7 @@ def test_spawner_death_fails_its_pending_spawn_only(hg):
         "/api/run_command", {"command": "echo never"}, timeout=30)))
     th.start()
     hglib.wait_for(lambda: hg.log_text("sandboxd").count(
-        "command for bob") > sent, 10, what="bob's spawn sent")
+        "command for bob") > sent, what="bob's spawn sent")
     os.kill(old, signal.SIGKILL)
     th.join(30)
     assert box["r"].status == 500, box["r"]

@@ -44,7 +44,7 @@ def bob_term(bob):
 def round_trip(ws, word="hg"):
     """Type an echo whose output differs from its input; see the output."""
     ws.send_binary(b"echo %s-$((6*7))-ok\n" % word.encode())
-    ws.read_until(rb"%s-42-ok" % re.escape(word.encode()), timeout=10)
+    ws.read_until(rb"%s-42-ok" % re.escape(word.encode()))
 
 
 # -- what a user sees ---------------------------------------------------------
@@ -97,7 +97,7 @@ def test_delete_kills_the_shell(shared, bob):
         def ended():
             e = sl.terminal_listed(bob, t.id)
             return e is None or e["running"] is False
-        hglib.wait_for(ended, 5, what="the terminal gone or not running")
+        hglib.wait_for(ended, what="the terminal gone or not running")
         # Attaching to it again is refused.
         st, _, _, w2 = sl.ws_handshake(shared, sl.ws_path(t.id),
                                        cookie=bob.cookie)
@@ -119,7 +119,7 @@ def test_shell_exit_closes_with_1000(shared, bob):
         def ended():
             e = sl.terminal_listed(bob, t.id)
             return e is None or e["running"] is False
-        hglib.wait_for(ended, 5, what="the terminal not running")
+        hglib.wait_for(ended, what="the terminal not running")
     finally:
         t.close()
 
@@ -170,7 +170,7 @@ def test_terminals_per_user_limited(shared):
                 made.append(r.json()["id"])
                 return True
             return False
-        hglib.wait_for(room, 5, interval=0.2, what="room for a terminal")
+        hglib.wait_for(room, interval=0.2, what="room for a terminal")
     finally:
         for tid in made:
             s.request("DELETE", "/api/terminals/" + tid)
