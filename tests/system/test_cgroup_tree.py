@@ -83,7 +83,7 @@ def now_ms():
     return int(time.time() * 1000)
 
 
-def check_orphan(fb, t, timeout=15):
+def check_orphan(fb, t, timeout=hglib.SLOW):
     """The orphan dies with its cgroup; without cgroups it is killed here
     (and its survival is what health reports)."""
     if containment(fb)["kill"] is not None:

@@ -29,7 +29,7 @@ import policylib as pl
 import sandboxlib as sl
 
 MiB = 1 << 20
-GONE = 30               # seconds for a kill to take effect (generous)
+GONE = hglib.SLOW       # seconds for a kill to take effect (generous)
 LONG_TTL = 600          # a grant that does not end by itself in a test
 SHORT_TTL = 10          # a grant whose expiry a test waits for
 

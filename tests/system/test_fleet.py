@@ -83,7 +83,7 @@ def direct_shells(hg):
     return set(sl.children_of(hg.pid("sandboxd"), "bash"))
 
 
-def wait_mode(session, hosts, want, expires_at=None, timeout=5):
+def wait_mode(session, hosts, want, expires_at=None, timeout=hglib.SLOW):
     """Wait until each host says the session's mode is want (and its
     deadline expires_at)."""
     for h in hosts:
@@ -322,7 +322,7 @@ def test_host_killed_costs_only_its_terminals(fleet, lb):
             if ws is not None:
                 ws.close()
             return (st, body) if st == 410 else None
-        st, body = hglib.wait_for(gone, LOST + 15, interval=0.2,
+        st, body = hglib.wait_for(gone, LOST + hglib.SLOW, interval=0.2,
                                   what="410 for %s" % lost.id)
         msg = hglib.Response(st, [], body).error()["message"]
         assert re.fullmatch(r"terminal %s was lost with host h3 at "

@@ -197,7 +197,7 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     # A dies at once, all its daemons: B declares it lost.
     kill_all(a)
     hglib.wait_for(lambda: host_state(pg, store, "ha") == ("lost", "hb"),
-                   LOST + 30, what="ha declared lost by hb")
+                   LOST + hglib.SLOW, what="ha declared lost by hb")
     recs = hglib.wait_for(lambda: policylib.audit_show(
         b, "--action", "host_lost"), what="host_lost record")
     assert len(recs) == 1, recs
@@ -357,7 +357,7 @@ def test_store_away_loses_no_host(hostgate_factory, pg, store):
     # the other, whose heartbeat was fresh by then.
     hglib.wait_for(lambda: min(seen_ms(pg, store, "hd"),
                                seen_ms(pg, store, "he"))
-                   > back + (LOST + 2) * 1000, LOST + 30,
+                   > back + (LOST + 2) * 1000, LOST + hglib.SLOW,
                    what="both hosts beating again")
     assert host_state(pg, store, "hd") == ("up", "")
     assert host_state(pg, store, "he") == ("up", "")
@@ -379,7 +379,7 @@ def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
     a.send_signal("brokerd", signal.SIGSTOP)
     try:
         hglib.wait_for(lambda: host_state(pg, store, "hf") ==
-                       ("lost", "hg"), LOST + 30, what="hf declared lost")
+                       ("lost", "hg"), LOST + hglib.SLOW, what="hf declared lost")
         # Its terminal listed, as lost, to its session served by B.
         via_b = hglib.Session(b, s.user, s.role, s.cookie, s.csrf)
         assert [(t["id"], t["state"]) for t in via_b.get(

@@ -178,14 +178,14 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
         shells = hglib.wait_for(lambda: direct_shells(hg) - shells_before, what="the direct terminal's shell")
 
         # mode_changed at once, and mode_expiring at once (TTL < 60 s).
-        ch = es.wait("mode_changed", 2)
+        ch = es.wait("mode_changed")
         assert ch["data"]["mode"] == "direct", ch
         assert ch["data"]["expires_at"] == g["expires_at"], ch
-        ex = es.wait("mode_expiring", 2)
+        ex = es.wait("mode_expiring")
         assert abs(pl.iso_secs(ex["data"]["expires_at"]) - deadline) <= 1, ex
         assert 0 <= ex["data"]["remaining_seconds"] <= TTL, ex
 
-        rv = es.wait("mode_reverted", TTL + 3)
+        rv = es.wait("mode_reverted", TTL + hglib.SLOW)
         gone_at = time.monotonic()
         assert rv["data"]["reason"] == "expired", rv
         assert rv["data"]["execution_mode"]["mode"] == "sandbox", rv
@@ -198,7 +198,7 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
             es.names().index("mode_reverted"), es.names()
 
         # The direct terminal is gone, and says so.
-        ev = es.wait("terminal_exited", 5, lambda e: e["data"]["id"] == tid)
+        ev = es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
         assert ev["data"]["id"] == tid
         listed = sl.terminal_listed(alice, tid)
         assert listed is not None and listed["running"] is False, listed
@@ -264,7 +264,7 @@ def test_renew_and_manual_revert(hg, alice):
             pl.iso_secs(first["expires_at"]) + 1, (first, again)
         changed = [e for e in es.events if e["event"] == "mode_changed"]
         if len(changed) < 2:
-            es.wait("mode_changed", 2, lambda e: e["data"]["expires_at"] ==
+            es.wait("mode_changed", lambda e: e["data"]["expires_at"] ==
                     again["expires_at"])
         before = direct_shells(hg)
         term = alice.post("/api/terminals", {})
@@ -279,9 +279,9 @@ def test_renew_and_manual_revert(hg, alice):
         assert r.status == 200, r
         assert r.json()["mode"] == "sandbox", r.json()
         assert r.json()["expires_at"] is None, r.json()
-        rv = es.wait("mode_reverted", 2)
+        rv = es.wait("mode_reverted")
         assert rv["data"]["reason"] == "manual", rv
-        es.wait("terminal_exited", 5, lambda e: e["data"]["id"] == tid)
+        es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
         assert pl.run(alice, "true")["mode"] == "sandbox"
     finally:
         es.close()
@@ -339,7 +339,7 @@ def test_keep_on_expiry(hostgate_factory):
         tid = term.json()["id"]
         shells = hglib.wait_for(lambda: direct_shells(hg) - before,
                                 what="the direct terminal's shell")
-        es.wait("mode_reverted", 5)
+        es.wait("mode_reverted")
         assert pl.run(alice, "true")["mode"] == "sandbox"
         # The shell lives on, and is listed as running.
         time.sleep(0.5)
@@ -350,7 +350,7 @@ def test_keep_on_expiry(hostgate_factory):
         assert rec[-1]["detail"]["processes"] == "kept", rec
         r = alice.request("DELETE", "/api/terminals/" + tid)
         assert r.status == 200, r
-        es.wait("terminal_exited", 5, lambda e: e["data"]["id"] == tid)
+        es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
     finally:
         es.close()
 
@@ -388,7 +388,8 @@ def test_restart_keeps_the_deadline(hostgate_factory):
     assert after["remaining_seconds"] <= ttl - 1, after
     assert pl.run(alice, "true")["mode"] == "direct"
 
-    hglib.wait_for(lambda: pl.mode_of(alice)["mode"] == "sandbox", ttl + 2,
+    hglib.wait_for(lambda: pl.mode_of(alice)["mode"] == "sandbox",
+                   ttl + hglib.SLOW,
                    interval=0.05, what="the grant's end")
     ended = time.time()
     # A deadline reset by the restart could not end before restarted + ttl
@@ -412,7 +413,7 @@ def test_restart_after_the_deadline_reverts(hostgate_factory):
     es = pl.EventStream(hg, cookie=alice.cookie)
     before = direct_shells(hg)
     pl.grant(alice)
-    es.wait("mode_expiring", 2)
+    es.wait("mode_expiring")
     last = es.events[-1]["id"]
     es.close()
     term = alice.post("/api/terminals", {})
@@ -429,7 +430,7 @@ def test_restart_after_the_deadline_reverts(hostgate_factory):
     assert rec[-1]["reason"] == "restart", rec
     es = pl.EventStream(hg, cookie=alice.cookie, last_event_id=last)
     try:
-        ev = es.wait("mode_reverted", 3)
+        ev = es.wait("mode_reverted")
         assert ev["data"]["reason"] == "restart", ev
         assert int(ev["id"]) > int(last), (last, ev)
     finally:

@@ -149,7 +149,7 @@ def session_id(fleet, session):
     return rows[0][0]
 
 
-def wait_mode(session, want, timeout=5):
+def wait_mode(session, want, timeout=hglib.SLOW):
     """The session's mode object on its host, once its mode is want."""
     def check():
         doc = pl.mode_of(session)
@@ -199,7 +199,7 @@ def alive(pid):
     return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
-def wait_settled(fleet, sid, timeout=10):
+def wait_settled(fleet, sid, timeout=hglib.SLOW):
     """Wait until every host has ended the session's grant, as its log
     says: the one that recorded it ("direct mode ended (expired)") and the
     others ("... ended on another host"); past that no host writes."""
@@ -245,7 +245,7 @@ class DirectSleep:
             return pid
         return None
 
-    def wait_gone(self, timeout=10):
+    def wait_gone(self, timeout=hglib.SLOW):
         hglib.wait_for(lambda: not alive(self.pid), timeout,
                        what="sleep %d on %s to end" % (
                            self.pid, self.hg.env["HOSTGATE_HOST_ID"]))
@@ -290,7 +290,7 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
             assert em["mode"] == "direct", em
             assert em["expires_at"] == g["expires_at"], em
             assert pl.run(s, "true")["mode"] == "direct"
-        ch = es.wait("mode_changed", 5)
+        ch = es.wait("mode_changed")
         assert ch["data"]["mode"] == "direct", ch
         assert ch["data"]["expires_at"] == g["expires_at"], ch
         # The admin view of another host shows the same deadline.
@@ -304,7 +304,7 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
         assert r.status == 200 and r.json()["mode"] == "sandbox", r
         for s in ss[1:]:
             wait_mode(s, "sandbox")
-        rv = es.wait("mode_reverted", 5)
+        rv = es.wait("mode_reverted")
         assert rv["data"]["reason"] == "other_host", rv
         assert pl.run(ss[2], "true")["mode"] == "sandbox"
     finally:
@@ -406,7 +406,7 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
             for s in ss:
                 sleeps.append(DirectSleep(s))
             for sl in sleeps:
-                reply = sl.wait_gone(SHORT_TTL + 10)
+                reply = sl.wait_gone(SHORT_TTL + hglib.SLOW)
                 assert not isinstance(reply, Exception), reply
                 assert reply.status == 200, reply
                 assert reply.json()["mode"] == "direct", reply.json()
@@ -447,7 +447,7 @@ def test_expiry_while_the_store_is_down(mode):
                 sleeps.append(DirectSleep(s))
             own_pg.stop()
             for sl in sleeps:
-                sl.wait_gone(SHORT_TTL + 10)
+                sl.wait_gone(SHORT_TTL + hglib.SLOW)
             for i, hg in enumerate(fleet.hosts):
                 r = hg.post("/api/login", {"username": DAVE[0],
                                            "password": DAVE[1]},

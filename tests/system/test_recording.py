@@ -28,7 +28,7 @@ def recordings_dir(hg):
     return os.path.join(hg.state, "recordings")
 
 
-def recording_record(hg, tid, timeout=10):
+def recording_record(hg, tid, timeout=hglib.SLOW):
     """The audit record of terminal tid's recording (waits for it)."""
     return hglib.wait_for(
         lambda: (pl.audit_records(hg, action="recording",
