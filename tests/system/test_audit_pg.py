@@ -330,7 +330,7 @@ def test_store_lost_and_back(mode, pg, store):
             assert r.status == 503, r
             # In the workspace (the spawn's directory) it would stay.
             r = alice.post("/api/run_command", {
-                "command": "touch never-ran", "timeout": 20}, timeout=30)
+                "command": "touch never-ran", "timeout": 20})
             pl.assert_error(r, 503, "unavailable",
                             "not started: the store is unreachable: ")
             r = alice.post("/api/terminals", {})

@@ -532,7 +532,7 @@ def reach(session, args):
     current mode); returns its RESULT and the spawn's mode."""
     r = session.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1",
-        "stdin": REACH % json.dumps(args), "timeout": 30}, timeout=45)
+        "stdin": REACH % json.dumps(args), "timeout": 30})
     assert r.status == 200, r
     doc = r.json()
     out = doc["stdout"]
@@ -707,7 +707,7 @@ def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
             "sockets": socks, "pids": pids}
     r = alice.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1", "stdin": PTRACE % json.dumps(
-            args), "timeout": 30}, timeout=45)
+            args), "timeout": 30})
     assert r.status == 200, r
     doc = r.json()
     assert doc["mode"] == "direct", doc
@@ -774,8 +774,7 @@ def test_workspace_write_past_quota_fails_edquot(hostgate_factory):
     hg = own(hostgate_factory, "cont-disk", HOSTGATE_USER_DISK_MAX="32M")
     bob = hg.login(*pl.USER)
     r = bob.post("/api/run_command", {"command": "/usr/bin/python3 - 2>&1",
-                                      "stdin": QUOTA_WRITER, "timeout": 60},
-                 timeout=75)
+                                      "stdin": QUOTA_WRITER, "timeout": 60})
     assert r.status == 200, r
     out = r.json()["stdout"]
     wrote = [ln.split() for ln in out.splitlines() if ln.startswith("WROTE")]

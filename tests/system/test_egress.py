@@ -73,7 +73,7 @@ def run(session, command, timeout=60):
     the spawn_end audit record of its request."""
     r = session.post("/api/run_command", {"command": command,
                                           "timeout": timeout},
-                     timeout=timeout + 15)
+                     timeout=timeout + hglib.SLOW)
     assert r.status == 200, "run_command: %r" % r
     rid = r.header("X-Request-Id")
     rec = pl.wait_audit(session.hg, action="spawn_end",
@@ -465,7 +465,7 @@ def test_egressd_down_fails_closed(hg, net, bob):
         hglib.wait_for(lambda: proxy_ok(bob) is False,
                        what="/api/status egress.proxy.ok false")
         r = bob.post("/api/run_command",
-                     {"command": "touch %s; echo ran" % marker}, timeout=20)
+                     {"command": "touch %s; echo ran" % marker})
         assert r.status == 503, r
         err = r.error()
         assert err["code"] == "unavailable", err

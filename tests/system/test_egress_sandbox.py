@@ -630,8 +630,7 @@ def test_http_fails_closed_without_egressd(full):
         r = alice.post("/api/permission", {"permission": perm})
         assert r.status == 200, r
         r = alice.post("/api/run_command",
-                       {"command": "touch %s" % marker, "timeout": 20},
-                       timeout=30)
+                       {"command": "touch %s" % marker, "timeout": 20})
         pl.assert_error(r, 503, "unavailable", UNAVAILABLE % perm)
     assert not os.path.exists(marker)
     hg.start("egressd")

@@ -290,12 +290,11 @@ def web(mode):
 
 def api_put(s, path, data):
     return s.request("PUT", "/api/files/" + path, body=data,
-                     headers={"Content-Type": "application/octet-stream"},
-                     timeout=30)
+                     headers={"Content-Type": "application/octet-stream"})
 
 
 def api_get(s, path):
-    return s.request("GET", "/api/files/" + path, timeout=30)
+    return s.request("GET", "/api/files/" + path)
 
 
 def test_api_put_is_the_users(web):

@@ -59,11 +59,12 @@ def put(s, path, data, **kw):
     headers = {"Content-Type": "application/octet-stream"}
     headers.update(kw.pop("headers", {}))
     return s.request("PUT", url(path), body=data, headers=headers,
-                     timeout=kw.pop("timeout", 30), **kw)
+                     timeout=kw.pop("timeout", hglib.SLOW), **kw)
 
 
 def get(s, path, **kw):
-    return s.request("GET", url(path), timeout=kw.pop("timeout", 30), **kw)
+    return s.request("GET", url(path), timeout=kw.pop("timeout", hglib.SLOW),
+                     **kw)
 
 
 def delete(s, path, **kw):
@@ -237,9 +238,9 @@ def test_too_large_before_the_body(hg, alice):
 
 def test_at_the_cap(hg, alice):
     data = os.urandom(CAP)
-    r = put(alice, "cap.bin", data, timeout=60)
+    r = put(alice, "cap.bin", data)
     assert r.status == 201, r
-    r = get(alice, "cap.bin", timeout=60)
+    r = get(alice, "cap.bin")
     assert r.status == 200 and r.body == data
     assert delete(alice, "cap.bin").status == 200
 
@@ -323,12 +324,12 @@ def test_unauthenticated_bodies_hold_no_memory(hg, alice):
             except OSError:
                 pass
         data = os.urandom(CAP)
-        r = put(alice, "slow/authorized.bin", data, timeout=60)
+        r = put(alice, "slow/authorized.bin", data)
         assert r.status == 201, r
     finally:
         for s in socks:
             s.close()
-    assert get(alice, "slow/authorized.bin", timeout=60).body == data
+    assert get(alice, "slow/authorized.bin").body == data
     assert get(alice, "slow/0").status == 404
 
 
@@ -437,9 +438,9 @@ def test_round_trip(hg, alice, name, data):
 
 def test_few_mib(hg, alice):
     data = os.urandom(3 * MiB + 17)
-    r = put(alice, "mib.bin", data, timeout=60)
+    r = put(alice, "mib.bin", data)
     assert r.status == 201, r
-    r = get(alice, "mib.bin", timeout=60)
+    r = get(alice, "mib.bin")
     assert r.status == 200 and r.body == data
     assert sh(alice, "sha256sum < mib.bin").split()[0] == \
         __import__("hashlib").sha256(data).hexdigest()
@@ -550,9 +551,9 @@ def test_not_found(hg, alice):
 
 def test_fifo_does_not_hang(hg, alice):
     sh(alice, "rm -f fifo && mkfifo fifo")
-    r = get(alice, "fifo", timeout=15)
+    r = get(alice, "fifo")
     pl.assert_error(r, 409, "conflict")
-    r = put(alice, "fifo", b"into a fifo", timeout=15)
+    r = put(alice, "fifo", b"into a fifo")
     assert r.status in (200, 201, 409), r
     assert hg.health().status == 200
 
@@ -725,7 +726,7 @@ def test_large_upload_memory_bounded(hg, alice):
     pid = frontd_pid(hg)
     before = int(hglib.proc_status(pid)["RssAnon"].split()[0])
     data = b"\xa5" * CAP
-    assert put(alice, "up.bin", data, timeout=60).status in (200, 201)
+    assert put(alice, "up.bin", data).status in (200, 201)
     after = int(hglib.proc_status(pid)["RssAnon"].split()[0])
     assert after - before < CAP // 1024 // 2, (before, after)
 

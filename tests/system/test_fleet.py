@@ -105,8 +105,7 @@ class Term:
     PROMPT = b"__HGPS__ "
 
     def __init__(self, session):
-        r = session.post("/api/terminals", {"cols": 120, "rows": 40},
-                         timeout=15)
+        r = session.post("/api/terminals", {"cols": 120, "rows": 40})
         assert r.status == 201, "terminal create: %r" % r
         self.id = r.json()["id"]
         self.mode = r.json()["mode"]
@@ -309,7 +308,7 @@ def test_host_killed_costs_only_its_terminals(fleet, lb):
         assert len(pids) == len(hglib.DAEMONS), pids
         # The client stuck to h3 goes on through the others, at once.
         for _ in range(10):
-            r = b.get("/api/status", timeout=20)
+            r = b.get("/api/status")
             assert r.status == 200, r
             assert fleetlib.served_by(r) in ("h1", "h2"), r.headers
         keep.echo()
@@ -356,7 +355,7 @@ def test_store_stopped_then_started(fleet, lb):
         fleet.pg.stop()
         for h in live:
             def refused():
-                r = a.on(h).post("/api/session/tokens", timeout=20)
+                r = a.on(h).post("/api/session/tokens")
                 return r if r.status != 201 else None
             r = hglib.wait_for(refused, interval=0.2,
                                what="a mint refused on %s with the store "
@@ -374,12 +373,11 @@ def test_store_stopped_then_started(fleet, lb):
             for what, fn in (
                     ("login", lambda: lb.post("/api/login", {
                         "username": "bob", "password": hglib.USER[1]},
-                        host=h, timeout=20)),
+                        host=h)),
                     ("grant", lambda: pl.set_mode(a.on(h), "direct",
                                                   timeout=20)),
                     ("run_command", lambda: a.on(h).post(
-                        "/api/run_command", {"command": "true"},
-                        timeout=20))):
+                        "/api/run_command", {"command": "true"}))):
                 r = fn()
                 if r.status != 503 or not r.body.count(
                         b"the store is unreachable: "):
@@ -393,7 +391,7 @@ def test_store_stopped_then_started(fleet, lb):
         fleet.pg.start()
         for h in live:
             hglib.wait_for(lambda: a.on(h).post(
-                "/api/session/tokens", timeout=20).status == 201,
+                "/api/session/tokens").status == 201,
                 interval=0.2, what="mints on %s back" % h)
             fleet.host(h).wait_status(200)
         t.echo()

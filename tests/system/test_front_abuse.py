@@ -109,8 +109,7 @@ def assert_503(data):
 def assert_others_served(hg):
     """Another client, from 127.0.0.1: login, a command, /healthz."""
     s = hg.login(*hglib.ADMIN)
-    r = s.post("/api/run_command", {"command": "echo served-$((6*7))"},
-               timeout=30)
+    r = s.post("/api/run_command", {"command": "echo served-$((6*7))"})
     assert r.status == 200, r
     assert r.json()["stdout"] == "served-42\n", r.json()
     assert hg.health().status == 200
@@ -303,7 +302,7 @@ def test_half_closed_requests_answered_under_load(hg, bob):
     def load():
         while not stop.is_set():
             try:
-                r = hg.get("/api/status", cookie=bob.cookie, timeout=10)
+                r = hg.get("/api/status", cookie=bob.cookie)
                 if r.status != 200:
                     errors.append(r)
             except OSError as e:

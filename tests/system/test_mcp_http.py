@@ -50,8 +50,7 @@ def post(hg, msg, bearer=None, headers=None, raw=None):
     h = {"Accept": ACCEPT, "Content-Type": "application/json"}
     h.update(headers or {})
     body = raw if raw is not None else json.dumps(msg)
-    return hg.request("POST", "/mcp", body=body, headers=h, bearer=bearer,
-                      timeout=30)
+    return hg.request("POST", "/mcp", body=body, headers=h, bearer=bearer)
 
 
 def rpc(id_, method, params=None):

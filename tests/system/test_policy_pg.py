@@ -451,7 +451,7 @@ def test_expiry_while_the_store_is_down(mode):
             for i, hg in enumerate(fleet.hosts):
                 r = hg.post("/api/login", {"username": DAVE[0],
                                            "password": DAVE[1]},
-                            source="127.0.5.%d" % (i + 1), timeout=30)
+                            source="127.0.5.%d" % (i + 1))
                 # No record can be written: refused before the buckets.
                 assert r.status == 503, r
                 assert r.json()["error"]["message"].startswith(
@@ -528,7 +528,7 @@ def test_logins_limited_fleet_wide(fleet):
     def login(i):
         return fleet.hosts[i % N_HOSTS].post(
             "/api/login", {"username": DAVE[0], "password": DAVE[1]},
-            source=src, timeout=60)
+            source=src)
 
     t0 = time.monotonic()
     results = pl.at_once(n, login, timeout=120)

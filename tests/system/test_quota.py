@@ -314,7 +314,7 @@ def test_a_killed_helper_refuses_spawns_and_its_mounts_are_swept(
     os.kill(pid, signal.SIGKILL)
     # No new workspace without its quota: bob's spawn is refused, with why.
     def refused():
-        r = bob.post("/api/run_command", {"command": "true"}, timeout=30)
+        r = bob.post("/api/run_command", {"command": "true"})
         return r if r.status != 200 else None
     r = hglib.wait_for(refused, what="bob's spawn refused")
     assert "disk quota helper exited" in r.error()["message"], r
@@ -370,7 +370,7 @@ def test_no_room_for_an_image_says_why_and_leaves_nothing(hostgate_factory):
         hg.start_all()
         hg.add_user(*pl.ADMIN, admin=True)
         alice = hg.login(*pl.ADMIN)
-        r = alice.post("/api/run_command", {"command": "true"}, timeout=30)
+        r = alice.post("/api/run_command", {"command": "true"})
         err = pl.assert_error(r, 400)
         assert "mkfs.btrfs failed" in err["message"], err
         assert os.listdir(os.path.join(hg.state, "disks")) == []

@@ -120,8 +120,7 @@ def test_kill9_of_sandboxd_leaves_no_spawn(hostgate_factory, mode):
 
     def run(session, cmd):
         th = threading.Thread(target=lambda: session.post(
-            "/api/run_command", {"command": cmd, "timeout": 600},
-            timeout=30))
+            "/api/run_command", {"command": cmd, "timeout": 600}))
         th.daemon = True
         th.start()
         threads.append(th)
@@ -166,7 +165,7 @@ def test_held_network_spawn_delays_no_other_user(hg):
     r = alice.post("/api/permission", {"permission": "workspace-write+network"})
     assert r.status == 200, r
     try:
-        r = alice.post("/api/run_command", {"command": "true"}, timeout=20)
+        r = alice.post("/api/run_command", {"command": "true"})
         if r.status == 503:
             pytest.skip("the network profile cannot run here: %s"
                         % r.error()["message"])
@@ -177,7 +176,7 @@ def test_held_network_spawn_delays_no_other_user(hg):
 
         def alice_net():
             box["r"] = alice.post("/api/run_command",
-                                  {"command": "echo net-ok"}, timeout=60)
+                                  {"command": "echo net-ok"})
             done.set()
 
         sent = hg.log_text("sandboxd").count("command for alice")
@@ -211,7 +210,7 @@ def test_spawner_death_fails_its_pending_spawn_only(hg):
     sent = hg.log_text("sandboxd").count("command for bob")
     os.kill(old, signal.SIGSTOP)
     th = threading.Thread(target=lambda: box.update(r=bob.post(
-        "/api/run_command", {"command": "echo never"}, timeout=30)))
+        "/api/run_command", {"command": "echo never"})))
     th.start()
     hglib.wait_for(lambda: hg.log_text("sandboxd").count(
         "command for bob") > sent, what="bob's spawn sent")
@@ -233,8 +232,7 @@ def test_concurrent_short_spawns_all_reported(hg):
 
     def one(i):
         r = sessions[i % 2].post("/api/run_command",
-                                 {"command": "exit %d" % (i % 7)},
-                                 timeout=60)
+                                 {"command": "exit %d" % (i % 7)})
         return r.status, r.json().get("exit_code")
 
     res = pl.at_once(30, one)
