@@ -345,7 +345,7 @@ class Fleet:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         for p in hg.procs.values():
-            p.wait(10)
+            p.wait(hglib.SLOW)
         # frontd cannot remove it after its privilege drop; a dead host's
         # address file must not pass for a live one.
         with contextlib.suppress(FileNotFoundError):

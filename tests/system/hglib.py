@@ -427,8 +427,8 @@ class Hostgate:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-                raise AssertionError("%s did not exit within %.0fs of signal %d"
-                                     % (name, timeout, sig))
+                raise AssertionError("%s did not exit within %.0fs of "
+                                     "signal %d" % (name, timeout, sig))
         return p.returncode
 
     def kill(self, name):
@@ -679,7 +679,8 @@ class Hostgate:
             wait_for(self.healthy, timeout, what="/healthz 200")
         except AssertionError:
             dead = [n for n in DAEMONS if n in self.procs and not self.alive(n)]
-            raise AssertionError("hostgate not healthy within %.0fs (exited: %s)"
+            raise AssertionError("hostgate not healthy within %.0fs "
+                                 "(exited: %s)"
                                  % (timeout, ", ".join(dead) or "none"))
 
     def wait_chain(self, timeout=SLOW):

@@ -256,7 +256,7 @@ def test_other_key_refused(mode, pg, store):
                 if key is not None:
                     put_key(h2, key)
                 h2.start("brokerd")
-                h2.procs["brokerd"].wait(30)
+                h2.procs["brokerd"].wait(hglib.SLOW)
                 assert h2.procs["brokerd"].returncode != 0
                 log = h2.log_text("brokerd")
                 for w in want:
@@ -270,7 +270,7 @@ def test_other_key_refused(mode, pg, store):
         try:
             put_key(h2, other)
             h2.start("brokerd")
-            h2.procs["brokerd"].wait(30)
+            h2.procs["brokerd"].wait(hglib.SLOW)
             assert h2.procs["brokerd"].returncode != 0
             log = h2.log_text("brokerd")
             assert "HMAC does not match" in log, log

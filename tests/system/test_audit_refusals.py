@@ -179,7 +179,7 @@ def test_interval_out_of_range_is_refused(hostgate_factory):
                                "0"}, name="refusal-bad", start=False)
     import subprocess
     r = subprocess.run(hg.wrap([hg.binary("brokerd"), "-n"]), env=hg.env,
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode != 0, r
     assert "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS" in r.stderr, r.stderr
 

@@ -140,9 +140,11 @@ def test_deadline_without_brokerd(box):
     res, err = fb.call("grant", session=s, user="alice",
                        deadline_ms=now_ms() + 300)
     assert err is None, err
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a)) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     check_orphan(fb, t)
-    hglib.wait_for(lambda: "reached its deadline" in hg.log_text("sandboxd"), what="the deadline's log line")
+    hglib.wait_for(lambda: "reached its deadline" in hg.log_text("sandboxd"),
+                   what="the deadline's log line")
     res, err = fb.call("list")
     assert not [p for p in res["procs"] if p["running"]], res
     assert res["grants"] == [], res
@@ -180,7 +182,8 @@ def test_kill_session_kills_its_cgroup(box):
     wait_running(t)
     res, err = fb.call("kill_session", session=s, mode="direct")
     assert err is None and res["killed"] == 1, (res, err)
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a)) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     check_orphan(fb, t)
 
 
@@ -192,7 +195,8 @@ def test_kill_user(box):
     wait_running(t)
     res, err = fb.call("kill_user", user="alice")
     assert err is None and res["killed"] == 1, (res, err)
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a)) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     check_orphan(fb, t)
     res, err = fb.call("kill_user", user="../etc")
     assert err["code"] == "bad_request", err
@@ -242,7 +246,8 @@ def test_restart_kills_leftovers(box):
     wait_running(t)
     fb.close()
     hg.kill("sandboxd")
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a)) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     # one more leftover for certain: a process in a spawn cgroup of the tree
     cg = os.path.join(c["base"], "u-alice", "s-0123456789abcdef")
     os.makedirs(cg, exist_ok=True)
@@ -254,7 +259,7 @@ def test_restart_kills_leftovers(box):
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
             f.write("%d\n" % planted.pid)
         hg.start("sandboxd")
-        assert planted.wait(15) == -9
+        assert planted.wait(hglib.SLOW) == -9
         assert sl.wait_gone(lambda a: any("hgcg-%s-orphan" % t in x
                                           for x in a)) == []
         hglib.wait_for(lambda: "that a previous sandboxd left" in

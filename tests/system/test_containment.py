@@ -472,7 +472,8 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
     th.start()
     count = os.path.join(ws, "fork-count")
     try:
-        hglib.wait_for(lambda: os.path.exists(count) or not th.is_alive(), what="the fork bomb at its ceiling")
+        hglib.wait_for(lambda: os.path.exists(count) or not th.is_alive(),
+                       what="the fork bomb at its ceiling")
         assert th.is_alive(), box
         with open(count) as f:
             n, err = f.read().split()
@@ -599,7 +600,8 @@ def test_direct_mode_reaches_no_other_user_and_no_daemon(two_users):
             "sockets": socks, "procroot": [bob_pid]}
     # The control: the same probe as root on the host, outside any spawn.
     r = subprocess.run(["/usr/bin/python3", "-c", REACH % json.dumps(args)],
-                       capture_output=True, text=True, timeout=30, cwd="/")
+                       capture_output=True, text=True, timeout=hglib.SLOW,
+                       cwd="/")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, (r.stdout, r.stderr)
     control = json.loads(lines[-1][7:])

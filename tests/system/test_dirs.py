@@ -49,7 +49,7 @@ def refused(hg, daemon, path, found_uid, found_gid, found_mode, want_user,
     """Start daemon; it must exit non-zero with the message, path unchanged."""
     before = snapshot(path)
     p = hg.start(daemon)
-    rc = p.wait(30)
+    rc = p.wait(hglib.SLOW)
     log = hg.log_text(daemon)
     assert rc != 0, log
     what = "state directory" if daemon == "brokerd" else "workspace root"

@@ -246,7 +246,7 @@ def test_docker_real_cli_without_engine(hostgate_factory):
     if docker is None:
         pytest.skip("no docker CLI on this host")
     r = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"],
-                       capture_output=True, text=True, timeout=20,
+                       capture_output=True, text=True, timeout=hglib.SLOW,
                        env={"PATH": "/usr/bin:/bin"})
     if r.returncode == 0:
         pytest.skip("a docker engine answers on this host")

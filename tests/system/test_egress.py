@@ -413,7 +413,8 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         bob, script(net, LIVE, tag=tag), timeout=60)))
     th.start()
     try:
-        hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")), what="the sandbox's first curl")
+        hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")),
+                       what="the sandbox's first curl")
         applied = re.compile(r"egress: session bob session %s: additions "
                              r"replaced on [1-9]" % bob.public_id)
         seen = len(applied.findall(hg.log_text("egressd")))
@@ -427,7 +428,7 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         assert "extra.test" in (st.get("session") or []), st
         open(os.path.join(work, "go"), "w").close()
     finally:
-        th.join(70)
+        th.join(hglib.SLOW)
     assert "res" in box, "the live spawn's run_command did not return"
     doc, spawn = box["res"]
     out = framed(doc)

@@ -330,7 +330,7 @@ def test_curl_through_bridge(box, egressd):
     res, err, out, errout = spawn(
         hg, fb, script, egress_user=["a.example"],
         egress_session=["*.b.example"])
-    t.join(30)
+    t.join(hglib.SLOW)
     assert "error" not in hits, (hits, err, out, errout)
     assert err is None, err
     assert out == CANNED.decode() + " exit 0\n", (out, errout)
@@ -412,7 +412,7 @@ print(json.dumps(r))
     script = "echo pid $$; python3 -c '%s'; exit 7" % probe.replace(
         "'", "'\\''")
     res, err, out, errout = spawn(hg, fb, script, perm=RO_ALLOW)
-    t.join(30)
+    t.join(hglib.SLOW)
     assert "error" not in seen, seen
     assert err is None, err
     assert res["exit_code"] == 7, (out, errout)
@@ -472,7 +472,7 @@ def test_update_and_log_relayed(box, egressd):
     t = threading.Thread(target=serve)
     t.start()
     res, err, _, _ = spawn(hg, fb, "true", session=session)
-    t.join(30)
+    t.join(hglib.SLOW)
     assert err is None and "error" not in got, (err, got)
     rec = {"kind": "connect", "host": "evil.example", "port": 443,
            "verdict": "refused", "reason": "not on the allowlist",
@@ -517,7 +517,7 @@ def test_socket_unreachable(box, egressd):
     res, err, out, errout = spawn(
         hg, fb, "curl -sS --max-time 10 http://example.test/; "
         "echo \" exit $?\"")
-    t.join(30)
+    t.join(hglib.SLOW)
     assert err is None and "error" not in got, (err, got)
     # 52: empty reply, 56: reset (either is the bridge's close).
     assert out.split()[-1] in ("52", "56"), (out, errout)
@@ -570,7 +570,7 @@ def test_bulk_both_ways(box, egressd):
               "http://example.test/up -o /tmp/down; echo exit $?; "
               "head -n1 /tmp/down; tail -n +2 /tmp/down | wc -c")
     res, err, out, errout = spawn(hg, fb, script)
-    t.join(30)
+    t.join(hglib.SLOW)
     assert err is None and "error" not in hits, (err, hits)
     lines = out.split("\n")
     assert lines[1] == "exit 0", (out, errout)
@@ -673,13 +673,13 @@ def test_bridge_alone(tmp_path):
     with no pid namespace to end it, the relay still goes with the
     command (its pidfd)."""
     p = bridge_in_netns(["3128", "/x.sock", "sh"])
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     assert p.returncode == 125 and "usage: hg-egress-bridge" in err
     p = bridge_in_netns(["0", "/x.sock", "--", "true"])
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     assert p.returncode == 125 and "bad port 0" in err
     p = bridge_in_netns(["3128", "/x.sock", "--", "/nonexistent/cmd"])
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     assert p.returncode == 127, err
     assert "hg-egress-bridge: /nonexistent/cmd: No such file" in err
 
@@ -702,7 +702,7 @@ def test_bridge_alone(tmp_path):
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
                  b"Connection: close\r\n\r\nok\n")
     conn.close()
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     srv.close()
     assert p.returncode == 5, err
     # unshare execs sh, which execs the bridge, which execs the command:

@@ -262,7 +262,8 @@ def test_check_config(proxy):
     """egressd -n reads the configuration and the hosts file and stops."""
     hg = proxy["hg"]
     out = hglib.subprocess.run([hg.binary("egressd"), "-n"], env=hg.env,
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True,
+                               timeout=hglib.SLOW)
     assert out.returncode == 0, out.stderr
     assert "configuration OK (8 pinned names" in out.stderr, out.stderr
 
@@ -274,7 +275,8 @@ def test_bad_hosts_file(proxy, tmp_path):
     bad.write_text("127.0.0.1 fine.test\nnot-an-address name.test\n")
     env = dict(hg.env, HOSTGATE_EGRESS_HOSTS=str(bad))
     out = hglib.subprocess.run([hg.binary("egressd"), "-n"], env=env,
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True,
+                               timeout=hglib.SLOW)
     assert out.returncode != 0
     assert "line 2: not-an-address is not a numeric" in out.stderr, out.stderr
 

@@ -266,7 +266,8 @@ def test_revoke_on_one_host_kills_direct_spawns_on_all(fleet, lb, how):
                        % (h, how))
     if how == "logout":
         for h in fleet.ids:
-            hglib.wait_for(lambda: d.on(h).get("/api/status").status == 401, what="the session ended on %s" % h)
+            hglib.wait_for(lambda: d.on(h).get("/api/status").status == 401,
+                           what="the session ended on %s" % h)
 
 
 def test_mode_changes_limited_fleet_wide(fleet, lb):

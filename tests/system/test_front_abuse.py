@@ -130,7 +130,8 @@ def test_idle_flood_from_one_address_spares_others(hg):
         for _ in range(1500):
             flood.append(connect(hg, "127.0.0.2"))
         # frontd has taken them all in once it has shed all but 64.
-        hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 1436, what="1436 idle connections shed")
+        hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 1436,
+                       what="1436 idle connections shed")
         assert_others_served(hg)
         assert sum(map(closed_by_server, flood)) == 1436
     finally:
@@ -215,7 +216,8 @@ def test_limit_kept_below_descriptors(hostgate_factory):
     try:
         for i in range(400):
             flood.append(connect(hg, "127.0.1.%d" % (i // 8 + 1)))
-        hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 144, what="144 idle connections shed")
+        hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 144,
+                       what="144 idle connections shed")
         assert hg.health().status == 200
     finally:
         for s in flood:
@@ -451,7 +453,7 @@ def test_allowed_origins_validated(hostgate_factory, value):
     hg = hostgate_factory(start=False)
     hg.env["HOSTGATE_ALLOWED_ORIGINS"] = value
     p = hg.start("frontd")
-    assert p.wait(timeout=10) != 0
+    assert p.wait(timeout=hglib.SLOW) != 0
     assert "HOSTGATE_ALLOWED_ORIGINS" in hg.log_text("frontd")
     assert "not a list of web origins" in hg.log_text("frontd")
 

@@ -61,7 +61,7 @@ def test_healthy_without_egressd(hostgate_factory):
     if "egressd" not in hglib.DAEMONS:
         pytest.skip("no egressd in this build")
     hg = hostgate_factory(env={"HOSTGATE_EGRESS_HOSTS": "/nonexistent/h"})
-    assert hg.procs["egressd"].wait(10) == 1, hg.log_text("egressd")
+    assert hg.procs["egressd"].wait(hglib.SLOW) == 1, hg.log_text("egressd")
     assert "HOSTGATE_EGRESS_HOSTS=/nonexistent/h" in hg.log_text("egressd")
     assert_healthy_doc(hg.wait_chain().json())
     r = hg.login(*hglib.ADMIN).post("/api/run_command",
@@ -164,5 +164,5 @@ def test_sigterm_during_start_up_exits_cleanly(hostgate_factory, name):
     exit line), never by the signal's default action half set up."""
     hg = hostgate_factory(start=False)
     p = hg.start(name, prefix=TERM_PENDING)
-    assert p.wait(15) == 0, hg.log_text(name)
+    assert p.wait(hglib.SLOW) == 0, hg.log_text(name)
     assert "signal 15, exiting" in hg.log_text(name), hg.log_text(name)

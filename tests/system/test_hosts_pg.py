@@ -379,7 +379,8 @@ def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
     a.send_signal("brokerd", signal.SIGSTOP)
     try:
         hglib.wait_for(lambda: host_state(pg, store, "hf") ==
-                       ("lost", "hg"), LOST + hglib.SLOW, what="hf declared lost")
+                       ("lost", "hg"), LOST + hglib.SLOW,
+                       what="hf declared lost")
         # Its terminal listed, as lost, to its session served by B.
         via_b = hglib.Session(b, s.user, s.role, s.cookie, s.csrf)
         assert [(t["id"], t["state"]) for t in via_b.get(

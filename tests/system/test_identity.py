@@ -162,7 +162,8 @@ def test_spawn_carries_ids_and_deadline(hostgate_factory):
         (deadline, g)
     grants = lines_of(hg, "brokerd", GRANT_LINE)
     assert grants and grants[-1][1] == deadline, grants
-    hglib.wait_for(lambda: grants[-1] in lines_of(hg, "sandboxd", HELD_LINE), what="sandboxd holding the deadline")
+    hglib.wait_for(lambda: grants[-1] in lines_of(hg, "sandboxd", HELD_LINE),
+                   what="sandboxd holding the deadline")
 
     # A renewal tells sandboxd the later deadline.
     hglib.wait_for(lambda: pl.mode_of(alice)["remaining_seconds"] < 600,
@@ -172,7 +173,8 @@ def test_spawn_carries_ids_and_deadline(hostgate_factory):
     assert len(later) == len(grants) + 1, later
     assert int(later[-1][1]) > int(deadline), (later, deadline)
     assert int(later[-1][1]) // 1000 == pl.iso_secs(again["expires_at"])
-    hglib.wait_for(lambda: later[-1] in lines_of(hg, "sandboxd", HELD_LINE), what="sandboxd holding the renewed deadline")
+    hglib.wait_for(lambda: later[-1] in lines_of(hg, "sandboxd", HELD_LINE),
+                   what="sandboxd holding the renewed deadline")
 
 
 def test_grants_sent_again_when_sandboxd_comes_back(hostgate_factory):
@@ -188,7 +190,8 @@ def test_grants_sent_again_when_sandboxd_comes_back(hostgate_factory):
     hg.wait_healthy()
     hglib.wait_for(lambda: len(lines_of(hg, "brokerd", GRANT_LINE)) > n,
                    what="the grant sent again")
-    hglib.wait_for(lambda: len(lines_of(hg, "sandboxd", HELD_LINE)) > held, what="the new sandboxd holding the deadline")
+    hglib.wait_for(lambda: len(lines_of(hg, "sandboxd", HELD_LINE)) > held,
+                   what="the new sandboxd holding the deadline")
 
 
 def test_keep_on_expiry_sends_no_deadline(hostgate_factory):
@@ -223,7 +226,8 @@ def test_logout_ends_the_grant_and_its_processes(hostgate_factory):
     assert rec[-1]["detail"]["processes"] == "terminated", rec
     pl.wait_audit(hg, action="terminal_exited", detail_id=tid)
     hglib.wait_for(lambda: not (set(sl.children_of(hg.pid("sandboxd"),
-                                                    "bash")) - before), what="the direct shell's end")
+                                                    "bash")) - before),
+                   what="the direct shell's end")
 
 
 def test_user_delete_kills_their_processes(hostgate_factory):

@@ -86,7 +86,7 @@ def test_spawns_exact_under_concurrency_and_others_unaffected(
     go = threading.Event()
 
     def bob_works():
-        go.wait(10)
+        go.wait(hglib.SLOW)
         for _ in range(5):
             bob_results.append(bob.post("/api/run_command",
                                         {"command": "echo bob-ok"}))
@@ -100,7 +100,7 @@ def test_spawns_exact_under_concurrency_and_others_unaffected(
         return alice.post("/api/run_command", {"command": "true"})
 
     res = pl.at_once(FLOOD, flood)
-    t.join(60)
+    t.join(hglib.SLOW)
     got = pl.statuses(res)
     assert got == {200: N, 429: FLOOD - N}, got
     assert_429s(res)
@@ -178,5 +178,6 @@ def test_bad_limits_stop_brokerd(tmp_path, var, value):
            "HOSTGATE_RUN_DIR": str(tmp_path / "run"),
            "HOSTGATE_PROFILES_DIR": hglib.PROFILES, var: value}
     r = subprocess.run([os.path.join(hglib.BUILD, "brokerd"), "-n"],
-                       env=env, capture_output=True, text=True, timeout=10)
+                       env=env, capture_output=True, text=True,
+                       timeout=hglib.SLOW)
     assert r.returncode != 0 and var in r.stderr, (r.returncode, r.stderr)

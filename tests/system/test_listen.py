@@ -55,7 +55,7 @@ def test_failed_bind_leaves_no_address_file(hostgate_factory):
         # Not hg.start(), which removes the file itself.
         env = dict(hg.env, HOSTGATE_LISTEN="127.0.0.1:%d" % port)
         r = subprocess.run(hg.wrap([hg.binary("frontd"), "-d"]), env=env,
-                           capture_output=True, text=True, timeout=20,
+                           capture_output=True, text=True, timeout=hglib.SLOW,
                            cwd=hg.dir)
     assert r.returncode == 1, r
     assert not os.path.exists(hg.listen_path())

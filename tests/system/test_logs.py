@@ -312,7 +312,7 @@ def test_no_syslog_means_stderr(hostgate_factory):
     p = start_logged(hg, "brokerd", hglib.private_mounts(hide, "sh"),
                      argv_tail=())
     try:
-        assert p.wait(10) == 0      # the parent of daemon(3)
+        assert p.wait(hglib.SLOW) == 0      # the parent of daemon(3)
         hg.wait_healthy()
         hg.add_user(*hglib.USER)
         hg.login(*hglib.USER)

@@ -109,7 +109,7 @@ class Driver:
                                                      self.stderr()))
             chunk = os.read(self.p.stdout.fileno(), 65536)
             if not chunk:
-                self.p.wait(5)
+                self.p.wait(hglib.SLOW)
                 raise AssertionError("driver %s exited (%s) during %s; "
                                      "stderr: %s" % (self.flavour,
                                                      self.p.returncode, op,
@@ -133,7 +133,7 @@ class Driver:
     def kill(self):
         if self.p.poll() is None:
             self.p.kill()
-            self.p.wait(5)
+            self.p.wait(hglib.SLOW)
 
     def close(self):
         if self.p.poll() is None:
@@ -143,7 +143,7 @@ class Driver:
                 pass
             self.p.stdin.close()
             try:
-                self.p.wait(10)
+                self.p.wait(hglib.SLOW)
             except subprocess.TimeoutExpired:
                 self.kill()
         self.err.close()
@@ -651,7 +651,7 @@ def test_deps_installed_work_offline(mcp_dir):
     env = dict(os.environ, **DEAD_REGISTRY)
     r = subprocess.run([os.path.join(hglib.REPO, "scripts", "mcp-deps.sh"),
                         mcp_dir], capture_output=True, text=True, env=env,
-                       timeout=60)
+                       timeout=hglib.SLOW)
     assert r.returncode == 0 and r.stdout.strip() == mcp_dir, r
     assert "NPM" not in r.stderr, r.stderr
 

@@ -175,7 +175,8 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
         assert os.stat(made).st_uid == uid, "made by uid %d, not %d" % (
             os.stat(made).st_uid, uid)
         assert res["stdout"].split()[-1] == str(uid), res
-        shells = hglib.wait_for(lambda: direct_shells(hg) - shells_before, what="the direct terminal's shell")
+        shells = hglib.wait_for(lambda: direct_shells(hg) - shells_before,
+                                what="the direct terminal's shell")
 
         # mode_changed at once, and mode_expiring at once (TTL < 60 s).
         ch = es.wait("mode_changed")
@@ -487,7 +488,8 @@ def test_ttl_out_of_range_stops_brokerd(tmp_path, value):
            "HOSTGATE_PROFILES_DIR": hglib.PROFILES,
            "HOST_EXECUTION_DIRECT_TTL_SECONDS": value}
     r = subprocess.run([os.path.join(hglib.BUILD, "brokerd"), "-n"],
-                       env=env, capture_output=True, text=True, timeout=10)
+                       env=env, capture_output=True, text=True,
+                       timeout=hglib.SLOW)
     assert r.returncode != 0, "brokerd accepted TTL %r" % value
     assert "HOST_EXECUTION_DIRECT_TTL_SECONDS" in r.stderr, r.stderr
 
@@ -501,7 +503,8 @@ def test_ttl_bounds_accepted(tmp_path, value):
            "HOSTGATE_PROFILES_DIR": hglib.PROFILES,
            "HOST_EXECUTION_DIRECT_TTL_SECONDS": value}
     r = subprocess.run([os.path.join(hglib.BUILD, "brokerd"), "-n"],
-                       env=env, capture_output=True, text=True, timeout=10)
+                       env=env, capture_output=True, text=True,
+                       timeout=hglib.SLOW)
     assert r.returncode == 0, r.stderr
 
 

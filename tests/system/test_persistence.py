@@ -57,7 +57,7 @@ def store_rows(hg, sql, args=(), timeout=5.0):
 def refused_start(hg):
     """Start brokerd on a broken state; it must exit non-zero: its log."""
     before = len(hg.log_text("brokerd"))
-    rc = hg.start("brokerd").wait(30)
+    rc = hg.start("brokerd").wait(hglib.SLOW)
     log = hg.log_text("brokerd")[before:]
     assert rc != 0, log
     return log

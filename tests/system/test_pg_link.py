@@ -22,7 +22,8 @@ def hgctl(env, *args):
     full.update(env)
     return subprocess.run([os.path.join(hglib.BUILD, "hgctl")] + list(args),
                           env=full, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=60)
+                          stderr=subprocess.STDOUT, text=True,
+                          timeout=hglib.SLOW)
 
 
 def brokerd_log(hg):
@@ -35,7 +36,7 @@ def start_refused(mode, env):
     hg = hglib.Hostgate(mode, env=env, name="pglink")
     try:
         p = hg.start("brokerd")
-        assert p.wait(timeout=30) != 0
+        assert p.wait(timeout=hglib.SLOW) != 0
         fatal = [line for line in brokerd_log(hg).splitlines()
                  if "FATAL" in line]
         assert fatal, brokerd_log(hg)
@@ -168,11 +169,13 @@ def test_link_lost_and_back_by_itself(pg, mode):
         hglib.wait_for(lambda: "store: link lost" in brokerd_log(hg),
                        what="the link declared lost")
         pg.start()
-        hglib.wait_for(lambda: "store: link back after" in brokerd_log(hg), what="the link back")
+        hglib.wait_for(lambda: "store: link back after" in brokerd_log(hg),
+                       what="the link back")
         hglib.wait_for(lambda: pg.psql(url, "SELECT count(*) FROM "
                                        "pg_stat_activity WHERE "
                                        "application_name = "
-                                       "'hostgate-brokerd'") == [["1"]], what="brokerd's connection")
+                                       "'hostgate-brokerd'") == [["1"]],
+                                       what="brokerd's connection")
         # LISTEN is on again: a user another host adds (a row written by
         # psql, its trigger's NOTIFY) is in brokerd's memory, which is
         # what hgctl user list shows, with no lookup asking for it.

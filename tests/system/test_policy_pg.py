@@ -249,7 +249,7 @@ class DirectSleep:
         hglib.wait_for(lambda: not alive(self.pid), timeout,
                        what="sleep %d on %s to end" % (
                            self.pid, self.hg.env["HOSTGATE_HOST_ID"]))
-        self.thread.join(30)
+        self.thread.join(hglib.SLOW)
         return self.reply
 
     def kill(self):

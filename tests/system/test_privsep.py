@@ -158,7 +158,8 @@ needs_root = pytest.mark.skipif(not hglib.IS_ROOT,
 def probe(args):
     """Run PROBE as root with args; its {target: result}."""
     r = subprocess.run(["/usr/bin/python3", "-c", PROBE, json.dumps(args)],
-                       capture_output=True, text=True, timeout=60, cwd="/")
+                       capture_output=True, text=True, timeout=hglib.SLOW,
+                       cwd="/")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, (r.returncode, r.stdout, r.stderr)
     return json.loads(lines[-1][7:])
@@ -343,7 +344,8 @@ def test_frontd_seccomp_kills_namespace_calls(shared):
     names = ["unshare", "setns", "mount", "pivot_root"]
     r = subprocess.run(["/usr/bin/python3", "-c", SECCOMP_PROBE,
                         json.dumps([jailed_frontd(shared), names])],
-                       capture_output=True, text=True, timeout=60, cwd="/")
+                       capture_output=True, text=True, timeout=hglib.SLOW,
+                       cwd="/")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, (r.returncode, r.stdout, r.stderr)
     res = json.loads(lines[-1][7:])
@@ -476,7 +478,7 @@ def test_no_user_namespace_no_frontd(hostgate_factory, mode):
     hg = hostgate_factory(start=False)
     hg.start("brokerd")
     p = hg.start("frontd", prefix=["/usr/bin/python3", "-c", NO_UNSHARE])
-    assert p.wait(10) != 0
+    assert p.wait(hglib.SLOW) != 0
     text = hg.log_text("frontd")
     assert "refuses it a user namespace" in text, text
     assert not os.path.exists(hg.listen_path())
@@ -533,7 +535,7 @@ def test_frontd_logs_to_syslog_from_its_jail(hostgate_factory):
         hg.start("sandboxd")
         hg.start("brokerd")
         p = hg.start("frontd", args=(), prefix=hglib.private_mounts(dev, d))
-        assert p.wait(10) == 0          # the parent of daemon(3)
+        assert p.wait(hglib.SLOW) == 0          # the parent of daemon(3)
         hg.port = hglib.read_listen(hg.run)[1]
         hg.wait_healthy()
         inner = [pid for pid in hglib.pids_of(hg.binary("frontd"))

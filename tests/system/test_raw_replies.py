@@ -176,7 +176,7 @@ class FakeBroker:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self.thread.join(10)
+        self.thread.join(hglib.SLOW)
         assert not self.thread.is_alive(), "the fake brokerd's accept hangs"
         self.sock.close()
 

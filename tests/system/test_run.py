@@ -139,7 +139,7 @@ class Run:
         except ProcessLookupError:
             pass
         try:
-            self.p.wait(5)
+            self.p.wait(hglib.SLOW)
         except subprocess.TimeoutExpired:
             pass
 
@@ -241,7 +241,7 @@ def test_run_fails_when_healthz_stays_503(run):
     so that the next start makes a new one and shows its password."""
     docker = shutil.which("docker", path="/usr/sbin:/usr/bin:/sbin:/bin")
     if docker and subprocess.run([docker, "info"], capture_output=True,
-                                 timeout=20).returncode == 0:
+                                 timeout=hglib.SLOW).returncode == 0:
         pytest.skip("a docker engine answers on this host")
     r = run({"HOSTGATE_RUNTIME": "docker", "HG_RUN_TIMEOUT": "3"})
     rc = r.finish(timeout=60)

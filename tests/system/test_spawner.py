@@ -142,7 +142,7 @@ def test_kill9_of_sandboxd_leaves_no_spawn(hostgate_factory, mode):
                                    for p in spawner),
                    what="the spawner gone")
     for th in threads:
-        th.join(30)
+        th.join(hglib.SLOW)
 
 
 # -- no spawn waits for another user's ----------------------------------------
@@ -192,7 +192,7 @@ def test_held_network_spawn_delays_no_other_user(hg):
             assert not done.is_set(), box
         finally:
             os.kill(held, signal.SIGCONT)
-        th.join(60)
+        th.join(hglib.SLOW)
         assert box["r"].status == 200, box["r"]
         assert box["r"].json()["stdout"] == "net-ok\n", box["r"].json()
     finally:
@@ -215,7 +215,7 @@ def test_spawner_death_fails_its_pending_spawn_only(hg):
     hglib.wait_for(lambda: hg.log_text("sandboxd").count(
         "command for bob") > sent, what="bob's spawn sent")
     os.kill(old, signal.SIGKILL)
-    th.join(30)
+    th.join(hglib.SLOW)
     assert box["r"].status == 500, box["r"]
     assert "spawner went away" in box["r"].error()["message"], box["r"]
     assert hg.alive("sandboxd")

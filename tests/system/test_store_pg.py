@@ -54,7 +54,7 @@ def hgctl_env(hg, *args, env=None, input=None):
         full["HOSTGATE_STORE"] = hg.env["HOSTGATE_STORE"]
     full.update(env or {})
     return subprocess.run(argv, input=input, capture_output=True, text=True,
-                          env=full, timeout=60, cwd=hg.dir)
+                          env=full, timeout=hglib.SLOW, cwd=hg.dir)
 
 
 def session_ids(hg):
@@ -380,7 +380,7 @@ def test_unmigrated_store_refused(hostgate_factory, pg):
                                "HOSTGATE_HOST_ID": "a"},
                           start=False, name="unmigrated")
     p = hg.start("brokerd")
-    p.wait(timeout=30)
+    p.wait(timeout=hglib.SLOW)
     assert p.returncode != 0
     log = hg.log_text("brokerd")
     assert "is at schema version 0; this hostgate needs 1: run hgctl " \
@@ -405,7 +405,7 @@ def test_bad_store_refused(hostgate_factory, pg):
                                    "HOSTGATE_STORE_TIMEOUT_SECONDS": "2"},
                               start=False, name="bad")
         p = hg.start("brokerd")
-        p.wait(timeout=30)
+        p.wait(timeout=hglib.SLOW)
         assert p.returncode != 0
         log = hg.log_text("brokerd")
         assert want in log, log
