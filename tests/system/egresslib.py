@@ -313,7 +313,7 @@ class EgressNet:
                 out.append(tuple(parts))
         return out
 
-    def curl_host(self, url, *args, timeout=30):
+    def curl_host(self, url, *args, timeout=hglib.SLOW):
         """curl from the host straight to the servers (names pinned to the
         namespace's address with --resolve): CompletedProcess."""
         resolve = []

@@ -369,7 +369,7 @@ class FakeSandboxd:
             return {"id": m["id"], "result": {"procs": []}}
         return {"id": m["id"], "result": {}}
 
-    def wait(self, pred, what, timeout=10):
+    def wait(self, pred, what, timeout=hglib.SLOW):
         """The first message kept so far or to come that pred accepts."""
         deadline = time.monotonic() + timeout
         with self.cond:

@@ -144,7 +144,7 @@ def listener(hg, name):
     return path, s
 
 
-def ask(path, data, timeout=10):
+def ask(path, data, timeout=hglib.SLOW):
     """Send raw bytes to a listener; everything it answers until EOF (or
     the reset of a close that left some of them unread). egressd may
     answer and close before all is sent (a refusal at accept)."""

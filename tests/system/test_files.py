@@ -111,7 +111,7 @@ def raw_head(hg, s, method, path, extra=b""):
                                              s.csrf.encode(), extra))
 
 
-def read_responses(sock, n, timeout=20):
+def read_responses(sock, n, timeout=hglib.SLOW):
     """n complete HTTP responses from sock: [(status, headers, body)]."""
     out = []
     buf = b""
@@ -266,7 +266,7 @@ def test_expect_continue(hg, alice):
     assert get(alice, "cont.txt").body == body
 
 
-def read_head(sock, timeout=20):
+def read_head(sock, timeout=hglib.SLOW):
     """The first response head that comes on sock (and what follows)."""
     got = b""
     deadline = time.monotonic() + timeout

@@ -46,7 +46,7 @@ def _many_files():
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def connect(hg, source="127.0.0.1", timeout=10):
+def connect(hg, source="127.0.0.1", timeout=hglib.SLOW):
     """A plain TCP connection to frontd from source."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
@@ -55,7 +55,7 @@ def connect(hg, source="127.0.0.1", timeout=10):
     return s
 
 
-def read_all(s, timeout=10):
+def read_all(s, timeout=hglib.SLOW):
     """Everything s receives until the server closes (or resets)."""
     s.settimeout(timeout)
     out = b""

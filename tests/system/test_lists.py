@@ -23,7 +23,7 @@ class Control:
 
     def __init__(self, hg):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(30)
+        self.s.settimeout(hglib.SLOW)
         self.s.connect(os.path.join(hg.run, "broker-control.sock"))
         self.s.send(hglib.hello("hgctl"))
         assert json.loads(self.s.recv(IPC_MAX_MSG + 1))["type"] == "hello"
