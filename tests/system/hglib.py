@@ -738,7 +738,7 @@ class Hostgate:
         assert c and c[0], "no hg_session cookie in %r" % r.headers
         return Session(self, doc["user"], doc["role"], c[0], doc["csrf_token"])
 
-    def raw(self, data, timeout=3, shut=False):
+    def raw(self, data, timeout=SLOW, shut=False):
         """Send raw bytes on a fresh TCP connection; returns what came back
         before the server closed or timeout seconds passed."""
         if self.port is None:

@@ -68,7 +68,7 @@ class WebSocket:
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
-    def recv_frame(self, timeout=5):
+    def recv_frame(self, timeout=hglib.SLOW):
         """(fin, opcode, payload) of the next frame, None on EOF."""
         deadline = time.monotonic() + timeout
         if not self._fill(2, deadline):
@@ -140,7 +140,7 @@ class WebSocket:
 
     # -- messages ----------------------------------------------------------
 
-    def read_data(self, timeout=5):
+    def read_data(self, timeout=hglib.SLOW):
         """The payload of the next data frame; answers pings; raises
         WSClosed on a close frame or EOF, TimeoutError when none comes."""
         deadline = time.monotonic() + timeout
@@ -212,7 +212,8 @@ def ws_key():
 
 
 def ws_handshake(hg, path, cookie=None, bearer=None, origin=None,
-                 version="13", key=None, drop=(), extra=None, timeout=5):
+                 version="13", key=None, drop=(), extra=None,
+                 timeout=hglib.SLOW):
     """Send a WebSocket upgrade for path. Returns (status, headers dict
     lower-cased, body, WebSocket or None): the WebSocket when the server
     switched protocols, with its Sec-WebSocket-Accept checked."""

@@ -229,7 +229,7 @@ def test_too_large_before_the_body(hg, alice):
     """Over the cap: 413 at once, though not one byte of the body came."""
     data = raw_head(hg, alice, "PUT", url("big.txt"),
                     b"Content-Length: %d\r\n" % (CAP + 1))
-    status, _, body = hglib.parse_raw(hg.raw(data, timeout=10))
+    status, _, body = hglib.parse_raw(hg.raw(data))
     assert status == 413, body
     assert json.loads(body)["error"]["code"] == "too_large"
     assert str(CAP) in json.loads(body)["error"]["message"]
@@ -355,7 +355,7 @@ def test_refused_body_then_close(hg, alice):
     whole rather than lost to a reset."""
     body = b"z" * 1000
     data = unauth_head("closing.txt", len(body), b"Connection: close\r\n")
-    status, headers, rbody = hglib.parse_raw(hg.raw(data + body, timeout=10))
+    status, headers, rbody = hglib.parse_raw(hg.raw(data + body))
     assert status == 401 and headers["connection"] == "close", headers
     assert json.loads(rbody)["error"]["code"] == "unauthorized"
 
@@ -867,7 +867,7 @@ def test_uploads_held_at_once_are_bounded(hg, alice):
             assert got.startswith(b"HTTP/1.1 100 Continue"), got
         data = raw_head(hg, alice, "PUT", url("held/one-more"),
                         b"Content-Length: %d\r\n" % CAP)
-        status, headers, body = hglib.parse_raw(hg.raw(data, timeout=10))
+        status, headers, body = hglib.parse_raw(hg.raw(data))
         assert status == 503, body
         assert int(headers["retry-after"]) > 0
     finally:

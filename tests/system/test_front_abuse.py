@@ -188,8 +188,7 @@ def test_global_limit(hostgate_factory):
                    what="the end of the episode")
     held = [busy(hg, "127.0.0.5") for _ in range(16)]
     try:
-        assert_503(hg.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-                          timeout=10))
+        assert_503(hg.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
     finally:
         for s in held:
             s.close()
@@ -269,7 +268,7 @@ def test_bare_line_end_in_head_400(hg, sep):
     smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     data = (b"POST /api/login HTTP/1.1\r\nHost: x\r\nX-A: a" + sep +
             b"Content-Length: %d\r\n\r\n" % len(smuggled) + smuggled)
-    out = hg.raw(data, timeout=10)
+    out = hg.raw(data)
     status, headers, body = hglib.parse_raw(out)
     assert status == 400, out
     assert b"bare" in body, body
@@ -355,7 +354,7 @@ def upgrade(hg, session, term_id, origin, host=None):
              b"Cookie: hg_session=%s" % session.cookie.encode()]
     if origin is not None:
         lines.append(b"Origin: " + origin.encode())
-    out = hg.raw(b"\r\n".join(lines) + b"\r\n\r\n", timeout=10)
+    out = hg.raw(b"\r\n".join(lines) + b"\r\n\r\n")
     return hglib.parse_raw(out)[0]
 
 
