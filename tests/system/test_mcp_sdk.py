@@ -33,7 +33,9 @@ INSPECTOR = os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol",
                          "inspector", "clients", "launcher", "build",
                          "index.js")
 SOURCES = os.path.join(hglib.REPO, "tests", "mcp")
-STEP_TIMEOUT = 45       # seconds for one step of a driver, or one CLI run
+# Seconds for one step of a driver (which may itself wait up to SLOW for a
+# notification), or one CLI run.
+STEP_TIMEOUT = 2 * hglib.SLOW
 TOOLS = {"run_command", "run_python", "read_file", "write_file",
          "list_files", "status"}
 MODERN = "2026-07-28"
@@ -449,7 +451,7 @@ def test_direct_mode_reaches_the_session(hg, drivers):
         # The server tells the open stream (the SDK's GET stream) that the
         # constraints changed.
         n = d.ok("wait_notification", method="notifications/message",
-                 ms=10000)
+                 ms=int(hglib.SLOW * 1000))
         assert "direct" in json.dumps(n).lower(), n
         r = d.call("run_command", command="true")
         assert not r.get("isError"), r
@@ -554,7 +556,7 @@ def test_v2_listen_sees_the_permission_change(hg, drivers):
                     {"permission": "read-only"}).status == 200
     try:
         n = d.ok("wait_notification", method="notifications/resources/updated",
-                 ms=10000)
+                 ms=int(hglib.SLOW * 1000))
         assert n["params"]["uri"] == uri, n
         r = d.call("run_command", command="true")
         assert sc(r)["permission"] == "read-only", r
