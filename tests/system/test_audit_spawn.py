@@ -48,7 +48,7 @@ def test_command_allow_record_precedes_the_spawn_and_says_what_runs(hg):
     before = pl.audit_records(hg)[-1]["seq"]
     r = alice.post("/api/run_command", {"command": "printf abc; exit 3",
                                         "env": {"SECRET_X": "hunter2"},
-                                        "timeout": 20})
+                                        "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     out = r.json()
     assert out["exit_code"] == 3 and out["stdout"] == "abc", out

@@ -394,8 +394,9 @@ def test_memory_bomb_stopped_at_user_limit(hostgate_factory):
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob.post(
         "/api/run_command", {"command": "/usr/bin/python3 -",
-                             "stdin": MEMORY_BOMB, "timeout": 120},
-        timeout=150)), daemon=True)
+                             "stdin": MEMORY_BOMB,
+                             "timeout": int(2 * hglib.SLOW)},
+        timeout=3 * hglib.SLOW)), daemon=True)
     th.start()
     try:
         hglib.wait_for(lambda: os.path.exists(os.path.join(ws, "bomb-ready"))
@@ -406,10 +407,10 @@ def test_memory_bomb_stopped_at_user_limit(hostgate_factory):
         assert doc["stdout"] == "alive\n" and doc["exit_code"] == 0, doc
         with open(os.path.join(ws, "bomb-go"), "w"):
             pass
-        th.join(140)
+        th.join(3 * hglib.SLOW)
         assert not th.is_alive(), "the bomb's request did not end"
     finally:
-        th.join(150)
+        th.join(3 * hglib.SLOW)
     r = box["r"]
     assert r.status == 200, r
     res = r.json()
@@ -467,8 +468,9 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob.post(
         "/api/run_command", {"command": "/usr/bin/python3 -",
-                             "stdin": FORK_BOMB, "timeout": 120},
-        timeout=150)), daemon=True)
+                             "stdin": FORK_BOMB,
+                             "timeout": int(2 * hglib.SLOW)},
+        timeout=3 * hglib.SLOW)), daemon=True)
     th.start()
     count = os.path.join(ws, "fork-count")
     try:
@@ -489,9 +491,9 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
             assert rc == 0 and "term-42" in out, out
         with open(os.path.join(ws, "fork-go"), "w"):
             pass
-        th.join(140)
+        th.join(3 * hglib.SLOW)
     finally:
-        th.join(150)
+        th.join(3 * hglib.SLOW)
     res = box["r"].json()
     assert res["stdout"].startswith("FORKED "), res
     doc = pl.run(bob, "rm -f fork-count fork-go; echo back")
@@ -533,7 +535,7 @@ def reach(session, args):
     current mode); returns its RESULT and the spawn's mode."""
     r = session.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1",
-        "stdin": REACH % json.dumps(args), "timeout": 30})
+        "stdin": REACH % json.dumps(args), "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     doc = r.json()
     out = doc["stdout"]
@@ -709,7 +711,7 @@ def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
             "sockets": socks, "pids": pids}
     r = alice.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1", "stdin": PTRACE % json.dumps(
-            args), "timeout": 30})
+            args), "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     doc = r.json()
     assert doc["mode"] == "direct", doc
@@ -776,7 +778,8 @@ def test_workspace_write_past_quota_fails_edquot(hostgate_factory):
     hg = own(hostgate_factory, "cont-disk", HOSTGATE_USER_DISK_MAX="32M")
     bob = hg.login(*pl.USER)
     r = bob.post("/api/run_command", {"command": "/usr/bin/python3 - 2>&1",
-                                      "stdin": QUOTA_WRITER, "timeout": 60})
+                                      "stdin": QUOTA_WRITER,
+                                      "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     out = r.json()["stdout"]
     wrote = [ln.split() for ln in out.splitlines() if ln.startswith("WROTE")]

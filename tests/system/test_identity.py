@@ -318,9 +318,11 @@ def test_oom_reported_in_results_records_and_events(hostgate_factory):
     bob = hg.login(*pl.USER)
     st = bob.get("/api/status").json()
     enforced = isinstance(st["containment"].get("memory"), str)
-    r = bob.post("/api/run_command", {"command": "true", "timeout": 20})
+    r = bob.post("/api/run_command", {"command": "true",
+                                      "timeout": int(hglib.SLOW)})
     assert r.status == 200 and r.json()["oom"] in (False, None), r
-    r = bob.post("/api/run_command", {"command": HOG, "timeout": 30})
+    r = bob.post("/api/run_command", {"command": HOG,
+                                      "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     res = r.json()
     end = pl.wait_audit(hg, action="spawn_end", user="bob")[-1]

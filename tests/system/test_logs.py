@@ -46,7 +46,8 @@ def rid_of(r):
 
 def run(session, command):
     """POST /api/run_command; the response (asserts 200)."""
-    r = session.post("/api/run_command", {"command": command, "timeout": 20})
+    r = session.post("/api/run_command", {"command": command,
+                                          "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     return r
 
