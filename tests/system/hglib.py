@@ -1114,10 +1114,11 @@ def run_as(uid_gid, fn, timeout=SLOW):
     return res["ok"]
 
 
-def seqpacket_probe(path, steps, wait=2.0):
+def seqpacket_probe(path, steps, wait=2.0, until=None):
     """Connect to a SOCK_SEQPACKET socket and perform steps, a list of
     ("send", bytes) / ("send_fd", bytes) / ("big", n). Then read until the
-    peer closes or wait seconds pass. Returns a dict:
+    peer closes, until(message) is true for a message received, or wait
+    seconds pass. Returns a dict:
       connect: "ok" or the errno name; closed: bool; after: seconds;
       messages: the JSON messages received (hello included)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -1166,6 +1167,8 @@ def seqpacket_probe(path, steps, wait=2.0):
                 msgs.append(ipc_decode(d))
             except ValueError:
                 msgs.append({"raw": d[:200].decode("latin-1")})
+            if until is not None and until(msgs[-1]):
+                break
         return {"connect": "ok", "closed": closed,
                 "after": round(time.monotonic() - t0, 3), "messages": msgs,
                 "send_error": sent_err}

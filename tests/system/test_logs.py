@@ -265,7 +265,7 @@ def test_hostile_request_id_is_replaced(hg, alice):
          "request_id": 42},
         {"type": "token_mint", "auth": pl.auth_of(alice),
          "request_id": "00112233aabbccdd"},
-    ], wait=20)
+    ])
     replies = [res["replies"].get(1001 + i) for i in range(4)]
     assert all(r is not None and "result" in r for r in replies), replies
     assert all(r.get("user") == "alice" for r in replies), replies

@@ -228,7 +228,8 @@ def test_hostile_user_name_reaches_no_path(hostgate_factory):
         res = hglib.run_as(hglib.account("hostgate-broker"),
                            lambda: hglib.seqpacket_probe(path, [
                                ("send", hglib.hello("brokerd")),
-                               ("send", json.dumps(req).encode())], 1.0))
+                               ("send", json.dumps(req).encode())],
+                               hglib.SLOW, until=lambda m: m.get("id") == 7))
         replies = [m for m in res["messages"] if m.get("id") == 7]
         assert replies and "error" in replies[0], res
     after = sorted(os.listdir(os.path.join(hg.state, "disks"))) \
