@@ -166,7 +166,7 @@ def test_direct_terminal_ends_by_expiry(hg):
     r = alice.post("/api/terminals", {})
     assert r.status in (200, 201) and r.json()["mode"] == "direct", r
     tid = r.json()["id"]
-    ex = pl.wait_audit(hg, timeout=15, action="terminal_exited",
+    ex = pl.wait_audit(hg, action="terminal_exited",
                        detail_id=tid)[0]
     assert ex["reason"] == "expiry" and ex["detail"]["mode"] == "direct", ex
     opened = pl.audit_records(hg, action="terminal_opened", detail_id=tid)

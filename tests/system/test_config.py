@@ -19,7 +19,7 @@ def cfg(mode):
     hg.cleanup()
 
 
-def run(hg, daemon, env=None, flag="-n", timeout=20, unset=()):
+def run(hg, daemon, env=None, flag="-n", timeout=hglib.SLOW, unset=()):
     e = dict(hg.env)
     e.update(env or {})
     for name in unset:

@@ -68,7 +68,7 @@ def script(net, body, **kw):
     return (PRELUDE + body) % vals
 
 
-def run(session, command, timeout=60):
+def run(session, command, timeout=int(hglib.SLOW)):
     """POST /api/run_command; (document, spawn id) with the spawn id from
     the spawn_end audit record of its request."""
     r = session.post("/api/run_command", {"command": command,
@@ -171,7 +171,7 @@ python3 -c 'import socket, json; print("@@IFACES " + json.dumps([n for _, n in s
 
 
 def test_allowed_hosts_reached(hg, net, bob):
-    doc, spawn = run(bob, script(net, ALLOWED), timeout=90)
+    doc, spawn = run(bob, script(net, ALLOWED))
     out = framed(doc)
     env = re.search(r"^@@ENV (.*)$", doc["stdout"], re.M)
     assert env, doc
@@ -312,7 +312,7 @@ REFUSALS = {
 
 def test_refused_and_bypasses(hg, net, bob):
     before = len(net.requests())
-    doc, spawn = run(bob, script(net, REFUSED), timeout=90)
+    doc, spawn = run(bob, script(net, REFUSED))
     out = framed(doc)
     for tag, (host, port, says) in REFUSALS.items():
         assert tag in out, (tag, doc)
@@ -410,7 +410,7 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
     work = os.path.join(home, "egress-" + tag)
     box = {}
     th = threading.Thread(target=lambda: box.update(res=run(
-        bob, script(net, LIVE, tag=tag), timeout=60)))
+        bob, script(net, LIVE, tag=tag))))
     th.start()
     try:
         hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")),
@@ -428,7 +428,7 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         assert "extra.test" in (st.get("session") or []), st
         open(os.path.join(work, "go"), "w").close()
     finally:
-        th.join(hglib.SLOW)
+        th.join(2 * hglib.SLOW)
     assert "res" in box, "the live spawn's run_command did not return"
     doc, spawn = box["res"]
     out = framed(doc)

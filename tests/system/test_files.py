@@ -697,7 +697,7 @@ def test_large_download_memory_bounded(hg, alice):
     pid = frontd_pid(hg)
     before = rss_kib(pid)
     peak = before
-    conn = hg.connection(timeout=60)
+    conn = hg.connection()
     try:
         conn.request("GET", url("huge.bin"),
                      headers={"Cookie": "hg_session=" + alice.cookie})
@@ -776,7 +776,7 @@ def test_over_tls(hostgate_factory):
     data = os.urandom(2 * MiB + 3)
     r = put(alice, "tls/b.bin", data)
     assert r.status == 201, r
-    conn = hg.connection(timeout=30)
+    conn = hg.connection()
     try:
         h = {"Cookie": "hg_session=" + alice.cookie}
         for _ in range(2):

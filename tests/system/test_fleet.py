@@ -119,8 +119,7 @@ class Term:
     def attach(self):
         st, h, body, ws = sl.ws_handshake(self.session.hg,
                                           sl.ws_path(self.id),
-                                          cookie=self.session.cookie,
-                                          timeout=10)
+                                          cookie=self.session.cookie)
         assert st == 101, "attach %s: %d %r" % (self.id, st, body)
         self.ws = ws
         ws.send_binary(b"PS1='__HG''PS__ '\n")
@@ -275,7 +274,7 @@ def test_mode_changes_limited_fleet_wide(fleet, lb):
     ids = fleet.ids
     t0 = time.monotonic()
     res = pl.at_once(FLOOD, lambda i: pl.set_mode(c.on(ids[i % len(ids)]),
-                                                 "sandbox", timeout=60))
+                                                 "sandbox"))
     elapsed = time.monotonic() - t0
     got = pl.statuses(res)
     assert set(got) <= {200, 429}, got
@@ -375,8 +374,7 @@ def test_store_stopped_then_started(fleet, lb):
                     ("login", lambda: lb.post("/api/login", {
                         "username": "bob", "password": hglib.USER[1]},
                         host=h)),
-                    ("grant", lambda: pl.set_mode(a.on(h), "direct",
-                                                  timeout=20)),
+                    ("grant", lambda: pl.set_mode(a.on(h), "direct")),
                     ("run_command", lambda: a.on(h).post(
                         "/api/run_command", {"command": "true"}))):
                 r = fn()

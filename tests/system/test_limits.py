@@ -29,8 +29,7 @@ def assert_429s(results):
 def test_mode_changes_exact_under_concurrency(hostgate_factory):
     hg = pl.own(hostgate_factory, "modeflood", HOSTGATE_MODE_RATE_PER_MINUTE=N)
     alice = hg.login(*pl.ADMIN)
-    res = pl.at_once(FLOOD, lambda i: pl.set_mode(alice, "sandbox",
-                                                 timeout=30))
+    res = pl.at_once(FLOOD, lambda i: pl.set_mode(alice, "sandbox"))
     got = pl.statuses(res)
     assert got == {200: N, 429: FLOOD - N}, got
     assert_429s(res)
