@@ -59,7 +59,7 @@ export default async function ({ main, users, newPage, shot }) {
   await player.waitFor();
   const csp = await page.evaluate(() => window.__csp);
   try {
-    await waitText(player, /PLAYBACK-42/, 15000);
+    await waitText(player, /PLAYBACK-42/);
   } catch (e) {
     const now = await page.evaluate(() => window.__csp);
     throw new Error(`${e.message}; CSP: ${now.join('; ')}; errors: ${page.__errors.join('; ')}`);
