@@ -372,7 +372,7 @@ def _api_result(r):
     return Result(doc["stdout"] + doc["stderr"], doc["exit_code"], doc)
 
 
-def run_shell(session, channel, snippet, timeout=hglib.SLOW):
+def run_shell(session, channel, snippet, timeout=int(hglib.SLOW)):
     """Run a bash snippet through channel (timeout: the command's own
     limit, generous by default; the HTTP wait is that plus SLOW); returns
     a Result."""
@@ -399,7 +399,7 @@ def run_shell(session, channel, snippet, timeout=hglib.SLOW):
     raise ValueError(channel)
 
 
-def run_py(session, channel, code, timeout=hglib.SLOW):
+def run_py(session, channel, code, timeout=int(hglib.SLOW)):
     """Run Python code through channel; returns a Result."""
     if channel == "command":
         r = session.post("/api/run_command",
@@ -420,7 +420,7 @@ def run_py(session, channel, code, timeout=hglib.SLOW):
     raise ValueError(channel)
 
 
-def py_json(session, channel, code, timeout=hglib.SLOW):
+def py_json(session, channel, code, timeout=int(hglib.SLOW)):
     """Run Python code that prints one line 'RESULT <json>'; returns the
     decoded JSON (asserting the line is there)."""
     res = run_py(session, channel, code, timeout)
