@@ -134,7 +134,7 @@ def test_kill_any_users_terminal(hg, alice, bob):
         tid = r.json()["id"]
         r = alice.request("DELETE", "/api/admin/terminals/" + tid)
         assert r.status == 200, r
-        ev = es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
+        ev = es.wait("terminal_exited", pred=lambda e: e["data"]["id"] == tid)
         assert ev["data"]["id"] == tid
     finally:
         es.close()

@@ -61,7 +61,7 @@ def test_command_allow_record_precedes_the_spawn_and_says_what_runs(hg):
     assert d["command_bytes"] == len("printf abc; exit 3"), d
     assert d["argv"] == ["/bin/bash", "-c"], d
     assert d["kind"] == "command" and d["lang"] == "bash", d
-    assert d["cwd"] is None and d["timeout_s"] == 20, d
+    assert d["cwd"] is None and d["timeout_s"] == int(hglib.SLOW), d
     assert d["mode"] == "sandbox" and d["permission"], d
     # Variable names are recorded, never their values.
     assert d["env"] == ["SECRET_X"], d

@@ -121,7 +121,7 @@ def test_terminal_exited_reaches_every_stream_of_the_user(hg):
         assert bob.request("DELETE", "/api/terminals/" + tid).status == 200
         for es in streams:
             ev = es.wait("terminal_exited",
-                         lambda e: e["data"]["id"] == tid)
+                         pred=lambda e: e["data"]["id"] == tid)
             assert ev["data"]["id"] == tid
         alices.drain(0.3)
         assert not [e for e in alices.events
@@ -268,7 +268,7 @@ def test_revoked_standalone_token(hg):
         assert other.wait("token_revoked")["data"]["id"] == gone["id"]
         hg.hgctl_ok("token", "revoke", str(kept["id"]))
         ev = other.wait("token_revoked",
-                        lambda e: e["data"]["id"] == kept["id"])
+                        pred=lambda e: e["data"]["id"] == kept["id"])
         assert ev, other.events
         assert other.wait_closed()
     finally:

@@ -340,7 +340,7 @@ def test_oom_reported_in_results_records_and_events(hostgate_factory):
         ws = t.attach()
         ws.send_binary(("exec %s\n" % HOG).encode())
         ev = es.wait("terminal_exited",
-                     lambda e: e["data"]["id"] == t.id)
+                     pred=lambda e: e["data"]["id"] == t.id)
         assert ev["data"]["reason"] == "oom", ev
         rec = pl.wait_audit(hg, action="terminal_exited", detail_id=t.id)
         assert rec[-1]["reason"] == "oom", rec

@@ -199,7 +199,7 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
             es.names().index("mode_reverted"), es.names()
 
         # The direct terminal is gone, and says so.
-        ev = es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
+        ev = es.wait("terminal_exited", pred=lambda e: e["data"]["id"] == tid)
         assert ev["data"]["id"] == tid
         listed = sl.terminal_listed(alice, tid)
         assert listed is not None and listed["running"] is False, listed
@@ -265,7 +265,7 @@ def test_renew_and_manual_revert(hg, alice):
             pl.iso_secs(first["expires_at"]) + 1, (first, again)
         changed = [e for e in es.events if e["event"] == "mode_changed"]
         if len(changed) < 2:
-            es.wait("mode_changed", lambda e: e["data"]["expires_at"] ==
+            es.wait("mode_changed", pred=lambda e: e["data"]["expires_at"] ==
                     again["expires_at"])
         before = direct_shells(hg)
         term = alice.post("/api/terminals", {})
@@ -282,7 +282,7 @@ def test_renew_and_manual_revert(hg, alice):
         assert r.json()["expires_at"] is None, r.json()
         rv = es.wait("mode_reverted")
         assert rv["data"]["reason"] == "manual", rv
-        es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
+        es.wait("terminal_exited", pred=lambda e: e["data"]["id"] == tid)
         assert pl.run(alice, "true")["mode"] == "sandbox"
     finally:
         es.close()
@@ -351,7 +351,7 @@ def test_keep_on_expiry(hostgate_factory):
         assert rec[-1]["detail"]["processes"] == "kept", rec
         r = alice.request("DELETE", "/api/terminals/" + tid)
         assert r.status == 200, r
-        es.wait("terminal_exited", lambda e: e["data"]["id"] == tid)
+        es.wait("terminal_exited", pred=lambda e: e["data"]["id"] == tid)
     finally:
         es.close()
 
