@@ -235,13 +235,15 @@ export class Hostgate {
     return out.join('\n');
   }
 
-  // SIGTERM, then SIGKILL after SLOW; keep the directory when something failed.
+  // SIGTERM,
+  then SIGKILL after SLOW; keep the directory when something failed.
   async stop() {
     if (!this.dir) return;
     const running = [...this.procs.values()].filter((p) => !p.done);
     for (const p of running) p.kill('SIGTERM');
     let timer;
-    const timeout = new Promise((r) => (timer = setTimeout(() => r('timeout'), SLOW)));
+    const timeout = new Promise((r) => (timer = setTimeout(() => r('timeout'),
+                                                           SLOW)));
     for (const p of running) {
       if ((await Promise.race([p.exited, timeout])) === 'timeout') {
         p.kill('SIGKILL');

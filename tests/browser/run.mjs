@@ -10,7 +10,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { BUILD, Hostgate, SLOW, WEB_DIST, check, launchBrowser, screenshotPath } from './lib.mjs';
+import { BUILD, Hostgate, SLOW, WEB_DIST, check, launchBrowser,
+        screenshotPath } from './lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 // A whole test: several waits, each bounded by SLOW.

@@ -2,7 +2,8 @@
 // another admin's direct session; terminals with their state, killing one;
 // the audit log with a filter; the debug page.
 
-import { apiSession, check, login, waitFor, waitText, waitToast } from './lib.mjs';
+import { apiSession, check, login, waitFor, waitText,
+        waitToast } from './lib.mjs';
 
 export default async function ({ main, users, newPage, shot }) {
   // carol, elsewhere: direct mode and a terminal.

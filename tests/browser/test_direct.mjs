@@ -2,7 +2,8 @@
 // changes nothing), then a toast "Direct mode on until HH:MM", a countdown
 // in the top bar, and a new terminal that runs unsandboxed.
 
-import { check, login, modeLabel, terminalText, waitFor, waitTerminal, waitToast } from './lib.mjs';
+import { check, login, modeLabel, terminalText, waitFor, waitTerminal,
+        waitToast } from './lib.mjs';
 
 export default async function ({ main, users, newPage, shot }) {
   const page = await newPage();
@@ -49,7 +50,8 @@ export default async function ({ main, users, newPage, shot }) {
     const l = await modeLabel(page);
     return l !== l1 ? l : null;
   }, `the countdown to move from ${l1}`);
-  check(/^Direct · 09:5\d left$/.test(l2), `countdown moves: ${l1} then ${l2}`);
+  check(/^Direct · 09:5\d left$/.test(l2),
+        `countdown moves: ${l1} then ${l2}`);
   check(
     (await page.locator('#mode-popover [data-value="direct"]').getAttribute('aria-checked')) === 'true',
     'direct is checked in the popover',

@@ -23,7 +23,8 @@ export default async function ({ main, users, newPage, shot }) {
         ws.binaryType = 'arraybuffer';
         let text = '';
         const dec = new TextDecoder();
-        const timer = setTimeout(() => reject(new Error(`no output: ${text}`)), bound);
+        const timer = setTimeout(() => reject(new Error(`no output: ${text}`)),
+                                 bound);
         ws.onopen = () => ws.send(new TextEncoder().encode('echo PLAY""BACK-$((6 * 7))\n'));
         ws.onmessage = (ev) => {
           text += typeof ev.data === 'string' ? ev.data : dec.decode(ev.data, { stream: true });

@@ -98,7 +98,7 @@ def connect_as(path, who, through_fd=False):
     through_fd, by way of an fd of its directory opened first (egressd's
     jail binds RUN_DIR/egress: it never passes through RUN_DIR itself)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(20)
+    s.settimeout(hglib.SLOW)
     uid, gid = who
     dfd = None
     if through_fd:
@@ -294,12 +294,12 @@ def serve_one(fake, hits):
         assert len(fds) == 1
         lsock = socket.socket(fileno=fds[0])
         hits["sock_family"] = (lsock.family, lsock.type & 0xf)
-        lsock.settimeout(20)
+        lsock.settimeout(hglib.SLOW)
         conn, _ = lsock.accept()
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                 12)
         hits["bridge_pid"] = int.from_bytes(creds[:4], "little")
-        conn.settimeout(20)
+        conn.settimeout(hglib.SLOW)
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = conn.recv(4096)
@@ -482,7 +482,7 @@ def test_update_and_log_relayed(box, egressd):
     # Egressd's word for the user is not taken.
     egressd.send(type="egress_log", spawn=got["spawn"], user="mallory",
                  **rec)
-    fb.s.settimeout(10)
+    fb.s.settimeout(hglib.SLOW)
     while True:
         data, fds, _, _ = socket.recv_fds(fb.s, 1 << 17, 4)
         for fd in fds:
@@ -531,9 +531,9 @@ def relay_sum(fake, hits):
     try:
         m, fds = fake.expect("egress_listen")
         lsock = socket.socket(fileno=fds[0])
-        lsock.settimeout(20)
+        lsock.settimeout(hglib.SLOW)
         conn, _ = lsock.accept()
-        conn.settimeout(20)
+        conn.settimeout(hglib.SLOW)
         data = b""
         while b"\r\n\r\n" not in data:
             data += conn.recv(65536)
@@ -687,7 +687,7 @@ def test_bridge_alone(tmp_path):
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
     srv.listen(4)
-    srv.settimeout(20)
+    srv.settimeout(hglib.SLOW)
     p = bridge_in_netns(["3128", path, "--", "sh", "-c",
                          "echo $$; curl -s --noproxy '' -x "
                          "http://127.0.0.1:3128 http://example.test/; "
@@ -695,7 +695,7 @@ def test_bridge_alone(tmp_path):
     conn, _ = srv.accept()
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     relay = int.from_bytes(creds[:4], "little")
-    conn.settimeout(20)
+    conn.settimeout(hglib.SLOW)
     data = b""
     while b"\r\n\r\n" not in data:
         data += conn.recv(4096)

@@ -69,14 +69,14 @@ class Sandboxd:
         finally:
             os.seteuid(os.getuid())
             os.setegid(os.getgid())
-        self.srv.settimeout(10)
+        self.srv.settimeout(hglib.SLOW)
         self.conn = None
         self.pending = []
 
     def accept(self):
         """Take egressd's (re)connection and exchange the hellos."""
         self.conn, _ = self.srv.accept()
-        self.conn.settimeout(10)
+        self.conn.settimeout(hglib.SLOW)
         got = json.loads(self.conn.recv(65536))
         assert got == {"type": "hello", "version": 1, "role": "egressd"}, got
         self.conn.send(hglib.hello("sandboxd"))
@@ -359,7 +359,7 @@ def test_bulk_both_ways(proxy, tunnel):
         head = (b"POST http://allowed.test:%d/bulk HTTP/1.1\r\n"
                 b"Content-Length: %d\r\n\r\n" % (bport, len(body)))
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.settimeout(30)
+    c.settimeout(hglib.SLOW)
     c.connect(path)
     with c:
         c.sendall(head + body)
@@ -640,7 +640,7 @@ def test_record_lost_on_a_dead_link(proxy):
              session=SESSION, allow_user=[], allow_session=[])
     ls.close()
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.settimeout(10)
+    c.settimeout(hglib.SLOW)
     c.connect(path)
     c.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % proxy["port"])
     head = b""

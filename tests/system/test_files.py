@@ -247,7 +247,7 @@ def test_at_the_cap(hg, alice):
 
 def test_expect_continue(hg, alice):
     body = b"after the 100\n"
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(raw_head(hg, alice, "PUT", url("cont.txt"),
                            b"Content-Length: %d\r\nExpect: 100-continue\r\n"
@@ -288,7 +288,7 @@ def test_unauthenticated_never_gets_100(hg, alice):
     """The credentials are checked before the body is asked for: a client
     that waits for a 100 without them gets 401 (and Connection: close),
     never a 100, and nothing is written."""
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(unauth_head("nocont.txt", 1000,
                               b"Expect: 100-continue\r\n"))
@@ -311,7 +311,8 @@ def test_unauthenticated_bodies_hold_no_memory(hg, alice):
     socks = []
     try:
         for i in range(n):
-            s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+            s = socket.create_connection(("127.0.0.1", hg.port),
+                                         timeout=hglib.SLOW)
             socks.append(s)
             s.sendall(unauth_head("slow/%d" % i, CAP) + b"x")
         for s in socks:
@@ -337,7 +338,7 @@ def test_refused_small_body_is_drained(hg, alice):
     """A small body refused unread is dropped and the connection kept: a
     request pipelined after it is answered in turn."""
     body = b"0123456789"
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(unauth_head("small.txt", len(body)) + body +
                   raw_head(hg, alice, "GET", url("")))
@@ -366,7 +367,7 @@ def test_read_only_refused_before_the_body(hg):
     bob = hg.login(*pl.USER)
     assert bob.post("/api/permission",
                     {"permission": "read-only"}).status == 200
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(raw_head(hg, bob, "PUT", url("ro-head.txt"),
                            b"Content-Length: %d\r\n" % MiB))
@@ -402,7 +403,7 @@ def test_pipelined(hg, alice):
                     b"Content-Length: %d\r\n" % len(b)) + b +
            raw_head(hg, alice, "GET", url("pipe/b.bin")) +
            raw_head(hg, alice, "GET", url("pipe/a.txt")))
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(req)
         out = read_responses(s, 4)
@@ -853,7 +854,8 @@ def test_uploads_held_at_once_are_bounded(hg, alice):
     socks = []
     try:
         for i in range(n):
-            s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+            s = socket.create_connection(("127.0.0.1", hg.port),
+                                         timeout=hglib.SLOW)
             socks.append(s)
             s.sendall(raw_head(hg, alice, "PUT", url("held/%d" % i),
                                b"Content-Length: %d\r\n"

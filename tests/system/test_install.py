@@ -602,7 +602,7 @@ def test_installed_service_runs(dest):
         assert r.returncode == 0, r.stderr
 
         def post(path, body, headers=None):
-            c = http.client.HTTPConnection(host, int(port), timeout=30)
+            c = http.client.HTTPConnection(host, int(port), timeout=hglib.SLOW)
             try:
                 c.request("POST", path, body=json.dumps(body),
                           headers=dict({"Content-Type": "application/json"},
@@ -613,7 +613,7 @@ def test_installed_service_runs(dest):
                 c.close()
 
         def healthy():
-            c = http.client.HTTPConnection(host, int(port), timeout=30)
+            c = http.client.HTTPConnection(host, int(port), timeout=hglib.SLOW)
             try:
                 c.request("GET", "/healthz")
                 resp = c.getresponse()

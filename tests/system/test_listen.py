@@ -78,7 +78,7 @@ def test_listen_file_ipv6(hostgate_factory):
     hg.start("frontd")
     host, port = hglib.read_listen(hg.run)
     assert host == "[::1]" and port == hg.port, (host, port)
-    with socket.create_connection(("::1", port), timeout=5):
+    with socket.create_connection(("::1", port), timeout=hglib.SLOW):
         pass
     # The line comes just after the file (the file is written before the
     # privilege drop, the line once frontd serves).

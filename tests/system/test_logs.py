@@ -128,7 +128,7 @@ def test_request_id_on_every_response(hg, alice):
     seen.append(h["x-request-id"])
 
     # The event stream: read its head only.
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=5)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(("GET /api/events HTTP/1.1\r\nHost: x\r\nCookie: "
                    "hg_session=%s\r\n\r\n" % alice.cookie).encode())

@@ -275,7 +275,7 @@ def test_large_reply_then_pipelined_one(hg):
     assert whole.status == 200 and whole.body == BIG, whole
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.settimeout(10)
+    s.settimeout(hglib.SLOW)
     try:
         s.connect(("127.0.0.1", hg.port))
         s.sendall(b"GET " + script + b" HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -294,7 +294,7 @@ def test_large_reply_then_pipelined_one(hg):
 def raw_http(hg, head):
     """Send one request head as bytes on a fresh connection; the reply's
     status line and body."""
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(head)
         h, body, _ = read_reply(s, b"")
