@@ -29,6 +29,14 @@ const BINARIES = [...DAEMONS, 'hgctl'];
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+// The one bound, in ms, on every wait for work the machine does (a daemon
+// starting, a page loading, output arriving), as SLOW in
+// tests/system/hglib.py: each wait ends as soon as its state is there, so
+// the bound only says when a hang is called a failure, generously enough
+// that a slow or loaded machine is never taken for a hung one.
+// HG_SLOW_BOUND (seconds) overrides it.
+export const SLOW = Number(process.env.HG_SLOW_BOUND || 120) * 1000;
+
 // frontd's port from RUN_DIR/frontd.listen ("ADDR:PORT\n"), or null.
 function readListen(runDir) {
   let text;
@@ -154,7 +162,7 @@ export class Hostgate {
   }
 
   // Until frontd has written frontd.listen (then this.port is set).
-  async waitListen(timeout = 15000) {
+  async waitListen(timeout = SLOW) {
     const runDir = this.env.HOSTGATE_RUN_DIR;
     const deadline = Date.now() + timeout;
     while (Date.now() < deadline) {
@@ -167,7 +175,7 @@ export class Hostgate {
     throw new Error(`hostgate ${this.name}: frontd wrote no frontd.listen\n${this.logs()}`);
   }
 
-  async waitHealthy(timeout = 15000) {
+  async waitHealthy(timeout = SLOW) {
     const deadline = Date.now() + timeout;
     let last = null;
     while (Date.now() < deadline) {
@@ -192,7 +200,7 @@ export class Hostgate {
       input,
       encoding: 'utf8',
       cwd: this.dir,
-      timeout: 30000,
+      timeout: SLOW,
       env: {
         PATH: this.env.PATH,
         LANG: 'C.UTF-8',
@@ -227,18 +235,22 @@ export class Hostgate {
     return out.join('\n');
   }
 
-  // SIGTERM, then SIGKILL after 5 s; keep the directory when something failed.
+  // SIGTERM,
+  then SIGKILL after SLOW; keep the directory when something failed.
   async stop() {
     if (!this.dir) return;
     const running = [...this.procs.values()].filter((p) => !p.done);
     for (const p of running) p.kill('SIGTERM');
-    const timeout = sleep(5000).then(() => 'timeout');
+    let timer;
+    const timeout = new Promise((r) => (timer = setTimeout(() => r('timeout'),
+                                                           SLOW)));
     for (const p of running) {
       if ((await Promise.race([p.exited, timeout])) === 'timeout') {
         p.kill('SIGKILL');
         await p.exited;
       }
     }
+    clearTimeout(timer);
     if (this.failed || process.env.HG_KEEP) console.log(`  hostgate test dir kept: ${this.dir}`);
     if (!this.failed && !process.env.HG_KEEP) fs.rmSync(this.dir, { recursive: true, force: true });
   }
@@ -270,7 +282,7 @@ export function check(cond, msg) {
 }
 
 // Poll fn() until it returns a true value; returns it.
-export async function waitFor(fn, what, timeout = 8000, interval = 100) {
+export async function waitFor(fn, what, timeout = SLOW, interval = 100) {
   const deadline = Date.now() + timeout;
   let last;
   for (;;) {
@@ -287,7 +299,7 @@ export async function waitFor(fn, what, timeout = 8000, interval = 100) {
 }
 
 // Wait until a locator's text matches re; returns the text.
-export async function waitText(locator, re, timeout = 8000) {
+export async function waitText(locator, re, timeout = SLOW) {
   let last = null;
   return waitFor(
     async () => {
@@ -309,7 +321,7 @@ export async function toasts(page) {
   return page.locator('.toast').allTextContents();
 }
 
-export async function waitToast(page, re, timeout = 8000) {
+export async function waitToast(page, re, timeout = SLOW) {
   return waitFor(
     async () => (await toasts(page)).find((t) => re.test(t)),
     `a toast matching ${re} (toasts: ${JSON.stringify(await toasts(page).catch(() => []))})`,
@@ -326,7 +338,7 @@ export async function terminalText(page) {
   });
 }
 
-export async function waitTerminal(page, re, timeout = 10000) {
+export async function waitTerminal(page, re, timeout = SLOW) {
   return waitFor(async () => re.test(await terminalText(page)), `terminal output ${re}`, timeout);
 }
 

@@ -10,10 +10,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-import { BUILD, Hostgate, WEB_DIST, check, launchBrowser, screenshotPath } from './lib.mjs';
+import { BUILD, Hostgate, SLOW, WEB_DIST, check, launchBrowser,
+        screenshotPath } from './lib.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const TEST_TIMEOUT = 90000;
+// A whole test: several waits, each bounded by SLOW.
+const TEST_TIMEOUT = 5 * SLOW;
 
 const USERS = {
   alice: { password: 'alice-password-1', admin: true },
@@ -98,6 +100,9 @@ async function main() {
             reducedMotion: 'reduce',
             ...opts,
           });
+          // Playwright's own waits (a click for its element, a
+          // navigation) have the suite's bound too, not its 30 s.
+          c.setDefaultTimeout(SLOW);
           // Record Content-Security-Policy violations and page errors.
           await c.addInitScript(() => {
             window.__csp = [];

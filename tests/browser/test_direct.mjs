@@ -2,7 +2,8 @@
 // changes nothing), then a toast "Direct mode on until HH:MM", a countdown
 // in the top bar, and a new terminal that runs unsandboxed.
 
-import { check, login, modeLabel, sleep, terminalText, waitFor, waitTerminal, waitToast } from './lib.mjs';
+import { check, login, modeLabel, terminalText, waitFor, waitTerminal,
+        waitToast } from './lib.mjs';
 
 export default async function ({ main, users, newPage, shot }) {
   const page = await newPage();
@@ -44,9 +45,13 @@ export default async function ({ main, users, newPage, shot }) {
     (await page.locator('#mode-button').getAttribute('data-mode')) === 'direct',
     'the button is in its direct look',
   );
-  await sleep(2100);
-  const l2 = await modeLabel(page);
-  check(l2 !== l1 && /^Direct · 09:5\d left$/.test(l2), `countdown moves: ${l1} then ${l2}`);
+  // The countdown moves on its own: wait for its label to change.
+  const l2 = await waitFor(async () => {
+    const l = await modeLabel(page);
+    return l !== l1 ? l : null;
+  }, `the countdown to move from ${l1}`);
+  check(/^Direct · 09:5\d left$/.test(l2),
+        `countdown moves: ${l1} then ${l2}`);
   check(
     (await page.locator('#mode-popover [data-value="direct"]').getAttribute('aria-checked')) === 'true',
     'direct is checked in the popover',

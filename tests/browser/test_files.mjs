@@ -53,7 +53,6 @@ async function waitUpload(page, name, state) {
     },
     `the upload of ${JSON.stringify(name)} ${state} ` +
       `(now: ${JSON.stringify(await upload(page, name).catch(() => null))})`,
-    20000,
   );
 }
 

@@ -3,7 +3,7 @@
 // as dave), closes it; alice finds the "recording" record and plays it, and
 // the player shows what was typed (under the panel's CSP).
 
-import { apiSession, check, login, waitFor, waitText } from './lib.mjs';
+import { SLOW, apiSession, check, login, waitFor, waitText } from './lib.mjs';
 
 export default async function ({ main, users, newPage, shot }) {
   const dave = await apiSession(main.url, 'dave', users.dave.password);
@@ -17,13 +17,14 @@ export default async function ({ main, users, newPage, shot }) {
   const tpage = await newPage();
   await login(tpage, main.url, 'dave', users.dave.password);
   const seen = await tpage.evaluate(
-    (tid) =>
+    ({ tid, bound }) =>
       new Promise((resolve, reject) => {
         const ws = new WebSocket(`${location.origin.replace(/^http/, 'ws')}/api/terminals/${tid}/ws`);
         ws.binaryType = 'arraybuffer';
         let text = '';
         const dec = new TextDecoder();
-        const timer = setTimeout(() => reject(new Error(`no output: ${text}`)), 15000);
+        const timer = setTimeout(() => reject(new Error(`no output: ${text}`)),
+                                 bound);
         ws.onopen = () => ws.send(new TextEncoder().encode('echo PLAY""BACK-$((6 * 7))\n'));
         ws.onmessage = (ev) => {
           text += typeof ev.data === 'string' ? ev.data : dec.decode(ev.data, { stream: true });
@@ -35,7 +36,7 @@ export default async function ({ main, users, newPage, shot }) {
         };
         ws.onerror = () => reject(new Error('websocket error'));
       }),
-    id,
+    { tid: id, bound: SLOW },
   );
   check(seen.includes('PLAYBACK-42'), `terminal output: ${seen}`);
   const closed = await dave.del(`/api/terminals/${id}`);
@@ -59,7 +60,7 @@ export default async function ({ main, users, newPage, shot }) {
   await player.waitFor();
   const csp = await page.evaluate(() => window.__csp);
   try {
-    await waitText(player, /PLAYBACK-42/, 15000);
+    await waitText(player, /PLAYBACK-42/);
   } catch (e) {
     const now = await page.evaluate(() => window.__csp);
     throw new Error(`${e.message}; CSP: ${now.join('; ')}; errors: ${page.__errors.join('; ')}`);

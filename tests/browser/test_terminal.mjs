@@ -1,7 +1,7 @@
 // Terminals: an echo round trip through the sandboxed shell, fitting on
 // resize, reattaching after a reload, and opening and closing terminals.
 
-import { check, login, sleep, terminalText, waitFor, waitTerminal } from './lib.mjs';
+import { check, login, terminalText, waitFor, waitTerminal } from './lib.mjs';
 
 // Type a line into the active terminal.
 async function type(page, line) {
@@ -37,8 +37,13 @@ export default async function ({ main, users, newPage, shot }) {
   const [rows1, cols1] = await sttySize(page, 'a');
   check(cols1 > 100 && rows1 > 25, `terminal size at 1280x800: ${rows1}x${cols1}`);
   await page.setViewportSize({ width: 1000, height: 640 });
-  await sleep(300);
-  const [rows2, cols2] = await sttySize(page, 'b');
+  // The new size goes from the panel through frontd to the pty: ask the
+  // shell until it has it, however long that takes here.
+  let asked = 0;
+  const [rows2, cols2] = await waitFor(async () => {
+    const [r, c] = await sttySize(page, `b${asked++}`);
+    return c < cols1 && r < rows1 ? [r, c] : null;
+  }, 'the smaller size in the shell');
   check(cols2 < cols1 && rows2 < rows1, `after resize: ${rows2}x${cols2}, before ${rows1}x${cols1}`);
   await page.setViewportSize({ width: 1280, height: 800 });
 

@@ -123,8 +123,8 @@ async function stepConnect(s) {
 	return r;
 }
 
-// Wait up to ms for a notification of this method (one already arrived
-// counts).
+// Wait up to ms (by default the suite's bound, HG_SLOW_BOUND or 120 s) for
+// a notification of this method (one already arrived counts).
 function stepWait(s) {
 	const seen = notes.find((n) => n.method === s.method);
 	if (seen)
@@ -137,7 +137,7 @@ function stepWait(s) {
 			if (i >= 0)
 				waiters.splice(i, 1);
 			reject(new Error(`no ${s.method} within ${s.ms} ms`));
-		}, s.ms ?? 10000);
+		}, s.ms ?? Number(process.env.HG_SLOW_BOUND || 120) * 1000);
 	});
 }
 

@@ -27,6 +27,8 @@ import tempfile
 import time
 import zipfile
 
+import hglib
+
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "egress_server.py")
@@ -311,7 +313,7 @@ class EgressNet:
                 out.append(tuple(parts))
         return out
 
-    def curl_host(self, url, *args, timeout=30):
+    def curl_host(self, url, *args, timeout=hglib.SLOW):
         """curl from the host straight to the servers (names pinned to the
         namespace's address with --resolve): CompletedProcess."""
         resolve = []
@@ -334,7 +336,7 @@ class EgressNet:
             if self.server.poll() is None:
                 self.server.terminate()
                 try:
-                    self.server.wait(5)
+                    self.server.wait(hglib.SLOW)
                 except subprocess.TimeoutExpired:
                     self.server.kill()
                     self.server.wait()

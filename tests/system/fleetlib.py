@@ -78,7 +78,7 @@ class Balancer:
         self.proc = None
         self.port = None
 
-    def start(self, timeout=20):
+    def start(self, timeout=hglib.SLOW):
         sock = socket.socket()
         try:
             sock.bind(("127.0.0.1", 0))
@@ -88,7 +88,8 @@ class Balancer:
                 f.write(render("fd@%d" % sock.fileno(), self.stats,
                                self.servers, self.check_inter))
             r = subprocess.run([HAPROXY, "-c", "-q", "-f", self.cfg],
-                               capture_output=True, text=True, timeout=30,
+                               capture_output=True, text=True,
+                               timeout=hglib.SLOW,
                                pass_fds=(sock.fileno(),))
             assert r.returncode == 0, "haproxy -c: %s%s" % (r.stdout,
                                                             r.stderr)
@@ -106,7 +107,7 @@ class Balancer:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(5)
+                self.proc.wait(hglib.SLOW)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -114,7 +115,7 @@ class Balancer:
     def command(self, line):
         """One command on the stats socket; its answer."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(5)
+        s.settimeout(hglib.SLOW)
         try:
             s.connect(self.stats)
             s.sendall(line.encode() + b"\n")
@@ -144,7 +145,7 @@ class Balancer:
                 out[d["svname"]] = d.get("status")
         return out
 
-    def wait_up(self, names=None, timeout=20):
+    def wait_up(self, names=None, timeout=hglib.SLOW):
         """Wait until the servers (all by default) are UP."""
         want = set(names or [h for h, _ in self.servers])
 
@@ -156,7 +157,7 @@ class Balancer:
             return all(st.get(n) == "UP" for n in want)
         hglib.wait_for(up, timeout, what="haproxy: %s UP" % sorted(want))
 
-    def wait_state(self, name, status, timeout=20):
+    def wait_state(self, name, status, timeout=hglib.SLOW):
         hglib.wait_for(lambda: self.states().get(name) == status, timeout,
                        what="haproxy: %s %s" % (name, status))
 
@@ -169,13 +170,13 @@ class Balancer:
 
     # -- HTTP, as hglib.Hostgate ---------------------------------------
 
-    def connection(self, timeout=5, source=None):
+    def connection(self, timeout=hglib.SLOW, source=None):
         return http.client.HTTPConnection(
             "127.0.0.1", self.port, timeout=timeout,
             source_address=(source, 0) if source else None)
 
     def request(self, method, path, body=None, headers=None, cookie=None,
-                bearer=None, host=None, timeout=5, source=None):
+                bearer=None, host=None, timeout=hglib.SLOW, source=None):
         """One request on a fresh connection; host forces that server
         (cookie HGHOST)."""
         h = {}
@@ -345,7 +346,7 @@ class Fleet:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         for p in hg.procs.values():
-            p.wait(10)
+            p.wait(hglib.SLOW)
         # frontd cannot remove it after its privilege drop; a dead host's
         # address file must not pass for a live one.
         with contextlib.suppress(FileNotFoundError):

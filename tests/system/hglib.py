@@ -60,6 +60,15 @@ LISTEN_FILE = "frontd.listen"
 IS_ROOT = os.geteuid() == 0
 MODES = ("root", "user") if IS_ROOT else ("user",)
 
+# The one bound on every wait for work the machine does (a daemon
+# starting, a sandbox coming up, processes forking, output arriving).
+# Each such wait ends as soon as the state it waits for is there, so the
+# bound costs nothing when things work; it only says how long a test keeps
+# waiting before it calls a hang a failure, and it is generous so that a
+# slow or loaded machine is never taken for a hung one. HG_SLOW_BOUND
+# (seconds) overrides it.
+SLOW = float(os.environ.get("HG_SLOW_BOUND") or 120)
+
 ADMIN = ("alice", "alice-password-1")
 USER = ("bob", "bob-password-12")
 
@@ -92,9 +101,10 @@ def account(name):
     return pw.pw_uid, pw.pw_gid
 
 
-def wait_for(pred, timeout, interval=0.05, what="condition"):
-    """Poll pred() until it returns a true value or timeout seconds pass;
-    returns the value, raises AssertionError on timeout."""
+def wait_for(pred, timeout=SLOW, interval=0.05, what="condition"):
+    """Poll pred() until it returns a true value or timeout seconds pass
+    (by default the suite's bound, SLOW); returns the value, raises
+    AssertionError on timeout."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -342,7 +352,7 @@ class Hostgate:
     def listen_path(self):
         return os.path.join(self.run, LISTEN_FILE)
 
-    def wait_listen(self, timeout=10):
+    def wait_listen(self, timeout=SLOW):
         """Wait until frontd has written frontd.listen, or has exited; set
         self.port from the file. Returns the port, or None if frontd
         exited without listening."""
@@ -353,7 +363,7 @@ class Hostgate:
         self.port = got[1] if got else None
         return self.port
 
-    def wait_control(self, timeout=10):
+    def wait_control(self, timeout=SLOW):
         """Wait until brokerd's control socket answers hgctl (what the
         next hgctl needs; /healthz may say 503 by design meanwhile)."""
         def answers():
@@ -385,7 +395,7 @@ class Hostgate:
         socket by its listener's path; state 03 is connected)."""
         return egress_linked(self.run)
 
-    def wait_egress_settled(self, timeout=10):
+    def wait_egress_settled(self, timeout=SLOW):
         """Wait until egressd has linked to sandboxd or has exited, so that
         what a test looks at in it is past its start-up. Never fails:
         egressd is no part of /healthz, and a test that needs it says so
@@ -407,7 +417,7 @@ class Hostgate:
     def send_signal(self, name, sig):
         self.procs[name].send_signal(sig)
 
-    def stop(self, name, sig=signal.SIGTERM, timeout=5):
+    def stop(self, name, sig=signal.SIGTERM, timeout=SLOW):
         """Signal a daemon and wait for it to exit; returns its status."""
         p = self.procs[name]
         if p.poll() is None:
@@ -417,22 +427,22 @@ class Hostgate:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-                raise AssertionError("%s did not exit within %ds of signal %d"
-                                     % (name, timeout, sig))
+                raise AssertionError("%s did not exit within %.0fs of "
+                                     "signal %d" % (name, timeout, sig))
         return p.returncode
 
     def kill(self, name):
         return self.stop(name, signal.SIGKILL)
 
     def shutdown(self):
-        """Stop every daemon: SIGTERM, then SIGKILL after 5 s. Returns the
-        problems seen: a daemon that was running and did not exit 0 on
-        SIGTERM."""
+        """Stop every daemon: SIGTERM, then SIGKILL after SLOW seconds.
+        Returns the problems seen: a daemon that was running and did not
+        exit 0 on SIGTERM."""
         problems = []
         running = [n for n, p in self.procs.items() if p.poll() is None]
         for name in running:
             self.procs[name].terminate()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + SLOW
         for name in running:
             p = self.procs[name]
             try:
@@ -440,7 +450,7 @@ class Hostgate:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-                problems.append("%s ignored SIGTERM for 5 s" % name)
+                problems.append("%s ignored SIGTERM for %.0f s" % (name, SLOW))
                 continue
             if p.returncode != 0:
                 problems.append("%s exited %d on SIGTERM" % (name, p.returncode))
@@ -467,7 +477,7 @@ class Hostgate:
                     out.append(mnt)
         return out
 
-    def unmount_leftovers(self, timeout=10):
+    def unmount_leftovers(self, timeout=SLOW):
         """The safety net for workspace images: sandboxd's disk helper
         unmounts them when sandboxd goes; wait for that, then unmount
         lazily whatever is still there (so that removing the directory
@@ -554,7 +564,7 @@ class Hostgate:
 
     # -- hgctl -------------------------------------------------------------
 
-    def hgctl(self, *args, input=None, as_user=None, timeout=30):
+    def hgctl(self, *args, input=None, as_user=None, timeout=SLOW):
         """Run hgctl; returns CompletedProcess (text)."""
         if as_user is None and self.mode == "root":
             as_user = (0, 0)
@@ -612,7 +622,7 @@ class Hostgate:
 
     # -- HTTP --------------------------------------------------------------
 
-    def connection(self, timeout=5, source=None, context=None):
+    def connection(self, timeout=SLOW, source=None, context=None):
         if self.port is None:
             raise ConnectionRefusedError("frontd has reported no port")
         src = (source, 0) if source else None
@@ -625,7 +635,7 @@ class Hostgate:
                                           timeout=timeout, source_address=src)
 
     def request(self, method, path, body=None, headers=None, cookie=None,
-                bearer=None, source=None, timeout=5):
+                bearer=None, source=None, timeout=SLOW):
         """One request on a fresh connection; body may be a dict (sent as
         JSON), str or bytes."""
         h = {}
@@ -656,7 +666,7 @@ class Hostgate:
         return self.request("POST", path, body=body, **kw)
 
     def health(self):
-        return self.get("/healthz", timeout=3)
+        return self.get("/healthz")
 
     def healthy(self):
         try:
@@ -664,15 +674,16 @@ class Hostgate:
         except (OSError, http.client.HTTPException, ssl.SSLError):
             return False
 
-    def wait_healthy(self, timeout=10):
+    def wait_healthy(self, timeout=SLOW):
         try:
             wait_for(self.healthy, timeout, what="/healthz 200")
         except AssertionError:
             dead = [n for n in DAEMONS if n in self.procs and not self.alive(n)]
-            raise AssertionError("hostgate not healthy within %ds (exited: %s)"
+            raise AssertionError("hostgate not healthy within %.0fs "
+                                 "(exited: %s)"
                                  % (timeout, ", ".join(dead) or "none"))
 
-    def wait_chain(self, timeout=15):
+    def wait_chain(self, timeout=SLOW):
         """Wait until /healthz shows the chain frontd -> brokerd -> sandboxd
         linked and the backend's state reported, whether the backend works
         or not (docker without an engine answers 503 by design). Returns
@@ -694,7 +705,7 @@ class Hostgate:
             raise AssertionError("%s (exited: %s)" % (e, ", ".join(dead)
                                                        or "none"))
 
-    def wait_egress(self, session, timeout=15):
+    def wait_egress(self, session, timeout=SLOW):
         """Wait until sandboxd's link to egressd is up, as /api/status
         shows it to session (egress.proxy.ok); returns that document."""
         def linked():
@@ -710,7 +721,7 @@ class Hostgate:
                 e, "running" if self.alive("egressd") else "not running",
                 self.log_text("egressd")[-3000:]))
 
-    def wait_status(self, status, timeout=5):
+    def wait_status(self, status, timeout=SLOW):
         """Poll /healthz until it answers status; returns the Response."""
         def check():
             r = self.health()
@@ -727,7 +738,7 @@ class Hostgate:
         assert c and c[0], "no hg_session cookie in %r" % r.headers
         return Session(self, doc["user"], doc["role"], c[0], doc["csrf_token"])
 
-    def raw(self, data, timeout=3, shut=False):
+    def raw(self, data, timeout=SLOW, shut=False):
         """Send raw bytes on a fresh TCP connection; returns what came back
         before the server closed or timeout seconds passed."""
         if self.port is None:
@@ -897,7 +908,7 @@ def stop_binary(binary, what):
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    wait_for(lambda: not pids_of(binary), 5, what=what + " gone")
+    wait_for(lambda: not pids_of(binary), what=what + " gone")
 
 
 def private_mounts(script, *args):
@@ -965,7 +976,7 @@ class SandboxClient:
     the hello exchanged, then requests and their replies (with fds).
     sandboxd's own requests (proc_exited...) are answered {} on the way."""
 
-    def __init__(self, hg, timeout=30):
+    def __init__(self, hg, timeout=SLOW):
         path = os.path.join(hg.run, SOCK_SANDBOX)
         if hg.mode == "root":
             uid, gid = account(SERVICE_USERS["brokerd"])
@@ -992,7 +1003,7 @@ class SandboxClient:
                     os.seteuid(os.getuid())
                     os.setegid(os.getgid())
             return s
-        self.s = wait_for(connected, 10, what="%s listening" % path)
+        self.s = wait_for(connected, what="%s listening" % path)
         self.s.send(hello("brokerd"))
         data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
         for fd in fds:
@@ -1045,7 +1056,7 @@ class SandboxClient:
 
 
 @contextlib.contextmanager
-def sandboxd_alone(mode, name, env=None, prepare=None, timeout=30):
+def sandboxd_alone(mode, name, env=None, prepare=None, timeout=SLOW):
     """sandboxd started alone (prepare(hg) first, when given), and
     brokerd's end of its socket: yields (hg, SandboxClient)."""
     hg = Hostgate(mode, name=name, env=env)
@@ -1063,7 +1074,7 @@ def sandboxd_alone(mode, name, env=None, prepare=None, timeout=30):
         fb.close()
         hg.cleanup()
 
-def run_as(uid_gid, fn, timeout=10):
+def run_as(uid_gid, fn, timeout=SLOW):
     """Run fn() in a forked child with the given (uid, gid) (None: as we
     are); returns its JSON-able result or raises what it raised."""
     r, w = os.pipe()
@@ -1103,10 +1114,11 @@ def run_as(uid_gid, fn, timeout=10):
     return res["ok"]
 
 
-def seqpacket_probe(path, steps, wait=2.0):
+def seqpacket_probe(path, steps, wait=2.0, until=None):
     """Connect to a SOCK_SEQPACKET socket and perform steps, a list of
     ("send", bytes) / ("send_fd", bytes) / ("big", n). Then read until the
-    peer closes or wait seconds pass. Returns a dict:
+    peer closes, until(message) is true for a message received, or wait
+    seconds pass. Returns a dict:
       connect: "ok" or the errno name; closed: bool; after: seconds;
       messages: the JSON messages received (hello included)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -1155,6 +1167,8 @@ def seqpacket_probe(path, steps, wait=2.0):
                 msgs.append(ipc_decode(d))
             except ValueError:
                 msgs.append({"raw": d[:200].decode("latin-1")})
+            if until is not None and until(msgs[-1]):
+                break
         return {"connect": "ok", "closed": closed,
                 "after": round(time.monotonic() - t0, 3), "messages": msgs,
                 "send_error": sent_err}

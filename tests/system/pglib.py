@@ -103,7 +103,8 @@ class Postgres:
         """Start the server and wait until it accepts connections
         (pg_ctl -w polls for that)."""
         r = self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data,
-                       "-l", self.log, "-w", "-t", "60", "start"],
+                       "-l", self.log, "-w", "-t", str(int(hglib.SLOW)),
+                       "start"],
                       check=False)
         assert r.returncode == 0, "pg_ctl start: %s\n%s" % (
             r.stdout, self.log_text())
@@ -114,7 +115,8 @@ class Postgres:
         if not self.running:
             return
         self._run([os.path.join(self.bin, "pg_ctl"), "-D", self.data,
-                   "-m", mode, "-w", "-t", "60", "stop"])
+                   "-m", mode, "-w", "-t", str(int(hglib.SLOW)),
+                   "stop"])
         self.running = False
 
     def log_text(self):

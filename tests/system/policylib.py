@@ -95,8 +95,9 @@ def mint_token(session):
 
 def run(session, command, **kw):
     """POST /api/run_command; returns the JSON answer (asserts 200)."""
-    r = session.post("/api/run_command", {"command": command, "timeout": 20},
-                     timeout=30, **kw)
+    r = session.post("/api/run_command", {"command": command,
+                                          "timeout": int(hglib.SLOW)},
+                     timeout=2 * hglib.SLOW, **kw)
     assert r.status == 200, "run_command %r: %r" % (command, r)
     return r.json()
 
@@ -150,7 +151,7 @@ class EventStream:
     comment lines."""
 
     def __init__(self, hg, cookie=None, bearer=None, last_event_id=None,
-                 timeout=5):
+                 timeout=hglib.SLOW):
         self.hg = hg
         self.sock = socket.create_connection(("127.0.0.1", hg.port),
                                              timeout=timeout)
@@ -241,7 +242,7 @@ class EventStream:
             self.events.append(ev)
             return ev
 
-    def wait_closed(self, timeout=3):
+    def wait_closed(self, timeout=hglib.SLOW):
         """Read (and keep) events until the server closes the stream or
         timeout seconds pass; whether it closed."""
         deadline = time.monotonic() + timeout
@@ -253,7 +254,7 @@ class EventStream:
                 pass
         return self.closed
 
-    def wait(self, name, timeout=5, pred=None):
+    def wait(self, name, timeout=hglib.SLOW, pred=None):
         """Read events until one named name (and satisfying pred) comes;
         returns it. Events already read count too."""
         for ev in self.events:
@@ -324,7 +325,7 @@ def _matches(rec, match):
     return True
 
 
-def wait_audit(hg, timeout=5, **match):
+def wait_audit(hg, timeout=hglib.SLOW, **match):
     """The matching records, once there is at least one."""
     return hglib.wait_for(lambda: audit_records(hg, **match), timeout,
                           what="audit record %r" % match)
@@ -353,7 +354,7 @@ def verify(hg):
 
 # -- many requests at once ----------------------------------------------------
 
-def at_once(n, fn, timeout=60):
+def at_once(n, fn, timeout=hglib.SLOW):
     """Call fn(i) in n threads released together; returns the n results
     (an exception instance for a call that raised)."""
     barrier = threading.Barrier(n)
@@ -388,7 +389,7 @@ def statuses(results):
 
 # -- a hand-made frontd -------------------------------------------------------
 
-def front_talk(hg, requests, who=None, wait=3.0):
+def front_talk(hg, requests, who=None, wait=hglib.SLOW):
     """Connect to RUN_DIR/front/broker.sock as frontd's uid (or who), say
     hello as frontd and send each request (a dict; "id" is added when
     missing). Returns {"hello", "replies": {id: reply}, "open": whether

@@ -68,7 +68,7 @@ class WebSocket:
         out, self.buf = self.buf[:n], self.buf[n:]
         return out
 
-    def recv_frame(self, timeout=5):
+    def recv_frame(self, timeout=hglib.SLOW):
         """(fin, opcode, payload) of the next frame, None on EOF."""
         deadline = time.monotonic() + timeout
         if not self._fill(2, deadline):
@@ -140,7 +140,7 @@ class WebSocket:
 
     # -- messages ----------------------------------------------------------
 
-    def read_data(self, timeout=5):
+    def read_data(self, timeout=hglib.SLOW):
         """The payload of the next data frame; answers pings; raises
         WSClosed on a close frame or EOF, TimeoutError when none comes."""
         deadline = time.monotonic() + timeout
@@ -160,7 +160,7 @@ class WebSocket:
                 raise WSClosed("close %d" % self.close_code)
             return payload
 
-    def read_until(self, pattern, timeout=10, data=b""):
+    def read_until(self, pattern, timeout=hglib.SLOW, data=b""):
         """Collect terminal output until the regex pattern (bytes) matches
         it with \\r\\n turned into \\n; returns (match, all output)."""
         rx = re.compile(pattern, re.S)
@@ -212,7 +212,8 @@ def ws_key():
 
 
 def ws_handshake(hg, path, cookie=None, bearer=None, origin=None,
-                 version="13", key=None, drop=(), extra=None, timeout=5):
+                 version="13", key=None, drop=(), extra=None,
+                 timeout=hglib.SLOW):
     """Send a WebSocket upgrade for path. Returns (status, headers dict
     lower-cased, body, WebSocket or None): the WebSocket when the server
     switched protocols, with its Sec-WebSocket-Accept checked."""
@@ -278,8 +279,7 @@ class Terminal:
 
     def __init__(self, session, cols=200, rows=50):
         self.session = session
-        r = session.post("/api/terminals", {"cols": cols, "rows": rows},
-                         timeout=15)
+        r = session.post("/api/terminals", {"cols": cols, "rows": rows})
         assert r.status == 201, "terminal create: %r" % r
         self.id = r.json()["id"]
         # HOST.HEX16 in a fleet (a PostgreSQL store), else HEX16.
@@ -297,10 +297,10 @@ class Terminal:
         if ready:
             # Typed as PS1='__HG''PS__ ': only the prompt itself matches.
             ws.send_binary(b"PS1='__HG''PS__ '\n")
-            ws.read_until(re.escape(self.PROMPT), timeout=15)
+            ws.read_until(re.escape(self.PROMPT))
         return ws
 
-    def run(self, cmdline, timeout=20):
+    def run(self, cmdline, timeout=hglib.SLOW):
         """Type cmdline into the shell; returns (output, exit status).
         The markers are built by the shell, so the echo of the typed line
         never matches them."""
@@ -315,8 +315,7 @@ class Terminal:
         return m.group(1).decode("utf-8", "replace"), int(m.group(2))
 
     def delete(self):
-        r = self.session.request("DELETE", "/api/terminals/" + self.id,
-                                 timeout=15)
+        r = self.session.request("DELETE", "/api/terminals/" + self.id)
         return r
 
     def close(self):
@@ -373,12 +372,14 @@ def _api_result(r):
     return Result(doc["stdout"] + doc["stderr"], doc["exit_code"], doc)
 
 
-def run_shell(session, channel, snippet, timeout=20):
-    """Run a bash snippet through channel; returns a Result."""
+def run_shell(session, channel, snippet, timeout=int(hglib.SLOW)):
+    """Run a bash snippet through channel (timeout: the command's own
+    limit, generous by default; the HTTP wait is that plus SLOW); returns
+    a Result."""
     if channel == "command":
         r = session.post("/api/run_command",
                          {"command": "{ %s\n} 2>&1" % snippet,
-                          "timeout": timeout}, timeout=timeout + 10)
+                          "timeout": timeout}, timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "python":
         code = ("import subprocess, sys\n"
@@ -388,7 +389,7 @@ def run_shell(session, channel, snippet, timeout=20):
                 "else 128 - r.returncode)\n" % snippet)
         r = session.post("/api/run_python", {"code": code,
                                              "timeout": timeout},
-                         timeout=timeout + 10)
+                         timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "terminal":
         with terminal(session) as t:
@@ -398,18 +399,18 @@ def run_shell(session, channel, snippet, timeout=20):
     raise ValueError(channel)
 
 
-def run_py(session, channel, code, timeout=20):
+def run_py(session, channel, code, timeout=int(hglib.SLOW)):
     """Run Python code through channel; returns a Result."""
     if channel == "command":
         r = session.post("/api/run_command",
                          {"command": "/usr/bin/python3 - 2>&1",
                           "stdin": code, "timeout": timeout},
-                         timeout=timeout + 10)
+                         timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "python":
         r = session.post("/api/run_python", {"code": code,
                                              "timeout": timeout},
-                         timeout=timeout + 10)
+                         timeout=timeout + hglib.SLOW)
         return _api_result(r)
     if channel == "terminal":
         with terminal(session) as t:
@@ -419,7 +420,7 @@ def run_py(session, channel, code, timeout=20):
     raise ValueError(channel)
 
 
-def py_json(session, channel, code, timeout=20):
+def py_json(session, channel, code, timeout=int(hglib.SLOW)):
     """Run Python code that prints one line 'RESULT <json>'; returns the
     decoded JSON (asserting the line is there)."""
     res = run_py(session, channel, code, timeout)
@@ -490,7 +491,40 @@ def children_of(ppid, name):
     return out
 
 
-def wait_gone(pred, timeout=6):
+def pids_limit_hit(pid):
+    """Whether a pids cgroup that holds process pid, from its own up to the
+    hostgate's top (hostgate-HEX8), has refused a fork at its pids.max
+    (pids.events "max" above 0): the state of a fork bomb at its ceiling,
+    wherever the ceiling is (a spawn's cgroup on v2, its user's on v1).
+    False when pid is gone or in no such cgroup."""
+    try:
+        with open("/proc/%d/cgroup" % pid) as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        _, ctrls, path = line.split(":", 2)
+        if ctrls == "":
+            d = os.path.join("/sys/fs/cgroup", "unified", path.lstrip("/"))
+            if not os.path.exists(os.path.join(d, "pids.events")):
+                d = os.path.join("/sys/fs/cgroup", path.lstrip("/"))
+        elif "pids" in ctrls.split(","):
+            d = os.path.join("/sys/fs/cgroup", ctrls, path.lstrip("/"))
+        else:
+            continue
+        while "/hostgate-" in d:
+            try:
+                with open(os.path.join(d, "pids.events")) as f:
+                    events = dict(l.split() for l in f if l.strip())
+            except OSError:
+                events = {}
+            if int(events.get("max", 0)) > 0:
+                return True
+            d = os.path.dirname(d)
+    return False
+
+
+def wait_gone(pred, timeout=hglib.SLOW):
     """Wait until no host process satisfies pred; returns the survivors
     (an empty list when they are gone)."""
     deadline = time.monotonic() + timeout
@@ -557,7 +591,7 @@ def unprivileged(argv):
     return list(argv)
 
 
-def host_py_json(code, timeout=20):
+def host_py_json(code, timeout=hglib.SLOW):
     """Run probe code (PY_PRELUDE style, printing RESULT) on the host as an
     unprivileged user, outside any sandbox; the decoded RESULT."""
     r = subprocess.run(unprivileged(["/usr/bin/python3", "-c", code]),

@@ -92,7 +92,7 @@ def test_revert_another_session(hg, alice, carol):
         pl.grant(carol)
         r = alice.post("/api/admin/sessions/%s/revert" % cid)
         assert r.status == 200, r
-        ev = es.wait("mode_reverted", 3)
+        ev = es.wait("mode_reverted")
         assert ev["data"]["reason"] == "admin", ev
     finally:
         es.close()
@@ -134,7 +134,7 @@ def test_kill_any_users_terminal(hg, alice, bob):
         tid = r.json()["id"]
         r = alice.request("DELETE", "/api/admin/terminals/" + tid)
         assert r.status == 200, r
-        ev = es.wait("terminal_exited", 5, lambda e: e["data"]["id"] == tid)
+        ev = es.wait("terminal_exited", pred=lambda e: e["data"]["id"] == tid)
         assert ev["data"]["id"] == tid
     finally:
         es.close()
@@ -251,7 +251,7 @@ def test_hgctl_sessions_and_revert(hg, carol):
     es = pl.EventStream(hg, cookie=carol.cookie)
     try:
         r = hg.hgctl_ok("session", "revert", cid)
-        ev = es.wait("mode_reverted", 3)
+        ev = es.wait("mode_reverted")
         assert ev["data"]["reason"] == "admin", ev
     finally:
         es.close()

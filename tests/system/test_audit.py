@@ -56,7 +56,7 @@ def story(hg):
     t = alice.post("/api/terminals", {})
     assert t.status == 201 and t.json()["mode"] == "direct", t
     out["direct_term"] = t.json()["id"]
-    es.wait("mode_reverted", 5)
+    es.wait("mode_reverted")
     es.close()
     pl.grant(alice)
     assert pl.set_mode(alice, "sandbox").status == 200

@@ -37,7 +37,7 @@ def hgctl_path(hg, path_dir, *args):
            "HOSTGATE_RUN_DIR": hg.run, "HOSTGATE_STATE_DIR": hg.state,
            "HOSTGATE_ENV_FILE": hg.envfile}
     return subprocess.run(argv, capture_output=True, text=True, env=env,
-                          timeout=60, cwd=hg.dir)
+                          timeout=hglib.SLOW, cwd=hg.dir)
 
 
 def fake_journalctl(hg, entries, rc=0):
@@ -145,7 +145,7 @@ def cut_and_restart(hg, k):
         f.write(data)
         f.truncate(len(data))
     hg.start("brokerd")
-    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0, 10,
+    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0,
                    what="brokerd to answer")
     return len(lines)
 

@@ -256,7 +256,7 @@ def test_other_key_refused(mode, pg, store):
                 if key is not None:
                     put_key(h2, key)
                 h2.start("brokerd")
-                h2.procs["brokerd"].wait(30)
+                h2.procs["brokerd"].wait(hglib.SLOW)
                 assert h2.procs["brokerd"].returncode != 0
                 log = h2.log_text("brokerd")
                 for w in want:
@@ -270,7 +270,7 @@ def test_other_key_refused(mode, pg, store):
         try:
             put_key(h2, other)
             h2.start("brokerd")
-            h2.procs["brokerd"].wait(30)
+            h2.procs["brokerd"].wait(hglib.SLOW)
             assert h2.procs["brokerd"].returncode != 0
             log = h2.log_text("brokerd")
             assert "HMAC does not match" in log, log
@@ -304,7 +304,7 @@ def test_store_lost_and_back(mode, pg, store):
         try:
             ws = term.attach()
             ws.send_binary(b"echo before-$((6*7))\n")
-            ws.read_until(rb"before-42", timeout=10)
+            ws.read_until(rb"before-42")
             sessions = {x["id"] for x in h1.hgctl_json("session", "list")}
             files = pl.run(alice, "ls -A")["stdout"]
             rows_before = len(rows(pg, store))
@@ -312,7 +312,7 @@ def test_store_lost_and_back(mode, pg, store):
             pg.stop()
             lost = hglib.wait_for(
                 lambda: (lambda s_d: s_d if s_d[0] == 503 else None)(
-                    health_doc(h1)), 20, what="/healthz 503")
+                    health_doc(h1)), what="/healthz 503")
             _, doc = lost
             assert doc["store"]["ok"] is False, doc
             assert doc["store"]["kind"] == "postgresql"
@@ -330,7 +330,7 @@ def test_store_lost_and_back(mode, pg, store):
             assert r.status == 503, r
             # In the workspace (the spawn's directory) it would stay.
             r = alice.post("/api/run_command", {
-                "command": "touch never-ran", "timeout": 20}, timeout=30)
+                "command": "touch never-ran", "timeout": 20})
             pl.assert_error(r, 503, "unavailable",
                             "not started: the store is unreachable: ")
             r = alice.post("/api/terminals", {})
@@ -344,13 +344,13 @@ def test_store_lost_and_back(mode, pg, store):
                        for p in sdoc["problems"]), sdoc
             # The open terminal is the host's own: it goes on.
             ws.send_binary(b"echo during-$((6*7))\n")
-            ws.read_until(rb"during-42", timeout=10)
+            ws.read_until(rb"during-42")
 
             pg.start()
-            hglib.wait_for(lambda: health_doc(h1)[0] == 200, 30,
+            hglib.wait_for(lambda: health_doc(h1)[0] == 200,
                            what="/healthz 200 once the store is back")
             back = hglib.wait_for(lambda: [r for r in rows(pg, store)
-                                           if r[2] == "store_back"], 10,
+                                           if r[2] == "store_back"],
                                   what="a store_back record")
             rec = json.loads(back[0][5])
             assert rec["host"] == "h1" and rec["allowed"] is True, rec
@@ -359,7 +359,7 @@ def test_store_lost_and_back(mode, pg, store):
             # Nothing was written while it was down but what came after.
             assert back[0][0] == rows_before + 1, (back, rows_before)
             ws.send_binary(b"echo after-$((6*7))\n")
-            ws.read_until(rb"after-42", timeout=10)
+            ws.read_until(rb"after-42")
             # The refused spawn never ran; the refused login made no session.
             assert pl.run(alice, "ls -A")["stdout"] == files
             assert {x["id"] for x in h1.hgctl_json("session",

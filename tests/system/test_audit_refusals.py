@@ -152,7 +152,7 @@ def test_interval_ends_by_the_timer(hostgate_factory):
         hg.get("/api/execution-mode", bearer="hgt_x", source=src)
     # No flush: the timer writes the count once the interval is over.
     recs = hglib.wait_for(lambda: [x for x in refusals(hg, src)
-                                   if "repeats" in x["detail"]], 10,
+                                   if "repeats" in x["detail"]],
                           what="the timer's count record")
     assert total(refusals(hg, src)) == 3, refusals(hg, src)
     assert recs[0]["detail"]["interval_seconds"] == 1
@@ -169,7 +169,7 @@ def test_shutdown_writes_the_counts(hostgate_factory):
     recs = refusals(hg, src)
     assert len(recs) == 2 and total(recs) == 5, recs
     hg.start("brokerd")
-    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0, 10,
+    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0,
                    what="brokerd to answer")
     assert pl.verify(hg)[0] == 0
 
@@ -179,7 +179,7 @@ def test_interval_out_of_range_is_refused(hostgate_factory):
                                "0"}, name="refusal-bad", start=False)
     import subprocess
     r = subprocess.run(hg.wrap([hg.binary("brokerd"), "-n"]), env=hg.env,
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode != 0, r
     assert "HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS" in r.stderr, r.stderr
 

@@ -48,7 +48,7 @@ def test_command_allow_record_precedes_the_spawn_and_says_what_runs(hg):
     before = pl.audit_records(hg)[-1]["seq"]
     r = alice.post("/api/run_command", {"command": "printf abc; exit 3",
                                         "env": {"SECRET_X": "hunter2"},
-                                        "timeout": 20}, timeout=30)
+                                        "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     out = r.json()
     assert out["exit_code"] == 3 and out["stdout"] == "abc", out
@@ -61,7 +61,7 @@ def test_command_allow_record_precedes_the_spawn_and_says_what_runs(hg):
     assert d["command_bytes"] == len("printf abc; exit 3"), d
     assert d["argv"] == ["/bin/bash", "-c"], d
     assert d["kind"] == "command" and d["lang"] == "bash", d
-    assert d["cwd"] is None and d["timeout_s"] == 20, d
+    assert d["cwd"] is None and d["timeout_s"] == int(hglib.SLOW), d
     assert d["mode"] == "sandbox" and d["permission"], d
     # Variable names are recorded, never their values.
     assert d["env"] == ["SECRET_X"], d
@@ -98,7 +98,7 @@ def test_python_code_is_recorded_as_text(hg):
     alice = hg.login(*pl.ADMIN)
     before = pl.audit_records(hg)[-1]["seq"]
     code = "import sys\nprint('py-rec')\n"
-    r = alice.post("/api/run_python", {"code": code}, timeout=30)
+    r = alice.post("/api/run_python", {"code": code})
     assert r.status == 200 and r.json()["stdout"] == "py-rec\n", r
     d = one_after(hg, "spawn", before, user="alice")["detail"]
     assert d["lang"] == "python" and d["code"] == code, d
@@ -125,8 +125,7 @@ def test_long_command_is_recorded_by_hash_and_size(hg):
 def test_timeout_is_in_the_end_record(hg):
     alice = hg.login(*pl.ADMIN)
     before = pl.audit_records(hg)[-1]["seq"]
-    r = alice.post("/api/run_command", {"command": "sleep 30", "timeout": 1},
-                   timeout=40)
+    r = alice.post("/api/run_command", {"command": "sleep 30", "timeout": 1})
     assert r.status == 200 and r.json()["timed_out"] is True, r
     e = one_after(hg, "spawn_end", before, user="alice")
     assert e["detail"]["timed_out"] is True, e
@@ -167,7 +166,7 @@ def test_direct_terminal_ends_by_expiry(hg):
     r = alice.post("/api/terminals", {})
     assert r.status in (200, 201) and r.json()["mode"] == "direct", r
     tid = r.json()["id"]
-    ex = pl.wait_audit(hg, timeout=15, action="terminal_exited",
+    ex = pl.wait_audit(hg, action="terminal_exited",
                        detail_id=tid)[0]
     assert ex["reason"] == "expiry" and ex["detail"]["mode"] == "direct", ex
     opened = pl.audit_records(hg, action="terminal_opened", detail_id=tid)
@@ -255,10 +254,10 @@ def test_full_state_fs_stops_everything_with_503(full):
     try:
         for _ in range(5):
             r = alice.post("/api/run_command",
-                           {"command": "touch ran-while-full"}, timeout=30)
+                           {"command": "touch ran-while-full"})
             pl.assert_error(r, 503, "unavailable")
             assert "audit" in r.error()["message"], r
-        r = alice.post("/api/run_python", {"code": "print(1)"}, timeout=30)
+        r = alice.post("/api/run_python", {"code": "print(1)"})
         pl.assert_error(r, 503, "unavailable")
         r = alice.post("/api/terminals", {})
         pl.assert_error(r, 503, "unavailable")

@@ -27,7 +27,7 @@ RANGE0 = 1879048192
 @pytest.fixture
 def box(mode):
     """sandboxd alone, and brokerd's side of its socket."""
-    with hglib.sandboxd_alone(mode, "cgtree", timeout=15) as box:
+    with hglib.sandboxd_alone(mode, "cgtree") as box:
         yield box
 
 
@@ -75,7 +75,7 @@ def procs(t, which):
 
 
 def wait_running(t):
-    hglib.wait_for(lambda: procs(t, "main") and procs(t, "orphan"), 15,
+    hglib.wait_for(lambda: procs(t, "main") and procs(t, "orphan"),
                    what="the spawn and its setsid'd orphan")
 
 
@@ -83,7 +83,7 @@ def now_ms():
     return int(time.time() * 1000)
 
 
-def check_orphan(fb, t, timeout=15):
+def check_orphan(fb, t, timeout=hglib.SLOW):
     """The orphan dies with its cgroup; without cgroups it is killed here
     (and its survival is what health reports)."""
     if containment(fb)["kill"] is not None:
@@ -140,11 +140,11 @@ def test_deadline_without_brokerd(box):
     res, err = fb.call("grant", session=s, user="alice",
                        deadline_ms=now_ms() + 300)
     assert err is None, err
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a),
-                        15) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     check_orphan(fb, t)
     hglib.wait_for(lambda: "reached its deadline" in hg.log_text("sandboxd"),
-                   10, what="the deadline's log line")
+                   what="the deadline's log line")
     res, err = fb.call("list")
     assert not [p for p in res["procs"] if p["running"]], res
     assert res["grants"] == [], res
@@ -182,8 +182,8 @@ def test_kill_session_kills_its_cgroup(box):
     wait_running(t)
     res, err = fb.call("kill_session", session=s, mode="direct")
     assert err is None and res["killed"] == 1, (res, err)
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a),
-                        15) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     check_orphan(fb, t)
 
 
@@ -195,8 +195,8 @@ def test_kill_user(box):
     wait_running(t)
     res, err = fb.call("kill_user", user="alice")
     assert err is None and res["killed"] == 1, (res, err)
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a),
-                        15) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     check_orphan(fb, t)
     res, err = fb.call("kill_user", user="../etc")
     assert err["code"] == "bad_request", err
@@ -225,7 +225,7 @@ def test_usage(box):
         assert res["pids"]["current"] >= 2, res
         assert res["oom_kills"] == 0, res
         fb.call("kill_user", user="alice")
-        sl.wait_gone(lambda a: any("hgcg-%s" % t in x for x in a), 15)
+        sl.wait_gone(lambda a: any("hgcg-%s" % t in x for x in a))
     else:
         assert res["memory"] == {"current": None, "max": None}, res
     res, err = fb.call("usage", user="a/b")
@@ -246,8 +246,8 @@ def test_restart_kills_leftovers(box):
     wait_running(t)
     fb.close()
     hg.kill("sandboxd")
-    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x for x in a),
-                        15) == []
+    assert sl.wait_gone(lambda a: any("hgcg-%s-main" % t in x
+                                      for x in a)) == []
     # one more leftover for certain: a process in a spawn cgroup of the tree
     cg = os.path.join(c["base"], "u-alice", "s-0123456789abcdef")
     os.makedirs(cg, exist_ok=True)
@@ -259,13 +259,13 @@ def test_restart_kills_leftovers(box):
         with open(os.path.join(cg, "cgroup.procs"), "w") as f:
             f.write("%d\n" % planted.pid)
         hg.start("sandboxd")
-        assert planted.wait(15) == -9
+        assert planted.wait(hglib.SLOW) == -9
         assert sl.wait_gone(lambda a: any("hgcg-%s-orphan" % t in x
-                                          for x in a), 15) == []
+                                          for x in a)) == []
         hglib.wait_for(lambda: "that a previous sandboxd left" in
-                       hg.log_text("sandboxd"), 10,
+                       hg.log_text("sandboxd"),
                        what="the sweep's log line")
-        hglib.wait_for(lambda: not os.path.exists(cg), 10,
+        hglib.wait_for(lambda: not os.path.exists(cg),
                        what="the swept cgroup removed")
     finally:
         if planted.poll() is None:

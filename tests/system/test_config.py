@@ -19,7 +19,7 @@ def cfg(mode):
     hg.cleanup()
 
 
-def run(hg, daemon, env=None, flag="-n", timeout=20, unset=()):
+def run(hg, daemon, env=None, flag="-n", timeout=hglib.SLOW, unset=()):
     e = dict(hg.env)
     e.update(env or {})
     for name in unset:
@@ -162,7 +162,7 @@ def test_unknown_in_env_file_is_an_error(cfg, daemon):
         e = dict(cfg.env, HOSTGATE_ENV_FILE=path)
         r = subprocess.run(cfg.wrap([cfg.binary("hgctl"), "user", "list"]),
                            env=e, capture_output=True, text=True,
-                           timeout=20, cwd=cfg.dir)
+                           timeout=hglib.SLOW, cwd=cfg.dir)
     else:
         r = run(cfg, daemon, {"HOSTGATE_ENV_FILE": path})
     assert r.returncode == 1, r
@@ -193,7 +193,7 @@ def test_compiled_in_defaults(cfg):
     r = subprocess.run([cfg.binary("hgctl"), "config", "--json"],
                        env={"PATH": cfg.env["PATH"],
                             "HOSTGATE_RUN_DIR": nowhere},
-                       capture_output=True, text=True, timeout=20)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 0, r
     doc = json.loads(r.stdout)
     assert doc["source"] == "hgctl", doc
@@ -205,7 +205,7 @@ def test_compiled_in_defaults(cfg):
     # Without HOSTGATE_RUN_DIR, hgctl looks in /run/hostgate and says why.
     r = subprocess.run([cfg.binary("hgctl"), "user", "list"],
                        env={"PATH": cfg.env["PATH"]},
-                       capture_output=True, text=True, timeout=20)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 1, r
     assert "/run/hostgate/broker-control.sock" in r.stderr, r.stderr
     assert "the default HOSTGATE_RUN_DIR" in r.stderr, r.stderr

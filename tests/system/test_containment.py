@@ -29,7 +29,7 @@ import policylib as pl
 import sandboxlib as sl
 
 MiB = 1 << 20
-GONE = 30               # seconds for a kill to take effect (generous)
+GONE = hglib.SLOW       # seconds for a kill to take effect (generous)
 LONG_TTL = 600          # a grant that does not end by itself in a test
 SHORT_TTL = 10          # a grant whose expiry a test waits for
 
@@ -215,7 +215,7 @@ def start_direct(hg, session, t, terminal=True):
     want = {prefix(t) + "-" + k for k in COMMAND_KINDS + ("main",)}
     if terminal:
         want |= {prefix(t) + "-term", prefix(t) + "-termsid"}
-    hglib.wait_for(lambda: want <= kinds(t), 20,
+    hglib.wait_for(lambda: want <= kinds(t),
                    what="the direct-mode processes %s" % sorted(want))
     return cmd, term
 
@@ -353,7 +353,7 @@ def test_brokerd_kill9_deadline_held_by_sandboxd(hostgate_factory):
         cmd.join()
         term.ws.close()
         hg.start("brokerd")
-        hg.wait_healthy(20)
+        hg.wait_healthy()
     finally:
         for t in tags:
             reap(t)
@@ -394,22 +394,23 @@ def test_memory_bomb_stopped_at_user_limit(hostgate_factory):
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob.post(
         "/api/run_command", {"command": "/usr/bin/python3 -",
-                             "stdin": MEMORY_BOMB, "timeout": 120},
-        timeout=150)), daemon=True)
+                             "stdin": MEMORY_BOMB,
+                             "timeout": int(2 * hglib.SLOW)},
+        timeout=3 * hglib.SLOW)), daemon=True)
     th.start()
     try:
         hglib.wait_for(lambda: os.path.exists(os.path.join(ws, "bomb-ready"))
-                       or not th.is_alive(), 30, what="the bomb's first block")
+                       or not th.is_alive(), what="the bomb's first block")
         assert th.is_alive(), box
         # Another user's command while the bomb holds its memory.
         doc = pl.run(alice, "echo alive")
         assert doc["stdout"] == "alive\n" and doc["exit_code"] == 0, doc
         with open(os.path.join(ws, "bomb-go"), "w"):
             pass
-        th.join(140)
+        th.join(3 * hglib.SLOW)
         assert not th.is_alive(), "the bomb's request did not end"
     finally:
-        th.join(150)
+        th.join(3 * hglib.SLOW)
     r = box["r"]
     assert r.status == 200, r
     res = r.json()
@@ -467,13 +468,14 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob.post(
         "/api/run_command", {"command": "/usr/bin/python3 -",
-                             "stdin": FORK_BOMB, "timeout": 120},
-        timeout=150)), daemon=True)
+                             "stdin": FORK_BOMB,
+                             "timeout": int(2 * hglib.SLOW)},
+        timeout=3 * hglib.SLOW)), daemon=True)
     th.start()
     count = os.path.join(ws, "fork-count")
     try:
         hglib.wait_for(lambda: os.path.exists(count) or not th.is_alive(),
-                       60, what="the fork bomb at its ceiling")
+                       what="the fork bomb at its ceiling")
         assert th.is_alive(), box
         with open(count) as f:
             n, err = f.read().split()
@@ -489,9 +491,9 @@ def test_fork_bomb_stopped_at_user_pids_limit(hostgate_factory):
             assert rc == 0 and "term-42" in out, out
         with open(os.path.join(ws, "fork-go"), "w"):
             pass
-        th.join(140)
+        th.join(3 * hglib.SLOW)
     finally:
-        th.join(150)
+        th.join(3 * hglib.SLOW)
     res = box["r"].json()
     assert res["stdout"].startswith("FORKED "), res
     doc = pl.run(bob, "rm -f fork-count fork-go; echo back")
@@ -533,7 +535,7 @@ def reach(session, args):
     current mode); returns its RESULT and the spawn's mode."""
     r = session.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1",
-        "stdin": REACH % json.dumps(args), "timeout": 30}, timeout=45)
+        "stdin": REACH % json.dumps(args), "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     doc = r.json()
     out = doc["stdout"]
@@ -575,7 +577,7 @@ def two_users(hostgate_factory):
                            % prefix(t))
         assert rc == 0 and "started" in out, out
         found = hglib.wait_for(lambda: [p for p, _, a in survivors(t)
-                                        if a[0] == prefix(t) + "-bob"], 10,
+                                        if a[0] == prefix(t) + "-bob"],
                                what="bob's sandboxed process on the host")
         yield hg, alice, bob, found[0], t
     finally:
@@ -600,7 +602,8 @@ def test_direct_mode_reaches_no_other_user_and_no_daemon(two_users):
             "sockets": socks, "procroot": [bob_pid]}
     # The control: the same probe as root on the host, outside any spawn.
     r = subprocess.run(["/usr/bin/python3", "-c", REACH % json.dumps(args)],
-                       capture_output=True, text=True, timeout=30, cwd="/")
+                       capture_output=True, text=True, timeout=hglib.SLOW,
+                       cwd="/")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, (r.stdout, r.stderr)
     control = json.loads(lines[-1][7:])
@@ -708,7 +711,7 @@ def test_rootless_direct_mode_hides_state_and_daemons(hostgate_factory):
             "sockets": socks, "pids": pids}
     r = alice.post("/api/run_command", {
         "command": "/usr/bin/python3 - 2>&1", "stdin": PTRACE % json.dumps(
-            args), "timeout": 30}, timeout=45)
+            args), "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     doc = r.json()
     assert doc["mode"] == "direct", doc
@@ -775,8 +778,8 @@ def test_workspace_write_past_quota_fails_edquot(hostgate_factory):
     hg = own(hostgate_factory, "cont-disk", HOSTGATE_USER_DISK_MAX="32M")
     bob = hg.login(*pl.USER)
     r = bob.post("/api/run_command", {"command": "/usr/bin/python3 - 2>&1",
-                                      "stdin": QUOTA_WRITER, "timeout": 60},
-                 timeout=75)
+                                      "stdin": QUOTA_WRITER,
+                                      "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     out = r.json()["stdout"]
     wrote = [ln.split() for ln in out.splitlines() if ln.startswith("WROTE")]

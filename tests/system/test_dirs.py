@@ -49,7 +49,7 @@ def refused(hg, daemon, path, found_uid, found_gid, found_mode, want_user,
     """Start daemon; it must exit non-zero with the message, path unchanged."""
     before = snapshot(path)
     p = hg.start(daemon)
-    rc = p.wait(30)
+    rc = p.wait(hglib.SLOW)
     log = hg.log_text(daemon)
     assert rc != 0, log
     what = "state directory" if daemon == "brokerd" else "workspace root"
@@ -126,7 +126,7 @@ def test_workspace_root_0700_opened_up(hostgate_factory):
     _, uid, gid = owner_of(hg, "sandboxd")
     make_dir(ws, 0o700, uid, gid)
     hg.start("sandboxd")
-    hglib.wait_for(lambda: os.stat(ws).st_mode & 0o7777 == 0o711, 10,
+    hglib.wait_for(lambda: os.stat(ws).st_mode & 0o7777 == 0o711,
                    what="sandboxd to open %s to 0711" % ws)
     assert os.stat(ws).st_uid == uid
 
@@ -143,7 +143,7 @@ def test_created_with_owner_and_mode(hostgate_factory):
     hg.start("sandboxd")
     ws = os.path.join(hg.state, "workspaces")
     hglib.wait_for(lambda: os.path.isdir(ws) and
-                   os.stat(ws).st_mode & 0o777 == 0o711, 10,
+                   os.stat(ws).st_mode & 0o777 == 0o711,
                    what="sandboxd to create %s" % ws)
     _, buid, _ = owner_of(hg, "brokerd")
     _, suid, _ = owner_of(hg, "sandboxd")
@@ -151,7 +151,7 @@ def test_created_with_owner_and_mode(hostgate_factory):
     assert (st.st_uid, st.st_mode & 0o7777) == (buid, want_mode(hg))
     assert os.stat(ws).st_uid == suid
     hg.start("brokerd")
-    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0, 10,
+    hglib.wait_for(lambda: hg.hgctl("user", "list").returncode == 0,
                    what="brokerd to answer")
     assert hg.alive("sandboxd") and hg.alive("brokerd"), hg.logs()
     st2 = os.stat(hg.state)

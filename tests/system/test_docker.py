@@ -76,7 +76,7 @@ def start(hg, status):
     try:
         # The chain linked and the backend's state known: only then does
         # /healthz say what the backend is, and hgctl find brokerd.
-        r = hg.wait_chain(timeout=15)
+        r = hg.wait_chain()
         assert r.status == status, r
         hg.wait_control()
     except AssertionError as e:
@@ -124,7 +124,7 @@ def test_docker_command_lines(hostgate_factory):
     ws = workspace(hg, "bob")
     cmd = "echo out-$((2+3)); pwd; echo err >&2; mkdir -p sub"
     r = bob.post("/api/run_command", {"command": cmd,
-                                      "env": {"HG_X": "1 2"}}, timeout=20)
+                                      "env": {"HG_X": "1 2"}})
     assert r.status == 200, r
     doc = r.json()
     assert doc["stdout"] == "out-5\n%s\n" % ws, doc
@@ -143,8 +143,7 @@ def test_docker_command_lines(hostgate_factory):
     fake.clear()
 
     # Running container: no new one; cwd becomes --workdir.
-    r = bob.post("/api/run_command", {"command": "pwd", "cwd": "sub"},
-                 timeout=20)
+    r = bob.post("/api/run_command", {"command": "pwd", "cwd": "sub"})
     assert r.status == 200 and r.json()["stdout"] == ws + "/sub\n", r
     assert fake.argvs() == [
         INSPECT + ["hostgate-bob-rw"],
@@ -153,14 +152,14 @@ def test_docker_command_lines(hostgate_factory):
     fake.clear()
 
     # Python: the code on stdin, never in argv.
-    r = bob.post("/api/run_python", {"code": "print(6*7)"}, timeout=20)
+    r = bob.post("/api/run_python", {"code": "print(6*7)"})
     assert r.status == 200 and r.json()["stdout"] == "42\n", r
     assert fake.argvs()[-1] == exec_argv(ws, ["/usr/bin/python3", "-"])
     fake.clear()
 
     # A stopped container is started, not created again.
     fake.set_state(containers={"hostgate-bob-rw": "exited"})
-    r = bob.post("/api/run_command", {"command": "true"}, timeout=20)
+    r = bob.post("/api/run_command", {"command": "true"})
     assert r.status == 200, r
     assert fake.argvs() == [
         INSPECT + ["hostgate-bob-rw"],
@@ -178,7 +177,7 @@ def test_docker_command_lines(hostgate_factory):
 
     # Each user has a container of their own.
     alice = hg.login(*hglib.ADMIN)
-    r = alice.post("/api/run_command", {"command": "true"}, timeout=20)
+    r = alice.post("/api/run_command", {"command": "true"})
     assert r.status == 200, r
     assert fake.argvs()[1] == run_argv(workspace(hg, "alice"), user="alice")
 
@@ -198,7 +197,7 @@ def assert_refused(hg, session, fake=None):
                        ("/api/run_python",
                         {"code": "open(%r, 'w')" % marker}),
                        ("/api/terminals", {"cols": 80, "rows": 24})):
-        r = session.post(path, body, timeout=30)
+        r = session.post(path, body)
         assert r.status == 503, (path, r)
         err = r.error()
         assert err["code"] == "unavailable", err
@@ -247,7 +246,7 @@ def test_docker_real_cli_without_engine(hostgate_factory):
     if docker is None:
         pytest.skip("no docker CLI on this host")
     r = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"],
-                       capture_output=True, text=True, timeout=20,
+                       capture_output=True, text=True, timeout=hglib.SLOW,
                        env={"PATH": "/usr/bin:/bin"})
     if r.returncode == 0:
         pytest.skip("a docker engine answers on this host")

@@ -68,12 +68,12 @@ def script(net, body, **kw):
     return (PRELUDE + body) % vals
 
 
-def run(session, command, timeout=60):
+def run(session, command, timeout=int(hglib.SLOW)):
     """POST /api/run_command; (document, spawn id) with the spawn id from
     the spawn_end audit record of its request."""
     r = session.post("/api/run_command", {"command": command,
                                           "timeout": timeout},
-                     timeout=timeout + 15)
+                     timeout=timeout + hglib.SLOW)
     assert r.status == 200, "run_command: %r" % r
     rid = r.header("X-Request-Id")
     rec = pl.wait_audit(session.hg, action="spawn_end",
@@ -128,7 +128,7 @@ def wait_records(hg, spawn, want):
             found.setdefault(key, r)
         return found if all(k in found for k in want) else None
     try:
-        return hglib.wait_for(got, 10, what="egress records %r" % (want,))
+        return hglib.wait_for(got, what="egress records %r" % (want,))
     except AssertionError:
         have = [(field(r, "host"), field(r, "port"), field(r, "verdict"))
                 for r in egress_records(hg, spawn)]
@@ -171,7 +171,7 @@ python3 -c 'import socket, json; print("@@IFACES " + json.dumps([n for _, n in s
 
 
 def test_allowed_hosts_reached(hg, net, bob):
-    doc, spawn = run(bob, script(net, ALLOWED), timeout=90)
+    doc, spawn = run(bob, script(net, ALLOWED))
     out = framed(doc)
     env = re.search(r"^@@ENV (.*)$", doc["stdout"], re.M)
     assert env, doc
@@ -312,7 +312,7 @@ REFUSALS = {
 
 def test_refused_and_bypasses(hg, net, bob):
     before = len(net.requests())
-    doc, spawn = run(bob, script(net, REFUSED), timeout=90)
+    doc, spawn = run(bob, script(net, REFUSED))
     out = framed(doc)
     for tag, (host, port, says) in REFUSALS.items():
         assert tag in out, (tag, doc)
@@ -410,11 +410,11 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
     work = os.path.join(home, "egress-" + tag)
     box = {}
     th = threading.Thread(target=lambda: box.update(res=run(
-        bob, script(net, LIVE, tag=tag), timeout=60)))
+        bob, script(net, LIVE, tag=tag))))
     th.start()
     try:
         hglib.wait_for(lambda: os.path.exists(os.path.join(work, "ready")),
-                       30, what="the sandbox's first curl")
+                       what="the sandbox's first curl")
         applied = re.compile(r"egress: session bob session %s: additions "
                              r"replaced on [1-9]" % bob.public_id)
         seen = len(applied.findall(hg.log_text("egressd")))
@@ -423,12 +423,12 @@ def test_admin_addition_reaches_live_session(hg, net, bob):
         # hgctl returns once brokerd has stored it; the live listener has
         # it once egressd says so (brokerd -> sandboxd -> egressd).
         hglib.wait_for(lambda: len(applied.findall(hg.log_text("egressd")))
-                       > seen, 10, what="egressd applying the addition")
+                       > seen, what="egressd applying the addition")
         st = bob.get("/api/status").json().get("egress") or {}
         assert "extra.test" in (st.get("session") or []), st
         open(os.path.join(work, "go"), "w").close()
     finally:
-        th.join(70)
+        th.join(2 * hglib.SLOW)
     assert "res" in box, "the live spawn's run_command did not return"
     doc, spawn = box["res"]
     out = framed(doc)
@@ -463,10 +463,10 @@ def test_egressd_down_fails_closed(hg, net, bob):
     marker = os.path.join(home, "ran-" + tag)
     hg.stop("egressd")
     try:
-        hglib.wait_for(lambda: proxy_ok(bob) is False, 10,
+        hglib.wait_for(lambda: proxy_ok(bob) is False,
                        what="/api/status egress.proxy.ok false")
         r = bob.post("/api/run_command",
-                     {"command": "touch %s; echo ran" % marker}, timeout=20)
+                     {"command": "touch %s; echo ran" % marker})
         assert r.status == 503, r
         err = r.error()
         assert err["code"] == "unavailable", err

@@ -206,7 +206,7 @@ def test_proxy_state_of_the_real_chain(hg):
             hg.health()         # asks sandboxd afresh
             p = bob.get("/api/status").json()["egress"]["proxy"]
             return p if not p["ok"] else None
-        p = hglib.wait_for(down, 10, what="the proxy reported down")
+        p = hglib.wait_for(down, what="the proxy reported down")
         assert isinstance(p["reason"], str) and p["reason"], p
     finally:
         hg.start("egressd")
@@ -215,7 +215,7 @@ def test_proxy_state_of_the_real_chain(hg):
         hg.health()
         p = bob.get("/api/status").json()["egress"]["proxy"]
         return p if p["ok"] else None
-    assert hglib.wait_for(up, 15, what="the proxy reported up again") == \
+    assert hglib.wait_for(up, what="the proxy reported up again") == \
         {"ok": True, "reason": None}
 
 
@@ -233,7 +233,7 @@ def test_refusal_audited_through_the_chain(hg):
         assert res["stdout"] == "403", res
         recs = hglib.wait_for(lambda: [
             r for r in egress_records(hg, "egress")
-            if r["detail"]["host"] == "refused.example"], 10,
+            if r["detail"]["host"] == "refused.example"],
             what="the egress record of refused.example")
         r = recs[-1]
         assert (r["user"], r["session"], r["allowed"]) == \
@@ -270,7 +270,7 @@ def test_persist_across_restart_and_go_with_owner(hg):
     got = show(hg)
     assert got["users"] == {"carol": ["kept.example"]}, got
     assert got["sessions"] == {sid: ["kept-session.example"]}, got
-    hglib.wait_for(lambda: carol.get("/api/status").status == 200, 10,
+    hglib.wait_for(lambda: carol.get("/api/status").status == 200,
                    what="frontd back on brokerd")
     e = carol.get("/api/status").json()["egress"]
     assert (e["user"], e["session"]) == (["kept.example"],
@@ -369,7 +369,7 @@ class FakeSandboxd:
             return {"id": m["id"], "result": {"procs": []}}
         return {"id": m["id"], "result": {}}
 
-    def wait(self, pred, what, timeout=10):
+    def wait(self, pred, what, timeout=hglib.SLOW):
         """The first message kept so far or to come that pred accepts."""
         deadline = time.monotonic() + timeout
         with self.cond:
@@ -476,7 +476,7 @@ def test_proxy_state_from_health(played):
     # than a second: a later status sees the change.
     fake.egress = {"ok": False, "reason": "egressd is not connected"}
     hglib.wait_for(lambda: bob.get("/api/status").json()["egress"][
-        "proxy"] == {"ok": False, "reason": "egressd is not connected"}, 15,
+        "proxy"] == {"ok": False, "reason": "egressd is not connected"},
         what="the proxy reported down")
 
 
@@ -496,7 +496,7 @@ def test_egress_log_is_audited(played):
               verdict="refused", reason="not on the allowlist", bytes_up=0,
               bytes_down=0, duration_ms=0, count=57, since_ms=1764600000000)
     recs = hglib.wait_for(lambda: egress_records(hg, "egress") if len(
-        egress_records(hg, "egress")) >= 2 else None, 10,
+        egress_records(hg, "egress")) >= 2 else None,
         what="two egress records")
     ok, no = recs[-2:]
     assert (ok["user"], ok["session"], ok["allowed"], ok["reason"]) == \
@@ -510,7 +510,7 @@ def test_egress_log_is_audited(played):
     assert no["detail"]["reason"] == "on the denylist", no
     assert no["detail"]["addr"] is None and \
         no["detail"]["verdict"] == "refused", no
-    sums = hglib.wait_for(lambda: egress_records(hg, "egress_summary"), 10,
+    sums = hglib.wait_for(lambda: egress_records(hg, "egress_summary"),
                           what="the summary record")
     s = sums[-1]
     assert (s["user"], s["session"], s["allowed"], s["reason"]) == \

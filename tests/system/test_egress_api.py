@@ -195,8 +195,7 @@ def mcp_status(hg, token):
     r = hg.request("POST", "/mcp", body=json.dumps(msg), bearer=token,
                    headers={"Accept": "application/json, text/event-stream",
                             "MCP-Protocol-Version": MODERN,
-                            "Mcp-Method": "tools/call", "Mcp-Name": "status"},
-                   timeout=30)
+                            "Mcp-Method": "tools/call", "Mcp-Name": "status"})
     assert r.status == 200, r
     text = r.body.decode()
     if r.header("Content-Type").startswith("text/event-stream"):

@@ -98,7 +98,7 @@ def connect_as(path, who, through_fd=False):
     through_fd, by way of an fd of its directory opened first (egressd's
     jail binds RUN_DIR/egress: it never passes through RUN_DIR itself)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(20)
+    s.settimeout(hglib.SLOW)
     uid, gid = who
     dfd = None
     if through_fd:
@@ -158,7 +158,7 @@ def egress_health(fb):
 
 def linked(fb, up):
     """Wait until sandboxd's health says the egressd link is up (or down)."""
-    return hglib.wait_for(lambda: egress_health(fb)["ok"] is up, 10,
+    return hglib.wait_for(lambda: egress_health(fb)["ok"] is up,
                           what="egress ok %s" % up)
 
 
@@ -294,12 +294,12 @@ def serve_one(fake, hits):
         assert len(fds) == 1
         lsock = socket.socket(fileno=fds[0])
         hits["sock_family"] = (lsock.family, lsock.type & 0xf)
-        lsock.settimeout(20)
+        lsock.settimeout(hglib.SLOW)
         conn, _ = lsock.accept()
         creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
                                 12)
         hits["bridge_pid"] = int.from_bytes(creds[:4], "little")
-        conn.settimeout(20)
+        conn.settimeout(hglib.SLOW)
         data = b""
         while b"\r\n\r\n" not in data:
             chunk = conn.recv(4096)
@@ -330,7 +330,7 @@ def test_curl_through_bridge(box, egressd):
     res, err, out, errout = spawn(
         hg, fb, script, egress_user=["a.example"],
         egress_session=["*.b.example"])
-    t.join(30)
+    t.join(hglib.SLOW)
     assert "error" not in hits, (hits, err, out, errout)
     assert err is None, err
     assert out == CANNED.decode() + " exit 0\n", (out, errout)
@@ -349,7 +349,7 @@ def test_curl_through_bridge(box, egressd):
     # The bridge's relay, the peer of the connection, went with the spawn.
     pid = hits["bridge_pid"]
     assert pid > 0
-    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % pid), 10,
+    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % pid),
                    what="the bridge %d to go" % pid)
 
 
@@ -412,7 +412,7 @@ print(json.dumps(r))
     script = "echo pid $$; python3 -c '%s'; exit 7" % probe.replace(
         "'", "'\\''")
     res, err, out, errout = spawn(hg, fb, script, perm=RO_ALLOW)
-    t.join(30)
+    t.join(hglib.SLOW)
     assert "error" not in seen, seen
     assert err is None, err
     assert res["exit_code"] == 7, (out, errout)
@@ -472,7 +472,7 @@ def test_update_and_log_relayed(box, egressd):
     t = threading.Thread(target=serve)
     t.start()
     res, err, _, _ = spawn(hg, fb, "true", session=session)
-    t.join(30)
+    t.join(hglib.SLOW)
     assert err is None and "error" not in got, (err, got)
     rec = {"kind": "connect", "host": "evil.example", "port": 443,
            "verdict": "refused", "reason": "not on the allowlist",
@@ -482,7 +482,7 @@ def test_update_and_log_relayed(box, egressd):
     # Egressd's word for the user is not taken.
     egressd.send(type="egress_log", spawn=got["spawn"], user="mallory",
                  **rec)
-    fb.s.settimeout(10)
+    fb.s.settimeout(hglib.SLOW)
     while True:
         data, fds, _, _ = socket.recv_fds(fb.s, 1 << 17, 4)
         for fd in fds:
@@ -517,7 +517,7 @@ def test_socket_unreachable(box, egressd):
     res, err, out, errout = spawn(
         hg, fb, "curl -sS --max-time 10 http://example.test/; "
         "echo \" exit $?\"")
-    t.join(30)
+    t.join(hglib.SLOW)
     assert err is None and "error" not in got, (err, got)
     # 52: empty reply, 56: reset (either is the bridge's close).
     assert out.split()[-1] in ("52", "56"), (out, errout)
@@ -531,9 +531,9 @@ def relay_sum(fake, hits):
     try:
         m, fds = fake.expect("egress_listen")
         lsock = socket.socket(fileno=fds[0])
-        lsock.settimeout(20)
+        lsock.settimeout(hglib.SLOW)
         conn, _ = lsock.accept()
-        conn.settimeout(20)
+        conn.settimeout(hglib.SLOW)
         data = b""
         while b"\r\n\r\n" not in data:
             data += conn.recv(65536)
@@ -570,7 +570,7 @@ def test_bulk_both_ways(box, egressd):
               "http://example.test/up -o /tmp/down; echo exit $?; "
               "head -n1 /tmp/down; tail -n +2 /tmp/down | wc -c")
     res, err, out, errout = spawn(hg, fb, script)
-    t.join(30)
+    t.join(hglib.SLOW)
     assert err is None and "error" not in hits, (err, hits)
     lines = out.split("\n")
     assert lines[1] == "exit 0", (out, errout)
@@ -616,7 +616,7 @@ def test_http_fails_closed_without_egressd(full):
     assert res.exit == 0 and "tty-proxy" in res.output, res
     assert "bypass-failed" in res.output, res
     recs = hglib.wait_for(lambda: pl.audit_records(
-        hg, action="egress_bypass", user=hglib.ADMIN[0]) or None, 10,
+        hg, action="egress_bypass", user=hglib.ADMIN[0]) or None,
         what="an egress_bypass record of the terminal")
     term = [r for r in pl.audit_records(hg, action="terminal_opened")
             if r["user"] == hglib.ADMIN[0]][-1]
@@ -624,14 +624,13 @@ def test_http_fails_closed_without_egressd(full):
     assert recs[-1]["detail"]["ipv4_no_route"] >= 1, recs
     assert recs[-1]["detail"]["udp_no_ports"] >= 1, recs
     hg.stop("egressd")
-    hglib.wait_for(lambda: egress_down(alice), 20,
+    hglib.wait_for(lambda: egress_down(alice),
                    what="/api/status with egress.proxy.ok false")
     for perm in (ALLOW, RO_ALLOW):
         r = alice.post("/api/permission", {"permission": perm})
         assert r.status == 200, r
         r = alice.post("/api/run_command",
-                       {"command": "touch %s" % marker, "timeout": 20},
-                       timeout=30)
+                       {"command": "touch %s" % marker, "timeout": 20})
         pl.assert_error(r, 503, "unavailable", UNAVAILABLE % perm)
     assert not os.path.exists(marker)
     hg.start("egressd")
@@ -674,13 +673,13 @@ def test_bridge_alone(tmp_path):
     with no pid namespace to end it, the relay still goes with the
     command (its pidfd)."""
     p = bridge_in_netns(["3128", "/x.sock", "sh"])
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     assert p.returncode == 125 and "usage: hg-egress-bridge" in err
     p = bridge_in_netns(["0", "/x.sock", "--", "true"])
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     assert p.returncode == 125 and "bad port 0" in err
     p = bridge_in_netns(["3128", "/x.sock", "--", "/nonexistent/cmd"])
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     assert p.returncode == 127, err
     assert "hg-egress-bridge: /nonexistent/cmd: No such file" in err
 
@@ -688,7 +687,7 @@ def test_bridge_alone(tmp_path):
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
     srv.listen(4)
-    srv.settimeout(20)
+    srv.settimeout(hglib.SLOW)
     p = bridge_in_netns(["3128", path, "--", "sh", "-c",
                          "echo $$; curl -s --noproxy '' -x "
                          "http://127.0.0.1:3128 http://example.test/; "
@@ -696,14 +695,14 @@ def test_bridge_alone(tmp_path):
     conn, _ = srv.accept()
     creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
     relay = int.from_bytes(creds[:4], "little")
-    conn.settimeout(20)
+    conn.settimeout(hglib.SLOW)
     data = b""
     while b"\r\n\r\n" not in data:
         data += conn.recv(4096)
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
                  b"Connection: close\r\n\r\nok\n")
     conn.close()
-    out, err = p.communicate(timeout=20)
+    out, err = p.communicate(timeout=hglib.SLOW)
     srv.close()
     assert p.returncode == 5, err
     # unshare execs sh, which execs the bridge, which execs the command:
@@ -716,4 +715,4 @@ def test_bridge_alone(tmp_path):
                 return f.read().rpartition(")")[2].split()[0] == "Z"
         except FileNotFoundError:
             return True
-    hglib.wait_for(relay_gone, 10, what="the relay %d to go" % relay)
+    hglib.wait_for(relay_gone, what="the relay %d to go" % relay)

@@ -69,14 +69,14 @@ class Sandboxd:
         finally:
             os.seteuid(os.getuid())
             os.setegid(os.getgid())
-        self.srv.settimeout(10)
+        self.srv.settimeout(hglib.SLOW)
         self.conn = None
         self.pending = []
 
     def accept(self):
         """Take egressd's (re)connection and exchange the hellos."""
         self.conn, _ = self.srv.accept()
-        self.conn.settimeout(10)
+        self.conn.settimeout(hglib.SLOW)
         got = json.loads(self.conn.recv(65536))
         assert got == {"type": "hello", "version": 1, "role": "egressd"}, got
         self.conn.send(hglib.hello("sandboxd"))
@@ -144,7 +144,7 @@ def listener(hg, name):
     return path, s
 
 
-def ask(path, data, timeout=10):
+def ask(path, data, timeout=hglib.SLOW):
     """Send raw bytes to a listener; everything it answers until EOF (or
     the reset of a close that left some of them unread). egressd may
     answer and close before all is sent (a refusal at accept)."""
@@ -262,7 +262,8 @@ def test_check_config(proxy):
     """egressd -n reads the configuration and the hosts file and stops."""
     hg = proxy["hg"]
     out = hglib.subprocess.run([hg.binary("egressd"), "-n"], env=hg.env,
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True,
+                               timeout=hglib.SLOW)
     assert out.returncode == 0, out.stderr
     assert "configuration OK (8 pinned names" in out.stderr, out.stderr
 
@@ -274,7 +275,8 @@ def test_bad_hosts_file(proxy, tmp_path):
     bad.write_text("127.0.0.1 fine.test\nnot-an-address name.test\n")
     env = dict(hg.env, HOSTGATE_EGRESS_HOSTS=str(bad))
     out = hglib.subprocess.run([hg.binary("egressd"), "-n"], env=env,
-                               capture_output=True, text=True, timeout=10)
+                               capture_output=True, text=True,
+                               timeout=hglib.SLOW)
     assert out.returncode != 0
     assert "line 2: not-an-address is not a numeric" in out.stderr, out.stderr
 
@@ -357,7 +359,7 @@ def test_bulk_both_ways(proxy, tunnel):
         head = (b"POST http://allowed.test:%d/bulk HTTP/1.1\r\n"
                 b"Content-Length: %d\r\n\r\n" % (bport, len(body)))
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.settimeout(30)
+    c.settimeout(hglib.SLOW)
     c.connect(path)
     with c:
         c.sendall(head + body)
@@ -528,7 +530,7 @@ def test_update_and_close(proxy):
         except ConnectionRefusedError:
             return True
         return False
-    hglib.wait_for(gone, 10, what="spawn B's listener closed")
+    hglib.wait_for(gone, what="spawn B's listener closed")
 
 
 def test_session_update(proxy):
@@ -572,7 +574,7 @@ def test_connection_limit(spare):
     def serves():
         raw = ask(proxy["path"], b"CONNECT other.test:443 HTTP/1.1\r\n\r\n")
         return parse(raw)[0] == 403
-    hglib.wait_for(serves, 10, what="egressd serving spawn C again")
+    hglib.wait_for(serves, what="egressd serving spawn C again")
 
 
 @pytest.mark.skipif(not hglib.IS_ROOT, reason="reads another uid's /proc")
@@ -619,7 +621,7 @@ def test_link_loss_closes_listeners(proxy):
         except ConnectionRefusedError:
             return True
         return False
-    hglib.wait_for(gone, 10, what="spawn A's listener closed")
+    hglib.wait_for(gone, what="spawn A's listener closed")
     sbx.pending = []
     sbx.accept()
     assert proxy["hg"].alive("egressd")
@@ -638,7 +640,7 @@ def test_record_lost_on_a_dead_link(proxy):
              session=SESSION, allow_user=[], allow_session=[])
     ls.close()
     c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    c.settimeout(10)
+    c.settimeout(hglib.SLOW)
     c.connect(path)
     c.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % proxy["port"])
     head = b""
@@ -652,7 +654,7 @@ def test_record_lost_on_a_dead_link(proxy):
     sbx.conn.shutdown(socket.SHUT_RD)
     c.close()   # the tunnel ends: its record's send fails
     hglib.wait_for(lambda: hg.log_text("egressd").count(gone) > before or
-                   not hg.alive("egressd"), 10,
+                   not hg.alive("egressd"),
                    what="the listeners closed after the failed send")
     assert hg.alive("egressd"), hg.log_text("egressd")
     with pytest.raises(ConnectionRefusedError):

@@ -55,12 +55,12 @@ def test_mode_events_and_ids(hg, alice):
     es = stream(hg, cookie=alice.cookie)
     try:
         g = pl.grant(alice)
-        ch = es.wait("mode_changed", 3)
+        ch = es.wait("mode_changed")
         assert ch["data"] == g, (ch, g)
-        ex = es.wait("mode_expiring", 3)
+        ex = es.wait("mode_expiring")
         assert set(ex["data"]) >= {"expires_at", "remaining_seconds"}, ex
         assert pl.set_mode(alice, "sandbox").status == 200
-        rv = es.wait("mode_reverted", 3)
+        rv = es.wait("mode_reverted")
         assert rv["data"]["reason"] == "manual", rv
         assert rv["data"]["execution_mode"]["mode"] == "sandbox", rv
         ids = [int(e["id"]) for e in es.events]
@@ -75,7 +75,7 @@ def test_permission_changed(hg):
     try:
         r = bob.post("/api/permission", {"permission": "read-only"})
         assert r.status == 200, r
-        ev = es.wait("permission_changed", 3)
+        ev = es.wait("permission_changed")
         assert ev["data"]["permission"] == "read-only", ev
     finally:
         es.close()
@@ -93,11 +93,11 @@ def test_streams_see_only_their_own(hg, alice):
     bobs = stream(hg, cookie=bob.cookie)
     try:
         pl.grant(alice)
-        mine.wait("mode_changed", 3)
-        by_token.wait("mode_changed", 3)
+        mine.wait("mode_changed")
+        by_token.wait("mode_changed")
         pl.set_mode(alice, "sandbox")
-        mine.wait("mode_reverted", 3)
-        by_token.wait("mode_reverted", 3)
+        mine.wait("mode_reverted")
+        by_token.wait("mode_reverted")
         for es in (theirs, bobs):
             es.drain(0.5)
             assert not es.events, es.events
@@ -120,8 +120,8 @@ def test_terminal_exited_reaches_every_stream_of_the_user(hg):
         tid = r.json()["id"]
         assert bob.request("DELETE", "/api/terminals/" + tid).status == 200
         for es in streams:
-            ev = es.wait("terminal_exited", 5,
-                         lambda e: e["data"]["id"] == tid)
+            ev = es.wait("terminal_exited",
+                         pred=lambda e: e["data"]["id"] == tid)
             assert ev["data"]["id"] == tid
         alices.drain(0.3)
         assert not [e for e in alices.events
@@ -135,7 +135,7 @@ def test_resume_with_last_event_id(hg, alice):
     es = stream(hg, cookie=alice.cookie)
     try:
         pl.grant(alice)
-        es.wait("mode_expiring", 3)
+        es.wait("mode_expiring")
     finally:
         es.close()
     seen = es.events
@@ -146,7 +146,7 @@ def test_resume_with_last_event_id(hg, alice):
                       {"permission": "read-only"}).status == 200
     es = stream(hg, cookie=alice.cookie, last_event_id=last)
     try:
-        es.wait("permission_changed", 3)
+        es.wait("permission_changed")
         got = [(e["event"], e["id"]) for e in es.events]
         assert [g[0] for g in got] == ["mode_reverted",
                                       "permission_changed"], got
@@ -162,7 +162,7 @@ def test_resume_with_last_event_id(hg, alice):
         assert not es.events, es.events
         assert alice.post("/api/permission",
                           {"permission": "workspace-write"}).status == 200
-        ev = es.wait("permission_changed", 3)
+        ev = es.wait("permission_changed")
         assert ev["data"]["permission"] == "workspace-write", ev
         assert int(ev["id"]) > int(newest)
     finally:
@@ -186,7 +186,7 @@ def test_resume_with_another_sessions_id_gets_nothing_of_it(hg, alice):
 def test_resume_from_too_old_an_id_asks_for_a_resync(hg, alice):
     es = stream(hg, cookie=alice.cookie, last_event_id=1)
     try:
-        ev = es.wait("resync", 3)
+        ev = es.wait("resync")
         assert ev["id"] is None, ev
     finally:
         es.close()
@@ -199,7 +199,7 @@ def test_malformed_last_event_id_is_a_fresh_stream(hg, alice, value):
         es.drain(0.3)
         assert not es.events, es.events
         pl.grant(alice)
-        es.wait("mode_changed", 3)
+        es.wait("mode_changed")
     finally:
         es.close()
 
@@ -239,14 +239,14 @@ def test_revoked_token_ends_its_streams(hg, alice):
     panel = stream(hg, cookie=alice.cookie)
     try:
         hg.hgctl_ok("token", "revoke", gone["id"])
-        ev = es.wait("token_revoked", 30)
+        ev = es.wait("token_revoked")
         assert ev["data"] == {"id": gone["id"]}, ev
-        assert es.wait_closed(30), "the revoked token's stream stayed open"
+        assert es.wait_closed(), "the revoked token's stream stayed open"
         for s in (other, panel):
-            assert s.wait("token_revoked", 30)["data"]["id"] == gone["id"]
+            assert s.wait("token_revoked")["data"]["id"] == gone["id"]
         g = pl.grant(alice)
         for s in (other, panel):
-            assert s.wait("mode_changed", 30)["data"] == g
+            assert s.wait("mode_changed")["data"] == g
             assert not s.closed
     finally:
         for s in (es, other, panel):
@@ -263,14 +263,14 @@ def test_revoked_standalone_token(hg):
     other = stream(hg, bearer=kept["token"])
     try:
         hg.hgctl_ok("token", "revoke", str(gone["id"]))
-        assert es.wait("token_revoked", 30)["data"]["id"] == gone["id"]
-        assert es.wait_closed(30), "the revoked token's stream stayed open"
-        assert other.wait("token_revoked", 30)["data"]["id"] == gone["id"]
+        assert es.wait("token_revoked")["data"]["id"] == gone["id"]
+        assert es.wait_closed(), "the revoked token's stream stayed open"
+        assert other.wait("token_revoked")["data"]["id"] == gone["id"]
         hg.hgctl_ok("token", "revoke", str(kept["id"]))
-        ev = other.wait("token_revoked", 30,
-                        lambda e: e["data"]["id"] == kept["id"])
+        ev = other.wait("token_revoked",
+                        pred=lambda e: e["data"]["id"] == kept["id"])
         assert ev, other.events
-        assert other.wait_closed(30)
+        assert other.wait_closed()
     finally:
         es.close()
         other.close()

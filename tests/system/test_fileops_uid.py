@@ -277,7 +277,7 @@ def test_hung_operation_times_out(hung_box):
     res, err, text = op(hg, fb, "alice", "read", "f.txt")
     assert err is None and text == b"content", (res, err)
     hglib.wait_for(lambda: "file read: the file operation timed out" in
-                   hg.log_text("sandboxd"), 10, what="the timeout logged")
+                   hg.log_text("sandboxd"), what="the timeout logged")
 
 
 # -- through the HTTP API (frontd, brokerd, sandboxd) ----------------------
@@ -290,12 +290,11 @@ def web(mode):
 
 def api_put(s, path, data):
     return s.request("PUT", "/api/files/" + path, body=data,
-                     headers={"Content-Type": "application/octet-stream"},
-                     timeout=30)
+                     headers={"Content-Type": "application/octet-stream"})
 
 
 def api_get(s, path):
-    return s.request("GET", "/api/files/" + path, timeout=30)
+    return s.request("GET", "/api/files/" + path)
 
 
 def test_api_put_is_the_users(web):

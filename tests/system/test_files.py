@@ -59,11 +59,12 @@ def put(s, path, data, **kw):
     headers = {"Content-Type": "application/octet-stream"}
     headers.update(kw.pop("headers", {}))
     return s.request("PUT", url(path), body=data, headers=headers,
-                     timeout=kw.pop("timeout", 30), **kw)
+                     timeout=kw.pop("timeout", hglib.SLOW), **kw)
 
 
 def get(s, path, **kw):
-    return s.request("GET", url(path), timeout=kw.pop("timeout", 30), **kw)
+    return s.request("GET", url(path), timeout=kw.pop("timeout", hglib.SLOW),
+                     **kw)
 
 
 def delete(s, path, **kw):
@@ -110,7 +111,7 @@ def raw_head(hg, s, method, path, extra=b""):
                                              s.csrf.encode(), extra))
 
 
-def read_responses(sock, n, timeout=20):
+def read_responses(sock, n, timeout=hglib.SLOW):
     """n complete HTTP responses from sock: [(status, headers, body)]."""
     out = []
     buf = b""
@@ -228,7 +229,7 @@ def test_too_large_before_the_body(hg, alice):
     """Over the cap: 413 at once, though not one byte of the body came."""
     data = raw_head(hg, alice, "PUT", url("big.txt"),
                     b"Content-Length: %d\r\n" % (CAP + 1))
-    status, _, body = hglib.parse_raw(hg.raw(data, timeout=10))
+    status, _, body = hglib.parse_raw(hg.raw(data))
     assert status == 413, body
     assert json.loads(body)["error"]["code"] == "too_large"
     assert str(CAP) in json.loads(body)["error"]["message"]
@@ -237,16 +238,16 @@ def test_too_large_before_the_body(hg, alice):
 
 def test_at_the_cap(hg, alice):
     data = os.urandom(CAP)
-    r = put(alice, "cap.bin", data, timeout=60)
+    r = put(alice, "cap.bin", data)
     assert r.status == 201, r
-    r = get(alice, "cap.bin", timeout=60)
+    r = get(alice, "cap.bin")
     assert r.status == 200 and r.body == data
     assert delete(alice, "cap.bin").status == 200
 
 
 def test_expect_continue(hg, alice):
     body = b"after the 100\n"
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(raw_head(hg, alice, "PUT", url("cont.txt"),
                            b"Content-Length: %d\r\nExpect: 100-continue\r\n"
@@ -265,7 +266,7 @@ def test_expect_continue(hg, alice):
     assert get(alice, "cont.txt").body == body
 
 
-def read_head(sock, timeout=20):
+def read_head(sock, timeout=hglib.SLOW):
     """The first response head that comes on sock (and what follows)."""
     got = b""
     deadline = time.monotonic() + timeout
@@ -287,7 +288,7 @@ def test_unauthenticated_never_gets_100(hg, alice):
     """The credentials are checked before the body is asked for: a client
     that waits for a 100 without them gets 401 (and Connection: close),
     never a 100, and nothing is written."""
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(unauth_head("nocont.txt", 1000,
                               b"Expect: 100-continue\r\n"))
@@ -310,7 +311,8 @@ def test_unauthenticated_bodies_hold_no_memory(hg, alice):
     socks = []
     try:
         for i in range(n):
-            s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+            s = socket.create_connection(("127.0.0.1", hg.port),
+                                         timeout=hglib.SLOW)
             socks.append(s)
             s.sendall(unauth_head("slow/%d" % i, CAP) + b"x")
         for s in socks:
@@ -323,12 +325,12 @@ def test_unauthenticated_bodies_hold_no_memory(hg, alice):
             except OSError:
                 pass
         data = os.urandom(CAP)
-        r = put(alice, "slow/authorized.bin", data, timeout=60)
+        r = put(alice, "slow/authorized.bin", data)
         assert r.status == 201, r
     finally:
         for s in socks:
             s.close()
-    assert get(alice, "slow/authorized.bin", timeout=60).body == data
+    assert get(alice, "slow/authorized.bin").body == data
     assert get(alice, "slow/0").status == 404
 
 
@@ -336,7 +338,7 @@ def test_refused_small_body_is_drained(hg, alice):
     """A small body refused unread is dropped and the connection kept: a
     request pipelined after it is answered in turn."""
     body = b"0123456789"
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(unauth_head("small.txt", len(body)) + body +
                   raw_head(hg, alice, "GET", url("")))
@@ -354,7 +356,7 @@ def test_refused_body_then_close(hg, alice):
     whole rather than lost to a reset."""
     body = b"z" * 1000
     data = unauth_head("closing.txt", len(body), b"Connection: close\r\n")
-    status, headers, rbody = hglib.parse_raw(hg.raw(data + body, timeout=10))
+    status, headers, rbody = hglib.parse_raw(hg.raw(data + body))
     assert status == 401 and headers["connection"] == "close", headers
     assert json.loads(rbody)["error"]["code"] == "unauthorized"
 
@@ -365,7 +367,7 @@ def test_read_only_refused_before_the_body(hg):
     bob = hg.login(*pl.USER)
     assert bob.post("/api/permission",
                     {"permission": "read-only"}).status == 200
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(raw_head(hg, bob, "PUT", url("ro-head.txt"),
                            b"Content-Length: %d\r\n" % MiB))
@@ -401,7 +403,7 @@ def test_pipelined(hg, alice):
                     b"Content-Length: %d\r\n" % len(b)) + b +
            raw_head(hg, alice, "GET", url("pipe/b.bin")) +
            raw_head(hg, alice, "GET", url("pipe/a.txt")))
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=20)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(req)
         out = read_responses(s, 4)
@@ -437,9 +439,9 @@ def test_round_trip(hg, alice, name, data):
 
 def test_few_mib(hg, alice):
     data = os.urandom(3 * MiB + 17)
-    r = put(alice, "mib.bin", data, timeout=60)
+    r = put(alice, "mib.bin", data)
     assert r.status == 201, r
-    r = get(alice, "mib.bin", timeout=60)
+    r = get(alice, "mib.bin")
     assert r.status == 200 and r.body == data
     assert sh(alice, "sha256sum < mib.bin").split()[0] == \
         __import__("hashlib").sha256(data).hexdigest()
@@ -550,9 +552,9 @@ def test_not_found(hg, alice):
 
 def test_fifo_does_not_hang(hg, alice):
     sh(alice, "rm -f fifo && mkfifo fifo")
-    r = get(alice, "fifo", timeout=15)
+    r = get(alice, "fifo")
     pl.assert_error(r, 409, "conflict")
-    r = put(alice, "fifo", b"into a fifo", timeout=15)
+    r = put(alice, "fifo", b"into a fifo")
     assert r.status in (200, 201, 409), r
     assert hg.health().status == 200
 
@@ -696,7 +698,7 @@ def test_large_download_memory_bounded(hg, alice):
     pid = frontd_pid(hg)
     before = rss_kib(pid)
     peak = before
-    conn = hg.connection(timeout=60)
+    conn = hg.connection()
     try:
         conn.request("GET", url("huge.bin"),
                      headers={"Cookie": "hg_session=" + alice.cookie})
@@ -725,7 +727,7 @@ def test_large_upload_memory_bounded(hg, alice):
     pid = frontd_pid(hg)
     before = int(hglib.proc_status(pid)["RssAnon"].split()[0])
     data = b"\xa5" * CAP
-    assert put(alice, "up.bin", data, timeout=60).status in (200, 201)
+    assert put(alice, "up.bin", data).status in (200, 201)
     after = int(hglib.proc_status(pid)["RssAnon"].split()[0])
     assert after - before < CAP // 1024 // 2, (before, after)
 
@@ -775,7 +777,7 @@ def test_over_tls(hostgate_factory):
     data = os.urandom(2 * MiB + 3)
     r = put(alice, "tls/b.bin", data)
     assert r.status == 201, r
-    conn = hg.connection(timeout=30)
+    conn = hg.connection()
     try:
         h = {"Cookie": "hg_session=" + alice.cookie}
         for _ in range(2):
@@ -852,7 +854,8 @@ def test_uploads_held_at_once_are_bounded(hg, alice):
     socks = []
     try:
         for i in range(n):
-            s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+            s = socket.create_connection(("127.0.0.1", hg.port),
+                                         timeout=hglib.SLOW)
             socks.append(s)
             s.sendall(raw_head(hg, alice, "PUT", url("held/%d" % i),
                                b"Content-Length: %d\r\n"
@@ -866,7 +869,7 @@ def test_uploads_held_at_once_are_bounded(hg, alice):
             assert got.startswith(b"HTTP/1.1 100 Continue"), got
         data = raw_head(hg, alice, "PUT", url("held/one-more"),
                         b"Content-Length: %d\r\n" % CAP)
-        status, headers, body = hglib.parse_raw(hg.raw(data, timeout=10))
+        status, headers, body = hglib.parse_raw(hg.raw(data))
         assert status == 503, body
         assert int(headers["retry-after"]) > 0
     finally:
@@ -876,6 +879,6 @@ def test_uploads_held_at_once_are_bounded(hg, alice):
     def accepted():
         r = put(alice, "held/after.txt", b"room again")
         return r if r.status == 201 else None
-    hglib.wait_for(accepted, 10, what="an upload accepted again")
+    hglib.wait_for(accepted, what="an upload accepted again")
     for d in hglib.DAEMONS:
         assert hg.alive(d), d

@@ -46,7 +46,7 @@ def _many_files():
     resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
-def connect(hg, source="127.0.0.1", timeout=10):
+def connect(hg, source="127.0.0.1", timeout=hglib.SLOW):
     """A plain TCP connection to frontd from source."""
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
@@ -55,7 +55,7 @@ def connect(hg, source="127.0.0.1", timeout=10):
     return s
 
 
-def read_all(s, timeout=10):
+def read_all(s, timeout=hglib.SLOW):
     """Everything s receives until the server closes (or resets)."""
     s.settimeout(timeout)
     out = b""
@@ -109,8 +109,7 @@ def assert_503(data):
 def assert_others_served(hg):
     """Another client, from 127.0.0.1: login, a command, /healthz."""
     s = hg.login(*hglib.ADMIN)
-    r = s.post("/api/run_command", {"command": "echo served-$((6*7))"},
-               timeout=30)
+    r = s.post("/api/run_command", {"command": "echo served-$((6*7))"})
     assert r.status == 200, r
     assert r.json()["stdout"] == "served-42\n", r.json()
     assert hg.health().status == 200
@@ -132,7 +131,7 @@ def test_idle_flood_from_one_address_spares_others(hg):
             flood.append(connect(hg, "127.0.0.2"))
         # frontd has taken them all in once it has shed all but 64.
         hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 1436,
-                       30, what="1436 idle connections shed")
+                       what="1436 idle connections shed")
         assert_others_served(hg)
         assert sum(map(closed_by_server, flood)) == 1436
     finally:
@@ -185,12 +184,11 @@ def test_global_limit(hostgate_factory):
     assert len(warnings_for(hg, "16 connections open, the limit")) == 1
     # Once they are closed, the episode ends with its summary.
     hglib.wait_for(lambda: "back under 16 connections (1 idle shed, 0 "
-                   "refused with 503)" in hg.log_text("frontd"), 10,
+                   "refused with 503)" in hg.log_text("frontd"),
                    what="the end of the episode")
     held = [busy(hg, "127.0.0.5") for _ in range(16)]
     try:
-        assert_503(hg.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n",
-                          timeout=10))
+        assert_503(hg.raw(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
     finally:
         for s in held:
             s.close()
@@ -218,7 +216,7 @@ def test_limit_kept_below_descriptors(hostgate_factory):
         for i in range(400):
             flood.append(connect(hg, "127.0.1.%d" % (i // 8 + 1)))
         hglib.wait_for(lambda: sum(map(closed_by_server, flood)) >= 144,
-                       30, what="144 idle connections shed")
+                       what="144 idle connections shed")
         assert hg.health().status == 200
     finally:
         for s in flood:
@@ -270,7 +268,7 @@ def test_bare_line_end_in_head_400(hg, sep):
     smuggled = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     data = (b"POST /api/login HTTP/1.1\r\nHost: x\r\nX-A: a" + sep +
             b"Content-Length: %d\r\n\r\n" % len(smuggled) + smuggled)
-    out = hg.raw(data, timeout=10)
+    out = hg.raw(data)
     status, headers, body = hglib.parse_raw(out)
     assert status == 400, out
     assert b"bare" in body, body
@@ -305,7 +303,7 @@ def test_half_closed_requests_answered_under_load(hg, bob):
     def load():
         while not stop.is_set():
             try:
-                r = hg.get("/api/status", cookie=bob.cookie, timeout=10)
+                r = hg.get("/api/status", cookie=bob.cookie)
                 if r.status != 200:
                     errors.append(r)
             except OSError as e:
@@ -356,7 +354,7 @@ def upgrade(hg, session, term_id, origin, host=None):
              b"Cookie: hg_session=%s" % session.cookie.encode()]
     if origin is not None:
         lines.append(b"Origin: " + origin.encode())
-    out = hg.raw(b"\r\n".join(lines) + b"\r\n\r\n", timeout=10)
+    out = hg.raw(b"\r\n".join(lines) + b"\r\n\r\n")
     return hglib.parse_raw(out)[0]
 
 
@@ -454,7 +452,7 @@ def test_allowed_origins_validated(hostgate_factory, value):
     hg = hostgate_factory(start=False)
     hg.env["HOSTGATE_ALLOWED_ORIGINS"] = value
     p = hg.start("frontd")
-    assert p.wait(timeout=10) != 0
+    assert p.wait(timeout=hglib.SLOW) != 0
     assert "HOSTGATE_ALLOWED_ORIGINS" in hg.log_text("frontd")
     assert "not a list of web origins" in hg.log_text("frontd")
 
@@ -475,7 +473,7 @@ def test_ws_input_flood_bounded(hg, bob):
         # canonical mode it would drop it). Typed as SLEEP''ING: only
         # sh's output matches, not the echo.
         t.ws.send_binary(b"exec sh -c 'stty raw -echo; echo SLEEP''ING; exec sleep 1000'\n")
-        t.ws.read_until(rb"SLEEPING", timeout=15)
+        t.ws.read_until(rb"SLEEPING")
         before = vm_rss_kib(pid)
         chunk = t.ws.frame(OP_BINARY, b"x" * (64 * 1024))
         total = 64 * MiB

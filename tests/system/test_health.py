@@ -46,11 +46,11 @@ def test_start_order_does_not_matter(hostgate_factory):
     """frontd first, then sandboxd, then brokerd: all link up on their own."""
     hg = hostgate_factory(start=False)
     hg.start("frontd")
-    r = hglib.wait_for(lambda: hg.health(), 5, what="frontd listening")
+    r = hglib.wait_for(lambda: hg.health(), what="frontd listening")
     assert_down(r, "brokerd")
     hg.start("sandboxd")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert_healthy_doc(hg.health().json())
 
 
@@ -61,7 +61,7 @@ def test_healthy_without_egressd(hostgate_factory):
     if "egressd" not in hglib.DAEMONS:
         pytest.skip("no egressd in this build")
     hg = hostgate_factory(env={"HOSTGATE_EGRESS_HOSTS": "/nonexistent/h"})
-    assert hg.procs["egressd"].wait(10) == 1, hg.log_text("egressd")
+    assert hg.procs["egressd"].wait(hglib.SLOW) == 1, hg.log_text("egressd")
     assert "HOSTGATE_EGRESS_HOSTS=/nonexistent/h" in hg.log_text("egressd")
     assert_healthy_doc(hg.wait_chain().json())
     r = hg.login(*hglib.ADMIN).post("/api/run_command",
@@ -74,7 +74,7 @@ def test_sandboxd_killed_and_restarted(hostgate_factory):
     s = hg.login(*hglib.ADMIN)
     hg.kill("sandboxd")
     t0 = time.monotonic()
-    r = hg.wait_status(503, timeout=3)
+    r = hg.wait_status(503)
     assert time.monotonic() - t0 < 2, "503 took %.2fs" % (time.monotonic() - t0)
     doc = assert_down(r, "sandboxd")
     assert doc["brokerd"]["ok"] is True, doc
@@ -82,7 +82,7 @@ def test_sandboxd_killed_and_restarted(hostgate_factory):
     assert s.get("/api/status").status == 200
     t0 = time.monotonic()
     hg.start("sandboxd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert time.monotonic() - t0 < 3, "relinked after %.2fs" % (
         time.monotonic() - t0)
     assert_healthy_doc(hg.health().json())
@@ -94,7 +94,7 @@ def test_brokerd_killed_and_restarted(hostgate_factory):
     s = hg.login(*hglib.ADMIN)
     hg.kill("brokerd")
     t0 = time.monotonic()
-    r = hg.wait_status(503, timeout=3)
+    r = hg.wait_status(503)
     assert time.monotonic() - t0 < 2, "503 took %.2fs" % (time.monotonic() - t0)
     assert_down(r, "brokerd")
 
@@ -110,7 +110,7 @@ def test_brokerd_killed_and_restarted(hostgate_factory):
 
     t0 = time.monotonic()
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert time.monotonic() - t0 < 3, "relinked after %.2fs" % (
         time.monotonic() - t0)
     assert_healthy_doc(hg.health().json())
@@ -123,7 +123,7 @@ def test_frontd_killed_and_restarted(hostgate_factory):
     s = hg.login(*hglib.USER)
     hg.kill("frontd")
     hg.start("frontd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert s.get("/api/status").status == 200
     assert hg.alive("brokerd") and hg.alive("sandboxd")
 
@@ -135,14 +135,14 @@ def test_daemons_survive_repeated_peer_restarts(hostgate_factory):
         hg.start("brokerd")
         hg.kill("sandboxd")
         hg.start("sandboxd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert hg.alive("frontd")
 
 
 def test_brokerd_sigterm_exits_cleanly(hostgate_factory):
     hg = hostgate_factory(users=False)
     assert hg.stop("brokerd") == 0, hg.log_text("brokerd")
-    assert_down(hg.wait_status(503, timeout=3), "brokerd")
+    assert_down(hg.wait_status(503), "brokerd")
     for name in ("frontd", "sandboxd"):
         assert hg.stop(name) == 0, hg.log_text(name)
 
@@ -164,5 +164,5 @@ def test_sigterm_during_start_up_exits_cleanly(hostgate_factory, name):
     exit line), never by the signal's default action half set up."""
     hg = hostgate_factory(start=False)
     p = hg.start(name, prefix=TERM_PENDING)
-    assert p.wait(15) == 0, hg.log_text(name)
+    assert p.wait(hglib.SLOW) == 0, hg.log_text(name)
     assert "signal 15, exiting" in hg.log_text(name), hg.log_text(name)

@@ -202,7 +202,7 @@ def bare_hgctl(hg, *args, env=None):
     e = {"PATH": hg.env["PATH"], "LANG": "C.UTF-8"}
     e.update(env or {})
     return subprocess.run([hg.binary("hgctl")] + list(args), env=e,
-                          capture_output=True, text=True, timeout=30,
+                          capture_output=True, text=True, timeout=hglib.SLOW,
                           cwd=hg.dir)
 
 
@@ -416,7 +416,7 @@ def test_status_degraded_and_down(hostgate_factory):
         return json.loads(hg.hgctl("status", "--json").stdout)
 
     hg.stop("frontd")
-    hglib.wait_for(lambda: not status()["daemons"]["frontd"]["up"], 10,
+    hglib.wait_for(lambda: not status()["daemons"]["frontd"]["up"],
                    what="brokerd to see frontd gone")
     r = hg.hgctl("status", "--json")
     assert r.returncode == 1, r
@@ -429,7 +429,7 @@ def test_status_degraded_and_down(hostgate_factory):
         in r.stdout, r
 
     hg.stop("sandboxd")
-    hglib.wait_for(lambda: not status()["daemons"]["sandboxd"]["up"], 10,
+    hglib.wait_for(lambda: not status()["daemons"]["sandboxd"]["up"],
                    what="brokerd to see sandboxd gone")
     r = hg.hgctl("status", "--json")
     doc = json.loads(r.stdout)
@@ -511,7 +511,7 @@ def test_hostgate_mode_in_environment_is_accepted(shared):
     r = subprocess.run(shared.wrap([shared.binary("hgctl"), "user", "list"],
                                    (0, 0) if shared.mode == "root" else None),
                        env=dict(env, PATH=shared.env["PATH"]),
-                       capture_output=True, text=True, timeout=30)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 0, r
     assert r.stderr == "", r.stderr
     assert hglib.ADMIN[0] in r.stdout
@@ -522,7 +522,8 @@ def test_unknown_variable_warns_with_suggestion(shared):
            "HOSTGATE_RUN_DRI": "/elsewhere", "PATH": shared.env["PATH"]}
     r = subprocess.run(shared.wrap([shared.binary("hgctl"), "user", "list"],
                                    (0, 0) if shared.mode == "root" else None),
-                       env=env, capture_output=True, text=True, timeout=30)
+                       env=env, capture_output=True, text=True,
+                       timeout=hglib.SLOW)
     assert r.returncode == 0, r
     assert "hgctl: WARN: unknown variable HOSTGATE_RUN_DRI in the " \
         "environment, ignored (did you mean HOSTGATE_RUN_DIR?)" in r.stderr, \

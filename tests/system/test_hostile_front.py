@@ -374,7 +374,7 @@ def control_talk(hg, requests):
 
     def run():
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(5)
+        s.settimeout(hglib.SLOW)
         s.connect(path)
         s.send(hglib.hello("hgctl"))
         for i, r in enumerate(requests):
@@ -464,7 +464,7 @@ def test_sandbox_field_kinds_refused(lone):
 
     def run():
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        s.settimeout(5)
+        s.settimeout(hglib.SLOW)
         s.connect(path)
         s.send(hglib.hello("brokerd"))
         for i, (r, _) in enumerate(cases):

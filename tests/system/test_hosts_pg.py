@@ -162,7 +162,7 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     start_sleeper(sa)
     cmd = hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live "
                                       "WHERE host = 'ha' AND kind = "
-                                      "'command'"), 15,
+                                      "'command'"),
                          what="the command's live row")[0][0]
     assert cmd.startswith("ha.") and ID_RE.match(cmd[3:]), cmd
 
@@ -197,9 +197,9 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     # A dies at once, all its daemons: B declares it lost.
     kill_all(a)
     hglib.wait_for(lambda: host_state(pg, store, "ha") == ("lost", "hb"),
-                   LOST + 30, what="ha declared lost by hb")
+                   LOST + hglib.SLOW, what="ha declared lost by hb")
     recs = hglib.wait_for(lambda: policylib.audit_show(
-        b, "--action", "host_lost"), 10, what="host_lost record")
+        b, "--action", "host_lost"), what="host_lost record")
     assert len(recs) == 1, recs
     d = recs[0]["detail"]
     assert d["host"] == "ha" and d["lost_by"] == "hb", d
@@ -357,7 +357,7 @@ def test_store_away_loses_no_host(hostgate_factory, pg, store):
     # the other, whose heartbeat was fresh by then.
     hglib.wait_for(lambda: min(seen_ms(pg, store, "hd"),
                                seen_ms(pg, store, "he"))
-                   > back + (LOST + 2) * 1000, LOST + 30,
+                   > back + (LOST + 2) * 1000, LOST + hglib.SLOW,
                    what="both hosts beating again")
     assert host_state(pg, store, "hd") == ("up", "")
     assert host_state(pg, store, "he") == ("up", "")
@@ -379,17 +379,18 @@ def test_stalled_host_declared_lost_comes_back(hostgate_factory, pg, store):
     a.send_signal("brokerd", signal.SIGSTOP)
     try:
         hglib.wait_for(lambda: host_state(pg, store, "hf") ==
-                       ("lost", "hg"), LOST + 30, what="hf declared lost")
+                       ("lost", "hg"), LOST + hglib.SLOW,
+                       what="hf declared lost")
         # Its terminal listed, as lost, to its session served by B.
         via_b = hglib.Session(b, s.user, s.role, s.cookie, s.csrf)
         assert [(t["id"], t["state"]) for t in via_b.get(
             "/api/terminals").json()["terminals"]] == [(tid, "lost")]
     finally:
         a.send_signal("brokerd", signal.SIGCONT)
-    hglib.wait_for(lambda: host_state(pg, store, "hf") == ("up", ""), 15,
+    hglib.wait_for(lambda: host_state(pg, store, "hf") == ("up", ""),
                    what="hf up again")
     hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
-                                "host = 'hf'") == [[tid]], 10,
+                                "host = 'hf'") == [[tid]],
                    what="hf's live row back")
     ups = [rec for rec in policylib.audit_show(a, "--action", "host_up")
            if (rec.get("detail") or {}).get("rejoined")]
@@ -417,11 +418,11 @@ def test_live_rows_made_again_after_the_store_is_back(hostgate_factory, pg,
         pg.stop()
         ws.send_binary(b"exit\n")
         hglib.wait_for(lambda: not [t for t in s.get("/api/terminals").json()[
-            "terminals"] if t["id"] == ended.id and t["running"]], 15,
+            "terminals"] if t["id"] == ended.id and t["running"]],
             what="the shell gone")
         pg.start()
         hglib.wait_for(lambda: rows(pg, store, "SELECT id FROM live WHERE "
-                                    "host = 'hh'") == [[kept.id]], 30,
+                                    "host = 'hh'") == [[kept.id]],
                        what="the live rows made again")
     finally:
         kept.close()

@@ -253,26 +253,25 @@ def small_body(mode):
 
 
 def test_body_over_limit_413_at_once(small_body):
+    """The 413 comes on the head alone: the rest of the body is never
+    sent, so a frontd that waited for it would never answer (the wait is
+    the suite's bound, no clock)."""
     hg = small_body
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=5)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(b"POST /api/login HTTP/1.1\r\nHost: x\r\n"
                   b"Content-Type: application/json\r\n"
                   b"Content-Length: 100000\r\n\r\n{\"username\":")
-        t0 = time.monotonic()
-        s.settimeout(2)
         out = b""
         while not (b"\r\n\r\n" in out and hglib._complete(out)):
             chunk = s.recv(65536)
             if not chunk:
                 break
             out += chunk
-        elapsed = time.monotonic() - t0
     finally:
         s.close()
     status, headers, body = hglib.parse_raw(out)
     assert status == 413, out[:300]
-    assert elapsed < 1.5, elapsed
     assert b"too_large" in body, body
     assert_alive(hg)
 

@@ -183,7 +183,8 @@ def test_units_verify(dest):
     env = dict(os.environ, MANPATH=installed(d, PREFIX + "/share/man"))
     r = subprocess.run(["systemd-analyze", "verify"] +
                        [os.path.join(v, u) for u in UNITS + ("hostgate.target",)],
-                       capture_output=True, text=True, env=env, timeout=60)
+                       capture_output=True, text=True, env=env,
+                       timeout=hglib.SLOW)
     assert r.returncode == 0 and r.stdout + r.stderr == "", \
         r.stdout + r.stderr
 
@@ -193,7 +194,7 @@ def test_units_security(dest, unit):
     _, d = dest
     r = subprocess.run(["systemd-analyze", "security", "--offline=true",
                         installed(d, UNITDIR + "/" + unit)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
     assert m, r.stdout + r.stderr
     assert float(m.group(1)) <= EXPOSURE_MAX[unit], r.stdout
@@ -221,11 +222,13 @@ def test_store_tcp_drop_in(dest):
         f.write(text)
     env = dict(os.environ, MANPATH=installed(d, PREFIX + "/share/man"))
     r = subprocess.run(["systemd-analyze", "verify", path],
-                       capture_output=True, text=True, env=env, timeout=60)
+                       capture_output=True, text=True, env=env,
+                       timeout=hglib.SLOW)
     assert r.returncode == 0 and r.stdout + r.stderr == "", \
         r.stdout + r.stderr
     r = subprocess.run(["systemd-analyze", "security", "--offline=true",
-                        path], capture_output=True, text=True, timeout=60)
+                        path], capture_output=True, text=True,
+                        timeout=hglib.SLOW)
     m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
     assert m, r.stdout + r.stderr
     assert float(m.group(1)) <= \
@@ -240,7 +243,7 @@ def test_man_lint(dest, page):
     _, d = dest
     r = subprocess.run(["groff", "-man", "-ww", "-z",
                         installed(d, PREFIX + "/share/man/" + page)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 0 and r.stdout + r.stderr == "", r.stderr
 
 
@@ -250,7 +253,7 @@ def test_sysusers(dest):
     os.makedirs(os.path.join(root, "etc"), exist_ok=True)
     r = subprocess.run(["systemd-sysusers", "--root=" + root,
                         installed(d, PREFIX + "/lib/sysusers.d/hostgate.conf")],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 0, r.stderr
     with open(os.path.join(root, "etc", "passwd")) as f:
         users = {l.split(":")[0]: l.split(":") for l in f.read().splitlines()}
@@ -276,7 +279,7 @@ def tmpfiles_create(top, d):
     for sub in ("var", "var/lib", "run"):
         os.chmod(os.path.join(root, sub), 0o755)
     r = subprocess.run(["systemd-tmpfiles", "--create", conf],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 0, r.stderr
     return root
 
@@ -425,7 +428,7 @@ def test_started_as_service_users(hostgate_factory, mode):
     hg.start_all()
     # egressd sees no other socket and no state, yet links to sandboxd.
     hglib.wait_for(lambda: hg.egress_linked() and hg.alive("egressd"),
-                   15, what="egressd linked to sandboxd")
+                   what="egressd linked to sandboxd")
     for name in hglib.DAEMONS:
         uid = pwd.getpwnam(hglib.SERVICE_USERS[name]).pw_uid
         st = hglib.proc_status(hg.pid(name))
@@ -446,7 +449,7 @@ def test_started_as_service_users(hostgate_factory, mode):
 def syscall_sets():
     """systemd-analyze's syscall groups, each expanded to its calls."""
     r = subprocess.run(["systemd-analyze", "syscall-filter"],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=hglib.SLOW)
     groups, cur = {}, None
     for line in r.stdout.splitlines():
         s = line.strip()
@@ -489,7 +492,7 @@ def test_syscalls_within_unit_filter(hostgate_factory, mode):
     assert s.get("/api/status").status == 200
     assert s.post("/api/logout").status == 200
     if "egressd" in traces:
-        hglib.wait_for(lambda: hg.egress_linked(), 15,
+        hglib.wait_for(lambda: hg.egress_linked(),
                        what="egressd linked to sandboxd")
     # strace does not pass SIGTERM on: stop the daemons it traces.
     for n in traces:
@@ -497,7 +500,7 @@ def test_syscalls_within_unit_filter(hostgate_factory, mode):
         with open("/proc/%d/task/%d/children" % (tracer, tracer)) as f:
             for child in f.read().split():
                 os.kill(int(child), signal.SIGTERM)
-        hg.procs[n].wait(10)
+        hg.procs[n].wait(hglib.SLOW)
     expand = syscall_sets()
     for n, path in traces.items():
         allowed = set()
@@ -585,7 +588,7 @@ def test_installed_service_runs(dest):
             log.close()
         listen = os.path.join(run, "frontd.listen")
         hglib.wait_for(lambda: alive() and os.path.exists(listen) and
-                       open(listen).read().endswith("\n"), 20,
+                       open(listen).read().endswith("\n"),
                        what="frontd.listen")
         host, _, port = open(listen).read().strip().rpartition(":")
         assert host == "127.0.0.1" and int(port) > 0, (host, port)
@@ -593,15 +596,16 @@ def test_installed_service_runs(dest):
         hgctl = [installed(d, PREFIX + "/bin/hgctl")]
         hglib.wait_for(lambda: alive() and subprocess.run(
             hgctl + ["user", "list"], env=env, capture_output=True,
-            timeout=30).returncode == 0, 20, what="brokerd to answer hgctl")
+            timeout=hglib.SLOW).returncode == 0,
+            what="brokerd to answer hgctl")
         r = subprocess.run(hgctl + ["user", "add", "alice", "--admin",
                                     "--password-stdin"],
                            input="alice-password-1\n", env=env,
-                           capture_output=True, text=True, timeout=30)
+                           capture_output=True, text=True, timeout=hglib.SLOW)
         assert r.returncode == 0, r.stderr
 
         def post(path, body, headers=None):
-            c = http.client.HTTPConnection(host, int(port), timeout=30)
+            c = http.client.HTTPConnection(host, int(port), timeout=hglib.SLOW)
             try:
                 c.request("POST", path, body=json.dumps(body),
                           headers=dict({"Content-Type": "application/json"},
@@ -612,7 +616,7 @@ def test_installed_service_runs(dest):
                 c.close()
 
         def healthy():
-            c = http.client.HTTPConnection(host, int(port), timeout=30)
+            c = http.client.HTTPConnection(host, int(port), timeout=hglib.SLOW)
             try:
                 c.request("GET", "/healthz")
                 resp = c.getresponse()
@@ -621,8 +625,8 @@ def test_installed_service_runs(dest):
             finally:
                 c.close()
 
-        hglib.wait_for(healthy, 30, what="/healthz 200")
-        hglib.wait_for(lambda: alive() and hglib.egress_linked(run), 15,
+        hglib.wait_for(healthy, what="/healthz 200")
+        hglib.wait_for(lambda: alive() and hglib.egress_linked(run),
                        what="egressd linked to sandboxd")
         # All up: frontd and brokerd run as their users from the start,
         # sandboxd has dropped to its own; the sockets let the right peers in.
@@ -659,7 +663,7 @@ def test_installed_service_runs(dest):
                 p.send_signal(signal.SIGTERM)
         for n, p in procs.items():
             try:
-                p.wait(10)
+                p.wait(hglib.SLOW)
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()

@@ -59,7 +59,7 @@ def refused(hg, sock):
     return [i for i in ids if i[0] not in ok]
 
 
-def probe(hg, sock, steps, who=None, wait=2.0):
+def probe(hg, sock, steps, who=None, wait=hglib.SLOW):
     path = os.path.join(hg.run, sock)
     assert os.path.exists(path), path
     return hglib.run_as(who or allowed(hg, sock),
@@ -108,7 +108,7 @@ def served_probe(path, client, request, wait):
         s.close()
 
 
-def served(hg, sock, wait=10.0):
+def served(hg, sock, wait=hglib.SLOW):
     """served_probe of sock as the peer it expects; asserts that its
     request got a result."""
     path = os.path.join(hg.run, sock)

@@ -29,8 +29,7 @@ def assert_429s(results):
 def test_mode_changes_exact_under_concurrency(hostgate_factory):
     hg = pl.own(hostgate_factory, "modeflood", HOSTGATE_MODE_RATE_PER_MINUTE=N)
     alice = hg.login(*pl.ADMIN)
-    res = pl.at_once(FLOOD, lambda i: pl.set_mode(alice, "sandbox",
-                                                 timeout=30))
+    res = pl.at_once(FLOOD, lambda i: pl.set_mode(alice, "sandbox"))
     got = pl.statuses(res)
     assert got == {200: N, 429: FLOOD - N}, got
     assert_429s(res)
@@ -86,11 +85,10 @@ def test_spawns_exact_under_concurrency_and_others_unaffected(
     go = threading.Event()
 
     def bob_works():
-        go.wait(10)
+        go.wait(hglib.SLOW)
         for _ in range(5):
             bob_results.append(bob.post("/api/run_command",
-                                        {"command": "echo bob-ok"},
-                                        timeout=30))
+                                        {"command": "echo bob-ok"}))
 
     t = threading.Thread(target=bob_works, daemon=True)
     t.start()
@@ -98,11 +96,10 @@ def test_spawns_exact_under_concurrency_and_others_unaffected(
     def flood(i):
         if i == 0:
             go.set()
-        return alice.post("/api/run_command", {"command": "true"},
-                          timeout=30)
+        return alice.post("/api/run_command", {"command": "true"})
 
     res = pl.at_once(FLOOD, flood)
-    t.join(60)
+    t.join(hglib.SLOW)
     got = pl.statuses(res)
     assert got == {200: N, 429: FLOOD - N}, got
     assert_429s(res)
@@ -124,7 +121,7 @@ def test_spawns_default_burst(hostgate_factory):
     bob = hg.login(*pl.USER)
     t0 = time.monotonic()
     res = pl.at_once(40, lambda i: bob.post("/api/run_command",
-                                            {"command": "true"}, timeout=30))
+                                            {"command": "true"}))
     took = time.monotonic() - t0
     got = pl.statuses(res)
     # A burst of 30, and the bucket refills at 2 a second meanwhile.
@@ -142,7 +139,7 @@ def test_logins_exact_under_concurrency(hostgate_factory):
     def attempt(i):
         return hg.post("/api/login", {"username": "bob",
                                       "password": "wrong-%d" % i},
-                       source=source, timeout=30)
+                       source=source)
 
     res = pl.at_once(FLOOD, attempt)
     got = pl.statuses(res)
@@ -180,5 +177,6 @@ def test_bad_limits_stop_brokerd(tmp_path, var, value):
            "HOSTGATE_RUN_DIR": str(tmp_path / "run"),
            "HOSTGATE_PROFILES_DIR": hglib.PROFILES, var: value}
     r = subprocess.run([os.path.join(hglib.BUILD, "brokerd"), "-n"],
-                       env=env, capture_output=True, text=True, timeout=10)
+                       env=env, capture_output=True, text=True,
+                       timeout=hglib.SLOW)
     assert r.returncode != 0 and var in r.stderr, (r.returncode, r.stderr)

@@ -55,7 +55,7 @@ def test_failed_bind_leaves_no_address_file(hostgate_factory):
         # Not hg.start(), which removes the file itself.
         env = dict(hg.env, HOSTGATE_LISTEN="127.0.0.1:%d" % port)
         r = subprocess.run(hg.wrap([hg.binary("frontd"), "-d"]), env=env,
-                           capture_output=True, text=True, timeout=20,
+                           capture_output=True, text=True, timeout=hglib.SLOW,
                            cwd=hg.dir)
     assert r.returncode == 1, r
     assert not os.path.exists(hg.listen_path())
@@ -78,9 +78,9 @@ def test_listen_file_ipv6(hostgate_factory):
     hg.start("frontd")
     host, port = hglib.read_listen(hg.run)
     assert host == "[::1]" and port == hg.port, (host, port)
-    with socket.create_connection(("::1", port), timeout=5):
+    with socket.create_connection(("::1", port), timeout=hglib.SLOW):
         pass
     # The line comes just after the file (the file is written before the
     # privilege drop, the line once frontd serves).
     hglib.wait_for(lambda: "listening on [::1]:%d" % port in
-                   hg.log_text("frontd"), 10, what="frontd's listening line")
+                   hg.log_text("frontd"), what="frontd's listening line")

@@ -23,7 +23,7 @@ class Control:
 
     def __init__(self, hg):
         self.s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.s.settimeout(30)
+        self.s.settimeout(hglib.SLOW)
         self.s.connect(os.path.join(hg.run, "broker-control.sock"))
         self.s.send(hglib.hello("hgctl"))
         assert json.loads(self.s.recv(IPC_MAX_MSG + 1))["type"] == "hello"
@@ -224,7 +224,7 @@ def seed_sessions(hg, user, n):
         if os.path.exists(path + suffix):
             os.chown(path + suffix, st.st_uid, st.st_gid)
     hg.start("brokerd")
-    hg.wait_healthy(timeout=10)
+    hg.wait_healthy()
     hg.wait_control()
     return {r[0] for r in rows}
 

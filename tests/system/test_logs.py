@@ -46,8 +46,8 @@ def rid_of(r):
 
 def run(session, command):
     """POST /api/run_command; the response (asserts 200)."""
-    r = session.post("/api/run_command", {"command": command, "timeout": 20},
-                     timeout=30)
+    r = session.post("/api/run_command", {"command": command,
+                                          "timeout": int(hglib.SLOW)})
     assert r.status == 200, r
     return r
 
@@ -59,7 +59,7 @@ def access_lines(hg, *want):
     if want:
         return hglib.wait_for(
             lambda: (lambda a: a if all(r in a for r in want) else None)(
-                access_lines(hg)), 10,
+                access_lines(hg)),
             what="frontd's access lines of " + ", ".join(want))
     out = {}
     for line in hg.log_text("frontd").splitlines():
@@ -84,7 +84,7 @@ def lines_saying(hg, name, rid, text):
     daemon may log a step just after passing its result on)."""
     return hglib.wait_for(
         lambda: (lambda b: b if any(text in ln for ln in b) else None)(
-            lines_with(hg, name, rid)), 10,
+            lines_with(hg, name, rid)),
         what="%s saying %r about %s" % (name, text, rid))
 
 
@@ -128,7 +128,7 @@ def test_request_id_on_every_response(hg, alice):
     seen.append(h["x-request-id"])
 
     # The event stream: read its head only.
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=5)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(("GET /api/events HTTP/1.1\r\nHost: x\r\nCookie: "
                    "hg_session=%s\r\n\r\n" % alice.cookie).encode())
@@ -265,7 +265,7 @@ def test_hostile_request_id_is_replaced(hg, alice):
          "request_id": 42},
         {"type": "token_mint", "auth": pl.auth_of(alice),
          "request_id": "00112233aabbccdd"},
-    ], wait=20)
+    ])
     replies = [res["replies"].get(1001 + i) for i in range(4)]
     assert all(r is not None and "result" in r for r in replies), replies
     assert all(r.get("user") == "alice" for r in replies), replies
@@ -313,7 +313,7 @@ def test_no_syslog_means_stderr(hostgate_factory):
     p = start_logged(hg, "brokerd", hglib.private_mounts(hide, "sh"),
                      argv_tail=())
     try:
-        assert p.wait(10) == 0      # the parent of daemon(3)
+        assert p.wait(hglib.SLOW) == 0      # the parent of daemon(3)
         hg.wait_healthy()
         hg.add_user(*hglib.USER)
         hg.login(*hglib.USER)
@@ -403,7 +403,7 @@ def test_journal_fields(hostgate_factory):
                         for e in about))
         # The three daemons' datagrams reach the socket in any order, and
         # the reader takes them one by one: wait for each daemon's.
-        hglib.wait_for(all_arrived, 10, what="each daemon's journal entry")
+        hglib.wait_for(all_arrived, what="each daemon's journal entry")
     finally:
         if sink is not None:
             sink.close()

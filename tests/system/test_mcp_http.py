@@ -50,8 +50,7 @@ def post(hg, msg, bearer=None, headers=None, raw=None):
     h = {"Accept": ACCEPT, "Content-Type": "application/json"}
     h.update(headers or {})
     body = raw if raw is not None else json.dumps(msg)
-    return hg.request("POST", "/mcp", body=body, headers=h, bearer=bearer,
-                      timeout=30)
+    return hg.request("POST", "/mcp", body=body, headers=h, bearer=bearer)
 
 
 def rpc(id_, method, params=None):
@@ -131,7 +130,7 @@ class Stream:
 
     def __init__(self, hg, method, headers, body=b""):
         self.sock = socket.create_connection(("127.0.0.1", hg.port),
-                                             timeout=10)
+                                             timeout=hglib.SLOW)
         h = ["Host: 127.0.0.1:%d" % hg.port] + \
             ["%s: %s" % kv for kv in headers.items()]
         if body:
@@ -142,7 +141,7 @@ class Stream:
         head = self._until(b"\r\n\r\n")
         self.status, self.headers, _ = hglib.parse_raw(head)
 
-    def _until(self, sep, timeout=10):
+    def _until(self, sep, timeout=hglib.SLOW):
         deadline = time.monotonic() + timeout
         while sep not in self.buf:
             self.sock.settimeout(max(deadline - time.monotonic(), 0.01))
@@ -153,7 +152,7 @@ class Stream:
         out, _, self.buf = self.buf.partition(sep)
         return out + sep
 
-    def message(self, timeout=10):
+    def message(self, timeout=hglib.SLOW):
         """The next JSON-RPC message of the stream (comments skipped)."""
         while True:
             block = self._until(b"\n\n", timeout)
@@ -723,18 +722,18 @@ def test_revoke_ends_the_tokens_streams(hg, alice):
         end = listen.message()
         assert end["id"] == 51 and end["result"]["resultType"] == \
             "complete", end
-        assert listen._until(b"\n\n", 30) is None   # then it closes
-        assert get._until(b"\n\n", 30) is None
+        assert listen._until(b"\n\n") is None   # then it closes
+        assert get._until(b"\n\n") is None
         # Its session is forgotten; the answer is a revoked token's.
         r = s.send(rpc(2, "ping"))
         assert r.status == 401, r
         assert r.header("WWW-Authenticate").startswith(
             "Bearer resource_metadata="), r
         pl.grant(alice)
-        log = other_get.message(30)
+        log = other_get.message()
         assert log["method"] == "notifications/message", log
         assert log["params"]["data"]["event"] == "mode_changed", log
-        up = other_listen.message(30)
+        up = other_listen.message()
         assert up["method"] == "notifications/resources/updated", up
         assert other.call("ping")["result"] == {}
     finally:
@@ -749,9 +748,9 @@ def test_revoke_standalone_token(hg):
     listen = listen_stream(hg, gone["token"], 61)
     try:
         hg.hgctl_ok("token", "revoke", str(gone["id"]))
-        end = listen.message(30)
+        end = listen.message()
         assert end["id"] == 61 and end["result"]["resultType"] == \
             "complete", end
-        assert listen._until(b"\n\n", 30) is None
+        assert listen._until(b"\n\n") is None
     finally:
         listen.close()

@@ -33,7 +33,9 @@ INSPECTOR = os.path.join(MCP_DIR, "node_modules", "@modelcontextprotocol",
                          "inspector", "clients", "launcher", "build",
                          "index.js")
 SOURCES = os.path.join(hglib.REPO, "tests", "mcp")
-STEP_TIMEOUT = 45       # seconds for one step of a driver, or one CLI run
+# Seconds for one step of a driver (which may itself wait up to SLOW for a
+# notification), or one CLI run.
+STEP_TIMEOUT = 2 * hglib.SLOW
 TOOLS = {"run_command", "run_python", "read_file", "write_file",
          "list_files", "status"}
 MODERN = "2026-07-28"
@@ -109,7 +111,7 @@ class Driver:
                                                      self.stderr()))
             chunk = os.read(self.p.stdout.fileno(), 65536)
             if not chunk:
-                self.p.wait(5)
+                self.p.wait(hglib.SLOW)
                 raise AssertionError("driver %s exited (%s) during %s; "
                                      "stderr: %s" % (self.flavour,
                                                      self.p.returncode, op,
@@ -133,7 +135,7 @@ class Driver:
     def kill(self):
         if self.p.poll() is None:
             self.p.kill()
-            self.p.wait(5)
+            self.p.wait(hglib.SLOW)
 
     def close(self):
         if self.p.poll() is None:
@@ -143,7 +145,7 @@ class Driver:
                 pass
             self.p.stdin.close()
             try:
-                self.p.wait(10)
+                self.p.wait(hglib.SLOW)
             except subprocess.TimeoutExpired:
                 self.kill()
         self.err.close()
@@ -449,7 +451,7 @@ def test_direct_mode_reaches_the_session(hg, drivers):
         # The server tells the open stream (the SDK's GET stream) that the
         # constraints changed.
         n = d.ok("wait_notification", method="notifications/message",
-                 ms=10000)
+                 ms=int(hglib.SLOW * 1000))
         assert "direct" in json.dumps(n).lower(), n
         r = d.call("run_command", command="true")
         assert not r.get("isError"), r
@@ -554,7 +556,7 @@ def test_v2_listen_sees_the_permission_change(hg, drivers):
                     {"permission": "read-only"}).status == 200
     try:
         n = d.ok("wait_notification", method="notifications/resources/updated",
-                 ms=10000)
+                 ms=int(hglib.SLOW * 1000))
         assert n["params"]["uri"] == uri, n
         r = d.call("run_command", command="true")
         assert sc(r)["permission"] == "read-only", r
@@ -651,7 +653,7 @@ def test_deps_installed_work_offline(mcp_dir):
     env = dict(os.environ, **DEAD_REGISTRY)
     r = subprocess.run([os.path.join(hglib.REPO, "scripts", "mcp-deps.sh"),
                         mcp_dir], capture_output=True, text=True, env=env,
-                       timeout=60)
+                       timeout=hglib.SLOW)
     assert r.returncode == 0 and r.stdout.strip() == mcp_dir, r
     assert "NPM" not in r.stderr, r.stderr
 

@@ -57,7 +57,7 @@ def store_rows(hg, sql, args=(), timeout=5.0):
 def refused_start(hg):
     """Start brokerd on a broken state; it must exit non-zero: its log."""
     before = len(hg.log_text("brokerd"))
-    rc = hg.start("brokerd").wait(30)
+    rc = hg.start("brokerd").wait(hglib.SLOW)
     log = hg.log_text("brokerd")[before:]
     assert rc != 0, log
     return log
@@ -83,7 +83,7 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
         store_rows(hg, "SELECT count(*) FROM tokens", timeout=0)
 
     assert hg.stop("brokerd") == 0
-    hg.wait_status(503, timeout=3)
+    hg.wait_status(503)
 
     users = os.path.join(hg.state, "users.json")
     assert_private(users, broker_uid(hg))
@@ -107,7 +107,7 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
                       (h,)) == [(USER[0],)]
 
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     r = s.get("/api/status")
     assert r.status == 200, r
     assert r.json()["user"] == USER[0]
@@ -131,13 +131,13 @@ def test_sigkill_after_mint_keeps_the_token(hostgate_factory):
     tok = s.post("/api/session/tokens").json()["token"]
     hg.kill("brokerd")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert hg.get("/api/status", bearer=tok).status == 200
 
     standalone = hg.hgctl_ok("token", "create", ADMIN[0]).stdout.strip()
     hg.kill("brokerd")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert hg.get("/api/status", bearer=standalone).status == 200
 
     tid = [t["id"] for t in hg.hgctl_json("token", "list")
@@ -147,7 +147,7 @@ def test_sigkill_after_mint_keeps_the_token(hostgate_factory):
     assert s.post("/api/logout").status == 200
     hg.kill("brokerd")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert hg.get("/api/status", bearer=standalone).status == 401
     assert s.get("/api/status").status == 401
     assert hg.get("/api/status", bearer=tok).status == 401
@@ -177,7 +177,7 @@ def test_sessions_json_migrated_once(hostgate_factory):
     assert hg.stop("brokerd") == 0
     sec, doc = fixture_sessions_json(hg)
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     migrated = os.path.join(hg.state, "sessions.json.migrated")
     assert not os.path.exists(os.path.join(hg.state, "sessions.json"))
     assert os.path.exists(migrated)
@@ -209,7 +209,7 @@ def test_sessions_json_migrated_once(hostgate_factory):
     with open(migrated, "w") as f:
         f.write("not even JSON")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     works()
     # The CSRF token migrated with its session: a logout with it works.
     assert bob.post("/api/logout").status == 200
@@ -259,7 +259,7 @@ def test_broken_store_stops_brokerd(hostgate_factory, damage):
     # The remedy the message gives works: moved aside, brokerd starts.
     os.rename(store, store + ".broken")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     hg.login(*USER)
 
 
@@ -270,7 +270,7 @@ def test_brokerd_sigkill_keeps_committed_state(hostgate_factory):
     s = hg.login("gina", "gina-password-1")
     hg.kill("brokerd")
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     assert s.get("/api/status").status == 200
     hg.login("gina", "gina-password-1")
 
@@ -283,7 +283,7 @@ def test_user_changes_persist(hostgate_factory):
     assert hg.stop("brokerd") == 0
     assert_private(os.path.join(hg.state, "users.json"), broker_uid(hg))
     hg.start("brokerd")
-    hg.wait_healthy(timeout=5)
+    hg.wait_healthy()
     names = [u["name"] for u in hg.hgctl_json("user", "list")]
     assert names == [USER[0]], names
     assert hg.post("/api/login", {"username": USER[0],

@@ -22,7 +22,8 @@ def hgctl(env, *args):
     full.update(env)
     return subprocess.run([os.path.join(hglib.BUILD, "hgctl")] + list(args),
                           env=full, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, timeout=60)
+                          stderr=subprocess.STDOUT, text=True,
+                          timeout=hglib.SLOW)
 
 
 def brokerd_log(hg):
@@ -35,7 +36,7 @@ def start_refused(mode, env):
     hg = hglib.Hostgate(mode, env=env, name="pglink")
     try:
         p = hg.start("brokerd")
-        assert p.wait(timeout=30) != 0
+        assert p.wait(timeout=hglib.SLOW) != 0
         fatal = [line for line in brokerd_log(hg).splitlines()
                  if "FATAL" in line]
         assert fatal, brokerd_log(hg)
@@ -165,16 +166,16 @@ def test_link_lost_and_back_by_itself(pg, mode):
         assert "store: PostgreSQL at %s:5432/" % pg.sock in brokerd_log(hg)
         assert "host h1" in brokerd_log(hg)
         pg.stop()
-        hglib.wait_for(lambda: "store: link lost" in brokerd_log(hg), 10,
+        hglib.wait_for(lambda: "store: link lost" in brokerd_log(hg),
                        what="the link declared lost")
         pg.start()
         hglib.wait_for(lambda: "store: link back after" in brokerd_log(hg),
-                       10, what="the link back")
+                       what="the link back")
         hglib.wait_for(lambda: pg.psql(url, "SELECT count(*) FROM "
                                        "pg_stat_activity WHERE "
                                        "application_name = "
                                        "'hostgate-brokerd'") == [["1"]],
-                       10, what="brokerd's connection")
+                                       what="brokerd's connection")
         # LISTEN is on again: a user another host adds (a row written by
         # psql, its trigger's NOTIFY) is in brokerd's memory, which is
         # what hgctl user list shows, with no lookup asking for it.
@@ -182,7 +183,7 @@ def test_link_lost_and_back_by_itself(pg, mode):
                 "created, uid + 1, gid + 1, NULL, egress_allow FROM users "
                 "WHERE name = 'alice'")
         hglib.wait_for(lambda: "zed" in {u["name"] for u in hg.hgctl_json(
-            "user", "list")}, 10, what="the notified user in brokerd")
+            "user", "list")}, what="the notified user in brokerd")
         assert hg.procs["brokerd"].poll() is None
     finally:
         if not pg.running:

@@ -149,7 +149,7 @@ def session_id(fleet, session):
     return rows[0][0]
 
 
-def wait_mode(session, want, timeout=5):
+def wait_mode(session, want, timeout=hglib.SLOW):
     """The session's mode object on its host, once its mode is want."""
     def check():
         doc = pl.mode_of(session)
@@ -199,7 +199,7 @@ def alive(pid):
     return stat[stat.rindex(")") + 2:].split()[0] != "Z"
 
 
-def wait_settled(fleet, sid, timeout=10):
+def wait_settled(fleet, sid, timeout=hglib.SLOW):
     """Wait until every host has ended the session's grant, as its log
     says: the one that recorded it ("direct mode ended (expired)") and the
     others ("... ended on another host"); past that no host writes."""
@@ -222,7 +222,7 @@ class DirectSleep:
         self.reply = None
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
-        self.pid = hglib.wait_for(self._find, 10, what="sleep %s on %s" % (
+        self.pid = hglib.wait_for(self._find, what="sleep %s on %s" % (
             self.arg, self.hg.env["HOSTGATE_HOST_ID"]))
         up = ancestors(self.pid)
         sandboxd = self.hg.pid("sandboxd")
@@ -245,11 +245,11 @@ class DirectSleep:
             return pid
         return None
 
-    def wait_gone(self, timeout=10):
+    def wait_gone(self, timeout=hglib.SLOW):
         hglib.wait_for(lambda: not alive(self.pid), timeout,
                        what="sleep %d on %s to end" % (
                            self.pid, self.hg.env["HOSTGATE_HOST_ID"]))
-        self.thread.join(30)
+        self.thread.join(hglib.SLOW)
         return self.reply
 
     def kill(self):
@@ -290,7 +290,7 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
             assert em["mode"] == "direct", em
             assert em["expires_at"] == g["expires_at"], em
             assert pl.run(s, "true")["mode"] == "direct"
-        ch = es.wait("mode_changed", 5)
+        ch = es.wait("mode_changed")
         assert ch["data"]["mode"] == "direct", ch
         assert ch["data"]["expires_at"] == g["expires_at"], ch
         # The admin view of another host shows the same deadline.
@@ -304,7 +304,7 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
         assert r.status == 200 and r.json()["mode"] == "sandbox", r
         for s in ss[1:]:
             wait_mode(s, "sandbox")
-        rv = es.wait("mode_reverted", 5)
+        rv = es.wait("mode_reverted")
         assert rv["data"]["reason"] == "other_host", rv
         assert pl.run(ss[2], "true")["mode"] == "sandbox"
     finally:
@@ -322,12 +322,12 @@ def test_renewal_elsewhere_moves_the_deadline_everywhere(fleet):
         wait_mode(s, "direct")
     # The deadline is to the second: renew once a renewal's is later.
     later = pl.iso_secs(first["expires_at"]) + 1 - LONG_TTL
-    hglib.wait_for(lambda: time.time() >= later, 3, what="the next second")
+    hglib.wait_for(lambda: time.time() >= later, what="the next second")
     again = pl.grant(ss[1])
     assert again["expires_at"] > first["expires_at"], (again, first)
     for s in (ss[0], ss[2]):
         hglib.wait_for(lambda: pl.mode_of(s)["expires_at"] ==
-                       again["expires_at"], 5, what="the renewed deadline")
+                       again["expires_at"], what="the renewed deadline")
     r = pl.set_mode(ss[2], "sandbox")
     assert r.status == 200, r
     for s in ss[:2]:
@@ -406,7 +406,7 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
             for s in ss:
                 sleeps.append(DirectSleep(s))
             for sl in sleeps:
-                reply = sl.wait_gone(SHORT_TTL + 10)
+                reply = sl.wait_gone(SHORT_TTL + hglib.SLOW)
                 assert not isinstance(reply, Exception), reply
                 assert reply.status == 200, reply
                 assert reply.json()["mode"] == "direct", reply.json()
@@ -447,11 +447,11 @@ def test_expiry_while_the_store_is_down(mode):
                 sleeps.append(DirectSleep(s))
             own_pg.stop()
             for sl in sleeps:
-                sl.wait_gone(SHORT_TTL + 10)
+                sl.wait_gone(SHORT_TTL + hglib.SLOW)
             for i, hg in enumerate(fleet.hosts):
                 r = hg.post("/api/login", {"username": DAVE[0],
                                            "password": DAVE[1]},
-                            source="127.0.5.%d" % (i + 1), timeout=30)
+                            source="127.0.5.%d" % (i + 1))
                 # No record can be written: refused before the buckets.
                 assert r.status == 503, r
                 assert r.json()["error"]["message"].startswith(
@@ -497,10 +497,10 @@ def test_mode_changes_limited_fleet_wide(fleet):
     n = 200
 
     def change(i):
-        return pl.set_mode(ss[i % N_HOSTS], "direct", timeout=60)
+        return pl.set_mode(ss[i % N_HOSTS], "direct")
 
     t0 = time.monotonic()
-    results = pl.at_once(n, change, timeout=120)
+    results = pl.at_once(n, change)
     elapsed = time.monotonic() - t0
     st = pl.statuses(results)
     assert set(st) <= {200, 429}, (st, [r for r in results
@@ -528,10 +528,10 @@ def test_logins_limited_fleet_wide(fleet):
     def login(i):
         return fleet.hosts[i % N_HOSTS].post(
             "/api/login", {"username": DAVE[0], "password": DAVE[1]},
-            source=src, timeout=60)
+            source=src)
 
     t0 = time.monotonic()
-    results = pl.at_once(n, login, timeout=120)
+    results = pl.at_once(n, login)
     elapsed = time.monotonic() - t0
     st = pl.statuses(results)
     assert set(st) <= {200, 429}, (st, [r for r in results

@@ -158,7 +158,8 @@ needs_root = pytest.mark.skipif(not hglib.IS_ROOT,
 def probe(args):
     """Run PROBE as root with args; its {target: result}."""
     r = subprocess.run(["/usr/bin/python3", "-c", PROBE, json.dumps(args)],
-                       capture_output=True, text=True, timeout=60, cwd="/")
+                       capture_output=True, text=True, timeout=hglib.SLOW,
+                       cwd="/")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, (r.returncode, r.stdout, r.stderr)
     return json.loads(lines[-1][7:])
@@ -343,7 +344,8 @@ def test_frontd_seccomp_kills_namespace_calls(shared):
     names = ["unshare", "setns", "mount", "pivot_root"]
     r = subprocess.run(["/usr/bin/python3", "-c", SECCOMP_PROBE,
                         json.dumps([jailed_frontd(shared), names])],
-                       capture_output=True, text=True, timeout=60, cwd="/")
+                       capture_output=True, text=True, timeout=hglib.SLOW,
+                       cwd="/")
     lines = [ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, (r.returncode, r.stdout, r.stderr)
     res = json.loads(lines[-1][7:])
@@ -417,9 +419,9 @@ def test_frontd_follows_a_restarted_brokerd(hostgate_factory):
     hg = hostgate_factory()
     s = hg.login(*hglib.ADMIN)
     hg.kill("brokerd")
-    hg.wait_status(503, timeout=3)
+    hg.wait_status(503)
     hg.start("brokerd")
-    hg.wait_healthy(timeout=10)
+    hg.wait_healthy()
     assert s.get("/api/status").status == 200
 
 
@@ -432,10 +434,10 @@ def test_frontd_goes_with_its_keeper(hostgate_factory):
     assert hg.stop("frontd") == 0, hg.log_text("frontd")
     assert not os.path.exists("/proc/%d" % inner)
     hg.start("frontd")
-    hg.wait_healthy(timeout=10)
+    hg.wait_healthy()
     inner = jailed_frontd(hg)
     hg.kill("frontd")
-    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % inner), 5,
+    hglib.wait_for(lambda: not os.path.exists("/proc/%d" % inner),
                    what="the jailed frontd gone with its keeper")
 
 
@@ -476,7 +478,7 @@ def test_no_user_namespace_no_frontd(hostgate_factory, mode):
     hg = hostgate_factory(start=False)
     hg.start("brokerd")
     p = hg.start("frontd", prefix=["/usr/bin/python3", "-c", NO_UNSHARE])
-    assert p.wait(10) != 0
+    assert p.wait(hglib.SLOW) != 0
     text = hg.log_text("frontd")
     assert "refuses it a user namespace" in text, text
     assert not os.path.exists(hg.listen_path())
@@ -533,7 +535,7 @@ def test_frontd_logs_to_syslog_from_its_jail(hostgate_factory):
         hg.start("sandboxd")
         hg.start("brokerd")
         p = hg.start("frontd", args=(), prefix=hglib.private_mounts(dev, d))
-        assert p.wait(10) == 0          # the parent of daemon(3)
+        assert p.wait(hglib.SLOW) == 0          # the parent of daemon(3)
         hg.port = hglib.read_listen(hg.run)[1]
         hg.wait_healthy()
         inner = [pid for pid in hglib.pids_of(hg.binary("frontd"))
@@ -546,7 +548,7 @@ def test_frontd_logs_to_syslog_from_its_jail(hostgate_factory):
             return (any("frontd[" in m and "listening on" in m for m in got)
                     and any("frontd[" in m and "GET /healthz" in m
                             for m in got))
-        hglib.wait_for(arrived, 10, what="frontd's lines on syslog")
+        hglib.wait_for(arrived, what="frontd's lines on syslog")
     finally:
         hglib.stop_binary(hg.binary("frontd"), "frontd")
         if sink is not None:

@@ -176,7 +176,7 @@ class FakeBroker:
             self.sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
-        self.thread.join(10)
+        self.thread.join(hglib.SLOW)
         assert not self.thread.is_alive(), "the fake brokerd's accept hangs"
         self.sock.close()
 
@@ -188,7 +188,7 @@ def lone_front(mode):
     fake = FakeBroker(hg, os.path.join(hg.run, hglib.SOCK_FRONT))
     try:
         hg.start("frontd")
-        hglib.wait_for(lambda: fake.connections > 0, 10,
+        hglib.wait_for(lambda: fake.connections > 0,
                        what="frontd's link to the fake brokerd")
         yield hg, fake
     finally:
@@ -241,11 +241,11 @@ def test_hostile_raw_replies(lone_front):
     assert r.status == 503, r
     assert "a raw body on a message that is not a reply" in \
         hg.log_text("frontd")
-    hglib.wait_for(lambda: fake.connections == 2, 10,
+    hglib.wait_for(lambda: fake.connections == 2,
                    what="frontd connecting again")
     fake.default = good
     hglib.wait_for(lambda: hg.get("/api/status", cookie="0" * 64).body
-                   == body, 10, what="status through the new link")
+                   == body, what="status through the new link")
     assert hg.alive("frontd")
 
 
@@ -275,7 +275,7 @@ def test_large_reply_then_pipelined_one(hg):
     assert whole.status == 200 and whole.body == BIG, whole
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    s.settimeout(10)
+    s.settimeout(hglib.SLOW)
     try:
         s.connect(("127.0.0.1", hg.port))
         s.sendall(b"GET " + script + b" HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -294,7 +294,7 @@ def test_large_reply_then_pipelined_one(hg):
 def raw_http(hg, head):
     """Send one request head as bytes on a fresh connection; the reply's
     status line and body."""
-    s = socket.create_connection(("127.0.0.1", hg.port), timeout=10)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=hglib.SLOW)
     try:
         s.sendall(head)
         h, body, _ = read_reply(s, b"")

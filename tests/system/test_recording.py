@@ -28,7 +28,7 @@ def recordings_dir(hg):
     return os.path.join(hg.state, "recordings")
 
 
-def recording_record(hg, tid, timeout=10):
+def recording_record(hg, tid, timeout=hglib.SLOW):
     """The audit record of terminal tid's recording (waits for it)."""
     return hglib.wait_for(
         lambda: (pl.audit_records(hg, action="recording",
@@ -92,7 +92,7 @@ def test_direct_terminal_is_recorded(hg):
     assert d["bytes"] == len(data), (d, len(data))
     assert d["sha256"] == hashlib.sha256(data).hexdigest(), d
     # The relay went with its terminal.
-    assert hglib.wait_for(lambda: not relays(hg), 5, what="relay gone")
+    assert hglib.wait_for(lambda: not relays(hg), what="relay gone")
 
     r = hg.hgctl_ok("audit", "replay", t.id)
     assert r.stdout.encode() == data
@@ -145,7 +145,7 @@ def test_sandboxed_terminal_not_recorded_by_default(hg):
         assert not relays(hg)
         t.run("echo plain")
     hglib.wait_for(lambda: pl.audit_records(hg, action="terminal_exited",
-                                            detail_id=t.id), 10,
+                                            detail_id=t.id),
                    what="terminal_exited")
     assert not pl.audit_records(hg, action="recording",
                                 detail_recording=t.id)
@@ -209,7 +209,7 @@ def test_per_user_setting_and_cap(hostgate_factory):
         assert not relays(hg)
         t2.run("echo direct")
     hglib.wait_for(lambda: pl.audit_records(hg, action="terminal_exited",
-                                            detail_id=t2.id), 10,
+                                            detail_id=t2.id),
                    what="terminal_exited")
     assert not pl.audit_records(hg, action="recording",
                                 detail_recording=t2.id)
@@ -253,7 +253,7 @@ def test_retention_prunes_at_start(hostgate_factory):
     os.utime(other, (then, then))
     hg.stop("sandboxd")
     hg.start("sandboxd")
-    hglib.wait_for(lambda: not os.path.exists(old), 10,
+    hglib.wait_for(lambda: not os.path.exists(old),
                    what="the old recording pruned")
     assert os.path.exists(fresh) and os.path.exists(other)
     hg.wait_chain()

@@ -70,7 +70,7 @@ class Run:
             self.lines.append(line)
         return line
 
-    def until(self, pattern, timeout=60):
+    def until(self, pattern, timeout=hglib.SLOW):
         """Read until a line matches pattern; returns the match, or None
         when the output ends first."""
         deadline = time.monotonic() + timeout
@@ -81,16 +81,16 @@ class Run:
             m = pattern.search(line)
             if m:
                 return m
-        raise AssertionError("no line matching %r within %ds:\n%s"
+        raise AssertionError("no line matching %r within %.0fs:\n%s"
                              % (pattern.pattern, timeout, self.output()))
 
-    def finish(self, timeout=30):
+    def finish(self, timeout=hglib.SLOW):
         """Wait for run.sh to exit and for the end of its output; returns
         its exit status."""
         try:
             self.p.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError("run.sh did not exit within %ds:\n%s"
+            raise AssertionError("run.sh did not exit within %.0fs:\n%s"
                                  % (timeout, self.output()))
         deadline = time.monotonic() + timeout
         while self.next_line(deadline) is not None:
@@ -119,7 +119,7 @@ class Run:
         """Command lines still in run.sh's session (daemons, tail)."""
         return [" ".join(argv) for _, argv in self.members()]
 
-    def settled(self, timeout=10):
+    def settled(self, timeout=hglib.SLOW):
         """left() once the session has emptied, or what is still in it
         after timeout: a process that run.sh saw end may still be in the
         kernel's exit path (a zombie, argv already empty) for a moment."""
@@ -139,7 +139,7 @@ class Run:
         except ProcessLookupError:
             pass
         try:
-            self.p.wait(5)
+            self.p.wait(hglib.SLOW)
         except subprocess.TimeoutExpired:
             pass
 
@@ -160,7 +160,7 @@ def run(hostgate_factory):
 
 
 def health_on(port):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=hglib.SLOW)
     try:
         conn.request("GET", "/healthz")
         return conn.getresponse().status
@@ -183,7 +183,7 @@ def test_run_says_up_after_healthz_200_then_the_password(run):
         # It says so once egressd has linked to sandboxd.
         assert "(the egress proxy is linked: the +allowlist profiles are " \
             "available; Ctrl-C stops it)" in up.string, up.string
-    pw = r.until(PASSWORD, timeout=10)
+    pw = r.until(PASSWORD)
     assert pw, r.output()
     hg = r.hg
     hg.port = port
@@ -225,7 +225,7 @@ def test_run_fails_on_a_held_port_and_names_frontd(run):
         held.listen(1)
         port = held.getsockname()[1]
         r = run({"HOSTGATE_LISTEN": "127.0.0.1:%d" % port})
-        rc = r.finish(timeout=60)
+        rc = r.finish()
     out = r.output()
     assert rc != 0, out
     named = [line for line in out.splitlines() if line.startswith("run: ")
@@ -241,10 +241,10 @@ def test_run_fails_when_healthz_stays_503(run):
     so that the next start makes a new one and shows its password."""
     docker = shutil.which("docker", path="/usr/sbin:/usr/bin:/sbin:/bin")
     if docker and subprocess.run([docker, "info"], capture_output=True,
-                                 timeout=20).returncode == 0:
+                                 timeout=hglib.SLOW).returncode == 0:
         pytest.skip("a docker engine answers on this host")
     r = run({"HOSTGATE_RUNTIME": "docker", "HG_RUN_TIMEOUT": "3"})
-    rc = r.finish(timeout=60)
+    rc = r.finish()
     out = r.output()
     assert rc == 1, out
     assert any(line.startswith("run: sandboxd is not healthy after 3s "

@@ -2,10 +2,12 @@
 run_python or a terminal is made for real and must fail, and the command
 limits (time, output, stdin, concurrency) behave as the API says."""
 
+import contextlib
 import json
 import os
 import platform
 import re
+import signal
 import socket
 import subprocess
 import threading
@@ -46,18 +48,17 @@ def tag():
 
 def home_of(session):
     """The workspace ($HOME) of a session's user, as the sandbox says."""
-    r = session.post("/api/run_command", {"command": 'printf %s "$HOME"'},
-                     timeout=20)
+    r = session.post("/api/run_command", {"command": 'printf %s "$HOME"'})
     assert r.status == 200, r
     home = r.json()["stdout"]
     assert home.startswith("/"), home
     return home
 
 
-def run(session, command, timeout=20, **kw):
+def run(session, command, timeout=int(hglib.SLOW), **kw):
     body = {"command": command, "timeout": timeout}
     body.update(kw)
-    r = session.post("/api/run_command", body, timeout=timeout + 15)
+    r = session.post("/api/run_command", body, timeout=timeout + hglib.SLOW)
     assert r.status == 200, "run_command %r: %r" % (command, r)
     return r.json()
 
@@ -237,7 +238,7 @@ def bob_net(shared):
     s = shared.login(*hglib.USER)
     r = s.post("/api/permission", {"permission": "workspace-write+network"})
     assert r.status == 200, r
-    r = s.post("/api/run_command", {"command": "true"}, timeout=20)
+    r = s.post("/api/run_command", {"command": "true"})
     assert r.status == 200, r
     return s
 
@@ -275,8 +276,7 @@ def test_network_profile_spawns_reliably(shared, bob_net):
     """Every network-profile spawn starts: twenty in a row, no failure."""
     bad = []
     for _ in range(20):
-        r = bob_net.post("/api/run_command", {"command": "echo ok"},
-                         timeout=20)
+        r = bob_net.post("/api/run_command", {"command": "echo ok"})
         doc = r.json()
         if r.status != 200 or doc.get("stdout") != "ok\n":
             bad.append((r.status, doc))
@@ -285,21 +285,28 @@ def test_network_profile_spawns_reliably(shared, bob_net):
 
 def test_network_helper_ends_with_its_command(shared, bob_net):
     """slirp4netns, sandboxd's child for a network-profile spawn, does not
-    outlive the command (control: it is there while the command runs)."""
+    outlive the command (control: it is there while the command runs,
+    which lasts until the test has seen it and ends the command's sleep)."""
     sandboxd = shared.pid("sandboxd")
     before = set(sl.children_of(sandboxd, "slirp4netns"))
+    dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob_net.post(
-        "/api/run_command", {"command": "sleep 1.5"}, timeout=20)))
+        "/api/run_command", {"command": "sleep %s; true" % dur})))
     th.start()
     try:
         mine = hglib.wait_for(lambda: set(sl.children_of(
-            sandboxd, "slirp4netns")) - before, 5, what="slirp4netns")
+            sandboxd, "slirp4netns")) - before, what="slirp4netns")
+        hglib.wait_for(lambda: sl.host_processes(
+            lambda a: a[:2] == ["sleep", dur]), what="the command's sleep")
     finally:
-        th.join(20)
+        for pid, _, _ in sl.host_processes(lambda a: a[:2] == ["sleep",
+                                                                dur]):
+            os.kill(pid, signal.SIGTERM)
+        th.join(2 * hglib.SLOW)
     assert box["r"].status == 200, box["r"]
     hglib.wait_for(lambda: not (set(sl.children_of(
-        sandboxd, "slirp4netns")) & mine), 5, what="slirp4netns gone")
+        sandboxd, "slirp4netns")) & mine), what="slirp4netns gone")
 
 
 # -- processes ----------------------------------------------------------------
@@ -568,7 +575,7 @@ def test_cwd_through_symlink_refused(shared, alice, bob):
                     "hgl/../..", alice_home, os.path.dirname(home),
                     home + "/hgl/rootlink/tmp", "hgl/missing"):
             r = bob.post("/api/run_command", {"command": "pwd; ls",
-                                              "cwd": cwd}, timeout=20)
+                                              "cwd": cwd})
             assert r.status == 400, (cwd, r)
             err = r.error()
             assert err["code"] == "bad_request", (cwd, err)
@@ -635,62 +642,79 @@ BOMBS = [
 @pytest.mark.parametrize("variant,bomb,held", BOMBS, ids=[b[0] for b in BOMBS])
 def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
     t = tag()
-    t0 = time.monotonic()
+    # The command's 5 s limit is the behaviour under test: the answer
+    # comes once the limit has fired and the bomb is gone, however long
+    # that takes on this machine (an answer that never comes fails at the
+    # generous bound).
     r = bob.post("/api/run_command", {"command": bomb % t, "timeout": 5},
-                 timeout=40)
-    took = time.monotonic() - t0
+                 timeout=5 + hglib.SLOW)
     assert r.status == 200, r
     doc = r.json()
-    assert took < 20, took
     if held:
         assert doc["timed_out"] is True and doc["signal"] == 9, doc
     # Nothing of the bomb survives its command on the host.
-    left = sl.wait_gone(lambda a: any("hgbomb-" + t in x for x in a), 10)
+    left = sl.wait_gone(lambda a: any("hgbomb-" + t in x for x in a))
     assert not left, "fork bomb processes survive: %d" % len(left)
-    shared.wait_status(200, timeout=10)
+    shared.wait_status(200)
 
     def works():
-        r = bob.post("/api/run_command", {"command": "echo alive"},
-                     timeout=20)
+        r = bob.post("/api/run_command", {"command": "echo alive"})
         return r.status == 200 and r.json()["stdout"] == "alive\n"
-    hglib.wait_for(works, 15, interval=0.3, what="a command after the bomb")
+    hglib.wait_for(works, interval=0.3, what="a command after the bomb")
 
 
 def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
     """Each spawn has a pids cgroup of its own (sandboxd/cgroup.c), so one
     user's fork bomb fills its own pids.max, not the uid's shared
     RLIMIT_NPROC. That needs sandboxd started as root (a cgroup directory
-    delegated to its service user); an unprivileged sandboxd has none."""
+    delegated to its service user); an unprivileged sandboxd has none.
+    The bomb is held by its shell until the test has seen it at its
+    ceiling and made the file GO (builtins only, as no fork succeeds
+    then): how fast the machine forks decides nothing."""
     if shared.mode != "root":
         pytest.skip("per-spawn pids cgroups need sandboxd started as root")
     t = tag()
     match = lambda a: any("hgbomb-" + t in x for x in a)   # noqa: E731
+    home = home_of(bob)
+    go = os.path.join(home, "go-" + t)
+    # read -t on a FIFO opened read-write: a pause that needs no fork.
+    fifo = os.path.join(home, "p-" + t)
     box = {}
     th = threading.Thread(target=lambda: box.update(r=bob.post(
-        "/api/run_command", {"command": "b(){ b|b& }; b; sleep 60 "
-                             "# hgbomb-%s" % t, "timeout": 6}, timeout=40)))
+        "/api/run_command", {"command": "mkfifo %s; b(){ b|b& }; b; "
+                             "until [ -e %s ]; do read -t 0.1 <>%s; done "
+                             "# hgbomb-%s" % (fifo, go, fifo, t),
+                             "timeout": int(hglib.SLOW)},
+        timeout=2 * hglib.SLOW)))
     th.start()
     try:
-        # The bomb is at its ceiling: hundreds of processes on the host.
-        hglib.wait_for(lambda: len(sl.host_processes(match)) >= 450, 8,
-                       interval=0.2, what="the fork bomb at full size")
+        # The bomb is at its ceiling: a fork of it refused by its pids.max.
+        hglib.wait_for(lambda: any(sl.pids_limit_hit(pid) for pid, _, _ in
+                                   sl.host_processes(match)),
+                       interval=0.2, what="the fork bomb at its pids.max")
         # Another user's commands still run, every time.
         for _ in range(6):
-            r = alice.post("/api/run_command", {"command": "echo alive"},
-                           timeout=20)
+            r = alice.post("/api/run_command", {"command": "echo alive"})
             assert r.status == 200, r
             assert r.json()["stdout"] == "alive\n", r.json()
             time.sleep(0.2)
+        assert th.is_alive(), box   # the bomb was there all along
     finally:
-        th.join(40)
-        sl.wait_gone(match, 10)
+        open(go, "w").close()
+        th.join(2 * hglib.SLOW)
+        os.unlink(go)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(fifo)
+        left = sl.wait_gone(match)
+    assert not left, "fork bomb processes survive: %d" % len(left)
+    r = box["r"]
+    assert r.status == 200 and r.json()["timed_out"] is False, r
 
 
 def test_runaway_writer_workspace(shared, bob):
     home = home_of(bob)
     doc = run(bob, "dd if=/dev/zero of=big bs=1M count=2000 2>&1; "
-                   "echo \"dd=$?\"; stat -c size=%s big; rm -f big",
-              timeout=60)
+                   "echo \"dd=$?\"; stat -c size=%s big; rm -f big")
     out = doc["stdout"] + doc["stderr"]
     assert "dd=0" not in out, out
     assert re.search(r"File too large|File size limit exceeded", out), out
@@ -701,8 +725,7 @@ def test_runaway_writer_workspace(shared, bob):
 
 def test_runaway_writer_tmp(shared, bob):
     doc = run(bob, "dd if=/dev/zero of=/tmp/big bs=1M count=300 2>&1; "
-                   "echo \"dd=$?\"; stat -c size=%s /tmp/big; df -k /tmp",
-              timeout=60)
+                   "echo \"dd=$?\"; stat -c size=%s /tmp/big; df -k /tmp")
     out = doc["stdout"]
     assert "dd=0" not in out, out
     assert "No space left on device" in out, out
@@ -715,9 +738,10 @@ def test_runaway_writer_tmp(shared, bob):
 # the machine. The last one never gets GO and ends by its time limit.
 WAIT_GO = "\nuntil [ -e %s ]; do sleep 0.05; done"
 ORPHANS = [
-    ("subshell", "(sleep %s &)", 60, False),
-    ("setsid", "setsid sleep %s &", 60, False),
-    ("nohup", "nohup sleep %s >/dev/null 2>&1 & disown", 60, False),
+    ("subshell", "(sleep %s &)", int(hglib.SLOW), False),
+    ("setsid", "setsid sleep %s &", int(hglib.SLOW), False),
+    ("nohup", "nohup sleep %s >/dev/null 2>&1 & disown", int(hglib.SLOW),
+     False),
     ("timeout", "(setsid nohup sleep %s >/dev/null 2>&1 &)", 10, True),
 ]
 
@@ -734,18 +758,19 @@ def test_no_process_outlives_its_command(shared, bob, variant, snippet,
     def go_run():
         box["r"] = bob.post("/api/run_command",
                             {"command": snippet % dur + WAIT_GO % go,
-                             "timeout": timeout}, timeout=90)
+                             "timeout": timeout},
+                            timeout=timeout + hglib.SLOW)
     th = threading.Thread(target=go_run)
     th.start()
     try:
         # Control: while the command runs, its orphan is seen on the host.
-        seen = hglib.wait_for(lambda: sl.host_processes(match), 30,
+        seen = hglib.wait_for(lambda: sl.host_processes(match),
                               what="the sleep on the host")
         assert all(uid != 0 for _, uid, _ in seen), seen
         if not times_out:
             open(go, "w").close()
     finally:
-        th.join(90)
+        th.join(timeout + hglib.SLOW)
     try:
         os.unlink(go)
     except FileNotFoundError:
@@ -756,7 +781,7 @@ def test_no_process_outlives_its_command(shared, bob, variant, snippet,
     assert doc["timed_out"] is times_out, doc
     if times_out:
         assert doc["signal"] == 9, doc
-    left = sl.wait_gone(match, 5)
+    left = sl.wait_gone(match)
     assert not left, "%s: orphan survives its command: %r" % (variant, left)
 
 
@@ -767,11 +792,11 @@ def test_no_process_outlives_its_terminal(shared, bob):
     try:
         t.attach()
         t.run("(setsid nohup sleep %s >/dev/null 2>&1 &)" % dur)
-        hglib.wait_for(lambda: sl.host_processes(match), 5,
+        hglib.wait_for(lambda: sl.host_processes(match),
                        what="the sleep on the host")
     finally:
         t.close()
-    left = sl.wait_gone(match, 6)
+    left = sl.wait_gone(match)
     assert not left, "orphan survives its terminal: %r" % left
 
 
@@ -798,7 +823,7 @@ def test_stdin(shared, bob):
     doc = run(bob, "wc -c; echo; sha1sum", stdin=big)
     assert doc["stdout"].split()[0] == str(len(big.encode())), doc
     # Without stdin, a reader gets EOF at once rather than hanging.
-    doc = run(bob, "cat; echo eof", timeout=5)
+    doc = run(bob, "cat; echo eof")
     assert doc["stdout"] == "eof\n" and not doc["timed_out"], doc
     r = bob.post("/api/run_python", {"code": "import sys\n"
                                      "print(repr(sys.stdin.read()))"})
@@ -806,47 +831,47 @@ def test_stdin(shared, bob):
 
 
 def test_timeout_kills(shared, bob):
-    t0 = time.monotonic()
     doc = run(bob, "echo before; sleep 30; echo after", timeout=1)
-    took = time.monotonic() - t0
     assert doc["timed_out"] is True, doc
     assert doc["signal"] == 9 and doc["exit_code"] is None, doc
     assert doc["stdout"] == "before\n", doc
-    assert 900 <= doc["duration_ms"] < 5000, doc
-    assert took < 6, took
+    # The limit fired (not the sleep's end): sandboxd's own measure.
+    assert 900 <= doc["duration_ms"] < 30000, doc
     r = bob.post("/api/run_python", {"code": "import time\n"
                                      "print('x', flush=True)\n"
                                      "time.sleep(30)", "timeout": 1},
-                 timeout=20)
+                 timeout=1 + hglib.SLOW)
     doc = r.json()
     assert doc["timed_out"] is True and doc["signal"] == 9, doc
     assert doc["stdout"] == "x\n", doc
 
 
 def test_commands_per_user_limited(shared):
-    """HOSTGATE_MAX_COMMANDS_PER_USER (4) running: the next one is 429."""
+    """HOSTGATE_MAX_COMMANDS_PER_USER (4) running: the next one is 429.
+    The four last until the test ends their sleeps."""
     s = shared.login(*hglib.ADMIN)
-    dur = "3.%d" % (uuid.uuid4().int % 10 ** 8)
+    dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     match = lambda a: a[:2] == ["sleep", dur]   # noqa: E731
     results = []
 
     def one():
         results.append(s.post("/api/run_command",
-                              {"command": "sleep " + dur, "timeout": 10},
-                              timeout=20))
+                              {"command": "sleep %s; true" % dur}))
     threads = [threading.Thread(target=one) for _ in range(4)]
     for th in threads:
         th.start()
     try:
-        hglib.wait_for(lambda: len(sl.host_processes(match)) == 4, 4,
+        hglib.wait_for(lambda: len(sl.host_processes(match)) == 4,
                        what="four commands running")
-        r = s.post("/api/run_command", {"command": "true"}, timeout=20)
+        r = s.post("/api/run_command", {"command": "true"})
         assert r.status == 429, r
         assert r.error()["code"] == "rate_limited", r
         assert r.header("Retry-After"), r.headers
     finally:
+        for pid, _, _ in sl.host_processes(match):
+            os.kill(pid, signal.SIGTERM)
         for th in threads:
-            th.join(20)
+            th.join(2 * hglib.SLOW)
     assert [x.status for x in results] == [200] * 4, results
     # The user can run again once they are done.
     doc = run(s, "echo again")

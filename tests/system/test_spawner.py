@@ -102,7 +102,7 @@ def test_daemonized_grandchild_dies_with_its_command(hg, mode_):
             pl.set_mode(s, "sandbox")
     assert res["mode"] == mode_, res
     assert "RUNNING" in res["stdout"], res
-    hglib.wait_for(lambda: not tagged(tag), 10,
+    hglib.wait_for(lambda: not tagged(tag),
                    what="the daemonized grandchild gone")
 
 
@@ -120,30 +120,29 @@ def test_kill9_of_sandboxd_leaves_no_spawn(hostgate_factory, mode):
 
     def run(session, cmd):
         th = threading.Thread(target=lambda: session.post(
-            "/api/run_command", {"command": cmd, "timeout": 600},
-            timeout=30))
+            "/api/run_command", {"command": cmd, "timeout": 600}))
         th.daemon = True
         th.start()
         threads.append(th)
 
     run(s, daemonize(tags[0]) + "; exec -a %s sleep 1000" % tags[1])
-    hglib.wait_for(lambda: tagged(tags[0]) and tagged(tags[1]), 10,
+    hglib.wait_for(lambda: tagged(tags[0]) and tagged(tags[1]),
                    what="the sandboxed command and its daemon")
     d = hg.login(*pl.ADMIN)
     pl.grant(d)
     run(d, daemonize(tags[2]) + "; exec -a %s sleep 1000" % tags[3])
-    hglib.wait_for(lambda: all(tagged(t) for t in tags), 10,
+    hglib.wait_for(lambda: all(tagged(t) for t in tags),
                    what="every spawn running")
     spawner = spawners(hg)
     assert spawner, "no spawner"
     hg.kill("sandboxd")
-    hglib.wait_for(lambda: not any(tagged(t) for t in tags), 10,
+    hglib.wait_for(lambda: not any(tagged(t) for t in tags),
                    what="every spawn gone after kill -9 of sandboxd")
     hglib.wait_for(lambda: not any(os.path.exists("/proc/%d" % p)
-                                   for p in spawner), 10,
+                                   for p in spawner),
                    what="the spawner gone")
     for th in threads:
-        th.join(30)
+        th.join(hglib.SLOW)
 
 
 # -- no spawn waits for another user's ----------------------------------------
@@ -169,7 +168,7 @@ def test_held_network_spawn_delays_no_other_user(hg):
     r = alice.post("/api/permission", {"permission": "workspace-write+network"})
     assert r.status == 200, r
     try:
-        r = alice.post("/api/run_command", {"command": "true"}, timeout=20)
+        r = alice.post("/api/run_command", {"command": "true"})
         assert r.status == 200, r
         held = spawner_of(hg, "alice")
         box = {}
@@ -177,7 +176,7 @@ def test_held_network_spawn_delays_no_other_user(hg):
 
         def alice_net():
             box["r"] = alice.post("/api/run_command",
-                                  {"command": "echo net-ok"}, timeout=60)
+                                  {"command": "echo net-ok"})
             done.set()
 
         sent = hg.log_text("sandboxd").count("command for alice")
@@ -187,13 +186,13 @@ def test_held_network_spawn_delays_no_other_user(hg):
             th.start()
             # alice's request reached sandboxd (it logs the spawn first).
             hglib.wait_for(lambda: hg.log_text("sandboxd").count(
-                "command for alice") > sent, 10, what="alice's spawn sent")
+                "command for alice") > sent, what="alice's spawn sent")
             res = pl.run(bob, "echo bob-ok")
             assert res["stdout"] == "bob-ok\n", res
             assert not done.is_set(), box
         finally:
             os.kill(held, signal.SIGCONT)
-        th.join(60)
+        th.join(hglib.SLOW)
         assert box["r"].status == 200, box["r"]
         assert box["r"].json()["stdout"] == "net-ok\n", box["r"].json()
     finally:
@@ -211,12 +210,12 @@ def test_spawner_death_fails_its_pending_spawn_only(hg):
     sent = hg.log_text("sandboxd").count("command for bob")
     os.kill(old, signal.SIGSTOP)
     th = threading.Thread(target=lambda: box.update(r=bob.post(
-        "/api/run_command", {"command": "echo never"}, timeout=30)))
+        "/api/run_command", {"command": "echo never"})))
     th.start()
     hglib.wait_for(lambda: hg.log_text("sandboxd").count(
-        "command for bob") > sent, 10, what="bob's spawn sent")
+        "command for bob") > sent, what="bob's spawn sent")
     os.kill(old, signal.SIGKILL)
-    th.join(30)
+    th.join(hglib.SLOW)
     assert box["r"].status == 500, box["r"]
     assert "spawner went away" in box["r"].error()["message"], box["r"]
     assert hg.alive("sandboxd")
@@ -233,8 +232,7 @@ def test_concurrent_short_spawns_all_reported(hg):
 
     def one(i):
         r = sessions[i % 2].post("/api/run_command",
-                                 {"command": "exit %d" % (i % 7)},
-                                 timeout=60)
+                                 {"command": "exit %d" % (i % 7)})
         return r.status, r.json().get("exit_code")
 
     res = pl.at_once(30, one)

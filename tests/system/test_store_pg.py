@@ -54,7 +54,7 @@ def hgctl_env(hg, *args, env=None, input=None):
         full["HOSTGATE_STORE"] = hg.env["HOSTGATE_STORE"]
     full.update(env or {})
     return subprocess.run(argv, input=input, capture_output=True, text=True,
-                          env=full, timeout=60, cwd=hg.dir)
+                          env=full, timeout=hglib.SLOW, cwd=hg.dir)
 
 
 def session_ids(hg):
@@ -67,7 +67,7 @@ def status_of(hg, path, cookie=None, bearer=None):
 
 def wait_status(hg, path, want, cookie=None, bearer=None, what=""):
     """Poll until path answers want (the change reached hg)."""
-    hglib.wait_for(lambda: status_of(hg, path, cookie, bearer) == want, 5,
+    hglib.wait_for(lambda: status_of(hg, path, cookie, bearer) == want,
                    what=what or "%s %d on %s" % (path, want, hg.dir))
 
 
@@ -232,10 +232,10 @@ def test_user_deleted_elsewhere_loses_its_spawns_here(pair):
     try:
         ws = t.attach()
         ws.send_binary(("sleep %s\n" % marker).encode())
-        hglib.wait_for(lambda: sleepers(marker), 10,
+        hglib.wait_for(lambda: sleepers(marker),
                        what="carol's sleep running on a")
         b.hgctl_ok("user", "del", "carol")
-        hglib.wait_for(lambda: not sleepers(marker), 10,
+        hglib.wait_for(lambda: not sleepers(marker),
                        what="carol's sleep on a killed")
     finally:
         if t.ws:
@@ -264,7 +264,7 @@ def test_session_change_reaches_other_host(pair):
     r = s.post("/api/permission", {"permission": "read-only"})
     assert r.status == 200, r
     hglib.wait_for(lambda: b.get("/api/permission", cookie=s.cookie).json()
-                   ["permission"] == "read-only", 5,
+                   ["permission"] == "read-only",
                    what="the profile set on a applied on b")
 
 
@@ -366,7 +366,7 @@ def test_restart_keeps_everything(pair, pg, store):
         hg.wait_control()
     for hg in (a, b):
         hglib.wait_for(lambda: hg.get("/api/status",
-                                      cookie=s.cookie).status == 200, 10,
+                                      cookie=s.cookie).status == 200,
                        what="the session back after a restart")
         assert hg.get("/api/status", bearer=bearer).status == 200
     b.login("erin", "erin-password-1")
@@ -380,7 +380,7 @@ def test_unmigrated_store_refused(hostgate_factory, pg):
                                "HOSTGATE_HOST_ID": "a"},
                           start=False, name="unmigrated")
     p = hg.start("brokerd")
-    p.wait(timeout=30)
+    p.wait(timeout=hglib.SLOW)
     assert p.returncode != 0
     log = hg.log_text("brokerd")
     assert "is at schema version 0; this hostgate needs 1: run hgctl " \
@@ -405,7 +405,7 @@ def test_bad_store_refused(hostgate_factory, pg):
                                    "HOSTGATE_STORE_TIMEOUT_SECONDS": "2"},
                               start=False, name="bad")
         p = hg.start("brokerd")
-        p.wait(timeout=30)
+        p.wait(timeout=hglib.SLOW)
         assert p.returncode != 0
         log = hg.log_text("brokerd")
         assert want in log, log
@@ -490,7 +490,7 @@ def test_store_copy(hostgate_factory, pg):
     hg.wait_control()
     hg.start("frontd")
     hglib.wait_for(lambda: hg.get("/api/status",
-                                  cookie=s.cookie).status == 200, 10,
+                                  cookie=s.cookie).status == 200,
                    what="the copied session")
     assert hg.get("/api/status", bearer=bearer).status == 200
     assert hg.get("/api/status", bearer=out["token"]).status == 200
@@ -532,15 +532,15 @@ def test_egress_additions_reach_the_other_hosts_sandboxes(pair):
     s = b.login(USER_NAME, USER_PW)
     sid = [x["id"] for x in a.hgctl_json("session", "list")
            if x["user"] == USER_NAME][0]
-    hglib.wait_for(lambda: "sandboxd connected" in b.log_text("egressd"), 10,
+    hglib.wait_for(lambda: "sandboxd connected" in b.log_text("egressd"),
                    what="b's egressd linked")
     a.hgctl_ok("egress", "allow", "--user", USER_NAME, "files.example")
     hglib.wait_for(lambda: "egress: user %s: additions replaced" % USER_NAME
-                   in b.log_text("egressd"), 5,
+                   in b.log_text("egressd"),
                    what="the user's addition on b's egressd")
     a.hgctl_ok("egress", "allow", "--session", sid, "more.example")
     hglib.wait_for(lambda: "egress: session %s session %s: additions "
-                   "replaced" % (USER_NAME, sid) in b.log_text("egressd"), 5,
+                   "replaced" % (USER_NAME, sid) in b.log_text("egressd"),
                    what="the session's addition on b's egressd")
     # And b's own view of the session has it.
     assert "more.example" in json.dumps(

@@ -44,7 +44,7 @@ def bob_term(bob):
 def round_trip(ws, word="hg"):
     """Type an echo whose output differs from its input; see the output."""
     ws.send_binary(b"echo %s-$((6*7))-ok\n" % word.encode())
-    ws.read_until(rb"%s-42-ok" % re.escape(word.encode()), timeout=10)
+    ws.read_until(rb"%s-42-ok" % re.escape(word.encode()))
 
 
 # -- what a user sees ---------------------------------------------------------
@@ -91,13 +91,13 @@ def test_delete_kills_the_shell(shared, bob):
         round_trip(ws)
         r = t.delete()
         assert r.status == 200, r
-        how = ws.wait_closed(6)
+        how = ws.wait_closed(hglib.SLOW)
         assert how is not None, "the WebSocket stayed open after DELETE"
 
         def ended():
             e = sl.terminal_listed(bob, t.id)
             return e is None or e["running"] is False
-        hglib.wait_for(ended, 5, what="the terminal gone or not running")
+        hglib.wait_for(ended, what="the terminal gone or not running")
         # Attaching to it again is refused.
         st, _, _, w2 = sl.ws_handshake(shared, sl.ws_path(t.id),
                                        cookie=bob.cookie)
@@ -114,12 +114,12 @@ def test_shell_exit_closes_with_1000(shared, bob):
     try:
         ws = t.attach()
         ws.send_binary(b"exit\n")
-        assert ws.wait_closed(6) == "close 1000"
+        assert ws.wait_closed(hglib.SLOW) == "close 1000"
 
         def ended():
             e = sl.terminal_listed(bob, t.id)
             return e is None or e["running"] is False
-        hglib.wait_for(ended, 5, what="the terminal not running")
+        hglib.wait_for(ended, what="the terminal not running")
     finally:
         t.close()
 
@@ -141,7 +141,8 @@ def test_new_attach_replaces_the_old_viewer(shared, bob):
     with sl.terminal(bob) as t:
         old = t.ws
         t.attach()
-        assert old.wait_closed(3) is not None, "two viewers on one terminal"
+        assert old.wait_closed(hglib.SLOW) is not None, \
+            "two viewers on one terminal"
         old.close()
         round_trip(t.ws)
 
@@ -170,7 +171,7 @@ def test_terminals_per_user_limited(shared):
                 made.append(r.json()["id"])
                 return True
             return False
-        hglib.wait_for(room, 5, interval=0.2, what="room for a terminal")
+        hglib.wait_for(room, interval=0.2, what="room for a terminal")
     finally:
         for tid in made:
             s.request("DELETE", "/api/terminals/" + tid)
@@ -339,8 +340,8 @@ def test_hostile_frames(shared, bob, bob_term, attack):
     ws = bob_term.attach(ready=False)
     try:
         attack(ws)
-        how = ws.wait_closed(2.0)
-        assert how is not None, "%s: connection still open after 2 s" \
+        how = ws.wait_closed(hglib.SLOW)
+        assert how is not None, "%s: connection still open" \
             % attack.__name__
         if how.startswith("close "):
             assert int(how.split()[1]) in (1000, 1002, 1007, 1009), how
@@ -364,7 +365,7 @@ def test_valid_frames_keep_the_connection(shared, bob, bob_term):
     try:
         ws.send_frame(OP_PING, b"abc")
         while True:
-            f = ws.recv_frame(5)
+            f = ws.recv_frame()
             assert f is not None, "EOF instead of a pong"
             if f[1] == 0xA:
                 assert f[2] == b"abc", f

@@ -118,7 +118,7 @@ def local_tls11_works(certfile, keyfile):
             ok = s.version() == "TLSv1.1"
     except (ssl.SSLError, OSError):
         ok = False
-    t.join(5)
+    t.join(hglib.SLOW)
     a.close()
     b.close()
     return ok
@@ -155,7 +155,7 @@ def check(hg, daemon, env):
     e = dict(hg.env)
     e.update(env)
     return subprocess.run(hg.wrap([hg.binary(daemon), "-n"]), env=e,
-                          capture_output=True, text=True, timeout=20)
+                          capture_output=True, text=True, timeout=hglib.SLOW)
 
 
 def test_public_listen_without_tls_refused(hostgate_factory):
