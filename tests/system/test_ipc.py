@@ -181,8 +181,9 @@ def test_wrong_uid_closed_at_once(ipc, sock):
         pytest.skip("needs root to become another user")
     for ids in who:
         res = probe(ipc, sock, [], who=ids)
+        # Closed though nothing was sent: only the check at accept closes
+        # a silent connection (no daemon has a hello deadline).
         assert res["closed"], (ids, res)
-        assert res["after"] < 1.0, (ids, res)
         assert not res["messages"], (ids, res)
         # Even a valid hello gets nothing back.
         client = SOCKETS[sock][0]

@@ -5,6 +5,7 @@ sandboxed again; renewal, manual revert, a brokerd restart mid-grant, the
 docker runtime's refusals, HOST_EXECUTION_MODE_DEFAULT and the TTL's
 bounds."""
 
+import math
 import os
 import subprocess
 import time
@@ -16,15 +17,58 @@ import hglib
 import policylib as pl
 import sandboxlib as sl
 
+# A grant's shortest length here; longer on a machine too slow to do a
+# test's steps within it (paced).
 TTL = 3
 
 
+def pace_of(hg):
+    """Seconds that a direct test's steps take on this machine, timed now:
+    a login, a terminal made and closed, a command run (sandboxed)."""
+    t0 = time.monotonic()
+    s = hg.login(*pl.USER)
+    term = s.post("/api/terminals", {})
+    assert term.status == 201, term
+    r = s.request("DELETE", "/api/terminals/" + term.json()["id"])
+    assert r.status == 200, r
+    pl.run(s, "true")
+    return time.monotonic() - t0
+
+
+def paced(ttl, pace):
+    """A TTL of at least ttl seconds that holds four times pace: what the
+    tests do within a grant (a grant, a terminal, a command) fits in it
+    however slow the machine, and a fast one waits no longer."""
+    return max(ttl, math.ceil(4 * pace))
+
+
 @pytest.fixture(scope="module")
-def hg(mode):
-    """This module's hostgate: a grant lasts TTL seconds."""
+def paced_hg(mode):
+    """This module's hostgate, with its grants' length as hg.ttl (TTL, or
+    longer where the machine is slow) and its pace as hg.pace."""
     with pl.module_hostgate(mode, "mode", carol=True,
                             HOST_EXECUTION_DIRECT_TTL_SECONDS=TTL) as h:
+        pace = pace_of(h)
+        if paced(TTL, pace) == TTL:
+            h.ttl, h.pace = TTL, pace
+            yield h
+            return
+    ttl = paced(TTL, pace)
+    with pl.module_hostgate(mode, "mode", carol=True,
+                            HOST_EXECUTION_DIRECT_TTL_SECONDS=ttl) as h:
+        h.ttl, h.pace = ttl, pace
         yield h
+
+
+@pytest.fixture(scope="module")
+def hg(paced_hg):
+    return paced_hg
+
+
+@pytest.fixture(scope="module")
+def pace(paced_hg):
+    """The module's measured pace (seconds), for hostgates of their own."""
+    return paced_hg.pace
 
 
 @pytest.fixture
@@ -65,7 +109,7 @@ def test_get_shape(hg, alice, bob):
     a = pl.mode_of(alice)
     assert a == {"mode": "sandbox", "default": "sandbox", "available": True,
                  "reason": None, "expires_at": None,
-                 "remaining_seconds": None, "ttl_seconds": TTL}, a
+                 "remaining_seconds": None, "ttl_seconds": hg.ttl}, a
     b = pl.mode_of(bob)
     assert b["mode"] == "sandbox" and b["available"] is False, b
     assert b["reason"] == "direct mode needs an admin session", b
@@ -143,7 +187,7 @@ def test_bad_mode_value(hg, alice, body):
 # -- a grant, what it allows, and its end -------------------------------------
 
 def test_direct_runs_unsandboxed_then_expires(hg, alice):
-    """Direct mode for TTL seconds: a command sees host processes and
+    """Direct mode for hg.ttl seconds: a command sees host processes and
     writes outside the workspace, a terminal is a host shell; at expiry
     the events arrive, the terminal is killed and the next command is
     sandboxed."""
@@ -155,10 +199,10 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
     try:
         t0 = time.monotonic()
         g = pl.grant(alice)
-        assert g["ttl_seconds"] == TTL and g["available"] is True, g
-        assert 1 <= g["remaining_seconds"] <= TTL, g
+        assert g["ttl_seconds"] == hg.ttl and g["available"] is True, g
+        assert 1 <= g["remaining_seconds"] <= hg.ttl, g
         deadline = pl.iso_secs(g["expires_at"])
-        assert abs(deadline - (time.time() + TTL)) <= 2, g
+        assert abs(deadline - (time.time() + hg.ttl)) <= 2, g
 
         term = alice.post("/api/terminals", {"cols": 80, "rows": 24})
         assert term.status == 201, term
@@ -166,7 +210,7 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
         assert term.json()["backend"] == "direct", term.json()
         tid = term.json()["id"]
         res = pl.run(alice, cmd)
-        assert time.monotonic() - t0 < TTL, "too slow to test a %ds TTL" % TTL
+        assert time.monotonic() - t0 < hg.ttl, "too slow to test a %ds hg.ttl" % hg.ttl
         assert res["mode"] == "direct" and res["backend"] == "direct", res
         assert "SEES-HOST-PROCESS" in res["stdout"], res
         assert "MADE-DIR" in res["stdout"], res
@@ -178,19 +222,19 @@ def test_direct_runs_unsandboxed_then_expires(hg, alice):
         shells = hglib.wait_for(lambda: direct_shells(hg) - shells_before,
                                 what="the direct terminal's shell")
 
-        # mode_changed at once, and mode_expiring at once (TTL < 60 s).
+        # mode_changed at once, and mode_expiring at once (a TTL < 60 s).
         ch = es.wait("mode_changed")
         assert ch["data"]["mode"] == "direct", ch
         assert ch["data"]["expires_at"] == g["expires_at"], ch
         ex = es.wait("mode_expiring")
         assert abs(pl.iso_secs(ex["data"]["expires_at"]) - deadline) <= 1, ex
-        assert 0 <= ex["data"]["remaining_seconds"] <= TTL, ex
+        assert 0 <= ex["data"]["remaining_seconds"] <= hg.ttl, ex
 
-        rv = es.wait("mode_reverted", TTL + hglib.SLOW)
+        rv = es.wait("mode_reverted", hg.ttl + hglib.SLOW)
         gone_at = time.monotonic()
         assert rv["data"]["reason"] == "expired", rv
         assert rv["data"]["execution_mode"]["mode"] == "sandbox", rv
-        assert gone_at - t0 >= TTL - 0.5, "reverted after %.1fs" % (
+        assert gone_at - t0 >= hg.ttl - 0.5, "reverted after %.1fs" % (
             gone_at - t0)
         ids = [int(e["id"]) for e in es.events]
         assert ids == sorted(ids) and len(set(ids)) == len(ids), ids
@@ -258,9 +302,9 @@ def test_renew_and_manual_revert(hg, alice):
         first = pl.grant(alice)
         time.sleep(1.2)
         left = pl.mode_of(alice)["remaining_seconds"]
-        assert left < TTL, left
+        assert left < hg.ttl, left
         again = pl.grant(alice)
-        assert again["remaining_seconds"] == TTL, again
+        assert again["remaining_seconds"] == hg.ttl, again
         assert pl.iso_secs(again["expires_at"]) >= \
             pl.iso_secs(first["expires_at"]) + 1, (first, again)
         changed = [e for e in es.events if e["event"] == "mode_changed"]
@@ -327,8 +371,9 @@ def test_sandbox_request_while_sandboxed(hg, alice, bob):
         assert r.status == 200 and r.json()["mode"] == "sandbox", r
 
 
-def test_keep_on_expiry(hostgate_factory):
-    hg = pl.own(hostgate_factory, "keep", HOST_EXECUTION_DIRECT_TTL_SECONDS=2,
+def test_keep_on_expiry(hostgate_factory, pace):
+    hg = pl.own(hostgate_factory, "keep",
+                HOST_EXECUTION_DIRECT_TTL_SECONDS=paced(2, pace),
                 HOSTGATE_DIRECT_ON_EXPIRY="keep")
     alice = hg.login(*pl.ADMIN)
     es = pl.EventStream(hg, cookie=alice.cookie)
@@ -368,10 +413,10 @@ def start_brokerd(hg):
         hg.log_text("brokerd")[-2000:]
 
 
-def test_restart_keeps_the_deadline(hostgate_factory):
+def test_restart_keeps_the_deadline(hostgate_factory, pace):
     """brokerd stopped for 2 s mid-grant: the grant comes back with the
     same deadline and ends then, not a TTL after the restart."""
-    ttl = 4
+    ttl = 2 + paced(2, pace)
     hg = pl.own(hostgate_factory, "restart",
                 HOST_EXECUTION_DIRECT_TTL_SECONDS=ttl)
     alice = hg.login(*pl.ADMIN)
@@ -404,16 +449,17 @@ def test_restart_keeps_the_deadline(hostgate_factory):
     assert rec[-1]["reason"] == "expired", rec
 
 
-def test_restart_after_the_deadline_reverts(hostgate_factory):
+def test_restart_after_the_deadline_reverts(hostgate_factory, pace):
     """A grant whose deadline passed while brokerd was down ends when
     brokerd starts: reason restart, in the audit log, in the event ring
     (resumed with Last-Event-ID), and its direct terminal is killed."""
+    ttl = paced(2, pace)
     hg = pl.own(hostgate_factory, "restart2",
-                HOST_EXECUTION_DIRECT_TTL_SECONDS=2)
+                HOST_EXECUTION_DIRECT_TTL_SECONDS=ttl)
     alice = hg.login(*pl.ADMIN)
     es = pl.EventStream(hg, cookie=alice.cookie)
     before = direct_shells(hg)
-    pl.grant(alice)
+    g = pl.grant(alice)
     es.wait("mode_expiring")
     last = es.events[-1]["id"]
     es.close()
@@ -423,7 +469,8 @@ def test_restart_after_the_deadline_reverts(hostgate_factory):
     # sandboxd, still up, runs the shell.
     shells = hglib.wait_for(lambda: direct_shells(hg) - before,
                             what="the direct terminal's shell")
-    time.sleep(2.2)
+    # Until the deadline has passed (expires_at is in whole seconds).
+    time.sleep(max(0.0, pl.iso_secs(g["expires_at"]) + 1.2 - time.time()))
     start_brokerd(hg)
     m = pl.mode_of(alice)
     assert m["mode"] == "sandbox", m
