@@ -235,8 +235,7 @@ export class Hostgate {
     return out.join('\n');
   }
 
-  // SIGTERM,
-  then SIGKILL after SLOW; keep the directory when something failed.
+  // SIGTERM, then SIGKILL after SLOW; keep the directory when something failed.
   async stop() {
     if (!this.dir) return;
     const running = [...this.procs.values()].filter((p) => !p.done);

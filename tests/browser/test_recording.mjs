@@ -50,9 +50,13 @@ export default async function ({ main, users, newPage, shot }) {
   await page.locator('#audit-action').waitFor();
   await page.fill('#audit-action', 'recording');
   const button = page.locator(`button[aria-label="Play recording ${id}"]`);
+  // Each Apply draws the results anew: the old ones are marked first, so
+  // that the button found (and clicked) is the new drawing's, which no
+  // late answer replaces with the player inside.
   await waitFor(async () => {
+    await page.$$eval('.audit-results > *', (els) => els.forEach((e) => e.setAttribute('data-stale', '')));
     await page.click('.filters button[type=submit]');
-    await page.locator('.audit-results .table-audit, .audit-results .empty-row').first().waitFor();
+    await page.locator('.audit-results > :not([data-stale])').first().waitFor();
     return (await button.count()) === 1;
   }, `the recording record of ${id}`);
   await button.click();
