@@ -71,6 +71,8 @@ vm_run() {
 	cp -R "$here/guest" "$d/share/guest"
 	cp "$deb" "$d/share/debs/new/"
 	cp "$prev" "$d/share/debs/previous/"
+	# HGVM_PYTEST_ARGS: more arguments for the guest's pytest (-x, -k).
+	printf '%s\n' "${HGVM_PYTEST_ARGS:-}" >"$d/share/pytest-args"
 	qemu-img create -q -f qcow2 -b "$cache/$r.qcow2" -F qcow2 "$d/disk.qcow2"
 	date +%s >"$d/t0"
 	timeout -s KILL "$limit" qemu-system-x86_64 -accel tcg -cpu max \

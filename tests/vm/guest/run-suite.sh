@@ -14,8 +14,10 @@ out=$share/out
 rm -rf /root/suite
 cp -R "$share/guest" /root/suite
 cd /root/suite
+# shellcheck disable=SC2046
 HGVM_DEBS=$share/debs HGVM_OUT=$out python3 -m pytest -v -p no:cacheprovider \
-    -o console_output_style=classic . >"$out/pytest.log" 2>&1
+    -o console_output_style=classic $(cat "$share/pytest-args") . \
+    >"$out/pytest.log" 2>&1
 rc=$?
 journalctl -b --no-pager -o short-precise >"$out/journal.log" 2>&1
 echo "$rc" >"$out/rc"
