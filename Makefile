@@ -2,8 +2,11 @@
 #   make            build everything into build/
 #   make run        start hostgate on its embedded defaults (scripts/run.sh)
 #   make fleet      three hostgates on PostgreSQL behind HAProxy (fleet-stop)
-#   make check      unit, fuzz (15 s a target), system and browser tests
+#   make check      build, unit, fuzz (15 s a target), system, browser and
+#                   VM tests, with the time of each
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make deb        build/deb/hostgate_VERSION_ARCH.deb (DEB_VERSION=)
+#   make vm         the package booted under systemd in qemu (tests/vm/)
 #   make check SANITIZE=address,undefined
 #   make fuzz       libFuzzer campaign (clang): FUZZ_SECONDS=, FUZZ_JOBS=
 #   make bench      benchmarks (tests/bench/)
@@ -31,10 +34,31 @@ B	 = build
 PKGS	 = libevent libevent_openssl json-c libseccomp libcap openssl libargon2 libsystemd \
 	   sqlite3 libpq
 
-# Installs Debian packages when something is missing (only then).
-DEPS_STAMP := $(shell scripts/deps.sh --quiet >&2 || echo missing)
-ifneq ($(DEPS_STAMP),)
-$(error missing build dependencies, see the message above)
+# The Debian packages the goals need (scripts/deps.sh's lists). Building
+# never installs: make, make install and make deb stop naming the
+# apt-get line when one is missing. make run, make check and make bench
+# install what they need, and only that. Checked once, by the first make:
+# the makes it runs skip it (HG_DEPS_CHECKED).
+GOALS	 = $(or $(MAKECMDGOALS),all)
+DEPS_LISTS = $(strip \
+	$(if $(filter-out clean fleet-stop,$(GOALS)),build) \
+	$(if $(filter run system browser fleet bench check,$(GOALS)),runtime) \
+	$(if $(filter unit system fuzz fuzz-build fuzz-check build-check \
+	    check,$(GOALS)),test) \
+	$(if $(filter browser check,$(GOALS)),browser) \
+	$(if $(filter system fleet check,$(GOALS)),fleet) \
+	$(if $(filter bench,$(GOALS)),bench) \
+	$(if $(and $(filter bench,$(GOALS)),$(filter fleet,$(BENCH_ONLY))),fleet) \
+	$(if $(filter deb vm build-check check,$(GOALS)),deb) \
+	$(if $(filter vm check,$(GOALS)),vm))
+DEPS_HOW = $(if $(filter run check bench,$(GOALS)),--install,--check)
+ifeq ($(HG_DEPS_CHECKED)$(if $(DEPS_LISTS),,none),)
+DEPS_MISSING := $(shell scripts/deps.sh $(DEPS_HOW) $(DEPS_LISTS) >&2 || \
+	echo missing)
+ifneq ($(DEPS_MISSING),)
+$(error missing Debian packages, see the message above)
+endif
+export HG_DEPS_CHECKED = 1
 endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
@@ -44,11 +68,7 @@ CFLAGS	?= -O2 -g
 CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
 	   -Wmissing-prototypes -Wno-unused-parameter -Wno-format-truncation \
 	   -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE \
-	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon \
-	   -DHG_PROFILES_DIR='"$(PKGDATADIR)/profiles"' \
-	   -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \
-	   -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
-	   -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
+	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon -I$(B) $(PKG_CFLAGS)
 # --as-needed: each binary depends on the libraries it calls only.
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--as-needed
 
@@ -56,6 +76,19 @@ ifneq ($(SANITIZE),)
 CFLAGS	+= -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DHG_SANITIZE=1 -O1
 LDFLAGS	+= -fsanitize=$(SANITIZE)
 B	 = build-san
+endif
+
+# The paths compiled in as the defaults (common/config.c): $(B)/paths.h,
+# rewritten only when one of them changes, so that changing PREFIX (or
+# another path variable) between make and make install rebuilds what
+# includes it (the compiler's -MMD dependencies), and nothing else.
+PATHS_H	 = $(B)/paths.h
+PATHS_ERR := $(shell scripts/paths.sh $(PATHS_H) \
+	'HG_PROFILES_DIR=$(PKGDATADIR)/profiles' 'HG_WEB_DIR=$(PKGDATADIR)/web' \
+	'HG_STATE_DIR=$(STATEDIR)' 'HG_RUN_DIR=$(RUNDIR)' \
+	'HG_ENV_FILE=$(ENVFILE)' 2>&1 || echo failed)
+ifneq ($(PATHS_ERR),)
+$(error $(PATHS_H): $(PATHS_ERR))
 endif
 
 COMMON	= log config ipc proto priv util proc egress jail
@@ -191,7 +224,17 @@ system: all
 browser: all
 	HG_BUILD=$(B) tests/browser/run.sh
 
-check: all unit protodoc-check fuzz-check system browser
+# Each phase a make of its own, timed (scripts/check.sh): the report
+# says where the time went. The VM suite comes last.
+CHECK_PHASES = all build-check unit protodoc-check fuzz-check system \
+	  browser vm
+check:
+	+@scripts/check.sh "$(MAKE)" $(CHECK_PHASES)
+
+# The build's own tests (tests/build/): the paths follow PREFIX, and a
+# missing build dependency stops make install before it installs anything.
+build-check:
+	@tests/build/run.sh
 
 # docs/protocol.md's message reference is generated from the protocol
 # table (common/proto.c): protodoc rewrites it, protodoc-check compares.
@@ -228,11 +271,11 @@ UNITS	= hostgate-frontd.service hostgate-brokerd.service hostgate-sandboxd.servi
 	  hostgate-egressd.service
 MAN5	= hostgate.env.5
 MAN7	= hostgate.7
-MAN8	= frontd.8 brokerd.8 sandboxd.8 egressd.8 hgctl.8
+MAN8	= frontd.8 brokerd.8 sandboxd.8 egressd.8 hgctl.8 hg-egress-bridge.8
 
 # The operator's configuration file, generated from .env.example: every
 # variable commented out with its default, the paths the installed ones.
-$(B)/hostgate.env: etc/hostgate.env.head .env.example Makefile
+$(B)/hostgate.env: etc/hostgate.env.head .env.example Makefile $(PATHS_H)
 	@mkdir -p $(dir $@)
 	{ $(SUBST) etc/hostgate.env.head; sed -n '/^## /,$$p' .env.example | \
 	  sed -e 's|^# HOSTGATE_STATE_DIR=.*|# HOSTGATE_STATE_DIR=$(STATEDIR)|' \
@@ -293,11 +336,7 @@ FZ_SAN	 = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FZ_CFLAGS = -std=gnu11 -g -O1 -fno-omit-frame-pointer $(FZ_SAN) \
 	  -Werror=int-conversion -Werror=incompatible-pointer-types \
 	  -Werror=implicit-function-declaration \
-	  -fsanitize=fuzzer-no-link -D_GNU_SOURCE -Icommon \
-	  -DHG_PROFILES_DIR='"$(PKGDATADIR)/profiles"' \
-	  -DHG_WEB_DIR='"$(PKGDATADIR)/web"' \
-	  -DHG_STATE_DIR='"$(STATEDIR)"' -DHG_RUN_DIR='"$(RUNDIR)"' \
-	  -DHG_ENV_FILE='"$(ENVFILE)"' $(PKG_CFLAGS)
+	  -fsanitize=fuzzer-no-link -D_GNU_SOURCE -Icommon -I$(B) $(PKG_CFLAGS)
 FZ_COMMON = common/log.c common/util.c common/config.c common/egress.c \
 	    tests/fuzz/fuzz_det.c
 # A fixed clock and random stream, no disk flushes (fuzz_det.c).
@@ -379,14 +418,27 @@ $(B)/bench_store: $(O)/tests/bench/bench_store.o $(O)/brokerd/session.o \
 bench: all $(B)/bench_policy $(B)/bench_store
 	HG_BUILD=$(B) tests/bench/run.sh
 
+# The Debian package, built from a copy of the tree in build/deb
+# (scripts/deb.sh, docs/packaging.md): build/deb/hostgate_VERSION_ARCH.deb.
+# DEB_VERSION= builds it with another version.
+deb:
+	@DEB_VERSION='$(DEB_VERSION)' scripts/deb.sh
+
+# The package booted under systemd on cgroup v2 in qemu: install, the
+# first admin, an upgrade, remove and purge (tests/vm/).
+DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH)
+DEB_FILE = build/deb/hostgate_$(or $(DEB_VERSION),$(HG_VERSION_STR))_$(DEB_ARCH).deb
+vm: deb
+	tests/vm/run.sh $(DEB_FILE)
+
 clean:
 	rm -rf build build-san build-fuzz
 
 # The compiler writes the dependency files (-MMD); no rule makes them, or
 # make would try test_maps_%.o's pattern with the stem "brokerd.d".
 %.d: ;
--include $(shell find $(B) -name '*.d' 2>/dev/null)
--include $(shell find $(FZ_O) -name '*.d' 2>/dev/null)
+-include $(shell find $(O) -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(FZ_O) -name '*.d' -type f 2>/dev/null)
 
 .PHONY: all web unit system browser check run install fuzz fuzz-build \
-	fuzz-check bench clean protodoc protodoc-check
+	fuzz-check bench clean protodoc protodoc-check deb vm build-check

@@ -21,26 +21,16 @@
 
 #include "common.h"
 #include "config_env.h"
+/*
+ * The installed layout's defaults (HG_WEB_DIR, HG_PROFILES_DIR,
+ * HG_STATE_DIR, HG_RUN_DIR, HG_ENV_FILE), written into the build
+ * directory by the Makefile (scripts/paths.sh) from PREFIX and the other
+ * path variables: a change to one rebuilds this file.
+ */
+#include "paths.h"
 
 #define ENV_FILE_MAX	(1024 * 1024)
 #define CONFIG_NAME_MAX	63	/* longest name compared for suggestions */
-
-#ifndef HG_WEB_DIR
-#define HG_WEB_DIR	"/usr/local/share/hostgate/web"
-#endif
-#ifndef HG_PROFILES_DIR
-#define HG_PROFILES_DIR	"/usr/local/share/hostgate/profiles"
-#endif
-/* Where an installed hostgate keeps its state, sockets and configuration. */
-#ifndef HG_STATE_DIR
-#define HG_STATE_DIR	"/var/lib/hostgate"
-#endif
-#ifndef HG_RUN_DIR
-#define HG_RUN_DIR	"/run/hostgate"
-#endif
-#ifndef HG_ENV_FILE
-#define HG_ENV_FILE	"/etc/hostgate/hostgate.env"
-#endif
 
 /* Longest "run_dir/socket" that fits in sockaddr_un.sun_path. */
 #define SUN_PATH_SIZE	sizeof(((struct sockaddr_un *)0)->sun_path)

@@ -80,7 +80,7 @@ pidfile_alive() {
 # pg_setup: the cluster, its certificates and the hostgate role, once.
 pg_setup() {
 	[ -x "$PG_BIN/initdb" ] || die "PostgreSQL 15 is missing" \
-	    "(apt-get install postgresql; scripts/deps.sh does)"
+	    "(apt-get install postgresql; scripts/deps.sh --install fleet does)"
 	[ -d "$PG/data" ] && return 0
 	say "creating the PostgreSQL cluster in $PG"
 	mkdir -p -m 0755 "$PG" "$PG/sock"
@@ -230,7 +230,7 @@ host_start() {
 # HAProxy as a daemon.
 haproxy_start() {
 	[ -n "$HAPROXY" ] || die "haproxy is missing (apt-get install haproxy;" \
-	    "scripts/deps.sh does)"
+	    "scripts/deps.sh --install fleet does)"
 	local cfg=$FLEET/haproxy.cfg routes="" servers="" id addr glob=""
 	if pidfile_alive "$FLEET/haproxy.pid"; then
 		kill "$(cat "$FLEET/haproxy.pid")" 2>/dev/null || true

@@ -33,10 +33,10 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x "$node22" ]; then
 fi
 
 # The system's node and npm install the packages and run the v1 SDK
-# (Debian 12's nodejs 18 and npm 9 will do: scripts/deps.sh offers them).
+# (Debian 12's nodejs 18 and npm 9 will do: scripts/deps.sh's build list).
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	fail "node and npm are not installed; on Debian 12, as root:" \
-	    "apt-get install nodejs npm (or run scripts/deps.sh)"
+	    "apt-get install nodejs npm (or scripts/deps.sh --install build)"
 fi
 if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)'; then
 	fail "Node.js $(node --version) is too old: the MCP SDK needs 18 or later"

@@ -18,7 +18,8 @@ fi
 [ "$need" = 1 ] || exit 0
 
 # Node.js 18 or later with npm: Debian 12's own nodejs and npm will do
-# (scripts/deps.sh installs them when neither is present).
+# (scripts/deps.sh names them when neither is present; make run and
+# make check install them).
 why=""
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	why="node and npm are not installed"

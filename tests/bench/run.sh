@@ -1,7 +1,8 @@
 #!/bin/sh
 # hostgate's benchmarks (`make bench`): figures beside references measured
-# in the same run, never pass/fail. Needs wrk, nginx and bwrap: installed
-# here when missing and root, else the apt-get line is printed. As root,
+# in the same run, never pass/fail. Needs wrk, nginx and bwrap, which make
+# bench installs (scripts/deps.sh); when one is missing this prints the
+# apt-get line and fails. As root,
 # creates the users first (scripts/users.sh). Builds bpfdump, which writes
 # the seccomp BPF sandboxd loads, into a temporary directory, then runs
 # bench.py with Debian's /usr/bin/python3, which also runs
@@ -15,21 +16,12 @@ HG_BUILD="${HG_BUILD:-build}"
 export HG_BUILD
 export PYTHONDONTWRITEBYTECODE=1
 
-pkgs=""
-command -v wrk >/dev/null 2>&1 || [ -x /usr/bin/wrk ] || pkgs="$pkgs wrk"
-command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] ||
-	pkgs="$pkgs nginx-light"
-[ -x /usr/bin/bwrap ] || pkgs="$pkgs bubblewrap"
-[ -x /usr/bin/python3 ] || pkgs="$pkgs python3"
-if [ -n "$pkgs" ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench: missing packages; as root run:" >&2
-		echo "  apt-get install -y$pkgs" >&2
-		exit 1
-	fi
-	echo "bench: installing$pkgs"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y $pkgs || { apt-get update && apt-get install -y $pkgs; }
+# make bench installs them (scripts/deps.sh --install bench, and fleet
+# for BENCH_ONLY=fleet); run directly, this names what is missing.
+if [ "${BENCH_ONLY:-}" = fleet ]; then
+	scripts/deps.sh --check runtime bench fleet
+else
+	scripts/deps.sh --check runtime bench
 fi
 PATH="$PATH:/usr/sbin:/sbin"
 export PATH

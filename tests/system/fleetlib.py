@@ -32,7 +32,8 @@ def missing():
     """What a fleet needs and this machine lacks (a skip reason), or
     None."""
     if HAPROXY is None:
-        return "haproxy is not installed (scripts/deps.sh installs it)"
+        return "haproxy is not installed (make check installs it: " \
+            "scripts/deps.sh --install fleet)"
     return pglib.available()
 
 

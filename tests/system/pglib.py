@@ -42,8 +42,8 @@ def bindir():
 def available():
     """Why PostgreSQL cannot be started here, or None when it can."""
     if bindir() is None:
-        return "PostgreSQL's server is not installed (scripts/deps.sh " \
-            "installs postgresql)"
+        return "PostgreSQL's server is not installed (make check " \
+            "installs it: scripts/deps.sh --install fleet)"
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("postgres")

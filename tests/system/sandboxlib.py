@@ -527,6 +527,26 @@ class Listener:
         self.sock.close()
 
 
+def network_profile_missing():
+    """Why the workspace-write+network profile cannot run on this machine
+    (a skip reason), or None. slirp4netns runs as the sandbox's user and
+    opens /dev/net/tun, which Debian's udev makes 0666
+    (/lib/udev/rules.d/50-udev-default.rules). The tests change no
+    device's mode: a machine without udev that left it 0600 skips them,
+    saying so, and a spawn that fails where it is 0666 fails them."""
+    if not os.access("/usr/bin/slirp4netns", os.X_OK):
+        return "slirp4netns is not installed (Debian package slirp4netns)"
+    try:
+        st = os.stat("/dev/net/tun")
+    except OSError as e:
+        return "no /dev/net/tun here: %s" % e.strerror
+    if st.st_mode & 0o006 != 0o006:
+        return ("/dev/net/tun is mode %04o, not 0666 as Debian's udev makes "
+                "it: slirp4netns cannot open it as the sandbox's user (as "
+                "root: chmod 0666 /dev/net/tun)" % (st.st_mode & 0o7777))
+    return None
+
+
 def unprivileged(argv):
     """argv as an unprivileged host user (hostgate-test as root), for
     control runs of a probe outside the sandbox."""

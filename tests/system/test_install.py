@@ -31,7 +31,7 @@ UNITS = ("hostgate-frontd.service", "hostgate-brokerd.service",
          "hostgate-sandboxd.service", "hostgate-egressd.service")
 MANPAGES = ("man5/hostgate.env.5", "man7/hostgate.7", "man8/frontd.8",
             "man8/brokerd.8", "man8/sandboxd.8", "man8/egressd.8",
-            "man8/hgctl.8")
+            "man8/hgctl.8", "man8/hg-egress-bridge.8")
 # The figures docs/operations.md gives; a unit that scores worse fails.
 EXPOSURE_MAX = {
     "hostgate-frontd.service": 2.0,

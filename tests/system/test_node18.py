@@ -348,18 +348,19 @@ console.log(JSON.stringify(out));
 
 
 def deps_run(tmp, with_node):
-    """scripts/deps.sh, not as root, with PATH holding the tools it uses
-    and, with_node, the machine's node and npm."""
+    """scripts/deps.sh --check build, not as root, with PATH holding the
+    tools it uses and, with_node, the machine's node and npm."""
     bindir = os.path.join(tmp, "bin-%s" % ("node" if with_node else "none"))
     os.makedirs(bindir)
-    tools = ["dpkg-query", "grep", "id", "stat"]
+    tools = ["dpkg-query", "grep", "id"]
     if with_node:
         tools += ["node", "npm"]
     for t in tools:
         path = shutil.which(t)
         assert path, t
         os.symlink(path, os.path.join(bindir, t))
-    argv = ["/bin/sh", os.path.join(hglib.REPO, "scripts", "deps.sh")]
+    argv = ["/bin/sh", os.path.join(hglib.REPO, "scripts", "deps.sh"),
+            "--check", "build"]
     if hglib.IS_ROOT:
         uid, gid = hglib.account(hglib.TEST_USER)
         argv = [shutil.which("setpriv"), "--reuid=%d" % uid, "--regid=%d" % gid,
