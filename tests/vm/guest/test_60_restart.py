@@ -25,16 +25,18 @@ def test_sandboxd_killed(whom):
     def run():
         try:
             result["r"] = s.post("/api/run_command",
-                                 {"command": cmd, "timeout": 900},
-                                 timeout=900)
+                                 {"command": cmd, "timeout": 300},
+                                 timeout=600)
         except Exception as e:      # the connection may go with it
             result["r"] = e
 
     th = threading.Thread(target=run, daemon=True)
     th.start()
-    h.wait_for(lambda: h.processes(marker + "-main") and
-               h.processes(marker + "-orphan"), 120,
-               "the command and its setsid'd child")
+    def running():
+        assert "r" not in result, result      # it must not have ended
+        return h.processes(marker + "-main") and \
+            h.processes(marker + "-orphan")
+    h.wait_for(running, 120, "the command and its setsid'd child")
     old = h.main_pid(SANDBOXD)
     restarts = int(h.unit_prop(SANDBOXD, "NRestarts"))
     h.sh("systemctl", "kill", "--kill-whom=" + whom, "-s", "KILL", SANDBOXD)
