@@ -11,6 +11,14 @@
 # one vCPU each.
 set -eu
 [ $# = 1 ] || { echo "usage: $0 hostgate_VER_ARCH.deb" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "hgvm: run as root (debootstrap, chroot)" >&2; exit 2; }
+for t in qemu-system-x86_64 qemu-img debootstrap mkfs.ext4 dpkg-deb; do
+	command -v "$t" >/dev/null 2>&1 || {
+		echo "hgvm: $t is missing: apt-get install --no-install-recommends" \
+		    "qemu-system-x86 qemu-utils debootstrap e2fsprogs" >&2
+		exit 2
+	}
+done
 deb=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
