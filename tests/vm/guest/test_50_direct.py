@@ -30,6 +30,14 @@ def test_revert_kills_setsid_child():
         t.close()
 
 
+def test_no_spurious_warning():
+    """The session's cgroup, killed and removed at revert, is no spawn
+    whose cgroup could not be killed."""
+    out = h.journal("hostgate-sandboxd.service")
+    assert "killed 1 direct-mode spawns" in out
+    assert "cannot kill its cgroup" not in out, out[-3000:]
+
+
 def test_expiry_kills_setsid_child():
     h.configure(HOST_EXECUTION_DIRECT_TTL_SECONDS=TTL)
     s = h.SHARED["sessions"]["admin"]
@@ -39,5 +47,7 @@ def test_expiry_kills_setsid_child():
                    "the setsid'd child killed at the grant's expiry")
         r = s.get("/api/execution-mode")
         assert r.status == 200 and r.json()["mode"] == "sandbox", r
+        assert "cannot kill its cgroup" not in \
+            h.journal("hostgate-sandboxd.service")
     finally:
         t.close()
