@@ -290,6 +290,15 @@ def processes(marker):
     return out
 
 
+def shells(marker):
+    """processes(marker) that are the "sh -c SCRIPT" holding it, exec
+    done: not a setsid(1) on its way (its child's cmdline reads empty for
+    a moment while it execs sh, long enough under emulation to look like
+    an end)."""
+    return [p for p in processes(marker)
+            if p[2][:2] == ["sh", "-c"] and marker in p[2][2]]
+
+
 def cgroup_of(pid):
     """The cgroup v2 path of pid, under /sys/fs/cgroup."""
     with open("/proc/%d/cgroup" % pid) as f:

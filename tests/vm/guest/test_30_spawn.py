@@ -42,7 +42,7 @@ def test_terminal_cgroup(user):
         assert int(m.group(1)) == st["uid"]
         marker = "hgvm-term-%s" % user
         t.send("exec sh -c 'sleep 1000; : %s'\n" % marker)
-        procs = h.wait_for(lambda: h.processes(marker), 120, marker)
+        procs = h.wait_for(lambda: h.shells(marker), 120, marker)
         pid, uid, _ = procs[0]
         assert uid == st["uid"]
         cg = h.cgroup_of(pid)

@@ -15,7 +15,7 @@ def direct_orphan(s, marker):
     t = s.terminal()
     t.send("setsid sh -c 'sleep 1000; : %s' </dev/null >/dev/null 2>&1 &\n"
            % marker)
-    h.wait_for(lambda: h.processes(marker), 120, marker)
+    h.wait_for(lambda: h.shells(marker), 120, marker)
     return t
 
 
@@ -24,7 +24,7 @@ def test_revert_kills_setsid_child():
     t = direct_orphan(s, "hgvm-direct-revert")
     try:
         assert s.mode("sandbox")["mode"] == "sandbox"
-        h.wait_for(lambda: not h.processes("hgvm-direct-revert"), 120,
+        h.wait_for(lambda: not h.shells("hgvm-direct-revert"), 120,
                    "the setsid'd child killed at revert")
     finally:
         t.close()
@@ -43,7 +43,7 @@ def test_expiry_kills_setsid_child():
     s = h.SHARED["sessions"]["admin"]
     t = direct_orphan(s, "hgvm-direct-ttl")
     try:
-        h.wait_for(lambda: not h.processes("hgvm-direct-ttl"), TTL + 180,
+        h.wait_for(lambda: not h.shells("hgvm-direct-ttl"), TTL + 180,
                    "the setsid'd child killed at the grant's expiry")
         r = s.get("/api/execution-mode")
         assert r.status == 200 and r.json()["mode"] == "sandbox", r

@@ -34,8 +34,7 @@ def test_sandboxd_killed(whom):
     th.start()
     def running():
         assert "r" not in result, result      # it must not have ended
-        return h.processes(marker + "-main") and \
-            h.processes(marker + "-orphan")
+        return h.shells(marker + "-main") and h.shells(marker + "-orphan")
     h.wait_for(running, 120, "the command and its setsid'd child")
     old = h.main_pid(SANDBOXD)
     restarts = int(h.unit_prop(SANDBOXD, "NRestarts"))
