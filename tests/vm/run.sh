@@ -41,8 +41,12 @@ image_key() {
 }
 
 # Base images: the stale ones rebuilt, at the same time (the downloads
-# overlap the other's initramfs).
+# overlap the other's initramfs). One run at a time builds (a lock on the
+# cache); a VM of another run keeps the image it opened, which a rebuild
+# replaces by a rename.
 t0=$(now)
+exec 9>"$cache/lock"
+flock 9
 pids=""
 for r in $releases; do
 	key=$(image_key "$r")
@@ -70,6 +74,10 @@ echo "hgvm: images ready in $(($(now) - t0)) s"
 t=$(now)
 prev=$("$here/previous.sh" "$cache")
 echo "hgvm: previous .deb $(basename "$prev") ready in $(($(now) - t)) s"
+# A copy: the cache may change under a later run.
+cp "$prev" "$work/"
+prev=$work/$(basename "$prev")
+flock -u 9
 
 # One VM: an overlay, a share holding the suite and the .debs, qemu
 # under a hard timeout. The console goes to a file.
