@@ -21,7 +21,6 @@ for t in qemu-system-x86_64 qemu-img debootstrap mkfs.ext4 dpkg-deb; do
 done
 deb=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
 cache=${HGVM_CACHE:-/var/cache/hostgate-tests}/vm
 releases=${HGVM_RELEASES:-bookworm trixie}
 # The hard bound on one VM, boot to power-off (a run takes a few minutes).
