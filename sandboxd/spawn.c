@@ -529,7 +529,14 @@ spawn_exited(struct proc *p, int status)
 		    ((WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
 		    (WIFEXITED(status) && WEXITSTATUS(status) == 128 +
 		    SIGKILL)) && !p->killed;
-		if (cgroup_spawn_kill(p->user, spawn_cg_session(p), p->id) == -1)
+		/*
+		 * Gone already is no failure: a direct grant's end kills and
+		 * removes the session's whole d-SESSION before its spawns'
+		 * exits are read.
+		 */
+		errno = 0;
+		if (cgroup_spawn_kill(p->user, spawn_cg_session(p), p->id) == -1 &&
+		    errno != ENOENT)
 			log_warnx("spawn %s: cannot kill its cgroup", p->id);
 	}
 	/*

@@ -754,16 +754,19 @@ out:
  * pid (--info-fd) and waits before the command (--block-fd) while its
  * /proc/net/snmp and snmp6 are opened. An open proc net file holds its
  * network namespace: sandboxd reads the counters from it when the spawn
- * ends, after every process of the sandbox is gone. 0, or -1 and err.
+ * ends, after every process of the sandbox is gone. The opens borrow the
+ * user's ids, as spawner_map does: under the unit's ProtectProc=invisible
+ * another uid's process is not in /proc at all. 0, or -1 and err.
  */
 static int
-spawner_count(int bwrap, int info, int block, int counters[2], char *err,
-    size_t errsz)
+spawner_count(int bwrap, int info, int block, int counters[2], int setid,
+    uid_t uid, gid_t gid, char *err, size_t errsz)
 {
 	char		 buf[512], path[64];
 	const char	*q;
 	pid_t		 child;
 	int64_t		 deadline = now_mono_ms() + SPAWNER_NET_MS;
+	int		 saved;
 
 	/* {"child-pid": N}: the whole object, not a part of the number. */
 	if (spawner_wait(info, bwrap, "}", buf, sizeof(buf), deadline) == -1 ||
@@ -779,10 +782,19 @@ spawner_count(int bwrap, int info, int block, int counters[2], char *err,
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/net/snmp", (int)child);
-	if ((counters[0] = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		goto fail;
-	snprintf(path, sizeof(path), "/proc/%d/net/snmp6", (int)child);
-	if ((counters[1] = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (setid && (setresgid(-1, gid, -1) == -1 ||
+	    setresuid(-1, uid, -1) == -1))
+		snprintf(path, sizeof(path), "the user's ids");
+	else if ((counters[0] = open(path, O_RDONLY | O_CLOEXEC)) != -1) {
+		snprintf(path, sizeof(path), "/proc/%d/net/snmp6", (int)child);
+		counters[1] = open(path, O_RDONLY | O_CLOEXEC);
+	}
+	saved = errno;
+	if (setid && (setresuid(-1, getuid(), -1) == -1 ||
+	    setresgid(-1, getgid(), -1) == -1))
+		_exit(1);	/* cannot get its own ids back: never go on */
+	errno = saved;
+	if (counters[0] == -1 || counters[1] == -1)
 		goto fail;
 	/* Counted from here on: let the command start. */
 	if (write(block, "1", 1) != 1) {
@@ -984,7 +996,8 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		close(info[1]);
 		close(bl[0]);
 		info[1] = bl[0] = -1;
-		if (spawner_count(pidfd, info[0], bl[1], counters, rep->err,
+		if (spawner_count(pidfd, info[0], bl[1], counters,
+		    rq.flags & SPAWNER_F_SETID, rq.uid, rq.gid, rep->err,
 		    sizeof(rep->err)) == -1) {
 			dprintf(stdio[2], "hostgate: %s\n", rep->err);
 			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);

@@ -36,7 +36,7 @@ MANPAGES = ("man5/hostgate.env.5", "man7/hostgate.7", "man8/frontd.8",
 EXPOSURE_MAX = {
     "hostgate-frontd.service": 2.0,
     "hostgate-brokerd.service": 2.5,
-    "hostgate-sandboxd.service": 5.1,
+    "hostgate-sandboxd.service": 5.3,
     "hostgate-egressd.service": 1.5,
 }
 
