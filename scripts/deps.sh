@@ -41,8 +41,9 @@ fleet="postgresql haproxy"
 bench="wrk nginx-light"
 # make deb: Debian's packaging tools.
 deb="debhelper dpkg-dev fakeroot lintian"
-# make vm: the VM suite (tests/vm/) boots the package in qemu.
-vm="qemu-system-x86 qemu-utils debootstrap"
+# make vm: the VM suite (tests/vm/) boots the package in qemu (software
+# emulation, the firmware its Depends bring); mkfs.ext4 makes its images.
+vm="qemu-system-x86 qemu-utils debootstrap e2fsprogs"
 
 usage() {
 	echo "usage: scripts/deps.sh --check|--install|--list" \
