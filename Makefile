@@ -428,8 +428,8 @@ deb:
 # first admin, an upgrade, remove and purge (tests/vm/).
 DEB_ARCH = $(shell dpkg-architecture -qDEB_HOST_ARCH)
 DEB_FILE = build/deb/hostgate_$(or $(DEB_VERSION),$(HG_VERSION_STR))_$(DEB_ARCH).deb
-vm: deb
-	tests/vm/run.sh $(DEB_FILE)
+vm: deb $(B)/tests/test_policy
+	HGVM_UNIT="$(B)/tests/test_policy" tests/vm/run.sh $(DEB_FILE)
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -11,6 +11,11 @@
 # one vCPU each.
 set -eu
 [ $# = 1 ] || { echo "usage: $0 hostgate_VER_ARCH.deb" >&2; exit 2; }
+# HGVM_UNIT: unit test binaries the guest runs too (test_policy: the
+# seccomp filter's other ABIs on a kernel without ia32 emulation).
+# HGVM_NO_IA32: the releases booted with ia32_emulation=0 (Linux 6.7 on:
+# Debian 13's kernel has it, Debian 12's has not).
+no_ia32=${HGVM_NO_IA32-trixie}
 [ "$(id -u)" = 0 ] || { echo "hgvm: run as root (debootstrap, chroot)" >&2; exit 2; }
 for t in qemu-system-x86_64 qemu-img debootstrap mkfs.ext4 dpkg-deb; do
 	command -v "$t" >/dev/null 2>&1 || {
@@ -86,6 +91,10 @@ vm_run() {
 	cp -R "$here/guest" "$d/share/guest"
 	cp "$deb" "$d/share/debs/new/"
 	cp "$prev" "$d/share/debs/previous/"
+	mkdir -p "$d/share/unit"
+	for u in ${HGVM_UNIT:-}; do cp "$u" "$d/share/unit/"; done
+	append="root=/dev/vda rw console=ttyS0 panic=1"
+	case " $no_ia32 " in *" $r "*) append="$append ia32_emulation=0" ;; esac
 	# HGVM_PYTEST_ARGS: more arguments for the guest's pytest (-x, -k).
 	printf '%s\n' "${HGVM_PYTEST_ARGS:-}" >"$d/share/pytest-args"
 	qemu-img create -q -f qcow2 -b "$cache/$r.qcow2" -F qcow2 "$d/disk.qcow2"
@@ -95,7 +104,7 @@ vm_run() {
 	    -serial "file:$d/console.log" -nic none \
 	    -device virtio-rng-pci \
 	    -kernel "$cache/$r.vmlinuz" -initrd "$cache/$r.initrd" \
-	    -append "root=/dev/vda rw console=ttyS0 panic=1" \
+	    -append "$append" \
 	    -drive "file=$d/disk.qcow2,if=virtio,format=qcow2" \
 	    -virtfs "local,path=$d/share,mount_tag=hgvm,security_model=none,id=hgvm" \
 	    >"$d/qemu.log" 2>&1
