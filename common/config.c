@@ -885,6 +885,224 @@ config_check_paths(const char *value, char *why, size_t whysz)
 	}
 }
 
+/* Store one of var's choices: its index (KIND_CHOICE) or a copy (KIND_WORD). */
+static int
+config_set_choice(void *field, const struct config_var *var,
+    const char *value, const char *where, char *err, size_t errsz)
+{
+	const char *const *c;
+
+	for (c = var->choices; *c != NULL; c++)
+		if (strcmp(value, *c) == 0)
+			break;
+	if (*c == NULL)
+		return (config_error(err, errsz, where, var, value,
+		    "unknown value", NULL));
+	if (var->kind == KIND_CHOICE)
+		*(int *)field = c - var->choices;
+	else if ((*(char **)field = strdup(value)) == NULL)
+		fatal("%s", __func__);
+	return (0);
+}
+
+/* Store a number (KIND_INT, KIND_FLAG) or a size (KIND_SIZE) within limits. */
+static int
+config_set_number(void *field, const struct config_var *var,
+    const char *value, const char *where, char *err, size_t errsz)
+{
+	const char	*why;
+	long		 n;
+
+	if (var->kind == KIND_SIZE) {
+		if ((why = config_parse_size(value, var->min, var->max,
+		    &n)) != NULL)
+			return (config_error(err, errsz, where, var, value, why,
+			    NULL));
+		*(long *)field = n;
+		return (0);
+	}
+	if ((why = config_parse_number(value, var->min, var->max,
+	    &n)) != NULL)
+		return (config_error(err, errsz, where, var, value,
+		    var->kind == KIND_FLAG ? "not 0 or 1" : why, NULL));
+	if (var->size == sizeof(long))
+		*(long *)field = n;
+	else
+		*(int *)field = n;
+	return (0);
+}
+
+/* Store "FIRST-LAST" as two longs, each within var's limits, FIRST < LAST. */
+static int
+config_set_range(long *field, const struct config_var *var,
+    const char *value, const char *where, char *err, size_t errsz)
+{
+	const char	*dash = strchr(value, '-'), *why;
+	char		 buf[LOG_ESCAPE_MAX + 128];
+	long		 lo, hi;
+
+	if (dash == NULL || (size_t)(dash - value) >= sizeof(buf))
+		return (config_error(err, errsz, where, var, value,
+		    "not FIRST-LAST", NULL));
+	memcpy(buf, value, dash - value);
+	buf[dash - value] = '\0';
+	if ((why = config_parse_number(buf, var->min, var->max,
+	    &lo)) != NULL || (why = config_parse_number(dash + 1,
+	    var->min, var->max, &hi)) != NULL)
+		return (config_error(err, errsz, where, var, value, why,
+		    NULL));
+	if (lo >= hi)
+		return (config_error(err, errsz, where, var, value,
+		    "FIRST is not below LAST", NULL));
+	field[0] = lo;
+	field[1] = hi;
+	return (0);
+}
+
+/*
+ * Check a value that is stored as it is written (names, lists, addresses);
+ * the reason it is wrong, maybe written in buf, or NULL.
+ */
+static const char *
+config_check_string(struct config *cfg, const struct config_var *var,
+    const char *value, char *buf, size_t bufsz)
+{
+	switch (var->kind) {
+	case KIND_USER:
+		if (!config_valid_user(value))
+			return ("not a valid user name");
+		break;
+	case KIND_USERS:
+		if (!config_valid_users(value))
+			return ("not a list of user names");
+		break;
+	case KIND_STORE:
+		if (config_has_control(value))
+			return ("contains a control character");
+		if (strlen(value) > (size_t)var->max)
+			return ("too long");
+		if (strncmp(value, "postgresql://", 13) != 0 &&
+		    strncmp(value, "postgres://", 11) != 0 &&
+		    strchr(value, '=') == NULL)
+			return ("not a PostgreSQL URI or KEY=VALUE string");
+		break;
+	case KIND_HOSTID:
+		if (!config_valid_host(value))
+			return ("not a host id");
+		break;
+	case KIND_IMAGE:
+		if (value[0] == '\0' || value[0] == '-' || strlen(value) > 255 ||
+		    strspn(value, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") !=
+		    strlen(value))
+			return ("not an image reference");
+		break;
+	case KIND_ORIGINS:
+		if (!config_valid_origins(value))
+			return ("not a list of web origins");
+		break;
+	case KIND_DOMAINS: {
+		char	bad[300];
+
+		if (!egress_list_valid(value, bad, sizeof(bad))) {
+			snprintf(buf, bufsz, "%.*s is not a domain name or "
+			    "*.NAME pattern", LOG_ESCAPE_MAX, bad);
+			return (buf);
+		}
+		break;
+	}
+	case KIND_NETS: {
+		struct egress_nets	nets;
+
+		if (egress_nets_parse(value, &nets, buf, bufsz) == -1)
+			return (buf);
+		egress_nets_free(&nets);
+		break;
+	}
+	case KIND_PORTS: {
+		int	ports[64];
+
+		if (egress_ports_parse(value, ports, 64) == -1)
+			return ("not a list of ports");
+		break;
+	}
+	case KIND_LISTEN:
+		return (config_parse_listen(cfg, value));
+	case KIND_PATHS:
+		return (config_check_paths(value, buf, bufsz));
+	default:
+		break;
+	}
+	return (NULL);
+}
+
+/* Store a path made absolute (KIND_DIR, KIND_FILE), within var's length. */
+static int
+config_set_path(char **field, const struct config_var *var,
+    const char *value, const char *where, char *err, size_t errsz)
+{
+	const char	*why = NULL;
+	char		*abs, buf[LOG_ESCAPE_MAX + 128];
+
+	if (config_has_control(value))
+		return (config_error(err, errsz, where, var, value,
+		    "contains a control character", NULL));
+	if ((abs = config_abspath(value, &why)) == NULL)
+		return (config_error(err, errsz, where, var, value, why,
+		    NULL));
+	if (var->max > 0 && strlen(abs) > (size_t)var->max) {
+		snprintf(buf, sizeof buf, "too long for the Unix "
+		    "sockets inside it: %zu bytes once absolute, the "
+		    "limit is %ld (sun_path)", strlen(abs), var->max);
+		free(abs);
+		return (config_error(err, errsz, where, var, value, buf,
+		    NULL));
+	}
+	*field = abs;
+	return (0);
+}
+
+/*
+ * Store the workspace root made absolute and held to the canonical rules;
+ * value NULL means the default, "workspaces" inside the state directory.
+ */
+static int
+config_set_workspace(char **field, struct config *cfg,
+    const struct config_var *var, const char *value, int defaulted,
+    const char *where, char *err, size_t errsz)
+{
+	const char	*why = NULL;
+	char		*abs = NULL, buf[LOG_ESCAPE_MAX + 128];
+
+	if (value == NULL) {
+		if (strlen(cfg->state_dir) + sizeof "/workspaces" >
+		    PATH_MAX) {
+			why = "path too long (the default, inside "
+			    "HOSTGATE_STATE_DIR)";
+			value = cfg->state_dir;
+		} else
+			abs = path_join(cfg->state_dir, "workspaces");
+	} else if (config_has_control(value))
+		why = "contains a control character";
+	else
+		abs = config_abspath(value, &why);
+	if (abs != NULL && (why = config_check_canonical(abs,
+	    strlen(abs))) != NULL) {
+		snprintf(buf, sizeof buf, "%s%s", why, defaulted ?
+		    " (the default, inside HOSTGATE_STATE_DIR)" : "");
+		why = buf;
+		if (defaulted)
+			value = abs;
+	}
+	if (why != NULL) {
+		config_error(err, errsz, where, var, value, why, NULL);
+		free(abs);
+		return (-1);
+	}
+	*field = abs;
+	return (0);
+}
+
 /*
  * Validate value and store it in cfg. value NULL means unset: the default
  * applies (a computed one for HOSTGATE_WORKSPACE_ROOT).
@@ -894,10 +1112,8 @@ config_set(struct config *cfg, const struct config_var *var,
     const char *value, const char *where, char *err, size_t errsz)
 {
 	void		*field = config_field(cfg, var);
-	const char	*why = NULL;
-	const char *const *c;
-	char		*abs = NULL, buf[LOG_ESCAPE_MAX + 128];
-	long		 n;
+	const char	*why;
+	char		 buf[LOG_ESCAPE_MAX + 128];
 	int		 defaulted = 0;
 
 	if (value == NULL) {
@@ -907,193 +1123,52 @@ config_set(struct config *cfg, const struct config_var *var,
 	switch (var->kind) {
 	case KIND_CHOICE:
 	case KIND_WORD:
-		for (c = var->choices; *c != NULL; c++)
-			if (strcmp(value, *c) == 0)
-				break;
-		if (*c == NULL)
-			return (config_error(err, errsz, where, var, value,
-			    "unknown value", NULL));
-		if (var->kind == KIND_CHOICE)
-			*(int *)field = c - var->choices;
-		else if ((*(char **)field = strdup(value)) == NULL)
-			fatal("%s", __func__);
-		return (0);
+		return (config_set_choice(field, var, value, where, err,
+		    errsz));
 	case KIND_INT:
 	case KIND_FLAG:
-		if ((why = config_parse_number(value, var->min, var->max,
-		    &n)) != NULL)
-			return (config_error(err, errsz, where, var, value,
-			    var->kind == KIND_FLAG ? "not 0 or 1" : why,
-			    NULL));
-		if (var->size == sizeof(long))
-			*(long *)field = n;
-		else
-			*(int *)field = n;
-		return (0);
 	case KIND_SIZE:
-		if ((why = config_parse_size(value, var->min, var->max,
-		    &n)) != NULL)
-			return (config_error(err, errsz, where, var, value, why,
-			    NULL));
-		*(long *)field = n;
-		return (0);
-	case KIND_RANGE: {
-		const char	*dash = strchr(value, '-');
-		long		 lo, hi;
-
-		if (dash == NULL || (size_t)(dash - value) >= sizeof(buf))
-			return (config_error(err, errsz, where, var, value,
-			    "not FIRST-LAST", NULL));
-		memcpy(buf, value, dash - value);
-		buf[dash - value] = '\0';
-		if ((why = config_parse_number(buf, var->min, var->max,
-		    &lo)) != NULL || (why = config_parse_number(dash + 1,
-		    var->min, var->max, &hi)) != NULL)
-			return (config_error(err, errsz, where, var, value, why,
-			    NULL));
-		if (lo >= hi)
-			return (config_error(err, errsz, where, var, value,
-			    "FIRST is not below LAST", NULL));
-		((long *)field)[0] = lo;
-		((long *)field)[1] = hi;
-		return (0);
-	}
-	case KIND_USER:
-		if (!config_valid_user(value))
-			return (config_error(err, errsz, where, var, value,
-			    "not a valid user name", NULL));
-		break;
-	case KIND_USERS:
-		if (!config_valid_users(value))
-			return (config_error(err, errsz, where, var, value,
-			    "not a list of user names", NULL));
-		break;
-	case KIND_STORE:
-		if (value[0] == '\0')
-			return (0);	/* embedded: the field stays NULL */
-		if (config_has_control(value))
-			return (config_error(err, errsz, where, var, value,
-			    "contains a control character", NULL));
-		if (strlen(value) > (size_t)var->max)
-			return (config_error(err, errsz, where, var, value,
-			    "too long", NULL));
-		if (strncmp(value, "postgresql://", 13) != 0 &&
-		    strncmp(value, "postgres://", 11) != 0 &&
-		    strchr(value, '=') == NULL)
-			return (config_error(err, errsz, where, var, value,
-			    "not a PostgreSQL URI or KEY=VALUE string", NULL));
-		break;
-	case KIND_HOSTID:
-		if (defaulted) {
-			config_default_host(buf, sizeof(buf));
-			value = buf;
-		} else if (!config_valid_host(value))
-			return (config_error(err, errsz, where, var, value,
-			    "not a host id", NULL));
-		break;
-	case KIND_IMAGE:
-		if (value[0] == '\0' || value[0] == '-' || strlen(value) > 255 ||
-		    strspn(value, "abcdefghijklmnopqrstuvwxyz"
-		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@") !=
-		    strlen(value))
-			return (config_error(err, errsz, where, var, value,
-			    "not an image reference", NULL));
-		break;
-	case KIND_ORIGINS:
-		if (!config_valid_origins(value))
-			return (config_error(err, errsz, where, var, value,
-			    "not a list of web origins", NULL));
-		break;
-	case KIND_DOMAINS: {
-		char	bad[300];
-
-		if (!egress_list_valid(value, bad, sizeof(bad))) {
-			snprintf(buf, sizeof(buf), "%.*s is not a domain name or "
-			    "*.NAME pattern", LOG_ESCAPE_MAX, bad);
-			return (config_error(err, errsz, where, var, value, buf,
-			    NULL));
-		}
-		break;
-	}
-	case KIND_NETS: {
-		struct egress_nets	nets;
-
-		if (egress_nets_parse(value, &nets, buf, sizeof(buf)) == -1)
-			return (config_error(err, errsz, where, var, value, buf,
-			    NULL));
-		egress_nets_free(&nets);
-		break;
-	}
-	case KIND_PORTS: {
-		int	ports[64];
-
-		if (egress_ports_parse(value, ports, 64) == -1)
-			return (config_error(err, errsz, where, var, value,
-			    "not a list of ports", NULL));
-		break;
-	}
-	case KIND_LISTEN:
-		if ((why = config_parse_listen(cfg, value)) != NULL)
-			return (config_error(err, errsz, where, var, value, why,
-			    NULL));
-		break;
-	case KIND_PATHS:
-		if (config_check_paths(value, buf, sizeof buf) != NULL)
-			return (config_error(err, errsz, where, var, value, buf,
-			    NULL));
-		break;
+		return (config_set_number(field, var, value, where, err,
+		    errsz));
+	case KIND_RANGE:
+		return (config_set_range(field, var, value, where, err, errsz));
 	case KIND_FILE:
 		if (value == NULL)
 			return (0);
 		/* FALLTHROUGH */
 	case KIND_DIR:
-		if (config_has_control(value))
-			return (config_error(err, errsz, where, var, value,
-			    "contains a control character", NULL));
-		if ((abs = config_abspath(value, &why)) == NULL)
-			return (config_error(err, errsz, where, var, value, why,
-			    NULL));
-		if (var->max > 0 && strlen(abs) > (size_t)var->max) {
-			snprintf(buf, sizeof buf, "too long for the Unix "
-			    "sockets inside it: %zu bytes once absolute, the "
-			    "limit is %ld (sun_path)", strlen(abs), var->max);
-			free(abs);
-			return (config_error(err, errsz, where, var, value, buf,
-			    NULL));
-		}
-		*(char **)field = abs;
-		return (0);
+		return (config_set_path(field, var, value, where, err, errsz));
 	case KIND_WORKSPACE:
-		if (value == NULL) {
-			if (strlen(cfg->state_dir) + sizeof "/workspaces" >
-			    PATH_MAX) {
-				why = "path too long (the default, inside "
-				    "HOSTGATE_STATE_DIR)";
-				value = cfg->state_dir;
-			} else
-				abs = path_join(cfg->state_dir, "workspaces");
-		} else if (config_has_control(value))
-			why = "contains a control character";
-		else
-			abs = config_abspath(value, &why);
-		if (abs != NULL && (why = config_check_canonical(abs,
-		    strlen(abs))) != NULL) {
-			snprintf(buf, sizeof buf, "%s%s", why, defaulted ?
-			    " (the default, inside HOSTGATE_STATE_DIR)" : "");
-			why = buf;
-			if (defaulted)
-				value = abs;
-		}
-		if (why != NULL) {
-			config_error(err, errsz, where, var, value, why, NULL);
-			free(abs);
-			return (-1);
-		}
-		*(char **)field = abs;
+		return (config_set_workspace(field, cfg, var, value, defaulted,
+		    where, err, errsz));
+	case KIND_STORE:
+		if (value[0] == '\0')
+			return (0);	/* embedded: the field stays NULL */
+		break;
+	case KIND_HOSTID:
+		if (!defaulted)
+			break;
+		/* Computed from the host name: nothing to check. */
+		config_default_host(buf, sizeof(buf));
+		if ((*(char **)field = strdup(buf)) == NULL)
+			fatal("%s", __func__);
 		return (0);
+	case KIND_USER:
+	case KIND_USERS:
+	case KIND_IMAGE:
+	case KIND_ORIGINS:
+	case KIND_DOMAINS:
+	case KIND_NETS:
+	case KIND_PORTS:
+	case KIND_LISTEN:
+	case KIND_PATHS:
+		break;
 	default:
 		return (0);
 	}
+	if ((why = config_check_string(cfg, var, value, buf,
+	    sizeof buf)) != NULL)
+		return (config_error(err, errsz, where, var, value, why, NULL));
 	if ((*(char **)field = strdup(value)) == NULL)
 		fatal("%s", __func__);
 	return (0);
