@@ -748,6 +748,92 @@ spawn_ids(const struct spawn_spec *s, const char *backend, int *setid,
 }
 
 /*
+ * Make the spawn's cgroup with its limits: cgfd and cgprocs are what the
+ * spawner moves the child in by. -1 with err when it cannot be made.
+ */
+static int
+spawn_cgroup(struct proc *p, const struct spawn_spec *s, int *cgfd,
+    char *cgprocs, size_t cgprocssz, char *err, size_t errsz)
+{
+	struct cg_limits	lim;
+
+	cgroup_limits_spawn(spawn_conf, &lim);
+	if (cgroup_spawn(s->user, spawn_cg_session(p), p->id, &lim,
+	    cgfd, cgprocs, cgprocssz, err, errsz) == -1)
+		return -1;
+	p->cg = 1;
+	p->oom_start = cgroup_oom_kills(s->user, p->id);
+	if (cgroup_path(s->user, spawn_cg_session(p), p->id, p->cgroup,
+	    sizeof(p->cgroup)) == NULL)
+		p->cgroup[0] = '\0';
+	return 0;
+}
+
+/*
+ * Open a terminal's pty of cols x rows: the master in p, the slave (the
+ * child's stdio) in *slave, and its recording if one is wanted. -1 with err.
+ */
+static int
+spawn_pty(struct proc *p, const struct spawn_spec *s, int setid, int cols,
+    int rows, int *slave, char *err, size_t errsz)
+{
+	struct winsize	 ws;
+	char		 ptsname_buf[64];
+
+	p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (p->master == -1 || grantpt(p->master) == -1 ||
+	    unlockpt(p->master) == -1 ||
+	    ptsname_r(p->master, ptsname_buf, sizeof(ptsname_buf)) != 0 ||
+	    (*slave = open(ptsname_buf, O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1) {
+		snprintf(err, errsz, "cannot spawn: %s", strerror(errno));
+		return -1;
+	}
+	/* The user's shell owns its terminal (root mode). */
+	if (setid)
+		(void)!fchown(*slave, s->uid, -1);
+	memset(&ws, 0, sizeof(ws));
+	ws.ws_col = cols > 0 ? cols : 80;
+	ws.ws_row = rows > 0 ? rows : 24;
+	ioctl(p->master, TIOCSWINSZ, &ws);
+	if (record_wanted(s) &&
+	    spawn_record(p, s, ws.ws_col, ws.ws_row, err, errsz) == -1)
+		return -1;
+	return 0;
+}
+
+/*
+ * Watch a started command: read its stdout and stderr (the read ends of
+ * pout and perr) up to cap bytes, and kill it after timeout_ms; the answer
+ * goes to peer's request req_id.
+ */
+static void
+spawn_command_watch(struct proc *p, int pout[2], int perr[2], size_t cap,
+    int timeout_ms, struct ipc_peer *peer, int64_t req_id)
+{
+	struct timeval	tv;
+
+	close(pout[1]);
+	close(perr[1]);
+	p->out[0] = pout[0];
+	p->out[1] = perr[0];
+	p->cap = cap;
+	p->peer = peer;
+	p->req_id = req_id;
+	fcntl(p->out[0], F_SETFL, O_NONBLOCK);
+	fcntl(p->out[1], F_SETFL, O_NONBLOCK);
+	p->ev_out[0] = event_new(spawn_base, p->out[0],
+	    EV_READ | EV_PERSIST, spawn_read, p);
+	p->ev_out[1] = event_new(spawn_base, p->out[1],
+	    EV_READ | EV_PERSIST, spawn_read, p);
+	event_add(p->ev_out[0], NULL);
+	event_add(p->ev_out[1], NULL);
+	p->ev_timeout = evtimer_new(spawn_base, spawn_timeout, p);
+	tv.tv_sec = timeout_ms / 1000;
+	tv.tv_usec = (timeout_ms % 1000) * 1000;
+	evtimer_add(p->ev_timeout, &tv);
+}
+
+/*
  * Start an approved spawn with the argv (and envp) a backend built.
  * Commands answer brokerd (peer, req_id) when done; terminals return at
  * once. The process itself is started by the user's spawner: its pid
@@ -760,11 +846,8 @@ spawn_start(const struct spawn_spec *s, const char *backend,
     int64_t req_id, char *err, size_t errsz)
 {
 	struct spawner_job	 j;
-	struct cg_limits	 lim;
 	struct proc		*p;
-	struct winsize		 ws;
-	struct timeval		 tv;
-	char			*line, ptsname_buf[64], cgprocs[1024];
+	char			*line, cgprocs[1024];
 	const char		*hide[4];
 	int			 pout[2] = { -1, -1 }, perr[2] = { -1, -1 };
 	int			 devnull = -1, slave = -1, cgfd = -1, setid;
@@ -785,40 +868,17 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	p->uid = setid ? s->uid : getuid();
 	snprintf(p->cwd, sizeof(p->cwd), "%s", s->cwd ? s->cwd : "");
 	cgprocs[0] = '\0';
-	if (cgroup_enabled()) {
-		cgroup_limits_spawn(spawn_conf, &lim);
-		if (cgroup_spawn(s->user, spawn_cg_session(p), p->id, &lim,
-		    &cgfd, cgprocs, sizeof(cgprocs), err, errsz) == -1)
-			goto fail;
-		p->cg = 1;
-		p->oom_start = cgroup_oom_kills(s->user, p->id);
-		if (cgroup_path(s->user, spawn_cg_session(p), p->id, p->cgroup,
-		    sizeof(p->cgroup)) == NULL)
-			p->cgroup[0] = '\0';
-	}
+	if (cgroup_enabled() && spawn_cgroup(p, s, &cgfd, cgprocs,
+	    sizeof(cgprocs), err, errsz) == -1)
+		goto fail;
 	if ((devnull = open("/dev/null", O_RDWR | O_CLOEXEC)) == -1)
 		goto fail_errno;
 	if (stdin_fd != -1)
 		lseek(stdin_fd, 0, SEEK_SET);
 
 	if (s->kind == SPAWN_TERMINAL) {
-		p->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-		if (p->master == -1 || grantpt(p->master) == -1 ||
-		    unlockpt(p->master) == -1 ||
-		    ptsname_r(p->master, ptsname_buf, sizeof(ptsname_buf)) != 0)
-			goto fail_errno;
-		if ((slave = open(ptsname_buf, O_RDWR | O_NOCTTY |
-		    O_CLOEXEC)) == -1)
-			goto fail_errno;
-		/* The user's shell owns its terminal (root mode). */
-		if (setid)
-			(void)!fchown(slave, s->uid, -1);
-		memset(&ws, 0, sizeof(ws));
-		ws.ws_col = cols > 0 ? cols : 80;
-		ws.ws_row = rows > 0 ? rows : 24;
-		ioctl(p->master, TIOCSWINSZ, &ws);
-		if (record_wanted(s) &&
-		    spawn_record(p, s, ws.ws_col, ws.ws_row, err, errsz) == -1)
+		if (spawn_pty(p, s, setid, cols, rows, &slave, err,
+		    errsz) == -1)
 			goto fail;
 	} else {
 		if (pipe2(pout, O_CLOEXEC) == -1 ||
@@ -866,27 +926,9 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 		close(cgfd);
 	if (slave != -1)
 		close(slave);
-	if (s->kind == SPAWN_COMMAND) {
-		close(pout[1]);
-		close(perr[1]);
-		p->out[0] = pout[0];
-		p->out[1] = perr[0];
-		p->cap = cap;
-		p->peer = peer;
-		p->req_id = req_id;
-		fcntl(p->out[0], F_SETFL, O_NONBLOCK);
-		fcntl(p->out[1], F_SETFL, O_NONBLOCK);
-		p->ev_out[0] = event_new(spawn_base, p->out[0],
-		    EV_READ | EV_PERSIST, spawn_read, p);
-		p->ev_out[1] = event_new(spawn_base, p->out[1],
-		    EV_READ | EV_PERSIST, spawn_read, p);
-		event_add(p->ev_out[0], NULL);
-		event_add(p->ev_out[1], NULL);
-		p->ev_timeout = evtimer_new(spawn_base, spawn_timeout, p);
-		tv.tv_sec = timeout_ms / 1000;
-		tv.tv_usec = (timeout_ms % 1000) * 1000;
-		evtimer_add(p->ev_timeout, &tv);
-	}
+	if (s->kind == SPAWN_COMMAND)
+		spawn_command_watch(p, pout, perr, cap, timeout_ms, peer,
+		    req_id);
 	TAILQ_INSERT_TAIL(&procs, p, entry);
 	return p;
 
