@@ -174,17 +174,10 @@ bwrap_env(const struct spawn_spec *s, struct strv *a)
 		}
 }
 
-/*
- * Build the bwrap argv for a sandboxed spawn. root is "" normally; tests
- * point it at a fake tree so that which /etc files exist is fixed.
- */
-int
-bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
-    struct strv *a, char *err, size_t errsz)
+/* Check what the argv is built from; -1 with err if it cannot be built. */
+static int
+bwrap_check(const struct spawn_spec *s, char *err, size_t errsz)
 {
-	const char *const	*p;
-	size_t			 i;
-
 	if (path_check("workspace", s->workspace, err, errsz) == -1 ||
 	    path_check("cwd", s->cwd, err, errsz) == -1)
 		return -1;
@@ -207,10 +200,16 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 			    "bridge and socket", perm_name(s->perm));
 		return -1;
 	}
+	return 0;
+}
 
-	strv_add(a, bwrap);
-	/* The sandbox dies with sandboxd instead of outliving it. */
-	strv_add(a, "--die-with-parent");
+/*
+ * Append the namespaces the sandbox gets, the fds bwrap synchronises on
+ * with sandboxd, its host name, and the capabilities it drops.
+ */
+static void
+bwrap_namespaces(const struct spawn_spec *s, struct strv *a)
+{
 	/* Namespaces: own users, pids, IPC, hostname, cgroup view, network. */
 	strv_add(a, "--unshare-user");
 	strv_add(a, "--unshare-pid");
@@ -256,6 +255,13 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 	/* No capabilities, not even inside the user namespace. */
 	strv_add(a, "--cap-drop");
 	strv_add(a, "ALL");
+}
+
+/* Append the mounts: the system read-only, /proc, /dev, /tmp, workspace. */
+static void
+bwrap_mounts(const struct spawn_spec *s, const char *root, struct strv *a)
+{
+	size_t	i;
 
 	/* The system, read-only. */
 	strv_add(a, "--ro-bind");
@@ -298,6 +304,25 @@ bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
 		strv_add(a, s->egress_sock);
 		strv_add(a, EGRESS_SOCK_IN);
 	}
+}
+
+/*
+ * Build the bwrap argv for a sandboxed spawn. root is "" normally; tests
+ * point it at a fake tree so that which /etc files exist is fixed.
+ */
+int
+bwrap_build(const struct spawn_spec *s, const char *bwrap, const char *root,
+    struct strv *a, char *err, size_t errsz)
+{
+	const char *const	*p;
+
+	if (bwrap_check(s, err, errsz) == -1)
+		return -1;
+	strv_add(a, bwrap);
+	/* The sandbox dies with sandboxd instead of outliving it. */
+	strv_add(a, "--die-with-parent");
+	bwrap_namespaces(s, a);
+	bwrap_mounts(s, root, a);
 	/* What a caller adds: WSL2's masks, the probe's script. */
 	for (p = (const char *const *)s->extra; p != NULL && *p != NULL; p++)
 		strv_add(a, *p);
