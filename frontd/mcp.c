@@ -1083,28 +1083,29 @@ mcp_call_new(struct http_request *req)
 	return c;
 }
 
-/* POST /mcp: one JSON-RPC message. */
-static void
-mcp_post(struct http_request *req)
+/*
+ * Check a POST's Content-Type and Accept and parse its body, one JSON-RPC
+ * message: a JSON object. NULL once req is answered.
+ */
+static struct json_object *
+mcp_post_body(struct http_request *req)
 {
 	struct json_tokener	*tok;
-	struct json_object	*msg, *v, *meta = NULL;
-	struct mcp_call		*c;
-	const char		*ct, *method, *ver;
-	int			 status;
+	struct json_object	*msg;
+	const char		*ct;
 
 	ct = http_header(req, "Content-Type");
 	if (ct == NULL || strncasecmp(ct, "application/json", 16) != 0 ||
 	    (ct[16] != '\0' && ct[16] != ';' && ct[16] != ' ')) {
 		mcp_fail(req, 415, NULL, MCP_INVALID_REQUEST, "Unsupported "
 		    "Media Type: the body must be application/json", NULL);
-		return;
+		return NULL;
 	}
 	if (!mcp_accepts(http_header(req, "Accept"), "application/json") &&
 	    !mcp_accepts(http_header(req, "Accept"), "text/event-stream")) {
 		mcp_fail(req, 406, NULL, MCP_INVALID_REQUEST, "Not Acceptable: "
 		    "accept application/json and text/event-stream", NULL);
-		return;
+		return NULL;
 	}
 	/* Strict JSON (no comments, no single quotes), valid UTF-8. */
 	if ((tok = json_tokener_new()) == NULL)
@@ -1117,7 +1118,7 @@ mcp_post(struct http_request *req)
 		json_tokener_free(tok);
 		json_object_put(msg);
 		mcp_fail(req, 400, NULL, MCP_PARSE_ERROR, "Parse error", NULL);
-		return;
+		return NULL;
 	}
 	json_tokener_free(tok);
 	if (json_object_is_type(msg, json_type_array)) {
@@ -1125,14 +1126,101 @@ mcp_post(struct http_request *req)
 		mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Invalid Request: "
 		    "JSON-RPC batches are not supported (removed in MCP "
 		    "2025-06-18); send one message per POST", NULL);
-		return;
+		return NULL;
 	}
 	if (!json_object_is_type(msg, json_type_object)) {
 		json_object_put(msg);
 		mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Invalid Request: "
 		    "not a JSON-RPC message", NULL);
+		return NULL;
+	}
+	return msg;
+}
+
+/*
+ * A message without "method": a response to a request of ours. There are
+ * none to answer; a valid one is acknowledged once its session is checked.
+ */
+static void
+mcp_post_response(struct http_request *req, struct mcp_call *c)
+{
+	const char	*ver;
+
+	if (c->id == NULL || (!json_object_object_get_ex(c->msg, "result",
+	    NULL) && !json_object_object_get_ex(c->msg, "error", NULL))) {
+		mcp_fail(req, 400, c->id, MCP_INVALID_REQUEST, "Invalid "
+		    "Request: no \"method\"", NULL);
+		mcp_call_free(c);
 		return;
 	}
+	if ((ver = http_header(req, "MCP-Protocol-Version")) != NULL &&
+	    strcmp(ver, MCP_MODERN) == 0) {
+		mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Invalid "
+		    "Request: 2026-07-28 clients send no responses", NULL);
+		mcp_call_free(c);
+		return;
+	}
+	free(c->id);
+	c->id = NULL;
+	snprintf(c->method, sizeof(c->method), "response");
+	if (mcp_legacy_check(req, c) == 0)
+		mcp_ask_whoami(c, mcp_checked);
+	else
+		mcp_call_free(c);
+}
+
+/*
+ * Check the protocol version a request is made under: its own _meta's
+ * (2026-07-28) or its session's (the earlier ones). -1 once req is
+ * answered.
+ */
+static int
+mcp_post_version(struct http_request *req, struct mcp_call *c)
+{
+	struct json_object	*meta = NULL;
+	const char		*ver;
+
+	if (c->params != NULL)
+		json_object_object_get_ex(c->params, "_meta", &meta);
+	ver = meta != NULL && json_object_is_type(meta, json_type_object) ?
+	    json_str(meta, MCP_META_VERSION) : NULL;
+	if (ver != NULL) {
+		/* 2026-07-28: the version is the request's own. */
+		if (strcmp(ver, MCP_MODERN) != 0) {
+			struct json_object *d = json_object_new_object();
+
+			json_object_object_add(d, "supported", mcp_supported());
+			json_object_object_add(d, "requested",
+			    json_object_new_string(ver));
+			mcp_fail(req, 400, c->id, MCP_UNSUPPORTED_VERSION,
+			    "Unsupported protocol version", d);
+			return -1;
+		}
+		c->modern = 1;
+		snprintf(c->version, sizeof(c->version), "%s", ver);
+		return mcp_modern_check(req, c, meta);
+	}
+	if ((ver = http_header(req, "MCP-Protocol-Version")) != NULL &&
+	    strcmp(ver, MCP_MODERN) == 0 && strcmp(c->method,
+	    "initialize") != 0) {
+		mcp_fail(req, 400, c->id, MCP_INVALID_PARAMS, "Invalid params: "
+		    "_meta lacks \"" MCP_META_VERSION "\"", NULL);
+		return -1;
+	}
+	return mcp_legacy_check(req, c);
+}
+
+/* POST /mcp: one JSON-RPC message. */
+static void
+mcp_post(struct http_request *req)
+{
+	struct json_object	*msg, *v;
+	struct mcp_call		*c;
+	const char		*method;
+	int			 status;
+
+	if ((msg = mcp_post_body(req)) == NULL)
+		return;
 	c = mcp_call_new(req);
 	c->msg = msg;
 	c->sse = !mcp_accepts(http_header(req, "Accept"), "application/json");
@@ -1154,29 +1242,7 @@ mcp_post(struct http_request *req)
 		return;
 	}
 	if (!json_object_object_get_ex(msg, "method", &v)) {
-		/* A response to a request of ours: there are none to answer. */
-		if (c->id == NULL || (!json_object_object_get_ex(msg, "result",
-		    NULL) && !json_object_object_get_ex(msg, "error", NULL))) {
-			mcp_fail(req, 400, c->id, MCP_INVALID_REQUEST, "Invalid "
-			    "Request: no \"method\"", NULL);
-			mcp_call_free(c);
-			return;
-		}
-		if ((ver = http_header(req, "MCP-Protocol-Version")) != NULL &&
-		    strcmp(ver, MCP_MODERN) == 0) {
-			mcp_fail(req, 400, NULL, MCP_INVALID_REQUEST, "Invalid "
-			    "Request: 2026-07-28 clients send no responses",
-			    NULL);
-			mcp_call_free(c);
-			return;
-		}
-		free(c->id);
-		c->id = NULL;
-		snprintf(c->method, sizeof(c->method), "response");
-		if (mcp_legacy_check(req, c) == 0)
-			mcp_ask_whoami(c, mcp_checked);
-		else
-			mcp_call_free(c);
+		mcp_post_response(req, c);
 		return;
 	}
 	if ((method = json_object_get_string(v)) == NULL ||
@@ -1200,37 +1266,7 @@ mcp_post(struct http_request *req)
 		return;
 	}
 	c->params = v;
-	if (v != NULL)
-		json_object_object_get_ex(v, "_meta", &meta);
-	ver = meta != NULL && json_object_is_type(meta, json_type_object) ?
-	    json_str(meta, MCP_META_VERSION) : NULL;
-	if (ver != NULL) {
-		/* 2026-07-28: the version is the request's own. */
-		if (strcmp(ver, MCP_MODERN) != 0) {
-			struct json_object *d = json_object_new_object();
-
-			json_object_object_add(d, "supported", mcp_supported());
-			json_object_object_add(d, "requested",
-			    json_object_new_string(ver));
-			mcp_fail(req, 400, c->id, MCP_UNSUPPORTED_VERSION,
-			    "Unsupported protocol version", d);
-			mcp_call_free(c);
-			return;
-		}
-		c->modern = 1;
-		snprintf(c->version, sizeof(c->version), "%s", ver);
-		if (mcp_modern_check(req, c, meta) == -1) {
-			mcp_call_free(c);
-			return;
-		}
-	} else if ((ver = http_header(req, "MCP-Protocol-Version")) != NULL &&
-	    strcmp(ver, MCP_MODERN) == 0 && strcmp(c->method,
-	    "initialize") != 0) {
-		mcp_fail(req, 400, c->id, MCP_INVALID_PARAMS, "Invalid params: "
-		    "_meta lacks \"" MCP_META_VERSION "\"", NULL);
-		mcp_call_free(c);
-		return;
-	} else if (mcp_legacy_check(req, c) == -1) {
+	if (mcp_post_version(req, c) == -1) {
 		mcp_call_free(c);
 		return;
 	}
