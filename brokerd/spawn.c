@@ -435,6 +435,87 @@ spawn_command_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 	log_ctx_clear();
 }
 
+/*
+ * A command's argv: bash -c COMMAND, or python3 reading its code on stdin
+ * (lang "python"). *command or *code is what runs; NULL once m is answered.
+ */
+static struct json_object *
+spawn_run_argv(struct ipc_peer *p, struct ipc_msg *m, const char **command,
+    const char **code)
+{
+	struct json_object	*argv;
+	const char		*lang;
+
+	lang = json_str(m->obj, "lang");
+	argv = json_object_new_array();
+	if (lang != NULL && strcmp(lang, "python") == 0) {
+		if ((*code = json_str(m->obj, "code")) == NULL) {
+			json_object_put(argv);
+			ipc_reply_error(p, m, ERR_BAD_REQUEST,
+			    "\"code\" is required and must be a string");
+			return NULL;
+		}
+		/* The code arrives on stdin (frontd's memfd), never in argv. */
+		json_object_array_add(argv,
+		    json_object_new_string("/usr/bin/python3"));
+		json_object_array_add(argv, json_object_new_string("-"));
+	} else {
+		if ((*command = json_str(m->obj, "command")) == NULL ||
+		    **command == '\0') {
+			json_object_put(argv);
+			ipc_reply_error(p, m, ERR_BAD_REQUEST,
+			    "\"command\" is required and must be a string");
+			return NULL;
+		}
+		json_object_array_add(argv, json_object_new_string("/bin/bash"));
+		json_object_array_add(argv, json_object_new_string("-c"));
+		json_object_array_add(argv, json_object_new_string(*command));
+	}
+	return argv;
+}
+
+/*
+ * A command's audit detail: what runs (code, read from stdin_fd when it
+ * came there, or command), where and how; its one-line summary in sum.
+ */
+static struct json_object *
+spawn_run_detail(struct ident *id, struct json_object *argv,
+    struct json_object *env, const char *command, const char *code,
+    const char *cwd, int64_t timeout, int stdin_fd, char *sum, size_t sumsz)
+{
+	struct json_object	*d;
+	char			*text = NULL;
+
+	d = json_object_new_object();
+	json_object_object_add(d, "kind", json_object_new_string("command"));
+	json_object_object_add(d, "lang", json_object_new_string(
+	    code != NULL ? "python" : "bash"));
+	/* argv without the command, which follows as text or hash. */
+	json_object_object_add(d, "argv", json_object_new_array());
+	json_object_array_add(json_object_object_get(d, "argv"),
+	    json_object_get(json_object_array_get_idx(argv, 0)));
+	json_object_array_add(json_object_object_get(d, "argv"),
+	    json_object_get(json_object_array_get_idx(argv, 1)));
+	/* frontd sends the code in the stdin memfd: the record reads it. */
+	if (code != NULL && *code == '\0' &&
+	    (text = spawn_code_read(stdin_fd)) != NULL)
+		code = text;
+	spawn_text(d, code != NULL ? "code" : "command",
+	    code != NULL ? code : command);
+	json_object_object_add(d, "cwd", cwd != NULL ?
+	    json_object_new_string(cwd) : NULL);
+	json_object_object_add(d, "permission",
+	    json_object_new_string(session_permission(id->session)));
+	json_object_object_add(d, "mode", json_object_new_string(
+	    mode_is_direct(id->session) ? "direct" : "sandbox"));
+	json_object_object_add(d, "timeout_s", json_object_new_int64(timeout));
+	json_object_object_add(d, "env", spawn_env_names(env));
+	spawn_summary(sum, sumsz, code != NULL ? "python3: " : "",
+	    code != NULL ? code : command);
+	free(text);
+	return d;
+}
+
 /* POST /api/run_command and /api/run_python. */
 void
 spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
@@ -443,8 +524,8 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	struct ipc_peer		*sp;
 	struct spawn_wait	*w;
 	struct json_object	*d;
-	const char		*lang, *command = NULL, *code = NULL, *cwd;
-	char			 sum[SPAWN_SUMMARY_MAX], *text = NULL;
+	const char		*command = NULL, *code = NULL, *cwd;
+	char			 sum[SPAWN_SUMMARY_MAX];
 	int64_t			 timeout = spawn_conf->command_timeout, seq;
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
 
@@ -470,31 +551,8 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    "finish");
 		return;
 	}
-	lang = json_str(m->obj, "lang");
-	argv = json_object_new_array();
-	if (lang != NULL && strcmp(lang, "python") == 0) {
-		if ((code = json_str(m->obj, "code")) == NULL) {
-			json_object_put(argv);
-			ipc_reply_error(p, m, ERR_BAD_REQUEST,
-			    "\"code\" is required and must be a string");
-			return;
-		}
-		/* The code arrives on stdin (frontd's memfd), never in argv. */
-		json_object_array_add(argv,
-		    json_object_new_string("/usr/bin/python3"));
-		json_object_array_add(argv, json_object_new_string("-"));
-	} else {
-		if ((command = json_str(m->obj, "command")) == NULL ||
-		    *command == '\0') {
-			json_object_put(argv);
-			ipc_reply_error(p, m, ERR_BAD_REQUEST,
-			    "\"command\" is required and must be a string");
-			return;
-		}
-		json_object_array_add(argv, json_object_new_string("/bin/bash"));
-		json_object_array_add(argv, json_object_new_string("-c"));
-		json_object_array_add(argv, json_object_new_string(command));
-	}
+	if ((argv = spawn_run_argv(p, m, &command, &code)) == NULL)
+		return;
 	if (json_object_object_get_ex(m->obj, "timeout", NULL) &&
 	    (json_int(m->obj, "timeout", &timeout) == -1 || timeout < 1 ||
 	    timeout > spawn_conf->command_timeout_max)) {
@@ -520,33 +578,8 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 
 	/* No record, no action: what will run is on disk before it starts. */
-	d = json_object_new_object();
-	json_object_object_add(d, "kind", json_object_new_string("command"));
-	json_object_object_add(d, "lang", json_object_new_string(
-	    code != NULL ? "python" : "bash"));
-	/* argv without the command, which follows as text or hash. */
-	json_object_object_add(d, "argv", json_object_new_array());
-	json_object_array_add(json_object_object_get(d, "argv"),
-	    json_object_get(json_object_array_get_idx(argv, 0)));
-	json_object_array_add(json_object_object_get(d, "argv"),
-	    json_object_get(json_object_array_get_idx(argv, 1)));
-	/* frontd sends the code in the stdin memfd: the record reads it. */
-	if (code != NULL && *code == '\0' &&
-	    (text = spawn_code_read(stdin_fd)) != NULL)
-		code = text;
-	spawn_text(d, code != NULL ? "code" : "command",
-	    code != NULL ? code : command);
-	json_object_object_add(d, "cwd", cwd != NULL ?
-	    json_object_new_string(cwd) : NULL);
-	json_object_object_add(d, "permission",
-	    json_object_new_string(session_permission(id->session)));
-	json_object_object_add(d, "mode", json_object_new_string(
-	    mode_is_direct(id->session) ? "direct" : "sandbox"));
-	json_object_object_add(d, "timeout_s", json_object_new_int64(timeout));
-	json_object_object_add(d, "env", spawn_env_names(env));
-	spawn_summary(sum, sizeof sum, code != NULL ? "python3: " : "",
-	    code != NULL ? code : command);
-	free(text);
+	d = spawn_run_detail(id, argv, env, command, code, cwd, timeout,
+	    stdin_fd, sum, sizeof sum);
 	if ((seq = spawn_allow(p, m, id, "spawn", sum, d)) == -1) {
 		json_object_put(argv);
 		json_object_put(env);
