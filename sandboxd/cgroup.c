@@ -602,41 +602,13 @@ cg_log(void)
 			    cg_whats[w].what, cg_why[w]);
 }
 
-void
-cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
+/*
+ * Decide how spawns are made members of a cgroup and how a cgroup is
+ * killed, from the hierarchies found; why says why none was when none was.
+ */
+static void
+cg_pick_membership(char *why, size_t whysz)
 {
-	char	 why[512];
-	int	 h, w;
-
-	snprintf(cg_fsroot, sizeof(cg_fsroot), "%s", fsroot ? fsroot : "");
-	cg_fake = cg_fsroot[0] != '\0';
-	for (h = 0; h < H_N; h++)
-		cg_base[h][0] = '\0';
-	cg_member = -1;
-	cg_killer = K_NONE;
-	cg_nusers = 0;
-	cg_v2ctl[0] = '\0';
-	for (w = 0; w < W_N; w++)
-		cg_unset(w, "not initialised");
-	if (!cg_name_ok(instance)) {
-		for (w = 0; w < W_N; w++)
-			cg_unset(w, "bad instance name");
-		cg_log();
-		return;
-	}
-
-	why[0] = '\0';
-	if (cg_init_v2(instance, why, sizeof(why)) == 0) {
-		cg_member = H_V2;
-		cg_enable_v2(cg_own);
-	}
-	for (h = H_MEMORY; h < H_N; h++)
-		if (h != H_FREEZER || cg_member == -1)
-			cg_init_v1(h, instance);
-	if (cg_member == -1 && cg_base[H_FREEZER][0] != '\0')
-		cg_member = H_FREEZER;
-
-	/* membership and kill */
 	if (cg_member == H_V2) {
 		cg_set(W_MEMBERSHIP, H_V2, "cgroup v2 %s", cg_base[H_V2]);
 		if (cg_has(cg_base[H_V2], "cgroup.kill")) {
@@ -657,26 +629,18 @@ cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
 		    "SIGKILL to every process");
 	} else {
 		if (why[0] == '\0' || geteuid() == 0)
-			snprintf(why + strlen(why), sizeof(why) - strlen(why),
+			snprintf(why + strlen(why), whysz - strlen(why),
 			    "%sno cgroup v1 freezer hierarchy for sandboxd",
 			    why[0] ? "; " : "");
 		cg_unset(W_MEMBERSHIP, "%s", why);
 		cg_unset(W_KILL, "%s", why);
 	}
+}
 
-	/* limits: each through whichever hierarchy carries its controller */
-	if (cg_member == -1) {
-		for (h = H_MEMORY; h < H_N; h++)
-			if (cg_base[h][0] != '\0')
-				(void)cg_remove(cg_base[h]);
-		for (h = 0; h < H_N; h++)
-			cg_base[h][0] = '\0';
-		for (w = W_MEMORY; w < W_N; w++)
-			cg_unset(w, "no cgroup per spawn: %s",
-			    cg_why[W_MEMBERSHIP]);
-		cg_log();
-		return;
-	}
+/* Decide which hierarchy carries each limit, per user and per spawn. */
+static void
+cg_pick_limits(void)
+{
 	cg_pick(W_MEMORY, "memory", "memory.max", H_MEMORY,
 	    "memory.limit_in_bytes", "");
 	if (cg_ctl[W_MEMORY] == H_V2) {
@@ -719,9 +683,14 @@ cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
 		cg_unset(W_SPAWN_PIDS, "%s", cg_ctl[W_PIDS] == -1 ?
 		    cg_why[W_PIDS] : "the pids controller is on cgroup v1, "
 		    "where spawns share their user's cgroup: per user only");
-	cg_drop_unused();
+}
 
-	/* hand the tree to sandboxd's service user */
+/* Hand the tree to sandboxd's service user: below each BASE, all is ours. */
+static void
+cg_give_tree(uid_t uid, gid_t gid)
+{
+	int	h;
+
 	for (h = 0; h < H_N; h++) {
 		char		 path[PATH_MAX + 16];
 		DIR		*d;
@@ -741,6 +710,60 @@ cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
 			}
 		closedir(d);
 	}
+}
+
+void
+cgroup_init(const char *fsroot, const char *instance, uid_t uid, gid_t gid)
+{
+	char	 why[512];
+	int	 h, w;
+
+	snprintf(cg_fsroot, sizeof(cg_fsroot), "%s", fsroot ? fsroot : "");
+	cg_fake = cg_fsroot[0] != '\0';
+	for (h = 0; h < H_N; h++)
+		cg_base[h][0] = '\0';
+	cg_member = -1;
+	cg_killer = K_NONE;
+	cg_nusers = 0;
+	cg_v2ctl[0] = '\0';
+	for (w = 0; w < W_N; w++)
+		cg_unset(w, "not initialised");
+	if (!cg_name_ok(instance)) {
+		for (w = 0; w < W_N; w++)
+			cg_unset(w, "bad instance name");
+		cg_log();
+		return;
+	}
+
+	why[0] = '\0';
+	if (cg_init_v2(instance, why, sizeof(why)) == 0) {
+		cg_member = H_V2;
+		cg_enable_v2(cg_own);
+	}
+	for (h = H_MEMORY; h < H_N; h++)
+		if (h != H_FREEZER || cg_member == -1)
+			cg_init_v1(h, instance);
+	if (cg_member == -1 && cg_base[H_FREEZER][0] != '\0')
+		cg_member = H_FREEZER;
+
+	cg_pick_membership(why, sizeof(why));
+
+	/* limits: each through whichever hierarchy carries its controller */
+	if (cg_member == -1) {
+		for (h = H_MEMORY; h < H_N; h++)
+			if (cg_base[h][0] != '\0')
+				(void)cg_remove(cg_base[h]);
+		for (h = 0; h < H_N; h++)
+			cg_base[h][0] = '\0';
+		for (w = W_MEMORY; w < W_N; w++)
+			cg_unset(w, "no cgroup per spawn: %s",
+			    cg_why[W_MEMBERSHIP]);
+		cg_log();
+		return;
+	}
+	cg_pick_limits();
+	cg_drop_unused();
+	cg_give_tree(uid, gid);
 	cg_log();
 }
 
