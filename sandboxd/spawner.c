@@ -884,6 +884,82 @@ spawner_file(const struct spawner_req *rq, char *p, const char *end,
 	rep->pid = pid;
 }
 
+/* Read n strings of a request into v; -1 if it ends before them. */
+static int
+spawner_strv(char **p, const char *end, char **v, uint32_t n)
+{
+	uint32_t	k;
+
+	for (k = 0; k < n; k++)
+		if ((v[k] = spawner_str(p, end)) == NULL)
+			return -1;
+	return 0;
+}
+
+/*
+ * Make the pipes bwrap synchronises with the spawner on (a network or
+ * counted spawn's) and add bwrap's ends to keep. -1 with err.
+ */
+static int
+spawner_pipes(const struct spawner_req *rq, int info[2], int ub[2],
+    int bl[2], int *keep, int *nkeep, char *err, size_t errsz)
+{
+	if (rq->flags & SPAWNER_F_NET) {
+		/* bwrap's fds 4, 5, 6: see bwrap_build. */
+		if (pipe2(info, O_CLOEXEC) == -1 || pipe2(ub, O_CLOEXEC) == -1 ||
+		    pipe2(bl, O_CLOEXEC) == -1) {
+			snprintf(err, errsz, "pipe: %s", strerror(errno));
+			return -1;
+		}
+		keep[(*nkeep)++] = info[1];
+		keep[(*nkeep)++] = ub[0];
+		keep[(*nkeep)++] = bl[0];
+	} else if (rq->flags & SPAWNER_F_COUNT) {
+		/* bwrap's fds 4, 5: see bwrap_build. */
+		if (pipe2(info, O_CLOEXEC) == -1 || pipe2(bl, O_CLOEXEC) == -1) {
+			snprintf(err, errsz, "pipe: %s", strerror(errno));
+			return -1;
+		}
+		keep[(*nkeep)++] = info[1];
+		keep[(*nkeep)++] = bl[0];
+	}
+	return 0;
+}
+
+/*
+ * While bwrap (pidfd) waits on its pipes: bring up a network spawn's
+ * slirp4netns, or open a counted spawn's network counters. On failure the
+ * spawn is killed, and told why on errfd.
+ */
+static void
+spawner_sync(const struct spawner_req *rq, int pidfd, int info[2],
+    int ub[2], int bl[2], int cgfd, int errfd, struct spawner_rep *rep,
+    int *slirp_exit, int counters[2])
+{
+	if (rq->flags & SPAWNER_F_NET) {
+		close(info[1]);
+		close(ub[0]);
+		close(bl[0]);
+		info[1] = ub[0] = bl[0] = -1;
+		if (spawner_net(rq, pidfd, info[0], ub[1], bl[1], cgfd,
+		    &rep->slirp, slirp_exit, rep->err, sizeof(rep->err)) == -1) {
+			/* Said where the user looks: the command or terminal. */
+			dprintf(errfd, "hostgate: %s\n", rep->err);
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		}
+	} else if (rq->flags & SPAWNER_F_COUNT) {
+		close(info[1]);
+		close(bl[0]);
+		info[1] = bl[0] = -1;
+		if (spawner_count(pidfd, info[0], bl[1], counters,
+		    rq->flags & SPAWNER_F_SETID, rq->uid, rq->gid, rep->err,
+		    sizeof(rep->err)) == -1) {
+			dprintf(errfd, "hostgate: %s\n", rep->err);
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+		}
+	}
+}
+
 /* Start one spawn; fill the reply. */
 static void
 spawner_serve(char *msg, size_t len, int *fds, int nfds,
@@ -896,7 +972,6 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	int			 stdio[3], keep[SPAWN_MAX_KEEP], nkeep, nstdio;
 	int			 info[2] = { -1, -1 }, ub[2] = { -1, -1 };
 	int			 bl[2] = { -1, -1 }, pidfd = -1, cgfd = -1, i;
-	uint32_t		 k;
 	pid_t			 pid;
 
 	if (len < sizeof(rq)) {
@@ -932,15 +1007,10 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	    (argv = calloc(rq.argc + 1, sizeof(*argv))) == NULL ||
 	    (envp = calloc(rq.envc + 1, sizeof(*envp))) == NULL)
 		goto bad;
-	for (k = 0; k < rq.argc; k++)
-		if ((argv[k] = spawner_str(&p, end)) == NULL)
-			goto bad;
-	for (k = 0; k < rq.envc; k++)
-		if ((envp[k] = spawner_str(&p, end)) == NULL)
-			goto bad;
-	for (k = 0; k < rq.nhide; k++)
-		if ((hide[k] = spawner_str(&p, end)) == NULL)
-			goto bad;
+	if (spawner_strv(&p, end, argv, rq.argc) == -1 ||
+	    spawner_strv(&p, end, envp, rq.envc) == -1 ||
+	    spawner_strv(&p, end, hide, rq.nhide) == -1)
+		goto bad;
 	if (rq.nhide > 0 && (workspace = spawner_str(&p, end)) == NULL)
 		goto bad;
 	for (i = 0; i < 3; i++)
@@ -950,27 +1020,9 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		keep[nkeep++] = fds[nstdio];
 	if (rq.flags & SPAWNER_F_CG)
 		cgfd = fds[nfds - 1];
-	if (rq.flags & SPAWNER_F_NET) {
-		/* bwrap's fds 4, 5, 6: see bwrap_build. */
-		if (pipe2(info, O_CLOEXEC) == -1 || pipe2(ub, O_CLOEXEC) == -1 ||
-		    pipe2(bl, O_CLOEXEC) == -1) {
-			snprintf(rep->err, sizeof(rep->err), "pipe: %s",
-			    strerror(errno));
-			goto out;
-		}
-		keep[nkeep++] = info[1];
-		keep[nkeep++] = ub[0];
-		keep[nkeep++] = bl[0];
-	} else if (rq.flags & SPAWNER_F_COUNT) {
-		/* bwrap's fds 4, 5: see bwrap_build. */
-		if (pipe2(info, O_CLOEXEC) == -1 || pipe2(bl, O_CLOEXEC) == -1) {
-			snprintf(rep->err, sizeof(rep->err), "pipe: %s",
-			    strerror(errno));
-			goto out;
-		}
-		keep[nkeep++] = info[1];
-		keep[nkeep++] = bl[0];
-	}
+	if (spawner_pipes(&rq, info, ub, bl, keep, &nkeep, rep->err,
+	    sizeof(rep->err)) == -1)
+		goto out;
 	pid = spawner_clone(CLONE_PARENT, cgfd, &pidfd);
 	if (pid == 0)
 		spawner_child(&rq, procs, cwd, argv, envp, hide, workspace,
@@ -981,28 +1033,8 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		goto out;
 	}
 	rep->pid = pid;
-	if (rq.flags & SPAWNER_F_NET) {
-		close(info[1]);
-		close(ub[0]);
-		close(bl[0]);
-		info[1] = ub[0] = bl[0] = -1;
-		if (spawner_net(&rq, pidfd, info[0], ub[1], bl[1], cgfd,
-		    &rep->slirp, slirp_exit, rep->err, sizeof(rep->err)) == -1) {
-			/* Said where the user looks: the command or terminal. */
-			dprintf(stdio[2], "hostgate: %s\n", rep->err);
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		}
-	} else if (rq.flags & SPAWNER_F_COUNT) {
-		close(info[1]);
-		close(bl[0]);
-		info[1] = bl[0] = -1;
-		if (spawner_count(pidfd, info[0], bl[1], counters,
-		    rq.flags & SPAWNER_F_SETID, rq.uid, rq.gid, rep->err,
-		    sizeof(rep->err)) == -1) {
-			dprintf(stdio[2], "hostgate: %s\n", rep->err);
-			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		}
-	}
+	spawner_sync(&rq, pidfd, info, ub, bl, cgfd, stdio[2], rep, slirp_exit,
+	    counters);
 	goto out;
 bad:
 	snprintf(rep->err, sizeof(rep->err), "malformed spawn request");
