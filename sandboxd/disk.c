@@ -680,32 +680,29 @@ disk_update(struct disk_ws *w, int64_t max, char *err, size_t errsz)
 	return 0;
 }
 
-/* Mount a user's image on their workspace, making it on first use. */
-static struct disk_ws *
-disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
-    size_t errsz)
+/*
+ * Open the image name (at path, for messages), made on first use (*t_mkfs
+ * its ms), checked to be root's, locked, and grown to want bytes (*grown).
+ * The image's fd, or -1 with err.
+ */
+static int
+disk_image_open(const char *name, const char *path, int64_t want,
+    int64_t *t_mkfs, int *grown, char *err, size_t errsz)
 {
-	struct disk_ws	*w;
-	struct stat	 st;
-	char		 name[DISK_USER_MAX + 8], path[4200], dev[64];
-	int		 img, loop = -1, tm = -1, top = -1, wm = -1, mnt = -1;
-	int		 mp = -1, back = -1, ws;
-	int64_t		 want = disk_image_size(max), t0 = now_mono_ms();
-	int64_t		 t_mkfs = 0, t_setup = 0;
-	int		 grown = 0;
+	struct stat	st;
+	int64_t		t0 = now_mono_ms();
+	int		img;
 
-	snprintf(name, sizeof(name), "%s.img", user);
-	snprintf(path, sizeof(path), "%s/%s", disk_dir, name);
 	if ((img = openat(disk_dirfd, name, O_RDWR | O_NOFOLLOW |
 	    O_CLOEXEC)) == -1 && errno == ENOENT) {
 		if (disk_image_make(name, want, err, errsz) == -1)
-			return NULL;
-		t_mkfs = now_mono_ms() - t0;
+			return -1;
+		*t_mkfs = now_mono_ms() - t0;
 		img = openat(disk_dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	}
 	if (img == -1) {
 		snprintf(err, errsz, "image %s: %s", path, strerror(errno));
-		return NULL;
+		return -1;
 	}
 	if (fstat(img, &st) == -1 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    st.st_nlink != 1) {
@@ -721,8 +718,76 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 			    strerror(errno));
 			goto fail;
 		}
-		grown = 1;
+		*grown = 1;
 	}
+	return img;
+fail:
+	close(img);
+	return -1;
+}
+
+/*
+ * Prepare the image's top-level (top) for user: its workspace subvolume
+ * made on first use (*t_setup its ms) or checked to be uid:gid's, its quota
+ * limit max, and the filesystem grown to fill a grown image. -1 with err.
+ */
+static int
+disk_top_prepare(int top, const char *user, uid_t uid, gid_t gid,
+    int64_t max, int grown, int64_t *t_setup, char *err, size_t errsz)
+{
+	struct stat	st;
+	int		ws;
+
+	if ((ws = openat(top, DISK_SUBVOL, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		*t_setup = now_mono_ms();
+		if (disk_setup(top, uid, gid, err, errsz) == -1)
+			return -1;
+		*t_setup = now_mono_ms() - *t_setup;
+	} else {
+		if (fstat(ws, &st) == -1 || st.st_uid != uid ||
+		    st.st_gid != gid) {
+			snprintf(err, errsz, "the workspace image of %s belongs "
+			    "to %u:%u, not %u:%u", user, (unsigned)st.st_uid,
+			    (unsigned)st.st_gid, (unsigned)uid, (unsigned)gid);
+			close(ws);
+			return -1;
+		}
+		close(ws);
+	}
+	if (disk_limit(top, max, err, errsz) == -1)
+		return -1;
+	if (grown) {
+		struct btrfs_ioctl_vol_args	v;
+
+		memset(&v, 0, sizeof(v));
+		snprintf(v.name, sizeof(v.name), "1:max");
+		if (ioctl(top, BTRFS_IOC_RESIZE, &v) == -1) {
+			snprintf(err, errsz, "resize: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Mount a user's image on their workspace, making it on first use. */
+static struct disk_ws *
+disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
+    size_t errsz)
+{
+	struct disk_ws	*w;
+	char		 name[DISK_USER_MAX + 8], path[4200], dev[64];
+	int		 img, loop = -1, tm = -1, top = -1, wm = -1, mnt = -1;
+	int		 mp = -1, back = -1;
+	int64_t		 want = disk_image_size(max), t0 = now_mono_ms();
+	int64_t		 t_mkfs = 0, t_setup = 0;
+	int		 grown = 0;
+
+	snprintf(name, sizeof(name), "%s.img", user);
+	snprintf(path, sizeof(path), "%s/%s", disk_dir, name);
+	if ((img = disk_image_open(name, path, want, &t_mkfs, &grown, err,
+	    errsz)) == -1)
+		return NULL;
 	/*
 	 * The loop device gets a file description of its own: the lock is
 	 * the helper's, and must go with it, whatever the loop device keeps.
@@ -738,35 +803,9 @@ disk_mount(const char *user, uid_t uid, gid_t gid, int64_t max, char *err,
 	    (tm = disk_fsmount(dev, NULL, err, errsz)) == -1 ||
 	    (top = disk_opendir(tm, err, errsz)) == -1)
 		goto fail;
-	if ((ws = openat(top, DISK_SUBVOL, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC)) == -1) {
-		t_setup = now_mono_ms();
-		if (disk_setup(top, uid, gid, err, errsz) == -1)
-			goto fail;
-		t_setup = now_mono_ms() - t_setup;
-	} else {
-		if (fstat(ws, &st) == -1 || st.st_uid != uid ||
-		    st.st_gid != gid) {
-			snprintf(err, errsz, "the workspace image of %s belongs "
-			    "to %u:%u, not %u:%u", user, (unsigned)st.st_uid,
-			    (unsigned)st.st_gid, (unsigned)uid, (unsigned)gid);
-			close(ws);
-			goto fail;
-		}
-		close(ws);
-	}
-	if (disk_limit(top, max, err, errsz) == -1)
+	if (disk_top_prepare(top, user, uid, gid, max, grown, &t_setup, err,
+	    errsz) == -1)
 		goto fail;
-	if (grown) {
-		struct btrfs_ioctl_vol_args	v;
-
-		memset(&v, 0, sizeof(v));
-		snprintf(v.name, sizeof(v.name), "1:max");
-		if (ioctl(top, BTRFS_IOC_RESIZE, &v) == -1) {
-			snprintf(err, errsz, "resize: %s", strerror(errno));
-			goto fail;
-		}
-	}
 	if ((wm = disk_fsmount(dev, DISK_SUBVOL, err, errsz)) == -1)
 		goto fail;
 	if (move_mount(wm, "", mp, "", MOVE_MOUNT_F_EMPTY_PATH |
@@ -1040,26 +1079,16 @@ disk_drop(int debug)
 	priv_seccomp(&plan);
 }
 
-/* The helper's life: set up, say hello, serve, unmount everything. */
-static __dead void
-disk_main(struct config *conf, int sock)
+/*
+ * SIGTERM and SIGINT end the helper, and are blocked but while it waits
+ * for a request: *old is the mask to wait with. SIGHUP and SIGPIPE do not.
+ */
+static void
+disk_signals(sigset_t *old)
 {
-	struct sigaction	 sa;
-	struct disk_req		 rq;
-	struct disk_ws		*w;
-	struct passwd		*pw;
-	struct pollfd		 pfd;
-	sigset_t		 block, old;
-	const char *const	*p;
-	ssize_t			 n;
-	int			 i;
+	struct sigaction	sa;
+	sigset_t		block;
 
-	disk_conf = conf;
-	/* Only its end of the socketpair and the log are of use here. */
-	for (i = 3; i < 1024; i++)
-		if (i != sock && fcntl(i, F_GETFD) != -1 &&
-		    (fcntl(i, F_GETFD) & FD_CLOEXEC) == 0)
-			close(i);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = disk_sigterm;
 	sigaction(SIGTERM, &sa, NULL);
@@ -1072,10 +1101,107 @@ disk_main(struct config *conf, int sock)
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
-	sigprocmask(SIG_BLOCK, &block, &old);
+	sigprocmask(SIG_BLOCK, &block, old);
 	/* Forked during sandboxd's start-up, when these wait (proc.c). */
-	sigdelset(&old, SIGTERM);
-	sigdelset(&old, SIGINT);
+	sigdelset(old, SIGTERM);
+	sigdelset(old, SIGINT);
+}
+
+/*
+ * Check that images can be made and mounted (mkfs.btrfs, btrfs, loop
+ * devices) and open their directory, sweeping what a past helper left;
+ * else tell sandboxd why and exit.
+ */
+static void
+disk_images_ready(struct config *conf, int sock)
+{
+	int	fd;
+
+	if (disk_mkfs == NULL) {
+		disk_reply(sock, 0, NULL, NULL, "no mkfs.btrfs (install "
+		    "btrfs-progs) and no project quotas on %s",
+		    conf->workspace_root);
+		_exit(1);
+	}
+	/* Loads the btrfs module when it is one. */
+	if ((fd = fsopen("btrfs", FSOPEN_CLOEXEC)) == -1) {
+		disk_reply(sock, 0, NULL, NULL, "no btrfs in this "
+		    "kernel: %s", strerror(errno));
+		_exit(1);
+	}
+	close(fd);
+	if (access("/dev/loop-control", R_OK | W_OK) == -1) {
+		disk_reply(sock, 0, NULL, NULL, "/dev/loop-control: %s",
+		    strerror(errno));
+		_exit(1);
+	}
+	if (mkdir(disk_dir, 0700) == -1 && errno != EEXIST) {
+		disk_reply(sock, 0, NULL, NULL, "mkdir %s: %s",
+		    disk_dir, strerror(errno));
+		_exit(1);
+	}
+	if ((disk_dirfd = open(disk_dir, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		disk_reply(sock, 0, NULL, NULL, "%s: %s", disk_dir,
+		    strerror(errno));
+		_exit(1);
+	}
+	if (fchown(disk_dirfd, 0, 0) == -1 ||
+	    fchmod(disk_dirfd, 0700) == -1)
+		log_warn("disk: %s", disk_dir);
+	disk_sweep();
+}
+
+/* Answer sandboxd's requests until it goes or the helper is told to end. */
+static void
+disk_serve(int sock, const sigset_t *old)
+{
+	struct disk_req	rq;
+	struct pollfd	pfd;
+	ssize_t		n;
+
+	pfd.fd = sock;
+	pfd.events = POLLIN;
+	while (!disk_stop) {
+		if (ppoll(&pfd, 1, NULL, old) == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("disk: poll");
+			break;
+		}
+		n = recv(sock, &rq, sizeof(rq), MSG_TRUNC);
+		if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN))
+			break;	/* sandboxd is gone */
+		if (n != (ssize_t)sizeof(rq)) {
+			if (n > 0) {
+				log_warnx("disk: refused a message of %zd "
+				    "bytes", n);
+				disk_reply(sock, 0, NULL, NULL,
+				    "malformed disk request");
+			}
+			continue;
+		}
+		disk_request(sock, &rq);
+	}
+}
+
+/* The helper's life: set up, say hello, serve, unmount everything. */
+static __dead void
+disk_main(struct config *conf, int sock)
+{
+	struct disk_ws		*w;
+	struct passwd		*pw;
+	sigset_t		 old;
+	const char *const	*p;
+	int			 i;
+
+	disk_conf = conf;
+	/* Only its end of the socketpair and the log are of use here. */
+	for (i = 3; i < 1024; i++)
+		if (i != sock && fcntl(i, F_GETFD) != -1 &&
+		    (fcntl(i, F_GETFD) & FD_CLOEXEC) == 0)
+			close(i);
+	disk_signals(&old);
 	prctl(PR_SET_NAME, "sandboxd-disk", 0, 0, 0);
 	/*
 	 * A session of its own: its life follows sandboxd's socket, not a
@@ -1103,67 +1229,12 @@ disk_main(struct config *conf, int sock)
 		_exit(1);
 	}
 	disk_project = disk_project_detect(disk_rootfd);
-	if (!disk_project) {
-		if (disk_mkfs == NULL) {
-			disk_reply(sock, 0, NULL, NULL, "no mkfs.btrfs (install "
-			    "btrfs-progs) and no project quotas on %s",
-			    conf->workspace_root);
-			_exit(1);
-		}
-		/* Loads the btrfs module when it is one. */
-		if ((i = fsopen("btrfs", FSOPEN_CLOEXEC)) == -1) {
-			disk_reply(sock, 0, NULL, NULL, "no btrfs in this "
-			    "kernel: %s", strerror(errno));
-			_exit(1);
-		}
-		close(i);
-		if (access("/dev/loop-control", R_OK | W_OK) == -1) {
-			disk_reply(sock, 0, NULL, NULL, "/dev/loop-control: %s",
-			    strerror(errno));
-			_exit(1);
-		}
-		if (mkdir(disk_dir, 0700) == -1 && errno != EEXIST) {
-			disk_reply(sock, 0, NULL, NULL, "mkdir %s: %s",
-			    disk_dir, strerror(errno));
-			_exit(1);
-		}
-		if ((disk_dirfd = open(disk_dir, O_RDONLY | O_DIRECTORY |
-		    O_NOFOLLOW | O_CLOEXEC)) == -1) {
-			disk_reply(sock, 0, NULL, NULL, "%s: %s", disk_dir,
-			    strerror(errno));
-			_exit(1);
-		}
-		if (fchown(disk_dirfd, 0, 0) == -1 ||
-		    fchmod(disk_dirfd, 0700) == -1)
-			log_warn("disk: %s", disk_dir);
-		disk_sweep();
-	}
+	if (!disk_project)
+		disk_images_ready(conf, sock);
 	disk_drop(conf->seccomp_debug);
 	disk_reply(sock, 1, disk_project ? "project" : "btrfs", NULL, NULL);
 
-	pfd.fd = sock;
-	pfd.events = POLLIN;
-	while (!disk_stop) {
-		if (ppoll(&pfd, 1, NULL, &old) == -1) {
-			if (errno == EINTR)
-				continue;
-			log_warn("disk: poll");
-			break;
-		}
-		n = recv(sock, &rq, sizeof(rq), MSG_TRUNC);
-		if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN))
-			break;	/* sandboxd is gone */
-		if (n != (ssize_t)sizeof(rq)) {
-			if (n > 0) {
-				log_warnx("disk: refused a message of %zd "
-				    "bytes", n);
-				disk_reply(sock, 0, NULL, NULL,
-				    "malformed disk request");
-			}
-			continue;
-		}
-		disk_request(sock, &rq);
-	}
+	disk_serve(sock, &old);
 	while ((w = TAILQ_FIRST(&disk_mounts)) != NULL)
 		disk_unmount(w);
 	log_debug("disk: helper exits");
