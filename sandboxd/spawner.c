@@ -617,6 +617,35 @@ spawner_close_pair(int p[2])
 }
 
 /*
+ * slirp4netns for the network namespace netns of the user namespace
+ * userns (an --userns-path= option), as the user, in the child of clone3:
+ * stderr to errp, ready and exit fds 3 and 4. Never returns.
+ */
+static void __attribute__((noreturn))
+spawner_slirp_exec(const struct spawner_req *rq, char *userns, char *netns,
+    int ready[2], int ex[2], int errp[2])
+{
+	char *argv[] = { SPAWNER_SLIRP, "--configure", "--mtu=65520",
+	    "--disable-host-loopback", userns, "--netns-type=path",
+	    "--ready-fd=3", "--exit-fd=4", netns, "tap0", NULL };
+	char *envp[] = { "PATH=/usr/bin:/bin", NULL };
+	int	devnull;
+
+	spawner_signals_default();
+	setpgid(0, 0);
+	if ((devnull = open("/dev/null", O_RDWR)) == -1 ||
+	    dup2(devnull, 0) == -1 || dup2(devnull, 1) == -1 ||
+	    dup2(errp[1], 2) == -1 || dup2(ready[1], 3) == -1 ||
+	    dup2(ex[0], 4) == -1)
+		_exit(126);
+	close_range(5, ~0U, 0);
+	spawner_become(rq->flags & SPAWNER_F_SETID, rq->uid, rq->gid);
+	execve(argv[0], argv, envp);
+	dprintf(2, "cannot run slirp4netns: %s\n", strerror(errno));
+	_exit(127);
+}
+
+/*
  * Bring a workspace-write+network sandbox's network up. bwrap reports
  * the sandbox's pid (--info-fd), waits while its user namespace is mapped
  * (--userns-block-fd), sets its loopback up, and waits again before the
@@ -634,7 +663,7 @@ spawner_net(const struct spawner_req *rq, int bwrap, int info, int ublock,
 	int		 ready[2] = { -1, -1 }, ex[2] = { -1, -1 };
 	int		 errp[2] = { -1, -1 }, lo[2] = { -1, -1 };
 	int64_t		 deadline = now_mono_ms() + SPAWNER_NET_MS;
-	int		 setid = rq->flags & SPAWNER_F_SETID, devnull, rc = -1;
+	int		 setid = rq->flags & SPAWNER_F_SETID, rc = -1;
 	const char	*q;
 	pid_t		 child, w = -1, sl;
 
@@ -691,25 +720,8 @@ spawner_net(const struct spawner_req *rq, int bwrap, int info, int ublock,
 	switch (sl = spawner_clone(CLONE_PARENT, cgfd, NULL)) {
 	case -1:
 		goto errno_out;
-	case 0: {
-		char *argv[] = { SPAWNER_SLIRP, "--configure", "--mtu=65520",
-		    "--disable-host-loopback", userns, "--netns-type=path",
-		    "--ready-fd=3", "--exit-fd=4", netns, "tap0", NULL };
-		char *envp[] = { "PATH=/usr/bin:/bin", NULL };
-
-		spawner_signals_default();
-		setpgid(0, 0);
-		if ((devnull = open("/dev/null", O_RDWR)) == -1 ||
-		    dup2(devnull, 0) == -1 || dup2(devnull, 1) == -1 ||
-		    dup2(errp[1], 2) == -1 || dup2(ready[1], 3) == -1 ||
-		    dup2(ex[0], 4) == -1)
-			_exit(126);
-		close_range(5, ~0U, 0);
-		spawner_become(setid, rq->uid, rq->gid);
-		execve(argv[0], argv, envp);
-		dprintf(2, "cannot run slirp4netns: %s\n", strerror(errno));
-		_exit(127);
-	}
+	case 0:
+		spawner_slirp_exec(rq, userns, netns, ready, ex, errp);
 	}
 	*slirp = sl;
 	close(ready[1]);
