@@ -1144,6 +1144,48 @@ http_reply_fd(struct http_request *req, int status, const char *ctype,
 }
 
 /*
+ * Write a reply's head, up to the caller's extra headers, into head
+ * (headsz bytes); its length. len is the body's.
+ */
+static size_t
+http_reply_head(struct http_request *req, int status, const char *ctype,
+    size_t len, int keep, const char *extra, char *head, size_t headsz)
+{
+	char	*hp, *hend;
+
+	hp = head;
+	hend = head + headsz;
+	hp = http_put(hp, hend, "HTTP/1.1 ");
+	hp = http_put_num(hp, hend, status);
+	hp = http_put(hp, hend, " ");
+	hp = http_put(hp, hend, http_status_text(status));
+	hp = http_put(hp, hend, "\r\n");
+	if (ctype != NULL) {
+		hp = http_put(hp, hend, "Content-Type: ");
+		hp = http_put(hp, hend, ctype);
+		hp = http_put(hp, hend, "\r\n");
+	}
+	if (status != 204 && status != 304) {
+		hp = http_put(hp, hend, "Content-Length: ");
+		hp = http_put_num(hp, hend, len);
+		hp = http_put(hp, hend, "\r\n");
+	}
+	hp = http_put(hp, hend, keep ? "Connection: keep-alive\r\n" :
+	    "Connection: close\r\n");
+	hp = http_put(hp, hend, "X-Content-Type-Options: nosniff\r\n"
+	    "Referrer-Policy: no-referrer\r\n"
+	    "X-Frame-Options: DENY\r\n");
+	if (extra == NULL || !http_extra_has(extra, "Cache-Control"))
+		hp = http_put(hp, hend, "Cache-Control: no-store\r\n");
+	hp = http_put(hp, hend, "X-Request-Id: ");
+	hp = http_put(hp, hend, req->request_id);
+	hp = http_put(hp, hend, "\r\n");
+	if (hp == NULL)
+		fatalx("%s: head too long", __func__);
+	return (size_t)(hp - head);
+}
+
+/*
  * http_reply and http_reply_fd: the head, and the body from memory, or
  * (fd not -1, taken) from fd as the output drains.
  */
@@ -1153,7 +1195,7 @@ http_reply_send(struct http_request *req, int status, const char *ctype,
 {
 	struct http_conn	*conn = req->conn;
 	struct evbuffer		*out;
-	char			 head[1024], *hp, *hend;
+	char			 head[1024];
 	struct iovec		 iov[4];
 	size_t			 sent, hlen, xlen;
 	int			 keep, i;
@@ -1188,36 +1230,8 @@ http_reply_send(struct http_request *req, int status, const char *ctype,
 	 * The head is built in place, then head and body go into one chain,
 	 * so that TLS sends them in as few records as it can.
 	 */
-	hp = head;
-	hend = head + sizeof(head);
-	hp = http_put(hp, hend, "HTTP/1.1 ");
-	hp = http_put_num(hp, hend, status);
-	hp = http_put(hp, hend, " ");
-	hp = http_put(hp, hend, http_status_text(status));
-	hp = http_put(hp, hend, "\r\n");
-	if (ctype != NULL) {
-		hp = http_put(hp, hend, "Content-Type: ");
-		hp = http_put(hp, hend, ctype);
-		hp = http_put(hp, hend, "\r\n");
-	}
-	if (status != 204 && status != 304) {
-		hp = http_put(hp, hend, "Content-Length: ");
-		hp = http_put_num(hp, hend, len);
-		hp = http_put(hp, hend, "\r\n");
-	}
-	hp = http_put(hp, hend, keep ? "Connection: keep-alive\r\n" :
-	    "Connection: close\r\n");
-	hp = http_put(hp, hend, "X-Content-Type-Options: nosniff\r\n"
-	    "Referrer-Policy: no-referrer\r\n"
-	    "X-Frame-Options: DENY\r\n");
-	if (extra == NULL || !http_extra_has(extra, "Cache-Control"))
-		hp = http_put(hp, hend, "Cache-Control: no-store\r\n");
-	hp = http_put(hp, hend, "X-Request-Id: ");
-	hp = http_put(hp, hend, req->request_id);
-	hp = http_put(hp, hend, "\r\n");
-	if (hp == NULL)
-		fatalx("%s: head too long", __func__);
-	hlen = (size_t)(hp - head);
+	hlen = http_reply_head(req, status, ctype, len, keep, extra, head,
+	    sizeof(head));
 	xlen = extra != NULL ? strlen(extra) : 0;
 	if ((body == NULL && fd == -1) || status == 204 || status == 304 ||
 	    strcmp(req->method, "HEAD") == 0)
