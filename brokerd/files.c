@@ -252,6 +252,62 @@ files_checked(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	ipc_reply(p, m, o, NULL, 0);
 }
 
+/* Remember a file request sent to sandboxd, to answer and audit it. */
+static struct files_wait *
+files_wait_new(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
+    const char *op, const char *path, int64_t size)
+{
+	struct files_wait	*w;
+
+	if ((w = calloc(1, sizeof(*w))) == NULL ||
+	    (w->path = strdup(path)) == NULL)
+		fatal("%s", __func__);
+	w->front = p;
+	w->id = m->id;
+	w->size = size;
+	snprintf(w->op, sizeof(w->op), "%s", op);
+	snprintf(w->user, sizeof(w->user), "%s", id->user->name);
+	snprintf(w->session_id, sizeof(w->session_id), "%s", id->session ?
+	    id->session->id : "");
+	snprintf(w->request_id, sizeof(w->request_id), "%s",
+	    log_ctx_request_id() ? log_ctx_request_id() : "");
+	snprintf(w->mode, sizeof(w->mode), "%s", mode_is_direct(id->session) ?
+	    "direct" : "sandbox");
+	snprintf(w->permission, sizeof(w->permission), "%s",
+	    session_permission(id->session));
+	TAILQ_INSERT_TAIL(&files_waits, w, entry);
+	return w;
+}
+
+/* The request to sandboxd for a file operation op of id's user on path. */
+static struct json_object *
+files_request(struct ident *id, const char *op, const char *path,
+    int64_t size)
+{
+	struct json_object	*req;
+
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("file"));
+	json_object_object_add(req, "op", json_object_new_string(op));
+	json_object_object_add(req, "user",
+	    json_object_new_string(id->user->name));
+	json_object_object_add(req, "path", json_object_new_string(path));
+	/* The ids it is done as: the user's own (sandboxd checks them). */
+	json_object_object_add(req, "uid",
+	    json_object_new_int64(id->user->uid));
+	json_object_object_add(req, "gid",
+	    json_object_new_int64(id->user->gid));
+	if (id->session != NULL)
+		json_object_object_add(req, "session",
+		    json_object_new_string(id->session->id));
+	if (strcmp(op, "write") == 0)
+		json_object_object_add(req, "size", json_object_new_int64(size));
+	if (log_ctx_request_id() != NULL)
+		json_object_object_add(req, "request_id",
+		    json_object_new_string(log_ctx_request_id()));
+	return req;
+}
+
 /*
  * Check a request of frontd and forward it to sandboxd as a "file"
  * operation op. Changes need a session that may write, an audit log that
@@ -328,43 +384,8 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 		return;
 	}
 
-	if ((w = calloc(1, sizeof(*w))) == NULL ||
-	    (w->path = strdup(path)) == NULL)
-		fatal("%s", __func__);
-	w->front = p;
-	w->id = m->id;
-	w->size = size;
-	snprintf(w->op, sizeof(w->op), "%s", op);
-	snprintf(w->user, sizeof(w->user), "%s", id->user->name);
-	snprintf(w->session_id, sizeof(w->session_id), "%s", id->session ?
-	    id->session->id : "");
-	snprintf(w->request_id, sizeof(w->request_id), "%s",
-	    log_ctx_request_id() ? log_ctx_request_id() : "");
-	snprintf(w->mode, sizeof(w->mode), "%s", mode_is_direct(id->session) ?
-	    "direct" : "sandbox");
-	snprintf(w->permission, sizeof(w->permission), "%s",
-	    session_permission(id->session));
-	TAILQ_INSERT_TAIL(&files_waits, w, entry);
-
-	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("file"));
-	json_object_object_add(req, "op", json_object_new_string(op));
-	json_object_object_add(req, "user",
-	    json_object_new_string(id->user->name));
-	json_object_object_add(req, "path", json_object_new_string(path));
-	/* The ids it is done as: the user's own (sandboxd checks them). */
-	json_object_object_add(req, "uid",
-	    json_object_new_int64(id->user->uid));
-	json_object_object_add(req, "gid",
-	    json_object_new_int64(id->user->gid));
-	if (id->session != NULL)
-		json_object_object_add(req, "session",
-		    json_object_new_string(id->session->id));
-	if (strcmp(op, "write") == 0)
-		json_object_object_add(req, "size", json_object_new_int64(size));
-	if (log_ctx_request_id() != NULL)
-		json_object_object_add(req, "request_id",
-		    json_object_new_string(log_ctx_request_id()));
+	w = files_wait_new(p, m, id, op, path, size);
+	req = files_request(id, op, path, size);
 	log_debug("file %s by %s: \"%s\"", op, id->user->name, esc);
 	ms = files_conf->file_timeout * 1000LL + size / FILES_BYTES_PER_MS;
 	if (ms > FILES_TIMEOUT_MAX_MS)
