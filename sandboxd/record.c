@@ -385,61 +385,17 @@ record_header_str(FILE *f, const char *s)
 }
 
 /*
- * Start recording a terminal whose inner master is given: create the
- * cast, the outer pty and the relay. Returns the outer master (what frontd
- * gets) and the relay's pid, or -1 and err.
+ * The relay, in the child of the fork: the inner pty's master, the outer
+ * pty's slave and the cast move to fds 3, 4 and 5, the cast gets its
+ * header, and record_relay copies until the shell is gone.
  */
-int
-record_start(const char *id, const char *user, const char *term,
-    int inner, int cols, int rows, pid_t *relay_pid, char *err, size_t errsz)
+static void __attribute__((noreturn))
+record_child(const char *id, const char *user, const char *term, int inner,
+    int slave, int fd, int cols, int rows)
 {
 	struct relay	 r;
-	struct winsize	 ws;
-	struct termios	 tio;
-	char		*path, slave_name[64];
-	int		 fd, outer = -1, slave = -1, hflags;
-	pid_t		 pid;
+	int		 hflags;
 	FILE		*f;
-
-	if (record_dir == NULL || !record_id_ok(id)) {
-		snprintf(err, errsz, "recordings are not set up");
-		return -1;
-	}
-	path = path_join(record_dir, id);
-	if ((path = realloc(path, strlen(path) + 6)) == NULL)
-		fatal("realloc");
-	strcat(path, ".cast");
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	free(path);
-	if (fd == -1)
-		goto fail_errno;
-	outer = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (outer == -1 || grantpt(outer) == -1 || unlockpt(outer) == -1 ||
-	    ptsname_r(outer, slave_name, sizeof(slave_name)) != 0 ||
-	    (slave = open(slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1)
-		goto fail_errno;
-	memset(&ws, 0, sizeof(ws));
-	ws.ws_col = cols;
-	ws.ws_row = rows;
-	ioctl(outer, TIOCSWINSZ, &ws);
-	/* The outer pty passes bytes unchanged: the inner one is the tty. */
-	if (tcgetattr(slave, &tio) == 0) {
-		cfmakeraw(&tio);
-		tcsetattr(slave, TCSANOW, &tio);
-	}
-
-	switch (pid = fork()) {
-	case -1:
-		goto fail_errno;
-	case 0:
-		break;
-	default:
-		close(fd);
-		close(slave);
-		*relay_pid = pid;
-		return outer;
-	}
 
 	/* The relay: only the two ptys and the cast stay open. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -486,6 +442,61 @@ record_start(const char *id, const char *user, const char *term,
 	/* A resize between the fork and the handler is not lost. */
 	record_winch = 1;
 	record_relay(&r, inner, slave);
+}
+
+/*
+ * Start recording a terminal whose inner master is given: create the
+ * cast, the outer pty and the relay. Returns the outer master (what frontd
+ * gets) and the relay's pid, or -1 and err.
+ */
+int
+record_start(const char *id, const char *user, const char *term,
+    int inner, int cols, int rows, pid_t *relay_pid, char *err, size_t errsz)
+{
+	struct winsize	 ws;
+	struct termios	 tio;
+	char		*path, slave_name[64];
+	int		 fd, outer = -1, slave = -1;
+	pid_t		 pid;
+
+	if (record_dir == NULL || !record_id_ok(id)) {
+		snprintf(err, errsz, "recordings are not set up");
+		return -1;
+	}
+	path = path_join(record_dir, id);
+	if ((path = realloc(path, strlen(path) + 6)) == NULL)
+		fatal("realloc");
+	strcat(path, ".cast");
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	free(path);
+	if (fd == -1)
+		goto fail_errno;
+	outer = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (outer == -1 || grantpt(outer) == -1 || unlockpt(outer) == -1 ||
+	    ptsname_r(outer, slave_name, sizeof(slave_name)) != 0 ||
+	    (slave = open(slave_name, O_RDWR | O_NOCTTY | O_CLOEXEC)) == -1)
+		goto fail_errno;
+	memset(&ws, 0, sizeof(ws));
+	ws.ws_col = cols;
+	ws.ws_row = rows;
+	ioctl(outer, TIOCSWINSZ, &ws);
+	/* The outer pty passes bytes unchanged: the inner one is the tty. */
+	if (tcgetattr(slave, &tio) == 0) {
+		cfmakeraw(&tio);
+		tcsetattr(slave, TCSANOW, &tio);
+	}
+
+	switch (pid = fork()) {
+	case -1:
+		goto fail_errno;
+	case 0:
+		record_child(id, user, term, inner, slave, fd, cols, rows);
+	}
+	close(fd);
+	close(slave);
+	*relay_pid = pid;
+	return outer;
 
 fail_errno:
 	snprintf(err, errsz, "cannot record: %s", strerror(errno));
