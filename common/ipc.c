@@ -865,6 +865,31 @@ ipc_peer_queued(struct ipc_peer *p, size_t *nmsgs)
 	return p->outq_bytes;
 }
 
+/* Put the fds a message carried into m; those past IPC_MAX_FDS are closed. */
+static void
+ipc_take_fds(struct msghdr *mh, struct ipc_msg *m)
+{
+	struct cmsghdr	*cm;
+	int		 i, nfds;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+			if (m->nfds < IPC_MAX_FDS)
+				m->fds[m->nfds++] = fd;
+			else
+				close(fd);
+		}
+	}
+}
+
 /* Receive one datagram; 1 when a message was handled, 0 when none, -1 dead. */
 static int
 ipc_read_one(struct ipc_peer *p)
@@ -876,12 +901,11 @@ ipc_read_one(struct ipc_peer *p)
 	} cmsgbuf;
 	struct msghdr	 mh;
 	struct iovec	 iov;
-	struct cmsghdr	*cm;
 	struct ipc_msg	 m;
 	static struct json_tokener *tok;
 	char		*nul;
 	ssize_t		 n;
-	int		 i, nfds;
+	int		 i;
 
 	memset(&mh, 0, sizeof(mh));
 	iov.iov_base = buf;
@@ -906,22 +930,7 @@ ipc_read_one(struct ipc_peer *p)
 	m.id = -1;
 	for (i = 0; i < IPC_MAX_FDS; i++)
 		m.fds[i] = -1;
-	for (cm = CMSG_FIRSTHDR(&mh); cm != NULL; cm = CMSG_NXTHDR(&mh, cm)) {
-		if (cm->cmsg_level != SOL_SOCKET ||
-		    cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-		for (i = 0; i < nfds; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int),
-			    sizeof(int));
-			if (m.nfds < IPC_MAX_FDS)
-				m.fds[m.nfds++] = fd;
-			else
-				close(fd);
-		}
-	}
+	ipc_take_fds(&mh, &m);
 	if (mh.msg_flags & MSG_CTRUNC) {
 		ipc_close_fds(m.fds, m.nfds);
 		ipc_peer_kill(p, "too many fds in one message");
