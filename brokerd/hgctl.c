@@ -1494,9 +1494,9 @@ hgctl_containment_rows(struct json_object *c)
 	return rows;
 }
 
-/* hgctl status: exit 0 running, 1 degraded, 3 brokerd unreachable. */
-static int
-hgctl_status(char **argv)
+/* Print a status reply as text: its state, its problems, then tables. */
+static void
+hgctl_status_print(struct json_object *res)
 {
 	static const struct hgctl_col daemon_cols[] = {
 		{ "DAEMON", "name", COL_STR },
@@ -1537,22 +1537,11 @@ hgctl_status(char **argv)
 		{ "AUDIT_HASH", "hash", COL_STR },
 		{ NULL, NULL, 0 }
 	};
-	struct json_object	*res, *daemons = NULL, *rows, *v = NULL, *one;
-	const char		*state;
-	char			 err[PATH_MAX + 1024], cell[HGCTL_CELL_MAX];
+	struct json_object	*daemons = NULL, *rows, *v = NULL, *one;
+	const char		*state = json_str(res, "state");
+	char			 cell[HGCTL_CELL_MAX];
 	size_t			 i;
 
-	if (hgctl_try(hgctl_req("status"), &res, err, sizeof(err)) == -1) {
-		if (strncmp(err, "cannot connect to ", 18) == 0)
-			return hgctl_status_down(err);
-		fprintf(stderr, "hgctl: %s\n", err);
-		return HGCTL_EXIT_FAIL;
-	}
-	state = json_str(res, "state");
-	if (json_out) {
-		hgctl_print_json(res);
-		goto out;
-	}
 	log_escape(state != NULL ? state : "unknown", (size_t)-1, cell,
 	    sizeof(cell));
 	printf("state: %s\n", cell);
@@ -1608,11 +1597,31 @@ hgctl_status(char **argv)
 		json_object_array_add(rows, json_object_get(one));
 	hgctl_table(rows, audit_cols);
 	json_object_put(rows);
-out:
+}
+
+/* hgctl status: exit 0 running, 1 degraded, 3 brokerd unreachable. */
+static int
+hgctl_status(char **argv)
+{
+	struct json_object	*res;
+	const char		*state;
+	char			 err[PATH_MAX + 1024];
+	int			 running;
+
+	if (hgctl_try(hgctl_req("status"), &res, err, sizeof(err)) == -1) {
+		if (strncmp(err, "cannot connect to ", 18) == 0)
+			return hgctl_status_down(err);
+		fprintf(stderr, "hgctl: %s\n", err);
+		return HGCTL_EXIT_FAIL;
+	}
+	if (json_out)
+		hgctl_print_json(res);
+	else
+		hgctl_status_print(res);
 	state = json_str(res, "state");
-	i = state != NULL && strcmp(state, "running") == 0;
+	running = state != NULL && strcmp(state, "running") == 0;
 	json_object_put(res);
-	return i ? HGCTL_EXIT_OK : HGCTL_EXIT_FAIL;
+	return running ? HGCTL_EXIT_OK : HGCTL_EXIT_FAIL;
 }
 
 /* Print a value as .env syntax reads it back: bare, 'single' or "double". */
