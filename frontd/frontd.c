@@ -236,6 +236,32 @@ frontd_limits(struct config *conf, struct http_limits *limits)
 	    rl.rlim_cur == RLIM_INFINITY ? -1L : (long)rl.rlim_cur);
 }
 
+/*
+ * The HTTP server on the listening socket fd (TLS with ssl), with the
+ * configured limits and the proxies whose X-Forwarded-For it trusts.
+ */
+static struct http_server *
+frontd_server(struct config *conf, int fd, SSL_CTX *ssl)
+{
+	struct http_server	*server;
+	struct http_limits	 limits;
+	struct egress_nets	 trusted;
+	char			 err[512];
+
+	frontd_limits(conf, &limits);
+	if ((server = http_server_new(frontd_base, fd, ssl, conf->max_body,
+	    api_handle, NULL)) == NULL)
+		fatalx("http_server_new");
+	http_server_set_limits(server, &limits);
+	if (conf->trusted_proxies != NULL && *conf->trusted_proxies != '\0') {
+		if (egress_nets_parse(conf->trusted_proxies, &trusted, err,
+		    sizeof(err)) == -1)
+			fatalx("HOSTGATE_TRUSTED_PROXIES: %s", err);
+		http_server_set_trusted(server, &trusted);
+	}
+	return server;
+}
+
 int
 main(int argc, char *argv[])
 {
@@ -243,8 +269,6 @@ main(int argc, char *argv[])
 	struct priv_plan plan;
 	struct ipc_link	*broker;
 	struct http_server *server;
-	struct http_limits limits;
-	struct egress_nets trusted;
 	SSL_CTX		*ssl = NULL;
 	char		 err[512], bound[INET6_ADDRSTRLEN + 16], *path, *lpath;
 	uid_t		 broker_uid;
@@ -320,17 +344,7 @@ main(int argc, char *argv[])
 	ws_init();
 	ws_origins_init(&conf, bound);
 	sse_init(frontd_base);
-	frontd_limits(&conf, &limits);
-	if ((server = http_server_new(frontd_base, fd, ssl, conf.max_body,
-	    api_handle, NULL)) == NULL)
-		fatalx("http_server_new");
-	http_server_set_limits(server, &limits);
-	if (conf.trusted_proxies != NULL && *conf.trusted_proxies != '\0') {
-		if (egress_nets_parse(conf.trusted_proxies, &trusted, err,
-		    sizeof(err)) == -1)
-			fatalx("HOSTGATE_TRUSTED_PROXIES: %s", err);
-		http_server_set_trusted(server, &trusted);
-	}
+	server = frontd_server(&conf, fd, ssl);
 	files_init(&conf);
 	http_server_set_spool(server, files_spool, files_check);
 
