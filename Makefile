@@ -95,8 +95,8 @@ COMMON	= log config ipc proto priv util proc egress jail
 FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store files egress pg \
-	  pgstore audit_pg hosts
+	  mode events admin prompt audit ttl recording store store_sqlite \
+	  store_pg files egress pg audit_pg hosts
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
@@ -156,8 +156,10 @@ $(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
 $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
 $(B)/tests/test_egress: $(O)/tests/unit/test_egress.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
-# auth.c and session.c reach a PostgreSQL store through pgstore.c and pg.c.
-STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/pgstore.o $(O)/brokerd/pg.o \
+# auth.c and session.c reach their store through store.c's ops.
+STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/store_sqlite.o \
+	  $(O)/brokerd/store_pg.o $(O)/brokerd/pg.o $(O)/brokerd/audit_pg.o \
+	  $(O)/brokerd/audit.o \
 	  $(O)/brokerd/ttl.o $(O)/brokerd/events.o
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
 	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
@@ -166,7 +168,7 @@ $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
 $(B)/tests/test_storeadm: $(O)/tests/unit/test_storeadm.o \
 	$(O)/brokerd/storeadm.o $(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o \
-	$(O)/brokerd/pg.o $(COMMON_O)
+	$(STORE_O) $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \
 	$(O)/sandboxd/argv.o $(COMMON_O)
@@ -355,7 +357,8 @@ FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
 FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
-FUZZ_STORE_SRC	      = brokerd/store.c brokerd/pgstore.c brokerd/pg.c \
+FUZZ_STORE_SRC	      = brokerd/store.c brokerd/store_sqlite.c brokerd/store_pg.c \
+			brokerd/pg.c brokerd/audit_pg.c brokerd/audit.c \
 			brokerd/events.c brokerd/ttl.c common/ipc.c common/proto.c
 FUZZ_SRC_fuzz_session = brokerd/session.c $(FUZZ_STORE_SRC) \
 			tests/fuzz/fuzz_fixture.c

@@ -776,11 +776,11 @@ audit_last_hash(void)
 	return audit_prev;
 }
 
-/* Keep the chain in store instead of the files (before audit_init). */
+/* Keep the chain in chain instead of the files (before audit_init). */
 void
-audit_use_store(const struct audit_store *store)
+audit_use_store(const struct audit_store *chain)
 {
-	audit_store = store;
+	audit_store = chain;
 }
 
 /* The "host" member of the records to come. */

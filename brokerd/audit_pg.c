@@ -463,7 +463,7 @@ audit_pg_query(const struct audit_filter *f, int64_t since_ms,
 	return arr;
 }
 
-static const struct audit_store audit_pg_store = {
+const struct audit_store audit_pg = {
 	.where = AUDIT_PG_WHERE,
 	.exists = audit_pg_exists,
 	.open = audit_pg_open,
@@ -474,12 +474,6 @@ static const struct audit_store audit_pg_store = {
 	.close = NULL,
 };
 
-/* Keep the audit chain in the PostgreSQL store (before audit_init). */
-void
-audit_pg_use(void)
-{
-	audit_use_store(&audit_pg_store);
-}
 
 /*
  * The store as a link of the chain, for /healthz and hgctl status:
@@ -493,13 +487,12 @@ audit_store_json(void)
 	int			 ok = 1;
 
 	why[0] = '\0';
-	if (pg_enabled())
-		ok = pg_ready(why, sizeof why) == 0;
+	ok = store->ready(why, sizeof why) == 0;
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(ok));
 	json_object_object_add(o, "reason", ok ? NULL :
 	    json_object_new_string(why));
 	json_object_object_add(o, "kind", json_object_new_string(
-	    pg_enabled() ? "postgresql" : "embedded"));
+	    store->kind));
 	return o;
 }

@@ -151,13 +151,14 @@ main(int argc, char *argv[])
 	priv_drop(&plan);
 
 	/*
-	 * A PostgreSQL store: connect as the service user, before the state
-	 * that lives there is loaded. Its TCP link (not a Unix socket) is
-	 * the one reason brokerd's filter allows IPv4 and IPv6 sockets.
+	 * The store, opened as the service user (store.db is its file) before
+	 * the state that lives there is loaded. A PostgreSQL store's TCP link
+	 * (not a Unix socket) is the one reason brokerd's filter allows IPv4
+	 * and IPv6 sockets.
 	 */
-	if (pg_init(&conf, err, sizeof(err)) == -1)
+	if (store_init(&conf, err, sizeof(err)) == -1)
 		fatalx("%s", err);
-	if (pg_enabled() && pg_over_tcp()) {
+	if (store->over_tcp != NULL && store->over_tcp()) {
 		plan.unix_sockets = 0;
 		plan.inet_sockets = 1;
 	}
@@ -166,10 +167,9 @@ main(int argc, char *argv[])
 	if (session_init(conf.state_dir, conf.session_lifetime, err,
 	    sizeof(err)) == -1)
 		fatalx("%s", err);
-	/* One chain for the fleet: in the store's audit table. */
+	/* A fleet's one chain is in the store's audit table. */
 	audit_set_host(conf.host_id);
-	if (pg_enabled())
-		audit_pg_use();
+	audit_use_store(store->audit);
 	if (audit_init(conf.state_dir, conf.audit_rotate, conf.audit_syslog,
 	    err, sizeof(err)) == -1)
 		fatalx("%s", err);
@@ -177,7 +177,8 @@ main(int argc, char *argv[])
 	egress_init(&conf);
 
 	brokerd_base = proc_base();
-	pg_events(brokerd_base);
+	if (store->events != NULL)
+		store->events(brokerd_base);
 	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,
 	    brokerd_sweep, NULL);
 	evtimer_add(brokerd_sweep_ev, &tv);
@@ -198,7 +199,7 @@ main(int argc, char *argv[])
 	hosts_stop();
 	session_close();
 	audit_close();
-	pg_close();
+	store_close();
 	config_free(&conf);
 	return 0;
 }
