@@ -85,8 +85,7 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
     assert hg.stop("brokerd") == 0
     hg.wait_status(503)
 
-    users = os.path.join(hg.state, "users.json")
-    assert_private(users, broker_uid(hg))
+    assert not os.path.exists(os.path.join(hg.state, "users.json"))
     assert_private(store, broker_uid(hg))
     assert not os.path.exists(store + "-wal")    # checkpointed at exit
     assert not os.path.exists(os.path.join(hg.state, "sessions.json"))
@@ -94,10 +93,9 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
     for secret in (s.cookie, s.csrf, admin.cookie, admin.csrf, tok,
                    tok[4:], standalone[4:], dead.cookie):
         assert secret.encode() not in data, "store.db holds a secret"
-    udata = read(users)
-    assert ADMIN[1].encode() not in udata and USER[1].encode() not in udata
+    assert ADMIN[1].encode() not in data and USER[1].encode() not in data
     # What it holds instead: hashes, one table per kind, a versioned schema.
-    assert store_rows(hg, "PRAGMA user_version") == [(2,)]
+    assert store_rows(hg, "PRAGMA user_version") == [(3,)]
     assert store_rows(hg, "PRAGMA journal_mode") == [("wal",)]
     h = hashlib.sha256(tok.encode()).hexdigest()
     assert store_rows(hg, "SELECT user FROM tokens WHERE hash = ?",
@@ -281,7 +279,7 @@ def test_user_changes_persist(hostgate_factory):
                 input="new-bob-password\n")
     hg.hgctl_ok("user", "del", ADMIN[0])
     assert hg.stop("brokerd") == 0
-    assert_private(os.path.join(hg.state, "users.json"), broker_uid(hg))
+    assert_private(os.path.join(hg.state, "store.db"), broker_uid(hg))
     hg.start("brokerd")
     hg.wait_healthy()
     names = [u["name"] for u in hg.hgctl_json("user", "list")]
