@@ -58,13 +58,17 @@ def test_uids_distinct_in_range_and_kept(hostgate_factory):
         [RANGE[0], RANGE[0] + 1, RANGE[0] + 2], users
     for u in users.values():
         assert u["gid"] == u["uid"] and u["unix_user"] is None, u
-    stored = users_file(hg)
-    assert {n: (u["uid"], u["gid"]) for n, u in stored.items()} == \
-        {n: (u["uid"], u["gid"]) for n, u in users.items()}, stored
     rec = pl.audit_records(hg, action="user_added", user="bob")[-1]
     assert rec["detail"]["uid"] == RANGE[0] + 1, rec
 
     assert hg.stop("brokerd") == 0
+    db = sqlite3.connect(os.path.join(hg.state, "store.db"))
+    try:
+        stored = dict((n, (uid, gid)) for n, uid, gid in db.execute(
+            "SELECT name, uid, gid FROM users"))
+    finally:
+        db.close()
+    assert stored == {n: (u["uid"], u["gid"]) for n, u in users.items()}
     start_brokerd(hg)
     assert users_by_name(hg) == users
 
