@@ -117,7 +117,8 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm
+	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm \
+	  test_store
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -167,6 +168,7 @@ $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
 	$(STORE_O) $(COMMON_O)
 $(B)/tests/test_storeadm: $(O)/tests/unit/test_storeadm.o \
 	$(O)/brokerd/storeadm.o $(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
+$(B)/tests/test_store: $(O)/tests/unit/test_store.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o \
 	$(STORE_O) $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
