@@ -32,7 +32,7 @@
  * takes a store from version i to i + 1; meta 'schema' holds the version.
  */
 static const char *const pg_migrations[] = {
-	/* 1: what store.db, users.json and audit.log hold, and the fleet's */
+	/* 1: what the embedded store held then, and the fleet's */
 	"CREATE TABLE meta ("
 	"  key text PRIMARY KEY,"
 	"  value bigint NOT NULL);"

@@ -217,7 +217,7 @@ session_rand_hex(char *out, size_t nbytes)
 }
 
 /*
- * Whether a session or token may be for this user: a name users.json
+ * Whether a session or token may be for this user: a name a user may have
  * could hold (auth_name_valid), and nothing else, such as "../x".
  */
 static int

@@ -207,7 +207,7 @@ store_sqlite_pragma(const char *sql, char *out, size_t outsz, char *err,
 
 /*
  * Create the file 0600 if absent, else check that it is a regular file
- * and set a loose mode back to 0600 (as for users.json). Fills err.
+ * and set a loose mode back to 0600. Fills err.
  */
 static int
 store_sqlite_file_check(const char *path, char *err, size_t errsz)
@@ -303,9 +303,9 @@ store_sqlite_unusable(char *err, size_t errsz)
 {
 	size_t	len = strlen(err);
 
-	snprintf(err + len, errsz - len, "; the session store is unusable: "
-	    "restore it from a backup, or move it and its -wal file aside to "
-	    "start with no sessions and tokens");
+	snprintf(err + len, errsz - len, "; the store is unusable: restore it "
+	    "from a backup, or move it and its -wal file aside to start with "
+	    "no users, sessions and tokens");
 }
 
 /*

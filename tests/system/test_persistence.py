@@ -250,14 +250,16 @@ def test_broken_store_stops_brokerd(hostgate_factory, damage):
     assert store in log, log
     if damage == "garbage":
         assert "file is not a database" in log, log
-    assert "the session store is unusable: restore it from a backup, or " \
-        "move it and its -wal file aside to start with no sessions and " \
+    assert "the store is unusable: restore it from a backup, or move it " \
+        "and its -wal file aside to start with no users, sessions and " \
         "tokens" in log, log
     assert read(store) == bytes(data)
     # The remedy the message gives works: moved aside, brokerd starts.
     os.rename(store, store + ".broken")
     hg.start("brokerd")
     hg.wait_healthy()
+    assert hg.hgctl_json("user", "list") == []
+    hg.add_user(*USER)
     hg.login(*USER)
 
 
