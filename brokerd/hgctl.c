@@ -214,7 +214,7 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "(audit.log and its\nrotated files, every line verbatim, so the "
 	    "chain goes on there) into the\nPostgreSQL store at URL, which "
 	    "must be migrated (hgctl store migrate) and\nempty; all in one "
-	    "transaction, or nothing. Refused while brokerd runs on "
+	    "transaction, or nothing.\nRefused while brokerd runs on "
 	    "STATE_DIR.\nThen set HOSTGATE_STORE=URL and start the host: its "
 	    "users, sessions and\ntokens are there.\n",
 	    0, OPT_TO, hgctl_store_copy },
