@@ -240,9 +240,9 @@ audit_pg_append(struct json_object *rec, int64_t time_ms, int sync,
 	int			 allowed = 0;
 
 	*linep = NULL;
-	if (pg_ready(why, sizeof why) == -1)
-		return -1;
 	action = audit_pg_member(rec, "action");
+	if (pg_ready(why, sizeof why) == -1)
+		goto lost;
 	/* (A failed begin nested in another transaction still counts.) */
 	if (pg_begin() == -1)
 		goto rollback;
@@ -307,6 +307,9 @@ fail:
 		    "%s: %s", AUDIT_PG_WHERE, pg_error());
 		audit_pg_failed = 1;
 	}
+lost:
+	log_warnx("audit: %s; a %s record is lost", AUDIT_PG_WHERE,
+	    action != NULL ? action : "?");
 	return -1;
 }
 
@@ -465,6 +468,7 @@ audit_pg_query(const struct audit_filter *f, int64_t since_ms,
 
 const struct audit_store audit_pg = {
 	.where = AUDIT_PG_WHERE,
+	.shared = 1,
 	.exists = audit_pg_exists,
 	.open = audit_pg_open,
 	.append = audit_pg_append,

@@ -616,11 +616,14 @@ enum audit_kind {
 typedef int (*audit_line_fn)(const char *where, int64_t lineno,
 	    const char *line, size_t len, enum audit_kind, void *arg);
 /*
- * Where the chain is kept when it is not in the files: the store's audit
- * table (audit_pg.c). audit.c makes and checks the lines either way.
+ * Where the chain is kept: the files (audit_file, audit.c) or the store's
+ * audit table (audit_pg, audit_pg.c). audit.c makes and checks the lines
+ * either way.
  */
 struct audit_store {
 	const char *where;	/* for messages: "the store's audit table" */
+	/* 1: other hosts append too; its lines are numbered by their seq. */
+	int	 shared;
 	/* Whether a chain exists (for the key's creation). */
 	int	 (*exists)(int *have, char *err, size_t errsz);
 	/* With the key loaded: check it is the store's, find the tail. */
@@ -647,6 +650,8 @@ int	 audit_line_check(const char *line, size_t len, int64_t *seq,
 /* The key's id: the first 16 hex digits of its SHA-256. */
 void	 audit_key_id(char out[17]);
 const char *audit_key_path(void);
+/* The chain in STATE_DIR/audit.log (audit.c), or in the store's table. */
+extern const struct audit_store	audit_file;
 /* audit_pg.c: the chain in the PostgreSQL store's audit table. */
 extern const struct audit_store	audit_pg;
 

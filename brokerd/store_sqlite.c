@@ -1031,4 +1031,5 @@ const struct store_ops store_sqlite = {
 	.user_get = store_sqlite_user_get,
 	.user_load = store_sqlite_user_load,
 	.error = store_sqlite_error,
+	.audit = &audit_file,
 };
