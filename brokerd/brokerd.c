@@ -79,13 +79,43 @@ brokerd_sweep(evutil_socket_t fd, short ev, void *arg)
 		log_warnx("%s: event_base_once", __func__);
 }
 
+/*
+ * Open the store, as the service user (store.db is its file), and load
+ * the state that lives there: users, sessions and tokens, the audit
+ * chain's tail. A PostgreSQL store's TCP link (not a Unix socket) is the
+ * one reason brokerd's filter allows IPv4 and IPv6 sockets.
+ */
+static void
+brokerd_load(struct config *conf, struct priv_plan *plan)
+{
+	char	err[512];
+
+	if (store_init(conf, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (store->over_tcp != NULL && store->over_tcp()) {
+		plan->unix_sockets = 0;
+		plan->inet_sockets = 1;
+	}
+	if (auth_init(conf->state_dir, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (session_init(conf->state_dir, conf->session_lifetime, err,
+	    sizeof(err)) == -1)
+		fatalx("%s", err);
+	/* The chain where the store keeps it (a fleet's: its audit table). */
+	audit_set_host(conf->host_id);
+	audit_use_store(store->audit);
+	if (audit_init(conf->state_dir, conf->audit_rotate, conf->audit_syslog,
+	    err, sizeof(err)) == -1)
+		fatalx("%s", err);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct config	 conf;
 	struct priv_plan plan;
 	struct timeval	 tv = { 30, 0 };
-	char		 err[512], *path;
+	char		*path;
 	uid_t		 uid, front_uid, sandbox_uid, ctl_uids[2];
 	gid_t		 gid, front_gid, sandbox_gid;
 	int		 debug, check, front_fd, ctl_fd, separate;
@@ -150,29 +180,7 @@ main(int argc, char *argv[])
 	plan.debug = conf.seccomp_debug;
 	priv_drop(&plan);
 
-	/*
-	 * The store, opened as the service user (store.db is its file) before
-	 * the state that lives there is loaded. A PostgreSQL store's TCP link
-	 * (not a Unix socket) is the one reason brokerd's filter allows IPv4
-	 * and IPv6 sockets.
-	 */
-	if (store_init(&conf, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	if (store->over_tcp != NULL && store->over_tcp()) {
-		plan.unix_sockets = 0;
-		plan.inet_sockets = 1;
-	}
-	if (auth_init(conf.state_dir, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	if (session_init(conf.state_dir, conf.session_lifetime, err,
-	    sizeof(err)) == -1)
-		fatalx("%s", err);
-	/* A fleet's one chain is in the store's audit table. */
-	audit_set_host(conf.host_id);
-	audit_use_store(store->audit);
-	if (audit_init(conf.state_dir, conf.audit_rotate, conf.audit_syslog,
-	    err, sizeof(err)) == -1)
-		fatalx("%s", err);
+	brokerd_load(&conf, &plan);
 	prompt_init(&conf);
 	egress_init(&conf);
 
