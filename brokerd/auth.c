@@ -73,6 +73,9 @@ static size_t		 auth_nreserved;
 
 static void		(*auth_egress_cb)(struct user *);
 static struct user *auth_fetch(const char *);
+static int	 auth_user_create(const char *, int, const char *,
+		    const char *, const char *, int64_t, int64_t, char *,
+		    size_t);
 
 /* Free one user. */
 static void
@@ -911,6 +914,20 @@ int
 auth_user_add_unix(const char *name, int admin, const char *password,
     const char *unix_user, int64_t uid, int64_t gid, char *err, size_t errsz)
 {
+	return auth_user_create(name, admin, password, NULL, unix_user, uid,
+	    gid, err, errsz);
+}
+
+/*
+ * The one way a user is added: with a password (checked, then hashed) or,
+ * password NULL, with its argon2id encoded hash already made (encoded).
+ * The rest as auth_user_add_unix.
+ */
+static int
+auth_user_create(const char *name, int admin, const char *password,
+    const char *encoded, const char *unix_user, int64_t uid, int64_t gid,
+    char *err, size_t errsz)
+{
 	struct user	*u;
 	char		 hash[AUTH_ENCODED_MAX], why[200];
 	int		 tries = 0, rc;
@@ -934,9 +951,18 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
 		return -1;
 	}
-	if (!auth_password_valid(password, err, errsz))
+	if (password == NULL) {
+		if (encoded == NULL || strncmp(encoded, AUTH_HASH_PREFIX,
+		    strlen(AUTH_HASH_PREFIX)) != 0 ||
+		    strlen(encoded) >= AUTH_ENCODED_MAX) {
+			snprintf(err, errsz, "the hash is not an argon2id "
+			    "encoded string");
+			return -1;
+		}
+		snprintf(hash, sizeof hash, "%s", encoded);
+	} else if (!auth_password_valid(password, err, errsz))
 		return -1;
-	if (auth_hash_password(password, hash, sizeof hash) == -1) {
+	else if (auth_hash_password(password, hash, sizeof hash) == -1) {
 		snprintf(err, errsz, "cannot hash the password");
 		return -1;
 	}
