@@ -411,12 +411,12 @@ fuzz-check:
 	@tests/fuzz/run.sh -t 15 -j 2 $(FUZZ)
 
 $(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(O)/brokerd/ratelimit.o $(O)/brokerd/ttl.o $(COMMON_O)
+	$(STORE_O) $(O)/brokerd/ratelimit.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(B)/bench_store: $(O)/tests/bench/bench_store.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(O)/brokerd/auth.o $(COMMON_O)
+	$(STORE_O) $(O)/brokerd/auth.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 

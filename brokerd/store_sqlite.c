@@ -4,7 +4,7 @@
  * synchronous=FULL and an exclusive lock held for brokerd's lifetime:
  *   sessions(id, token_hash UNIQUE, csrf_hash, user, created, last_seen,
  *            expires INDEXED, permission, direct_until, egress_allow)
- *   tokens(id, hash UNIQUE, user, session_id, created)
+ *   tokens(id, hash UNIQUE, user, session_id INDEXED, created)
  *   meta(key, value)
  *   users(name, admin, hash, created, uid UNIQUE, gid, unix_user,
  *         egress_allow)
@@ -68,7 +68,9 @@ static const char *const store_sqlite_migrations[] = {
 	"  gid INTEGER NOT NULL,"
 	"  unix_user TEXT,"
 	"  egress_allow TEXT NOT NULL DEFAULT '[]'"
-	") STRICT;",
+	") STRICT;"
+	/* A session's end takes its tokens: found by the index. */
+	"CREATE INDEX tokens_session ON tokens (session_id);",
 };
 #define STORE_VERSION \
 	((int)(sizeof(store_sqlite_migrations) / sizeof(store_sqlite_migrations[0])))
