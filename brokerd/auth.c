@@ -20,9 +20,8 @@
  *
  * In a fleet, another host's change is applied when its notification
  * comes (a user gone: its sessions end and its spawns are killed here),
- * and everything is reconciled after a lost link. On either store a name
- * unknown here is asked of the store (a user added elsewhere a moment
- * ago).
+ * a name unknown here is asked of the store (a user added elsewhere a
+ * moment ago), and everything is reconciled after a lost link.
  */
 
 #include <sys/random.h>
@@ -293,15 +292,17 @@ auth_mem_find(const char *name)
 }
 
 /*
- * The user called name, or NULL. A name unknown here is asked of the
- * store (added on another host a moment ago).
+ * The user called name, or NULL. In a fleet a name unknown here is asked
+ * of the store (added on another host a moment ago); one host's memory is
+ * its store's.
  */
 struct user *
 auth_find(const char *name)
 {
 	struct user	*u;
 
-	if ((u = auth_mem_find(name)) == NULL && auth_name_valid(name))
+	if ((u = auth_mem_find(name)) == NULL && !store->one_host &&
+	    auth_name_valid(name))
 		u = auth_fetch(name);
 	return u;
 }

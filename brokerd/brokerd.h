@@ -157,8 +157,9 @@ struct store_ops {
 	const char *kind;	/* "embedded" or "postgresql" */
 	const char *where;	/* for messages: "the PostgreSQL store" */
 	/*
-	 * 1: one brokerd owns it: it takes in the files of an earlier
-	 * release at start-up, and moves uids out of HOSTGATE_UID_RANGE.
+	 * 1: one brokerd owns it: memory is the store's (a miss is not asked
+	 * of it); it takes in the files of an earlier release at start-up,
+	 * and moves uids out of HOSTGATE_UID_RANGE.
 	 */
 	int	 one_host;
 	/* Open it (as the service user); -1 with err: refuse to start. */

@@ -734,14 +734,16 @@ session_adopt(struct session *row)
 
 /*
  * The session whose token_hash (hashed) or id is key, from the store when
- * this host has not seen it yet; NULL when the store has none either.
+ * this host has not seen it yet; NULL when the store has none either. A
+ * store of one host has nothing memory lacks (and a session ended here
+ * whose row could not be deleted must not come back): not asked.
  */
 static struct session *
 session_fetch(const char *key, int hashed)
 {
 	struct session	*row;
 
-	if (!session_open || key == NULL ||
+	if (store->one_host || !session_open || key == NULL ||
 	    !str_is_hex(key, hashed ? 64 : 2 * SESSION_ID_BYTES))
 		return NULL;
 	if (store->session_get(key, hashed, &row) != 1)
@@ -771,13 +773,16 @@ token_adopt(struct token *row)
 	return row;
 }
 
-/* The token whose hash (hashed) or id is key, from the store on a miss. */
+/*
+ * The token whose hash (hashed) or id is key, from a fleet's store on a
+ * miss (as session_fetch: a revoked token never comes back).
+ */
 static struct token *
 token_fetch(const char *key, int hashed)
 {
 	struct token	*row;
 
-	if (!session_open || key == NULL ||
+	if (store->one_host || !session_open || key == NULL ||
 	    !str_is_hex(key, hashed ? 64 : 2 * TOKEN_ID_BYTES))
 		return NULL;
 	if (store->token_get(key, hashed, &row) != 1)
