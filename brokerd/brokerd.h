@@ -177,17 +177,22 @@ struct store_ops {
 	int	 (*session_insert)(const struct session *);
 	/* last_seen, permission, direct_until, egress_allow */
 	int	 (*session_update)(const struct session *);
-	int	 (*session_touch)(const struct session *);	/* last_seen */
-	int	 (*session_delete)(const char *id);	/* and its tokens */
+	/* last_seen alone */
+	int	 (*session_touch)(const struct session *);
+	/* The session's row and its tokens' */
+	int	 (*session_delete)(const char *id);
 	int	 (*token_insert)(const struct token *);
 	int	 (*token_delete)(const char *id);
-	int	 (*drop_user)(const char *user);	/* sessions, tokens */
+	/* Every session and token row of a user */
+	int	 (*drop_user)(const char *user);
 	/* By id, or by the secret's hash: 1 (*out allocated), 0 none, -1. */
-	int	 (*session_get)(const char *key, int by_hash, struct session **);
+	int	 (*session_get)(const char *key, int by_hash,
+		    struct session **);
 	int	 (*token_get)(const char *key, int by_hash, struct token **);
 	/* The ids of at most max sessions expired at now, oldest first. */
 	size_t	 (*expired)(int64_t now, char (*ids)[33], size_t max);
-	int64_t	 (*meta_get)(const char *key);		/* 0: none */
+	/* A number kept under key (0: none). */
+	int64_t	 (*meta_get)(const char *key);
 	int	 (*meta_set)(const char *key, int64_t value);
 	/*
 	 * Every session, then every token, each (allocated) handed to the
@@ -198,13 +203,14 @@ struct store_ops {
 		    size_t errsz);
 	/* 1 inserted, 0 the name or the uid is taken, -1 the store failed. */
 	int	 (*user_insert)(const struct user *);
-	int	 (*user_update)(const struct user *);	/* rows, or -1 */
-	int	 (*user_delete)(const char *name);	/* rows, or -1 */
+	/* The rows changed, or -1. */
+	int	 (*user_update)(const struct user *);
+	int	 (*user_delete)(const char *name);
 	/* 1 with *out (allocated, unchecked), 0 none, -1 failed. */
 	int	 (*user_get)(const char *name, struct user **);
 	/* Every user, oldest first, as load does. */
-	int	 (*user_load)(int (*)(struct user *, char *, size_t), char *err,
-		    size_t errsz);
+	int	 (*user_load)(int (*)(struct user *, char *, size_t),
+		    char *err, size_t errsz);
 	/* Why the last statement failed (for messages). */
 	const char *(*error)(void);
 
@@ -223,8 +229,8 @@ struct store_ops {
 	 * (0: allowed), or -1 when the store failed. sweep: also delete a
 	 * batch of full buckets.
 	 */
-	int	 (*rate)(const char *bucket, const char *key, const char *burst,
-		    const char *rate, int take, int sweep);
+	int	 (*rate)(const char *bucket, const char *key,
+		    const char *burst, const char *rate, int take, int sweep);
 	/*
 	 * Clear a session's stored grant if it still is until: 1 cleared by
 	 * this call, 0 changed by another host first (or gone), -1 failed.

@@ -209,8 +209,9 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    0, OPT_JSON, hgctl_store_status },
 	{ "store", "copy", "--to URL",
 	    "copy this host's embedded store into an empty PostgreSQL store",
-	    "Copies STATE_DIR's store.db (users, sessions, tokens; the users.json "
-	    "of an\nearlier release never started on) and the audit chain "
+	    "Copies STATE_DIR's store.db (users, sessions, tokens; the "
+	    "users.json of an\nearlier release never started on) and the "
+	    "audit chain "
 	    "(audit.log and its\nrotated files, every line verbatim, so the "
 	    "chain goes on there) into the\nPostgreSQL store at URL, which "
 	    "must be migrated (hgctl store migrate) and\nempty; all in one "

@@ -8,9 +8,9 @@
  * With a fleet's store (its grant_claim hook) a grant is the fleet's: made
  * on one host, it reaches the others through session.c's notifications
  * (mode_follow arms their timers at the same wall deadline); ended on one,
- * every host kills its own direct spawns. At expiry every host ends it, and the one whose
- * conditional UPDATE (grant_claim) cleared the stored deadline writes the
- * record.
+ * every host kills its own direct spawns. At expiry every host ends it,
+ * and the one whose conditional UPDATE (grant_claim) cleared the stored
+ * deadline writes the record.
  */
 #include <sys/types.h>
 

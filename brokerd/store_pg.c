@@ -21,14 +21,15 @@
 
 #include "brokerd.h"
 
-#define STORE_PG_SESSION_COLS "id, token_hash, csrf_hash, \"user\", created, " \
+#define STORE_PG_SESSION_COLS "id, token_hash, csrf_hash, \"user\", " \
+	"created, " \
 	"last_seen, expires, permission, direct_until, egress_allow"
 #define STORE_PG_TOKEN_COLS "id, hash, \"user\", session_id, created"
 #define STORE_PG_USER_COLS "name, admin, hash, created, uid, gid, " \
 	"unix_user, egress_allow"
 
-static int	store_pg_depth;		/* nested store_pg_begin calls */
-static int	store_pg_failed;		/* a step of the open one failed */
+static int	store_pg_depth;		/* nested begin calls */
+static int	store_pg_failed;	/* a step of the open one failed */
 
 /* An integer as the text of a parameter. */
 static const char *
@@ -428,7 +429,8 @@ store_pg_user_insert(const struct user *u)
 	char		 c[24], uid[24], gid[24];
 	const char	*p[] = { u->name, u->admin ? "t" : "f", u->hash,
 			    store_pg_num(c, u->created),
-			    store_pg_num(uid, u->uid), store_pg_num(gid, u->gid),
+			    store_pg_num(uid, u->uid),
+			    store_pg_num(gid, u->gid),
 			    u->unix_user, store_pg_json_text(u->egress_allow) };
 
 	return store_pg_run("INSERT INTO users (" STORE_PG_USER_COLS ") VALUES "
@@ -441,7 +443,8 @@ store_pg_user_update(const struct user *u)
 {
 	char		 uid[24], gid[24];
 	const char	*p[] = { u->name, u->admin ? "t" : "f", u->hash,
-			    store_pg_num(uid, u->uid), store_pg_num(gid, u->gid),
+			    store_pg_num(uid, u->uid),
+			    store_pg_num(gid, u->gid),
 			    u->unix_user, store_pg_json_text(u->egress_allow) };
 
 	return store_pg_run("UPDATE users SET admin = $2, hash = $3, uid = $4, "
@@ -530,14 +533,15 @@ store_pg_user_load(int (*add)(struct user *, char *, size_t), char *err,
 	return 0;
 }
 
-/* Delete every session and token row of a user (in the caller's transaction). */
+/* Delete every session and token row of a user; 0, or -1 logged. */
 static int
 store_pg_drop_user(const char *user)
 {
 	const char	*p[] = { user };
 
-	if (store_pg_run("DELETE FROM tokens WHERE \"user\" = $1", 1, p) == -1 ||
-	    store_pg_run("DELETE FROM sessions WHERE \"user\" = $1", 1, p) == -1)
+	if (store_pg_run("DELETE FROM tokens WHERE \"user\" = $1", 1,
+	    p) == -1 || store_pg_run("DELETE FROM sessions WHERE \"user\" = "
+	    "$1", 1, p) == -1)
 		return -1;
 	return 0;
 }
@@ -551,8 +555,8 @@ store_pg_drop_user(const char *user)
 #define STORE_PG_RL_LEVEL(b, r) \
 	"least(" b "::float8, r.tokens + greatest(0, extract(epoch FROM " \
 	"clock_timestamp() - r.at))::float8 * " r "::float8)"
-#define STORE_PG_RL_SWEEP_ROWS	"1000"	/* rows a sweep deletes at most */
-#define STORE_PG_RL_KEY_MAX	128	/* longer keys are stored hashed */
+#define STORE_PG_RL_SWEEP_ROWS	"1000"	/* a sweep deletes at most */
+#define STORE_PG_RL_KEY_MAX	128	/* longer: stored hashed */
 
 /*
  * Take a token in one statement: a missing row is a full bucket; a row

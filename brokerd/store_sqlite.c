@@ -72,8 +72,8 @@ static const char *const store_sqlite_migrations[] = {
 	/* A session's end takes its tokens: found by the index. */
 	"CREATE INDEX tokens_session ON tokens (session_id);",
 };
-#define STORE_VERSION \
-	((int)(sizeof(store_sqlite_migrations) / sizeof(store_sqlite_migrations[0])))
+#define STORE_VERSION ((int)(sizeof(store_sqlite_migrations) / \
+	sizeof(store_sqlite_migrations[0])))
 
 #define STORE_SQLITE_SESSION_COLS "id, token_hash, csrf_hash, user, " \
 	"created, last_seen, expires, permission, direct_until, egress_allow"
@@ -152,8 +152,8 @@ static void		 store_sqlite_close(void);
 static sqlite3		*store_sqlite_db;
 static sqlite3_stmt	*store_sqlite_st[ST_COUNT];
 static char		*store_sqlite_path;
-static int		 store_sqlite_depth;	/* nested store_sqlite_begin calls */
-static int		 store_sqlite_failed;	/* a step of the open one failed */
+static int		 store_sqlite_depth;	/* nested begin calls */
+static int		 store_sqlite_failed;	/* a step of it failed */
 
 /* Log SQLite's own diagnostics (recovery, corruption) as ours. */
 static void
@@ -188,7 +188,8 @@ store_sqlite_pragma(const char *sql, char *out, size_t outsz, char *err,
 	sqlite3_stmt	*st;
 	int		 rc;
 
-	if (sqlite3_prepare_v2(store_sqlite_db, sql, -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(store_sqlite_db, sql, -1, &st, NULL) !=
+	    SQLITE_OK) {
 		snprintf(err, errsz, "%s: %s", store_sqlite_path,
 		    sqlite3_errmsg(store_sqlite_db));
 		return -1;
@@ -271,9 +272,11 @@ store_sqlite_migrate(char *err, size_t errsz)
 		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", i + 1);
 		if (store_sqlite_exec("BEGIN IMMEDIATE", err, errsz) == -1)
 			return -1;
-		if (store_sqlite_exec(store_sqlite_migrations[i], err, errsz) == -1 ||
+		if (store_sqlite_exec(store_sqlite_migrations[i], err,
+		    errsz) == -1 ||
 		    store_sqlite_exec(sql, err, errsz) == -1) {
-			sqlite3_exec(store_sqlite_db, "ROLLBACK", NULL, NULL, NULL);
+			sqlite3_exec(store_sqlite_db, "ROLLBACK", NULL, NULL,
+			    NULL);
 			return -1;
 		}
 		if (store_sqlite_exec("COMMIT", err, errsz) == -1)
@@ -346,9 +349,10 @@ store_sqlite_open_path(const char *path, char *err, size_t errsz)
 	 * copy in memory is always the store's. FULL: a commit (a revoked
 	 * token, a minted one) is on disk before brokerd answers.
 	 */
-	if (store_sqlite_exec("PRAGMA locking_mode = EXCLUSIVE", err, errsz) == -1 ||
-	    store_sqlite_pragma("PRAGMA journal_mode = WAL", buf, sizeof(buf), err,
-	    errsz) == -1)
+	if (store_sqlite_exec("PRAGMA locking_mode = EXCLUSIVE", err,
+	    errsz) == -1 ||
+	    store_sqlite_pragma("PRAGMA journal_mode = WAL", buf, sizeof(buf),
+	    err, errsz) == -1)
 		goto broken;
 	if (strcmp(buf, memory ? "memory" : "wal") != 0) {
 		snprintf(err, errsz, "%s: cannot use a WAL journal (%s)",
@@ -364,7 +368,8 @@ store_sqlite_open_path(const char *path, char *err, size_t errsz)
 	/* Take the exclusive lock now, not at the first login. */
 	if (store_sqlite_exec("BEGIN EXCLUSIVE; COMMIT", err, errsz) == -1)
 		goto broken;
-	if (store_sqlite_check(err, errsz) == -1 || store_sqlite_migrate(err, errsz) == -1)
+	if (store_sqlite_check(err, errsz) == -1 ||
+	    store_sqlite_migrate(err, errsz) == -1)
 		goto broken;
 	for (i = 0; i < ST_COUNT; i++) {
 		if (sqlite3_prepare_v3(store_sqlite_db, store_sqlite_sql[i], -1,
@@ -413,8 +418,10 @@ store_sqlite_close(void)
 		sqlite3_finalize(store_sqlite_st[i]);
 		store_sqlite_st[i] = NULL;
 	}
-	if (store_sqlite_db != NULL && sqlite3_close(store_sqlite_db) != SQLITE_OK)
-		log_warnx("%s: close: %s", store_sqlite_path, sqlite3_errmsg(store_sqlite_db));
+	if (store_sqlite_db != NULL && sqlite3_close(store_sqlite_db) !=
+	    SQLITE_OK)
+		log_warnx("%s: close: %s", store_sqlite_path,
+		    sqlite3_errmsg(store_sqlite_db));
 	store_sqlite_db = NULL;
 	free(store_sqlite_path);
 	store_sqlite_path = NULL;
@@ -469,7 +476,7 @@ store_sqlite_begin(void)
 	return 0;
 }
 
-/* End a transaction: 0 once it is on disk; -1 (rolled back) if a step failed. */
+/* End a transaction: 0 once on disk; -1 (rolled back) if a step failed. */
 static int
 store_sqlite_commit(void)
 {
@@ -522,8 +529,10 @@ store_sqlite_session_insert(const struct session *s)
 	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_INSERT], 6, s->last_seen);
 	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_INSERT], 7, s->expires);
 	store_sqlite_bind_text(ST_SESSION_INSERT, 8, s->permission);
-	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_INSERT], 9, s->direct_until);
-	store_sqlite_bind_text(ST_SESSION_INSERT, 10, store_sqlite_egress_text(s));
+	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_INSERT], 9,
+	    s->direct_until);
+	store_sqlite_bind_text(ST_SESSION_INSERT, 10,
+	    store_sqlite_egress_text(s));
 	return store_sqlite_run(ST_SESSION_INSERT);
 }
 
@@ -537,8 +546,10 @@ store_sqlite_session_update(const struct session *s)
 	store_sqlite_bind_text(ST_SESSION_UPDATE, 1, s->id);
 	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_UPDATE], 2, s->last_seen);
 	store_sqlite_bind_text(ST_SESSION_UPDATE, 3, s->permission);
-	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_UPDATE], 4, s->direct_until);
-	store_sqlite_bind_text(ST_SESSION_UPDATE, 5, store_sqlite_egress_text(s));
+	sqlite3_bind_int64(store_sqlite_st[ST_SESSION_UPDATE], 4,
+	    s->direct_until);
+	store_sqlite_bind_text(ST_SESSION_UPDATE, 5,
+	    store_sqlite_egress_text(s));
 	return store_sqlite_run(ST_SESSION_UPDATE);
 }
 
@@ -595,7 +606,8 @@ store_sqlite_expired(int64_t now, char (*ids)[33], size_t max)
 			snprintf(ids[n++], sizeof(ids[0]), "%s", id);
 	}
 	if (n < max && rc != SQLITE_DONE)
-		log_warnx("%s: %s", store_sqlite_path, sqlite3_errmsg(store_sqlite_db));
+		log_warnx("%s: %s", store_sqlite_path,
+		    sqlite3_errmsg(store_sqlite_db));
 	sqlite3_reset(st);
 	return n;
 }
@@ -658,7 +670,8 @@ store_sqlite_session_row(sqlite3_stmt *st, char *why, size_t whysz)
 	if ((s = calloc(1, sizeof(*s))) == NULL ||
 	    (s->user = strdup(store_sqlite_text(st, 3))) == NULL)
 		fatal("%s", __func__);
-	bad = store_sqlite_copy(s->id, sizeof(s->id), store_sqlite_text(st, 0)) |
+	bad = store_sqlite_copy(s->id, sizeof(s->id),
+	    store_sqlite_text(st, 0)) |
 	    store_sqlite_copy(s->token_hash, sizeof(s->token_hash),
 	    store_sqlite_text(st, 1)) |
 	    store_sqlite_copy(s->csrf_hash, sizeof(s->csrf_hash),
@@ -692,8 +705,10 @@ store_sqlite_token_row(sqlite3_stmt *st, char *why, size_t whysz)
 	if ((t = calloc(1, sizeof(*t))) == NULL ||
 	    (t->user = strdup(store_sqlite_text(st, 2))) == NULL)
 		fatal("%s", __func__);
-	bad = store_sqlite_copy(t->id, sizeof(t->id), store_sqlite_text(st, 0)) |
-	    store_sqlite_copy(t->hash, sizeof(t->hash), store_sqlite_text(st, 1)) |
+	bad = store_sqlite_copy(t->id, sizeof(t->id),
+	    store_sqlite_text(st, 0)) |
+	    store_sqlite_copy(t->hash, sizeof(t->hash),
+	    store_sqlite_text(st, 1)) |
 	    store_sqlite_copy(t->session_id, sizeof(t->session_id),
 	    store_sqlite_text(st, 3));
 	t->created = sqlite3_column_int64(st, 4);
