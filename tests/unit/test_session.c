@@ -1037,6 +1037,46 @@ test_corrupt(void **state)
 	assert_int_equal(session_start(f->dir, 0, f->err, sizeof f->err), -1);
 }
 
+/*
+ * A token whose session is gone from the store (a fleet's token minted on
+ * one host as its session ended on another; on one host, a store edited by
+ * hand) is deleted at start, not a reason to refuse it; so is a session's
+ * tokens' row when the session ends.
+ */
+static void
+test_orphan_token(void **state)
+{
+	struct fixture	*f = *state;
+	struct session	*s;
+	char		 bearer[64], bearer2[64], sql[256];
+
+	assert_non_null(s = session_create("alice", f->cookie,
+	    sizeof f->cookie, f->csrf, sizeof f->csrf));
+	assert_non_null(token_create("alice", s->id, bearer, sizeof bearer));
+	assert_non_null(token_create("alice", NULL, bearer2, sizeof bearer2));
+	snprintf(sql, sizeof sql, "DELETE FROM sessions WHERE id = '%s'",
+	    s->id);
+	session_stop();
+	db_sql(f, sql);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 2);
+	reopen(f);
+	assert_null(token_lookup(bearer));
+	assert_non_null(token_lookup(bearer2));
+	session_stop();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
+	reopen(f);
+
+	/* A session's end deletes its tokens' rows with it. */
+	assert_non_null(s = session_create("bob", f->cookie, sizeof f->cookie,
+	    f->csrf, sizeof f->csrf));
+	assert_non_null(token_create("bob", s->id, bearer, sizeof bearer));
+	session_destroy(s);
+	session_stop();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens WHERE "
+	    "user = 'bob'"), 0);
+	reopen(f);
+}
+
 /* The schema of version 1, as brokerd wrote it before egress_allow. */
 static const char store_v1[] =
 	"CREATE TABLE sessions ("
@@ -1182,6 +1222,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_token, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_egress_migration, setup,
 		    teardown),
 	};
