@@ -26,8 +26,8 @@ static const char *const brokerd_syscalls[] = {
 	 */
 	"memfd_create",
 	/*
-	 * The SQLite store (store.c): page reads and writes at an offset,
-	 * the WAL's fsyncs (above), its truncation (ftruncate, above).
+	 * The SQLite store (store_sqlite.c): page reads and writes at an
+	 * offset, the WAL's fsyncs (above), its truncation (ftruncate, above).
 	 */
 	"pread64", "pwrite64",
 	NULL
