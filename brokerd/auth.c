@@ -16,7 +16,9 @@
  * The embedded store takes it in once (auth_import): its users (given
  * uids if the file has none) and a mark are committed in one transaction,
  * then the file is renamed users.json.migrated; a file found again after
- * the mark (a crash before the rename) is renamed unread.
+ * the mark without users.json.migrated (a crash before the rename) is
+ * renamed unread. One written later is left alone, unread, with a
+ * warning at each start.
  *
  * In a fleet, another host's change is applied when its notification
  * comes (a user gone: its sessions end and its spawns are killed here),
@@ -787,23 +789,22 @@ auth_import(const char *state_dir, char *err, size_t errsz)
 	int		 fd, n = 0, rc = -1;
 
 	done = path_join(state_dir, AUTH_FILE_DONE);
-	if (store->meta_get(AUTH_IMPORTED) != 0) {
-		if (access(auth_path, F_OK) == 0) {
-			log_warnx("%s: already in the store, renaming it %s "
-			    "unread", auth_path, AUTH_FILE_DONE);
-			goto rename;
-		}
-		rc = 0;
-		goto out;
-	}
 	if (access(auth_path, F_OK) == -1 && errno == ENOENT) {
 		rc = 0;
 		goto out;
 	}
-	if (last != NULL) {
-		snprintf(err, errsz, "%s: %s holds users already; move the "
-		    "file aside, or add its users with hgctl user add",
-		    auth_path, store->where);
+	/* Taken in, and a crash came before the rename: finish it. */
+	if (store->meta_get(AUTH_IMPORTED) != 0 &&
+	    access(done, F_OK) == -1 && errno == ENOENT) {
+		log_warnx("%s: already in the store, renaming it %s unread",
+		    auth_path, AUTH_FILE_DONE);
+		goto rename;
+	}
+	/* Written since (a script of the earlier release's?): not read. */
+	if (store->meta_get(AUTH_IMPORTED) != 0 || last != NULL) {
+		log_warnx("%s is not read: the users are in %s (hgctl user "
+		    "add|del|passwd|list)", auth_path, store->where);
+		rc = 0;
 		goto out;
 	}
 	if (auth_load(err, errsz) == -1)

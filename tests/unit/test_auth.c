@@ -569,30 +569,56 @@ test_import_once(void **state)
 	assert_int_equal(access(f->path, F_OK), -1);
 	assert_int_equal(access(done, F_OK), 0);
 
-	/* Changed in the store, then the old file back: not read again. */
+	/*
+	 * Changed in the store, then the file back where it was (a crash
+	 * after the commit, before the rename): not read again, renamed.
+	 */
 	assert_int_equal(auth_user_passwd("alice", "new password", f->err,
 	    sizeof f->err), 0);
-	write_users(f, text);
+	assert_int_equal(rename(done, f->path), 0);
 	restart(f);
 	assert_non_null(auth_verify("alice", "new password"));
 	assert_null(auth_verify("alice", "correct horse"));
 	assert_int_equal(access(f->path, F_OK), -1);
+	assert_int_equal(access(done, F_OK), 0);
 	restart(f);
 	assert_non_null(auth_verify("alice", "new password"));
 	free(done);
 }
 
-/* users.json beside a store that holds users already: refused, unread. */
+/*
+ * A users.json written beside a store that holds users (or took one in
+ * already, its users.json.migrated there): left alone, unread.
+ */
 static void
 test_import_refused(void **state)
 {
 	struct fixture	*f = *state;
+	char		 text[512], *done;
 
 	add_ok(f, "carol", 0, "correct horse");
-	write_users(f, "{\"version\": 1, \"users\": []}");
-	assert_int_equal(start(f), -1);
-	assert_non_null(strstr(f->err, "holds users already"));
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"dave\", \"role\": \"admin\", \"hash\": \"%s\", "
+	    "\"created\": 1}]}", auth_find("carol")->hash);
+	write_users(f, text);
+	restart(f);
+	assert_non_null(auth_find("carol"));
+	assert_null(auth_find("dave"));
 	assert_int_equal(access(f->path, F_OK), 0);
+
+	/* Taken in once; a file written after that stays unread too. */
+	start_afresh(f);
+	write_users(f, text);
+	restart(f);
+	assert_non_null(auth_find("dave"));
+	assert_int_equal(auth_user_del("dave", f->err, sizeof f->err), 0);
+	write_users(f, text);
+	restart(f);
+	assert_null(auth_find("dave"));
+	assert_int_equal(access(f->path, F_OK), 0);
+	done = path_join(f->dir, "users.json.migrated");
+	assert_int_equal(access(done, F_OK), 0);
+	free(done);
 }
 
 int
