@@ -95,8 +95,8 @@ COMMON	= log config ipc proto priv util proc egress jail
 FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
-	  mode events admin prompt audit ttl recording store files egress pg \
-	  pgstore audit_pg hosts
+	  mode events admin prompt audit ttl recording store store_sqlite \
+	  store_pg files egress pg audit_pg hosts
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
@@ -117,7 +117,8 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_session test_ratelimit test_macos test_wsl test_backend \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
-	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm
+	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm \
+	  test_store
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -156,8 +157,10 @@ $(B)/tests/test_ipc: $(O)/tests/unit/test_ipc.o $(COMMON_O)
 $(B)/tests/test_util: $(O)/tests/unit/test_util.o $(COMMON_O)
 $(B)/tests/test_egress: $(O)/tests/unit/test_egress.o $(COMMON_O)
 $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd/tls.o $(COMMON_O)
-# auth.c and session.c reach a PostgreSQL store through pgstore.c and pg.c.
-STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/pgstore.o $(O)/brokerd/pg.o \
+# auth.c and session.c reach their store through store.c's ops.
+STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/store_sqlite.o \
+	  $(O)/brokerd/store_pg.o $(O)/brokerd/pg.o $(O)/brokerd/audit_pg.o \
+	  $(O)/brokerd/audit.o \
 	  $(O)/brokerd/ttl.o $(O)/brokerd/events.o
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
 	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
@@ -165,8 +168,9 @@ $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
 	$(STORE_O) $(COMMON_O)
 $(B)/tests/test_storeadm: $(O)/tests/unit/test_storeadm.o \
 	$(O)/brokerd/storeadm.o $(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
+$(B)/tests/test_store: $(O)/tests/unit/test_store.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_ratelimit: $(O)/tests/unit/test_ratelimit.o $(O)/brokerd/ratelimit.o \
-	$(O)/brokerd/pg.o $(COMMON_O)
+	$(STORE_O) $(COMMON_O)
 $(B)/tests/test_macos: $(O)/tests/unit/test_macos.o $(O)/tests/unit/sbpl_check.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_macos.o \
 	$(O)/sandboxd/argv.o $(COMMON_O)
@@ -355,7 +359,8 @@ FUZZ_SRC_fuzz_ws      = $(FZ_FRONT)
 FUZZ_SRC_fuzz_sse     = $(FZ_FRONT)
 FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
 FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
-FUZZ_STORE_SRC	      = brokerd/store.c brokerd/pgstore.c brokerd/pg.c \
+FUZZ_STORE_SRC	      = brokerd/store.c brokerd/store_sqlite.c brokerd/store_pg.c \
+			brokerd/pg.c brokerd/audit_pg.c brokerd/audit.c \
 			brokerd/events.c brokerd/ttl.c common/ipc.c common/proto.c
 FUZZ_SRC_fuzz_session = brokerd/session.c $(FUZZ_STORE_SRC) \
 			tests/fuzz/fuzz_fixture.c
@@ -406,12 +411,12 @@ fuzz-check:
 	@tests/fuzz/run.sh -t 15 -j 2 $(FUZZ)
 
 $(B)/bench_policy: $(O)/tests/bench/bench_policy.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(O)/brokerd/ratelimit.o $(O)/brokerd/ttl.o $(COMMON_O)
+	$(STORE_O) $(O)/brokerd/ratelimit.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 $(B)/bench_store: $(O)/tests/bench/bench_store.o $(O)/brokerd/session.o \
-	$(O)/brokerd/store.o $(O)/brokerd/auth.o $(COMMON_O)
+	$(STORE_O) $(O)/brokerd/auth.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 

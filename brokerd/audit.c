@@ -8,10 +8,11 @@
  * STATE_DIR/audit.key, of the line as it reads without its hmac member:
  * the record serialized plain, whose final "}" the writer then replaces
  * with ,"hmac":"<hex>"}. The file is rotated by size to audit.log.NNNNNN
- * and the chain goes on in the next file. With a PostgreSQL store the
- * same lines are rows of the store's audit table instead (audit_pg.c, its
- * struct audit_store here), shared by the hosts of a fleet. docs/audit.md
- * is the reader's side of this.
+ * and the chain goes on in the next file: audit_file, the struct
+ * audit_store of the embedded store. With a PostgreSQL store the same
+ * lines are rows of the store's audit table instead (audit_pg.c's),
+ * shared by the hosts of a fleet. audit.c makes and checks the lines
+ * either way. docs/audit.md is the reader's side of this.
  */
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -104,7 +105,7 @@ static int		 audit_failed;	/* errno of the last failed append, or 0 */
 static char		 audit_fail_why[256];
 static unsigned long long audit_next_num; /* of the next rotated file */
 static char		 audit_host[33];	/* "host" of each record */
-static const struct audit_store *audit_store;	/* NULL: the files */
+static const struct audit_store *audit_store = &audit_file;
 static int		 audit_open_store;	/* audit_store opened */
 
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
@@ -455,17 +456,22 @@ done:
 	return rv;
 }
 
-/* Hand every line of every file of the log, in chain order, to fn. */
+/* Hand every line of the chain, in chain order, to fn. */
 static int
 audit_walk(audit_line_fn fn, void *arg)
+{
+	return audit_store->walk(fn, arg);
+}
+
+/* Hand every line of every file of the log, in chain order, to fn. */
+static int
+audit_file_walk(audit_line_fn fn, void *arg)
 {
 	unsigned long long	 maxnum;
 	char			**files, *buf;
 	size_t			 n, i;
 	int			 rv = 0;
 
-	if (audit_store != NULL)
-		return audit_store->walk(fn, arg);
 	if (audit_files(&files, &n, &maxnum) == -1)
 		return -1;
 	if ((buf = malloc(AUDIT_BUF_SIZE)) == NULL) {
@@ -577,7 +583,7 @@ audit_key_load(int have_log, char *err, size_t errsz)
 			    strerror(errno));
 			goto done;
 		}
-		if (have_log && audit_store != NULL) {
+		if (have_log && audit_store->shared) {
 			snprintf(err, errsz, "audit: the key %s is missing but "
 			    "%s holds an audit chain, which this host could not "
 			    "extend: copy audit.key from another host of the "
@@ -659,12 +665,7 @@ int
 audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
     char *err, size_t errsz)
 {
-	struct audit_rec	 r;
-	struct stat		 st;
-	unsigned long long	 maxnum;
-	char			**files = NULL, msg[256];
-	size_t			 n = 0, i;
-	int			 found = 0, have_log = 0;
+	int	have_log = 0;
 
 	audit_close();
 	if ((audit_dir = strdup(state_dir)) == NULL) {
@@ -675,40 +676,66 @@ audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
 	audit_rotate_bytes = rotate_bytes;
 	audit_syslog = syslog_mirror;
 
-	if (audit_store != NULL) {
-		if (audit_store->exists(&have_log, err, errsz) == -1 ||
-		    audit_key_load(have_log, err, errsz) == -1)
-			goto fail;
-		if (audit_mac_setup() == -1) {
-			snprintf(err, errsz, "audit: HMAC-SHA256 is not "
-			    "available");
-			goto fail;
-		}
-		if (audit_store->open(&audit_seq, audit_prev, err,
-		    errsz) == -1)
-			goto fail;
-		audit_open_store = 1;
-		log_debug("audit: %s, last seq %lld", audit_store->where,
-		    (long long)audit_seq);
-		return 0;
-	}
-	if (audit_files(&files, &n, &maxnum) == -1) {
-		snprintf(err, errsz, "audit: cannot list %s: %s", state_dir,
-		    strerror(errno));
-		goto fail;
-	}
-	audit_next_num = maxnum + 1;
-	for (i = 0; i < n; i++)
-		if (stat(files[i], &st) == 0 && st.st_size > 0)
-			have_log = 1;
-	if (audit_key_load(have_log, err, errsz) == -1)
+	if (audit_store->exists(&have_log, err, errsz) == -1 ||
+	    audit_key_load(have_log, err, errsz) == -1)
 		goto fail;
 	if (audit_mac_setup() == -1) {
 		snprintf(err, errsz, "audit: HMAC-SHA256 is not available");
 		goto fail;
 	}
+	if (audit_store->open(&audit_seq, audit_prev, err, errsz) == -1)
+		goto fail;
+	audit_open_store = 1;
+	log_debug("audit: %s, last seq %lld", audit_store->where,
+	    (long long)audit_seq);
+	return 0;
+fail:
+	audit_close();
+	return -1;
+}
 
-	/* The tail: the last record of audit.log, else of a rotated file. */
+/* Whether the files hold records (and the next rotated file's number). */
+static int
+audit_file_exists(int *have, char *err, size_t errsz)
+{
+	struct stat		 st;
+	unsigned long long	 maxnum;
+	char			**files = NULL;
+	size_t			 n = 0, i;
+
+	*have = 0;
+	if (audit_files(&files, &n, &maxnum) == -1) {
+		snprintf(err, errsz, "audit: cannot list %s: %s", audit_dir,
+		    strerror(errno));
+		return -1;
+	}
+	audit_next_num = maxnum + 1;
+	for (i = 0; i < n; i++)
+		if (stat(files[i], &st) == 0 && st.st_size > 0)
+			*have = 1;
+	audit_files_free(files, n);
+	return 0;
+}
+
+/*
+ * Find the chain's tail (the last record of audit.log, else of a rotated
+ * file) and open audit.log for appending; -1 with err when the last
+ * record is damaged.
+ */
+static int
+audit_file_open(int64_t *seq, char hash[65], char *err, size_t errsz)
+{
+	struct audit_rec	 r;
+	unsigned long long	 maxnum;
+	char			**files = NULL, msg[256];
+	size_t			 n = 0, i;
+	int			 found = 0;
+
+	if (audit_files(&files, &n, &maxnum) == -1) {
+		snprintf(err, errsz, "audit: cannot list %s: %s", audit_dir,
+		    strerror(errno));
+		return -1;
+	}
 	for (i = n; i-- > 0 && !found;) {
 		if (audit_tail_file(files[i], &r, &found, msg,
 		    sizeof msg) == -1) {
@@ -719,11 +746,11 @@ audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
 		}
 	}
 	if (found) {
-		audit_seq = r.seq;
-		memcpy(audit_prev, r.hash, sizeof audit_prev);
+		*seq = r.seq;
+		memcpy(hash, r.hash, 65);
 	} else {
-		audit_seq = 0;
-		memcpy(audit_prev, AUDIT_ZERO_HASH, sizeof audit_prev);
+		*seq = 0;
+		memcpy(hash, AUDIT_ZERO_HASH, 65);
 	}
 	if (audit_open() == -1) {
 		snprintf(err, errsz, "audit: cannot open %s: %s", audit_path,
@@ -731,14 +758,19 @@ audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
 		goto fail;
 	}
 	audit_files_free(files, n);
-	log_debug("audit: %s, last seq %lld", audit_path,
-	    (long long)audit_seq);
 	return 0;
-
 fail:
 	audit_files_free(files, n);
-	audit_close();
 	return -1;
+}
+
+/* Close audit.log. */
+static void
+audit_file_close(void)
+{
+	if (audit_fd != -1)
+		close(audit_fd);
+	audit_fd = -1;
 }
 
 /* Close the log and forget the key. */
@@ -746,11 +778,9 @@ void
 audit_close(void)
 {
 	audit_refusal_flush();
-	if (audit_fd != -1)
-		close(audit_fd);
-	audit_fd = -1;
 	if (audit_open_store && audit_store->close != NULL)
 		audit_store->close();
+	audit_file_close();	/* one a failed audit_file_open left */
 	audit_open_store = 0;
 	free(audit_dir);
 	free(audit_path);
@@ -776,11 +806,11 @@ audit_last_hash(void)
 	return audit_prev;
 }
 
-/* Keep the chain in store instead of the files (before audit_init). */
+/* Keep the chain in chain (before audit_init; NULL: the files). */
 void
-audit_use_store(const struct audit_store *store)
+audit_use_store(const struct audit_store *chain)
 {
-	audit_store = store;
+	audit_store = chain != NULL ? chain : &audit_file;
 }
 
 /* The "host" member of the records to come. */
@@ -1012,13 +1042,17 @@ audit_line_make(struct json_object *rec, int64_t seq, const char *prev,
 	return 0;
 }
 
-/* Append the line of rec to the file chain: its seq, or -1 (logged). */
+/*
+ * Append the line of rec to the file chain: its seq (and chain hash), -2
+ * when written but not confirmed on disk, or -1 (logged).
+ */
 static int64_t
-audit_append_file(struct json_object *rec, const char *action, int sync,
-    char **linep, size_t *lenp)
+audit_file_append(struct json_object *rec, int64_t time_ms, int sync,
+    char hash[65], char **linep, size_t *lenp)
 {
-	char	*line;
-	size_t	 llen;
+	const char	*action = json_str(rec, "action");
+	char		*line;
+	size_t		 llen;
 
 	if (audit_line_make(rec, audit_seq + 1, audit_prev, &line,
 	    &llen) == -1) {
@@ -1046,6 +1080,7 @@ audit_append_file(struct json_object *rec, const char *action, int sync,
 	line[--llen] = '\0';
 	audit_seq++;
 	sha256_hex(line, llen, audit_prev);
+	memcpy(hash, audit_prev, 65);
 	audit_size += llen + 1;
 	/* fdatasync covers the size change that makes the record readable. */
 	if (sync && fdatasync(audit_fd) == -1) {
@@ -1080,7 +1115,7 @@ audit_append(const char *action, const char *user, const char *session,
 	    !json_object_object_get_ex(detail, "request_id", NULL))
 		json_object_object_add(detail, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
-	if ((audit_fd == -1 && !audit_open_store) || action == NULL) {
+	if (!audit_open_store || action == NULL) {
 		log_warnx("audit: log not open; a %s record is lost",
 		    action != NULL ? action : "(null)");
 		json_object_put(detail);
@@ -1103,26 +1138,18 @@ audit_append(const char *action, const char *user, const char *session,
 	json_object_object_add(rec, "detail", detail);
 	json_object_object_add(rec, "prev", NULL);
 
-	if (audit_store == NULL) {
-		seq = audit_append_file(rec, action, sync, &line, &llen);
-		if (seq == -2) {
-			seq = -1;
-			goto mirror;	/* written, not confirmed */
-		}
-	} else {
-		seq = audit_store->append(rec, ms, sync, hash, &line, &llen);
-		if (seq > 0) {
-			/* Another host's records may lie between. */
-			if (seq > audit_seq) {
-				audit_seq = seq;
-				memcpy(audit_prev, hash, sizeof audit_prev);
-			}
-		} else
-			log_warnx("audit: %s; a %s record is lost",
-			    audit_store->where, action);
+	seq = audit_store->append(rec, ms, sync, hash, &line, &llen);
+	if (seq == -2) {
+		seq = -1;
+		goto mirror;	/* written, not confirmed */
 	}
 	if (seq < 0)
-		goto done;
+		goto done;	/* logged */
+	/* A fleet's: another host's records may lie between. */
+	if (seq > audit_seq) {
+		audit_seq = seq;
+		memcpy(audit_prev, hash, sizeof audit_prev);
+	}
 	audit_failed = 0;
 mirror:
 	if (audit_syslog && line != NULL)
@@ -1152,11 +1179,20 @@ audit_fail(int err, const char *what)
 int
 audit_ready(char *why, size_t whysz)
 {
+	if (!audit_open_store) {
+		snprintf(why, whysz, "the audit log is not open");
+		return -1;
+	}
+	return audit_store->ready(why, whysz);
+}
+
+/* audit_ready of the files: open, room, writable, no failed write. */
+static int
+audit_file_ready(char *why, size_t whysz)
+{
 	struct statvfs	sv;
 	uint64_t	avail;
 
-	if (audit_open_store)
-		return audit_store->ready(why, whysz);
 	if (audit_fd == -1) {
 		snprintf(why, whysz, "the audit log is not open");
 		return -1;
@@ -1194,7 +1230,7 @@ audit_verify_bad(struct audit_verify_state *v, const char *file,
     int64_t lineno, const char *what)
 {
 	v->bad_seq = v->expect;
-	if (audit_store != NULL)
+	if (audit_store->shared)
 		snprintf(v->err, v->errsz, "%s (%s, seq %lld)", what, file,
 		    (long long)(lineno > 0 ? lineno : v->expect));
 	else if (lineno > 0)
@@ -1286,7 +1322,7 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 
 	*nrecords = 0;
 	*bad_seq = 0;
-	if (audit_fd == -1 && !audit_open_store) {
+	if (!audit_open_store) {
 		snprintf(err, errsz, "the audit log is not open");
 		return -1;
 	}
@@ -1300,12 +1336,7 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 	v.err = err;
 	v.errsz = errsz;
 	if (audit_walk(audit_verify_line, &v) == -1) {
-		if (audit_store != NULL)
-			snprintf(err, errsz, "cannot read %s",
-			    audit_store->where);
-		else
-			snprintf(err, errsz, "cannot list %s: %s", audit_dir,
-			    strerror(errno));
+		snprintf(err, errsz, "cannot read %s", audit_store->where);
 		*bad_seq = 1;
 		return -1;
 	}
@@ -1324,7 +1355,7 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 		    (long long)v.head_seq, (long long)v.expect,
 		    (long long)v.head_seq);
 	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq &&
-	    audit_store == NULL) {
+	    !audit_store->shared) {
 		/* (The other hosts of a store write too.) */
 		v.bad_seq = audit_seq + 1;
 		snprintf(err, errsz, "the log goes on past seq %lld, the last "
@@ -1522,7 +1553,6 @@ audit_query_filter(const struct audit_filter *f, int64_t before_seq,
 	struct audit_query_state	 q;
 	struct json_object		*arr;
 	int64_t				 since = f->since, until = f->until;
-	size_t				 i, first, count;
 
 	arr = json_object_new_array();
 	if (more != NULL)
@@ -1546,11 +1576,33 @@ audit_query_filter(const struct audit_filter *f, int64_t before_seq,
 	q.until = (until + 1) * 1000;
 	q.before = before_seq;
 	q.cap = limit == 0 || limit > AUDIT_QUERY_MAX ? AUDIT_QUERY_MAX : limit;
-	if (audit_open_store) {
-		json_object_put(arr);
-		return audit_store->query(f, q.has_since ? q.since : INT64_MIN,
-		    q.has_until ? q.until : INT64_MAX, before_seq, q.cap, more);
-	}
+	json_object_put(arr);
+	return audit_store->query(f, q.has_since ? q.since : INT64_MIN,
+	    q.has_until ? q.until : INT64_MAX, before_seq, q.cap, more);
+}
+
+/* audit_query_filter of the files: a walk keeping the last cap matches. */
+static struct json_object *
+audit_file_query(const struct audit_filter *f, int64_t since_ms,
+    int64_t until_ms, int64_t before_seq, size_t cap, int *more)
+{
+	struct audit_query_state	 q;
+	struct json_object		*arr;
+	size_t				 i, first, count;
+
+	arr = json_object_new_array();
+	memset(&q, 0, sizeof q);
+	q.user = f->user;
+	q.action = f->action;
+	q.session = f->session;
+	q.request_id = f->request_id;
+	q.decision = f->decision;
+	q.has_since = since_ms != INT64_MIN;
+	q.since = since_ms;
+	q.has_until = until_ms != INT64_MAX;
+	q.until = until_ms;
+	q.before = before_seq;
+	q.cap = cap;
 	if ((q.ring = calloc(q.cap, sizeof *q.ring)) == NULL) {
 		log_warn("audit: query");
 		return arr;
@@ -1872,3 +1924,16 @@ audit_filter_parse(struct json_object *obj, struct audit_filter *f,
 	}
 	return 0;
 }
+
+/* The chain in STATE_DIR/audit.log and its rotated files. */
+const struct audit_store audit_file = {
+	.where = AUDIT_FILE,
+	.shared = 0,
+	.exists = audit_file_exists,
+	.open = audit_file_open,
+	.append = audit_file_append,
+	.ready = audit_file_ready,
+	.walk = audit_file_walk,
+	.query = audit_file_query,
+	.close = audit_file_close,
+};

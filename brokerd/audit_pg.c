@@ -240,9 +240,9 @@ audit_pg_append(struct json_object *rec, int64_t time_ms, int sync,
 	int			 allowed = 0;
 
 	*linep = NULL;
-	if (pg_ready(why, sizeof why) == -1)
-		return -1;
 	action = audit_pg_member(rec, "action");
+	if (pg_ready(why, sizeof why) == -1)
+		goto lost;
 	/* (A failed begin nested in another transaction still counts.) */
 	if (pg_begin() == -1)
 		goto rollback;
@@ -307,6 +307,9 @@ fail:
 		    "%s: %s", AUDIT_PG_WHERE, pg_error());
 		audit_pg_failed = 1;
 	}
+lost:
+	log_warnx("audit: %s; a %s record is lost", AUDIT_PG_WHERE,
+	    action != NULL ? action : "?");
 	return -1;
 }
 
@@ -463,8 +466,9 @@ audit_pg_query(const struct audit_filter *f, int64_t since_ms,
 	return arr;
 }
 
-static const struct audit_store audit_pg_store = {
+const struct audit_store audit_pg = {
 	.where = AUDIT_PG_WHERE,
+	.shared = 1,
 	.exists = audit_pg_exists,
 	.open = audit_pg_open,
 	.append = audit_pg_append,
@@ -474,12 +478,6 @@ static const struct audit_store audit_pg_store = {
 	.close = NULL,
 };
 
-/* Keep the audit chain in the PostgreSQL store (before audit_init). */
-void
-audit_pg_use(void)
-{
-	audit_use_store(&audit_pg_store);
-}
 
 /*
  * The store as a link of the chain, for /healthz and hgctl status:
@@ -493,13 +491,12 @@ audit_store_json(void)
 	int			 ok = 1;
 
 	why[0] = '\0';
-	if (pg_enabled())
-		ok = pg_ready(why, sizeof why) == 0;
+	ok = store->ready(why, sizeof why) == 0;
 	o = json_object_new_object();
 	json_object_object_add(o, "ok", json_object_new_boolean(ok));
 	json_object_object_add(o, "reason", ok ? NULL :
 	    json_object_new_string(why));
 	json_object_object_add(o, "kind", json_object_new_string(
-	    pg_enabled() ? "postgresql" : "embedded"));
+	    store->kind));
 	return o;
 }

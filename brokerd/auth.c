@@ -1,30 +1,36 @@
 /*
- * The user store: STATE_DIR/users.json, argon2id password hashes, and the
- * password check. The file is rewritten atomically (mode 0600) after every
- * change:
+ * The users, argon2id password hashes, and the password check. Users are
+ * rows of the store's users table (store.c: store.db, or a fleet's
+ * PostgreSQL) and, all of them, in memory; each change writes its one row.
+ * Each user has a uid and gid of their own: the lowest uid of
+ * HOSTGATE_UID_RANGE that no other user holds (gid == uid), or those of an
+ * existing Unix account (hgctl user add --unix-user). A uid that another
+ * host's concurrent add took fails on the UNIQUE constraint, and the add
+ * reloads and picks again.
+ *
+ * Earlier releases kept the users in STATE_DIR/users.json:
  *   {"version": 1, "users": [{"name": "...", "role": "admin" | "user",
  *    "hash": "$argon2id$...", "created": <unix seconds>, "uid": N,
  *    "gid": N, "unix_user": "..." (only when mapped),
  *    "egress_allow": ["name", "*.suffix"] (only when an admin added some)}]}
- * Each user has a uid and gid of their own: the lowest uid of
- * HOSTGATE_UID_RANGE that no other user holds (gid == uid), or those of an
- * existing Unix account (hgctl user add --unix-user). A file without them
- * (an older version) gets them at load, and is written back.
+ * The embedded store takes it in once (auth_import): its users (given
+ * uids if the file has none) and a mark are committed in one transaction,
+ * then the file is renamed users.json.migrated; a file found again after
+ * the mark without users.json.migrated (a crash before the rename) is
+ * renamed unread. One written later is left alone, unread, with a
+ * warning at each start.
  *
- * With a PostgreSQL store (HOSTGATE_STORE) the users are rows of its users
- * table instead, shared by the fleet, and users.json is not read: each
- * change writes its one row (never all of them); a uid that another host's
- * concurrent add took fails on the UNIQUE constraint, and the add reloads
- * and picks again. Another host's change is applied when its notification
- * comes (a user gone: its sessions end and its spawns are killed here), a
- * name unknown here is asked of the store (a user added elsewhere a moment
- * ago), and everything is reconciled after a lost link.
+ * In a fleet, another host's change is applied when its notification
+ * comes (a user gone: its sessions end and its spawns are killed here),
+ * a name unknown here is asked of the store (a user added elsewhere a
+ * moment ago), and everything is reconciled after a lost link.
  */
 
 #include <sys/random.h>
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +41,9 @@
 
 #include "brokerd.h"
 
-#define AUTH_FILE	"users.json"
+#define AUTH_FILE	"users.json"	/* earlier releases' */
+#define AUTH_FILE_DONE	"users.json.migrated"
+#define AUTH_IMPORTED	"users_json_migrated"	/* its mark in meta */
 #define AUTH_FILE_MAX	(4 * 1024 * 1024)
 #define AUTH_VERSION	1
 
@@ -66,6 +74,9 @@ static size_t		 auth_nreserved;
 
 static void		(*auth_egress_cb)(struct user *);
 static struct user *auth_fetch(const char *);
+static int	 auth_user_create(const char *, int, const char *,
+		    const char *, const char *, int64_t, int64_t, char *,
+		    size_t);
 
 /* Free one user. */
 static void
@@ -283,60 +294,19 @@ auth_mem_find(const char *name)
 }
 
 /*
- * The user called name, or NULL. With a PostgreSQL store a name unknown
- * here is asked of the store (added on another host a moment ago).
+ * The user called name, or NULL. In a fleet a name unknown here is asked
+ * of the store (added on another host a moment ago); one host's memory is
+ * its store's.
  */
 struct user *
 auth_find(const char *name)
 {
 	struct user	*u;
 
-	if ((u = auth_mem_find(name)) == NULL && pg_enabled() &&
+	if ((u = auth_mem_find(name)) == NULL && !store->one_host &&
 	    auth_name_valid(name))
 		u = auth_fetch(name);
 	return u;
-}
-
-/* Write the user list to its file; fills err on failure. */
-static int
-auth_save(char *err, size_t errsz)
-{
-	struct json_object	*root, *arr, *o;
-	struct user		*u;
-	const char		*s;
-	size_t			 len;
-	int			 rc;
-
-	root = json_object_new_object();
-	arr = json_object_new_array();
-	json_object_object_add(root, "version",
-	    json_object_new_int(AUTH_VERSION));
-	json_object_object_add(root, "users", arr);
-	TAILQ_FOREACH(u, &auth_users, entry) {
-		o = json_object_new_object();
-		json_object_object_add(o, "name", json_object_new_string(u->name));
-		json_object_object_add(o, "role",
-		    json_object_new_string(u->admin ? "admin" : "user"));
-		json_object_object_add(o, "hash", json_object_new_string(u->hash));
-		json_object_object_add(o, "created",
-		    json_object_new_int64(u->created));
-		json_object_object_add(o, "uid", json_object_new_int64(u->uid));
-		json_object_object_add(o, "gid", json_object_new_int64(u->gid));
-		if (u->unix_user != NULL)
-			json_object_object_add(o, "unix_user",
-			    json_object_new_string(u->unix_user));
-		if (u->egress_allow != NULL)
-			json_object_object_add(o, "egress_allow",
-			    json_object_get(u->egress_allow));
-		json_object_array_add(arr, o);
-	}
-	s = json_object_to_json_string_length(root,
-	    JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE, &len);
-	rc = file_write_atomic(auth_path, s, len, 0600);
-	if (rc == -1)
-		snprintf(err, errsz, "%s: %s", auth_path, strerror(errno));
-	json_object_put(root);
-	return rc;
 }
 
 /*
@@ -667,10 +637,10 @@ auth_fetch(const char *name)
 	struct user	*u;
 	char		 why[256];
 
-	if (pgstore_user_get(name, &u) != 1)
+	if (store->user_get(name, &u) != 1)
 		return NULL;
 	if (auth_row_check(u, why, sizeof(why)) == -1) {
-		log_warnx("the PostgreSQL store: %s; ignored", why);
+		log_warnx("%s: %s; ignored", store->where, why);
 		auth_user_free(u);
 		return NULL;
 	}
@@ -689,7 +659,7 @@ auth_notified(const char *name, int own)
 	if (own || !auth_name_valid(name))
 		return;
 	u = auth_mem_find(name);
-	switch (pgstore_user_get(name, &row)) {
+	switch (store->user_get(name, &row)) {
 	case -1:
 		return;		/* the link: reconciled when it is back */
 	case 0:
@@ -698,7 +668,7 @@ auth_notified(const char *name, int own)
 		return;
 	}
 	if (auth_row_check(row, why, sizeof(why)) == -1) {
-		log_warnx("the PostgreSQL store: %s; ignored", why);
+		log_warnx("%s: %s; ignored", store->where, why);
 		auth_user_free(row);
 		return;
 	}
@@ -719,7 +689,7 @@ static int
 auth_collect(struct user *row, char *why, size_t whysz)
 {
 	if (auth_row_check(row, why, whysz) == -1) {
-		log_warnx("the PostgreSQL store: %s; ignored", why);
+		log_warnx("%s: %s; ignored", store->where, why);
 		auth_user_free(row);
 		return 0;
 	}
@@ -738,9 +708,7 @@ auth_reconcile(void)
 	struct user	*u, *next, *row;
 	char		 err[512];
 
-	if (!pg_enabled())
-		return 0;
-	if (pgstore_user_load(auth_collect, err, sizeof(err)) == -1) {
+	if (store->user_load(auth_collect, err, sizeof(err)) == -1) {
 		log_warnx("reconciling users: %s", err);
 		while ((row = TAILQ_FIRST(&auth_rows)) != NULL) {
 			TAILQ_REMOVE(&auth_rows, row, entry);
@@ -773,30 +741,112 @@ auth_reconnected(void)
 	(void)auth_reconcile();
 }
 
-/*
- * Store one user's changed row (PostgreSQL), or the whole file (embedded);
- * fills err on failure.
- */
+/* Store one user's changed row; fills err on failure. */
 static int
 auth_store_user(struct user *u, char *err, size_t errsz)
 {
 	int	rc;
 
-	if (!pg_enabled())
-		return auth_save(err, errsz);
-	if ((rc = pgstore_user_update(u)) == 1)
+	if ((rc = store->user_update(u)) == 1)
 		return 0;
 	if (rc == 0)
 		snprintf(err, errsz, "user %s was deleted on another host",
 		    u->name);
 	else
-		snprintf(err, errsz, "the PostgreSQL store: %s", pg_error());
+		snprintf(err, errsz, "%s: %s", store->where, store->error());
+	return -1;
+}
+
+/* Store every user's row again (their uids moved); fills err. */
+static int
+auth_store_all(char *err, size_t errsz)
+{
+	struct user	*u;
+
+	if (store->begin() == -1)
+		goto fail;
+	TAILQ_FOREACH(u, &auth_users, entry)
+		store->user_update(u);
+	if (store->commit() == 0)
+		return 0;
+fail:
+	snprintf(err, errsz, "%s: the users' new uids cannot be stored: %s",
+	    store->where, store->error());
 	return -1;
 }
 
 /*
- * Load STATE_DIR/users.json (a missing file means no users), or with a
- * PostgreSQL store its users table.
+ * Take in users.json of an earlier release, once (see the top of the
+ * file): its users, given uids if it has none, and the mark in one
+ * transaction, then the file renamed aside. -1 with err: brokerd refuses
+ * to start, the store unchanged.
+ */
+static int
+auth_import(const char *state_dir, char *err, size_t errsz)
+{
+	struct user	*u, *last = TAILQ_LAST(&auth_users, user_list);
+	char		*done, why[256];
+	int		 fd, n = 0, rc = -1;
+
+	done = path_join(state_dir, AUTH_FILE_DONE);
+	if (access(auth_path, F_OK) == -1 && errno == ENOENT) {
+		rc = 0;
+		goto out;
+	}
+	/* Taken in, and a crash came before the rename: finish it. */
+	if (store->meta_get(AUTH_IMPORTED) != 0 &&
+	    access(done, F_OK) == -1 && errno == ENOENT) {
+		log_warnx("%s: already in the store, renaming it %s unread",
+		    auth_path, AUTH_FILE_DONE);
+		goto rename;
+	}
+	/* Written since (a script of the earlier release's?): not read. */
+	if (store->meta_get(AUTH_IMPORTED) != 0 || last != NULL) {
+		log_warnx("%s is not read: the users are in %s (hgctl user "
+		    "add|del|passwd|list)", auth_path, store->where);
+		rc = 0;
+		goto out;
+	}
+	if (auth_load(err, errsz) == -1)
+		goto out;
+	if (auth_assign_ids(why, sizeof(why)) == -1) {
+		snprintf(err, errsz, "%s: %s", auth_path, why);
+		goto out;
+	}
+	if (store->begin() == -1)
+		goto unwritten;
+	TAILQ_FOREACH(u, &auth_users, entry) {
+		if (store->user_insert(u) != 1) {
+			store->rollback();
+			goto unwritten;
+		}
+		n++;
+	}
+	if (store->meta_set(AUTH_IMPORTED, now_wall_ms() / 1000) == -1 ||
+	    store->commit() == -1)
+		goto unwritten;
+	log_info("%s: %d users moved to %s", auth_path, n, store->where);
+rename:
+	if (rename(auth_path, done) == -1)
+		log_warn("rename %s to %s", auth_path, done);
+	else if ((fd = open(state_dir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) != -1) {
+		(void)fsync(fd);	/* the rename, durable */
+		close(fd);
+	}
+	rc = 0;
+	goto out;
+unwritten:
+	snprintf(err, errsz, "%s: cannot be written to %s: %s", auth_path,
+	    store->where, store->error());
+out:
+	free(done);
+	return rc;
+}
+
+/*
+ * Load the users of the store; the embedded one takes in users.json of an
+ * earlier release the first time.
  */
 int
 auth_init(const char *state_dir, char *err, size_t errsz)
@@ -816,27 +866,33 @@ auth_init(const char *state_dir, char *err, size_t errsz)
 			return -1;
 		}
 	}
-	if (pg_enabled()) {
-		if (pgstore_user_load(auth_add_stored, err, errsz) == -1) {
-			auth_clear();
-			return -1;
-		}
+	if (store->user_load(auth_add_stored, err, errsz) == -1) {
+		auth_clear();
+		return -1;
+	}
+	if (!store->one_host) {
 		if (TAILQ_EMPTY(&auth_users) && access(auth_path, F_OK) == 0)
 			log_warnx("%s is not read with a PostgreSQL store "
 			    "(hgctl store copy moves it there)", auth_path);
-		pg_on_notify("users", auth_notified);
-		pg_on_reconnect(auth_reconnected);
+		store->on_notify("users", auth_notified);
+		store->on_reconnect(auth_reconnected);
 		return 0;
 	}
-	if (auth_load(err, errsz) == -1)
+	if (auth_import(state_dir, err, errsz) == -1) {
+		auth_clear();
 		return -1;
+	}
+	/* One host's users: uids HOSTGATE_UID_RANGE no longer holds move. */
 	switch (auth_assign_ids(why, sizeof(why))) {
 	case -1:
-		snprintf(err, errsz, "%s: %s", auth_path, why);
+		snprintf(err, errsz, "%s: %s", store->where, why);
 		auth_clear();
 		return -1;
 	case 1:
-		return auth_save(err, errsz);
+		if (auth_store_all(err, errsz) == -1) {
+			auth_clear();
+			return -1;
+		}
 	}
 	return 0;
 }
@@ -859,6 +915,20 @@ auth_user_add(const char *name, int admin, const char *password, char *err,
 int
 auth_user_add_unix(const char *name, int admin, const char *password,
     const char *unix_user, int64_t uid, int64_t gid, char *err, size_t errsz)
+{
+	return auth_user_create(name, admin, password, NULL, unix_user, uid,
+	    gid, err, errsz);
+}
+
+/*
+ * The one way a user is added: with a password (checked, then hashed) or,
+ * password NULL, with its argon2id encoded hash already made (encoded).
+ * The rest as auth_user_add_unix.
+ */
+static int
+auth_user_create(const char *name, int admin, const char *password,
+    const char *encoded, const char *unix_user, int64_t uid, int64_t gid,
+    char *err, size_t errsz)
 {
 	struct user	*u;
 	char		 hash[AUTH_ENCODED_MAX], why[200];
@@ -883,9 +953,18 @@ auth_user_add_unix(const char *name, int admin, const char *password,
 		snprintf(err, errsz, "no uid left in HOSTGATE_UID_RANGE");
 		return -1;
 	}
-	if (!auth_password_valid(password, err, errsz))
+	if (password == NULL) {
+		if (encoded == NULL || strncmp(encoded, AUTH_HASH_PREFIX,
+		    strlen(AUTH_HASH_PREFIX)) != 0 ||
+		    strlen(encoded) >= AUTH_ENCODED_MAX) {
+			snprintf(err, errsz, "the hash is not an argon2id "
+			    "encoded string");
+			return -1;
+		}
+		snprintf(hash, sizeof hash, "%s", encoded);
+	} else if (!auth_password_valid(password, err, errsz))
 		return -1;
-	if (auth_hash_password(password, hash, sizeof hash) == -1) {
+	else if (auth_hash_password(password, hash, sizeof hash) == -1) {
 		snprintf(err, errsz, "cannot hash the password");
 		return -1;
 	}
@@ -895,57 +974,45 @@ again:
 	u->gid = unix_user != NULL ? gid : uid;
 	if (unix_user != NULL && (u->unix_user = strdup(unix_user)) == NULL)
 		fatal("%s", __func__);
-	if (pg_enabled()) {
-		if ((rc = pgstore_user_insert(u)) != 1)
-			auth_user_free(u);
-		if (rc == -1) {
-			snprintf(err, errsz, "the PostgreSQL store: %s",
-			    pg_error());
-			return -1;
-		}
-		if (rc == 0) {
-			/* Another host's add took the name or the uid. */
-			if (auth_find(name) != NULL) {
-				snprintf(err, errsz, "user %s exists", name);
-				return -1;
-			}
-			if (++tries == AUTH_ADD_TRIES ||
-			    auth_reconcile() == -1) {
-				snprintf(err, errsz, "the PostgreSQL store: "
-				    "no free uid found for %s", name);
-				return -1;
-			}
-			log_info("user %s: uid %lld was taken on another "
-			    "host; picking again", name, (long long)uid);
-			if (unix_user != NULL) {
-				if (!auth_ids_ok(uid, gid, NULL, why,
-				    sizeof(why)))
-					snprintf(err, errsz, "cannot map %s to "
-					    "Unix user %s: %s", name,
-					    unix_user, why);
-				else
-					snprintf(err, errsz, "cannot map %s to "
-					    "Unix user %s: uid %lld is another "
-					    "user's in the PostgreSQL store",
-					    name, unix_user, (long long)uid);
-				return -1;
-			}
-			/* Past it, even if the reload did not show its user. */
-			if ((uid = auth_uid_alloc_from(uid + 1)) == -1) {
-				snprintf(err, errsz, "no uid left in "
-				    "HOSTGATE_UID_RANGE");
-				return -1;
-			}
-			goto again;
-		}
-		TAILQ_INSERT_TAIL(&auth_users, u, entry);
-	} else
-		TAILQ_INSERT_TAIL(&auth_users, u, entry);
-	if (!pg_enabled() && auth_save(err, errsz) == -1) {
-		TAILQ_REMOVE(&auth_users, u, entry);
+	if ((rc = store->user_insert(u)) != 1)
 		auth_user_free(u);
+	if (rc == -1) {
+		snprintf(err, errsz, "%s: %s", store->where, store->error());
 		return -1;
 	}
+	if (rc == 0) {
+		/* Another host's add took the name or the uid. */
+		if (auth_find(name) != NULL) {
+			snprintf(err, errsz, "user %s exists", name);
+			return -1;
+		}
+		if (++tries == AUTH_ADD_TRIES || auth_reconcile() == -1) {
+			snprintf(err, errsz, "%s: no free uid found for %s",
+			    store->where, name);
+			return -1;
+		}
+		log_info("user %s: uid %lld was taken on another host; "
+		    "picking again", name, (long long)uid);
+		if (unix_user != NULL) {
+			if (!auth_ids_ok(uid, gid, NULL, why, sizeof(why)))
+				snprintf(err, errsz, "cannot map %s to Unix "
+				    "user %s: %s", name, unix_user, why);
+			else
+				snprintf(err, errsz, "cannot map %s to Unix "
+				    "user %s: uid %lld is another user's in "
+				    "%s", name, unix_user, (long long)uid,
+				    store->where);
+			return -1;
+		}
+		/* Past it, even if the reload did not show its user. */
+		if ((uid = auth_uid_alloc_from(uid + 1)) == -1) {
+			snprintf(err, errsz, "no uid left in "
+			    "HOSTGATE_UID_RANGE");
+			return -1;
+		}
+		goto again;
+	}
+	TAILQ_INSERT_TAIL(&auth_users, u, entry);
 	log_info("user %s added (%s, uid %lld%s%s)", name, admin ? "admin" :
 	    "user", (long long)u->uid, unix_user ? ", Unix user " : "",
 	    unix_user ? unix_user : "");
@@ -956,39 +1023,24 @@ again:
 int
 auth_user_del(const char *name, char *err, size_t errsz)
 {
-	struct user	*u, *next;
+	struct user	*u;
 
 	if ((u = auth_find(name)) == NULL) {
 		snprintf(err, errsz, "no such user %s",
 		    auth_name_valid(name) ? name : "(invalid name)");
 		return -1;
 	}
-	if (pg_enabled()) {
-		switch (pgstore_user_delete(name)) {
-		case -1:
-			snprintf(err, errsz, "the PostgreSQL store: %s",
-			    pg_error());
-			return -1;
-		case 0:
-			/* Deleted on another host first: gone here too. */
-			auth_forget(u);
-			snprintf(err, errsz, "no such user %s", name);
-			return -1;
-		}
-		TAILQ_REMOVE(&auth_users, u, entry);
-		log_info("user %s deleted", u->name);
-		auth_user_free(u);
-		return 0;
-	}
-	next = TAILQ_NEXT(u, entry);
-	TAILQ_REMOVE(&auth_users, u, entry);
-	if (auth_save(err, errsz) == -1) {
-		if (next != NULL)
-			TAILQ_INSERT_BEFORE(next, u, entry);
-		else
-			TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	switch (store->user_delete(name)) {
+	case -1:
+		snprintf(err, errsz, "%s: %s", store->where, store->error());
+		return -1;
+	case 0:
+		/* Deleted on another host first: gone here too. */
+		auth_forget(u);
+		snprintf(err, errsz, "no such user %s", name);
 		return -1;
 	}
+	TAILQ_REMOVE(&auth_users, u, entry);
 	log_info("user %s deleted", u->name);
 	auth_user_free(u);
 	return 0;

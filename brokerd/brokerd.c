@@ -26,8 +26,8 @@ static const char *const brokerd_syscalls[] = {
 	 */
 	"memfd_create",
 	/*
-	 * The SQLite store (store.c): page reads and writes at an offset,
-	 * the WAL's fsyncs (above), its truncation (ftruncate, above).
+	 * The SQLite store (store_sqlite.c): page reads and writes at an
+	 * offset, the WAL's fsyncs (above), its truncation (ftruncate, above).
 	 */
 	"pread64", "pwrite64",
 	NULL
@@ -79,13 +79,43 @@ brokerd_sweep(evutil_socket_t fd, short ev, void *arg)
 		log_warnx("%s: event_base_once", __func__);
 }
 
+/*
+ * Open the store, as the service user (store.db is its file), and load
+ * the state that lives there: users, sessions and tokens, the audit
+ * chain's tail. A PostgreSQL store's TCP link (not a Unix socket) is the
+ * one reason brokerd's filter allows IPv4 and IPv6 sockets.
+ */
+static void
+brokerd_load(struct config *conf, struct priv_plan *plan)
+{
+	char	err[512];
+
+	if (store_init(conf, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (store->over_tcp != NULL && store->over_tcp()) {
+		plan->unix_sockets = 0;
+		plan->inet_sockets = 1;
+	}
+	if (auth_init(conf->state_dir, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	if (session_init(conf->state_dir, conf->session_lifetime, err,
+	    sizeof(err)) == -1)
+		fatalx("%s", err);
+	/* The chain where the store keeps it (a fleet's: its audit table). */
+	audit_set_host(conf->host_id);
+	audit_use_store(store->audit);
+	if (audit_init(conf->state_dir, conf->audit_rotate, conf->audit_syslog,
+	    err, sizeof(err)) == -1)
+		fatalx("%s", err);
+}
+
 int
 main(int argc, char *argv[])
 {
 	struct config	 conf;
 	struct priv_plan plan;
 	struct timeval	 tv = { 30, 0 };
-	char		 err[512], *path;
+	char		*path;
 	uid_t		 uid, front_uid, sandbox_uid, ctl_uids[2];
 	gid_t		 gid, front_gid, sandbox_gid;
 	int		 debug, check, front_fd, ctl_fd, separate;
@@ -150,34 +180,13 @@ main(int argc, char *argv[])
 	plan.debug = conf.seccomp_debug;
 	priv_drop(&plan);
 
-	/*
-	 * A PostgreSQL store: connect as the service user, before the state
-	 * that lives there is loaded. Its TCP link (not a Unix socket) is
-	 * the one reason brokerd's filter allows IPv4 and IPv6 sockets.
-	 */
-	if (pg_init(&conf, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	if (pg_enabled() && pg_over_tcp()) {
-		plan.unix_sockets = 0;
-		plan.inet_sockets = 1;
-	}
-	if (auth_init(conf.state_dir, err, sizeof(err)) == -1)
-		fatalx("%s", err);
-	if (session_init(conf.state_dir, conf.session_lifetime, err,
-	    sizeof(err)) == -1)
-		fatalx("%s", err);
-	/* One chain for the fleet: in the store's audit table. */
-	audit_set_host(conf.host_id);
-	if (pg_enabled())
-		audit_pg_use();
-	if (audit_init(conf.state_dir, conf.audit_rotate, conf.audit_syslog,
-	    err, sizeof(err)) == -1)
-		fatalx("%s", err);
+	brokerd_load(&conf, &plan);
 	prompt_init(&conf);
 	egress_init(&conf);
 
 	brokerd_base = proc_base();
-	pg_events(brokerd_base);
+	if (store->events != NULL)
+		store->events(brokerd_base);
 	brokerd_sweep_ev = event_new(brokerd_base, -1, EV_PERSIST,
 	    brokerd_sweep, NULL);
 	evtimer_add(brokerd_sweep_ev, &tv);
@@ -198,7 +207,7 @@ main(int argc, char *argv[])
 	hosts_stop();
 	session_close();
 	audit_close();
-	pg_close();
+	store_close();
 	config_free(&conf);
 	return 0;
 }

@@ -142,25 +142,112 @@ void	 session_close(void);
 /* Store a session's changed fields (grant, profile, last_seen). */
 int	 session_save(struct session *);
 
-/* store.c: the SQLite file behind session.c */
+/*
+ * store.c: where users, sessions, tokens, meta numbers and rate buckets
+ * are kept, picked once at start-up: store_sqlite.c (STATE_DIR/store.db,
+ * one host) or store_pg.c (HOSTGATE_STORE=postgresql://..., a fleet). A
+ * stored field is added to both, each with its schema step. The fleet's
+ * hooks are NULL on the embedded store.
+ */
 #define STORE_FILE	"store.db"
-int	 store_open(const char *path, char *err, size_t errsz);
+struct audit_store;
+/* A notification of a changed row "TABLE KEY": KEY; own: sent by us. */
+typedef void (*store_notify_fn)(const char *key, int own);
+struct store_ops {
+	const char *kind;	/* "embedded" or "postgresql" */
+	const char *where;	/* for messages: "the PostgreSQL store" */
+	/*
+	 * 1: one brokerd owns it: memory is the store's (a miss is not asked
+	 * of it); it takes in the files of an earlier release at start-up,
+	 * and moves uids out of HOSTGATE_UID_RANGE.
+	 */
+	int	 one_host;
+	/* Open it (as the service user); -1 with err: refuse to start. */
+	int	 (*open)(struct config *, char *err, size_t errsz);
+	void	 (*close)(void);
+	/* Add to err what to do about a store that cannot be used. */
+	void	 (*unusable)(char *err, size_t errsz);
+	/* 0 while it can be written; -1 with why. */
+	int	 (*ready)(char *why, size_t whysz);
+	/* Transactions; they nest: only the outermost pair counts. */
+	int	 (*begin)(void);
+	int	 (*commit)(void);	/* -1: rolled back */
+	void	 (*rollback)(void);
+	/* Each 0, or -1 logged (marking the open transaction failed). */
+	int	 (*session_insert)(const struct session *);
+	/* last_seen, permission, direct_until, egress_allow */
+	int	 (*session_update)(const struct session *);
+	/* last_seen alone */
+	int	 (*session_touch)(const struct session *);
+	/* The session's row and its tokens' */
+	int	 (*session_delete)(const char *id);
+	int	 (*token_insert)(const struct token *);
+	int	 (*token_delete)(const char *id);
+	/* Every session and token row of a user */
+	int	 (*drop_user)(const char *user);
+	/* By id, or by the secret's hash: 1 (*out allocated), 0 none, -1. */
+	int	 (*session_get)(const char *key, int by_hash,
+		    struct session **);
+	int	 (*token_get)(const char *key, int by_hash, struct token **);
+	/* The ids of at most max sessions expired at now, oldest first. */
+	size_t	 (*expired)(int64_t now, char (*ids)[33], size_t max);
+	/* A number kept under key (0: none). */
+	int64_t	 (*meta_get)(const char *key);
+	int	 (*meta_set)(const char *key, int64_t value);
+	/*
+	 * Every session, then every token, each (allocated) handed to the
+	 * callee, which fills err when it refuses it: -1 with err then.
+	 */
+	int	 (*load)(int (*)(struct session *, char *, size_t),
+		    int (*)(struct token *, char *, size_t), char *err,
+		    size_t errsz);
+	/* 1 inserted, 0 the name or the uid is taken, -1 the store failed. */
+	int	 (*user_insert)(const struct user *);
+	/* The rows changed, or -1. */
+	int	 (*user_update)(const struct user *);
+	int	 (*user_delete)(const char *name);
+	/* 1 with *out (allocated, unchecked), 0 none, -1 failed. */
+	int	 (*user_get)(const char *name, struct user **);
+	/* Every user, oldest first, as load does. */
+	int	 (*user_load)(int (*)(struct user *, char *, size_t),
+		    char *err, size_t errsz);
+	/* Why the last statement failed (for messages). */
+	const char *(*error)(void);
+
+	/* The fleet's hooks: NULL on the embedded store. */
+	/* Watch the link from the loop (notifications, reconnects). */
+	void	 (*events)(struct event_base *);
+	/* Whether its link needs IPv4 and IPv6 sockets (seccomp). */
+	int	 (*over_tcp)(void);
+	/* Call fn on each change of a row of table made by any host. */
+	void	 (*on_notify)(const char *table, store_notify_fn);
+	/* Call fn once a lost link is back (notifications were missed). */
+	void	 (*on_reconnect)(void (*)(void));
+	/*
+	 * Take (or peek at, take 0) a token of the shared bucket key of
+	 * bucket (burst tokens, rate per second, as text): seconds to wait
+	 * (0: allowed), or -1 when the store failed. sweep: also delete a
+	 * batch of full buckets.
+	 */
+	int	 (*rate)(const char *bucket, const char *key,
+		    const char *burst, const char *rate, int take, int sweep);
+	/*
+	 * Clear a session's stored grant if it still is until: 1 cleared by
+	 * this call, 0 changed by another host first (or gone), -1 failed.
+	 */
+	int	 (*grant_claim)(const char *id, int64_t until);
+	/* A session's stored grant (0: none or no session), or -1. */
+	int64_t	 (*grant_stored)(const char *id);
+	/* Where the audit chain is kept (audit_use_store). */
+	const struct audit_store *audit;
+};
+extern const struct store_ops	*store;
+extern const struct store_ops	 store_sqlite, store_pg;
+/* Pick the store HOSTGATE_STORE names and open it; -1 with err. */
+int	 store_init(struct config *, char *err, size_t errsz);
 void	 store_close(void);
-void	 store_unusable(char *err, size_t errsz);	/* adds the remedy */
-int	 store_begin(void);
-int	 store_commit(void);
-void	 store_rollback(void);
-int	 store_session_insert(const struct session *);
-int	 store_session_update(const struct session *);
-int	 store_session_touch(const struct session *);	/* last_seen alone */
-int	 store_session_delete(const char *id);
-int	 store_token_insert(const struct token *);
-int	 store_token_delete(const char *id);
-size_t	 store_expired(int64_t now, char (*ids)[33], size_t max);
-int64_t	 store_meta_get(const char *key);
-int	 store_meta_set(const char *key, int64_t value);
-int	 store_load(int (*)(struct session *, char *, size_t),
-	    int (*)(struct token *, char *, size_t), char *err, size_t errsz);
+/* store_sqlite.c: the embedded store at path (tests, tools). */
+int	 store_sqlite_open_path(const char *path, char *err, size_t errsz);
 
 /*
  * pg.c: the PostgreSQL store of a fleet (HOSTGATE_STORE). The schema is
@@ -190,8 +277,7 @@ int	 pg_begin(void);
 int	 pg_commit(void);
 void	 pg_rollback(void);
 /* Notifications "TABLE KEY": the handler gets KEY, own: sent by us. */
-typedef void (*pg_notify_fn)(const char *key, int own);
-void	 pg_on_notify(const char *table, pg_notify_fn);
+void	 pg_on_notify(const char *table, store_notify_fn);
 /* Called once a lost link is back: reload, notifications were missed. */
 void	 pg_on_reconnect(void (*)(void));
 /* Called when the link goes down, with why. */
@@ -204,33 +290,6 @@ PGconn	*pg_connect_once(const char *conninfo, int timeout, char *err,
 int	 pg_schema_version(PGconn *, char *err, size_t errsz);
 int	 pg_migrate(PGconn *, int *from, int *to, char *err, size_t errsz);
 
-/* pgstore.c: store.c's rows, and auth.c's users, in PostgreSQL */
-int	 pgstore_begin(void);
-int	 pgstore_commit(void);
-void	 pgstore_rollback(void);
-int	 pgstore_session_insert(const struct session *);
-int	 pgstore_session_update(const struct session *);
-int	 pgstore_session_touch(const struct session *);
-int	 pgstore_session_delete(const char *id);	/* and its tokens */
-int	 pgstore_token_insert(const struct token *);
-int	 pgstore_token_delete(const char *id);
-int	 pgstore_drop_user(const char *user);
-size_t	 pgstore_expired(int64_t now, char (*ids)[33], size_t max);
-int64_t	 pgstore_meta_get(const char *key);
-int	 pgstore_meta_set(const char *key, int64_t value);
-int	 pgstore_load(int (*)(struct session *, char *, size_t),
-	    int (*)(struct token *, char *, size_t), char *err, size_t errsz);
-/* By id, or by the secret's hash: 1 (*out allocated), 0 none, -1 failed. */
-int	 pgstore_session_get(const char *key, int by_hash, struct session **);
-int	 pgstore_token_get(const char *key, int by_hash, struct token **);
-/* 1 inserted, 0 the name or the uid is taken, -1 the store failed. */
-int	 pgstore_user_insert(const struct user *);
-int	 pgstore_user_update(const struct user *);	/* rows, or -1 */
-int	 pgstore_user_delete(const char *name);		/* rows, or -1 */
-int	 pgstore_user_get(const char *name, struct user **);
-int	 pgstore_user_load(int (*)(struct user *, char *, size_t), char *err,
-	    size_t errsz);
-
 /* hosts.c: this host in a fleet (hosts and live tables) */
 void	 hosts_init(struct event_base *, struct config *);
 void	 hosts_stop(void);
@@ -238,6 +297,9 @@ const char *hosts_self(void);			/* HOSTGATE_HOST_ID */
 /* A spawn's id as clients see it: HOST.HEX16 in a fleet, else HEX16. */
 #define HOSTS_SPAWN_ID_MAX	(32 + 1 + 16 + 1)
 void	 hosts_spawn_id(const char *hex, char *out, size_t outsz);
+/* In a fleet: a spawn's answer and an event name the host (no-ops else). */
+void	 hosts_spawn_name(struct json_object *o, const char *hex);
+void	 hosts_spawn_event(struct json_object **dp, const char *hex);
 /* The live table's row of a running terminal or command (detail taken). */
 void	 hosts_live_add(const char *hex, const char *kind, const char *user,
 	    const char *session, struct json_object *detail);
@@ -561,11 +623,14 @@ enum audit_kind {
 typedef int (*audit_line_fn)(const char *where, int64_t lineno,
 	    const char *line, size_t len, enum audit_kind, void *arg);
 /*
- * Where the chain is kept when it is not in the files: the store's audit
- * table (audit_pg.c). audit.c makes and checks the lines either way.
+ * Where the chain is kept: the files (audit_file, audit.c) or the store's
+ * audit table (audit_pg, audit_pg.c). audit.c makes and checks the lines
+ * either way.
  */
 struct audit_store {
 	const char *where;	/* for messages: "the store's audit table" */
+	/* 1: other hosts append too; its lines are numbered by their seq. */
+	int	 shared;
 	/* Whether a chain exists (for the key's creation). */
 	int	 (*exists)(int *have, char *err, size_t errsz);
 	/* With the key loaded: check it is the store's, find the tail. */
@@ -592,7 +657,9 @@ int	 audit_line_check(const char *line, size_t len, int64_t *seq,
 /* The key's id: the first 16 hex digits of its SHA-256. */
 void	 audit_key_id(char out[17]);
 const char *audit_key_path(void);
-/* audit_pg.c: keep the chain in the PostgreSQL store (before audit_init). */
-void	 audit_pg_use(void);
+/* The chain in STATE_DIR/audit.log (audit.c), or in the store's table. */
+extern const struct audit_store	audit_file;
+/* audit_pg.c: the chain in the PostgreSQL store's audit table. */
+extern const struct audit_store	audit_pg;
 
 #endif

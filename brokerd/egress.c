@@ -2,7 +2,7 @@
  * Egress by allowlist, brokerd's side. The allowlist profiles
  * (workspace-write+allowlist, read-only+allowlist) reach the network only
  * through egressd, which allows HOSTGATE_EGRESS_ALLOW and the additions an
- * admin grants per user (users.json, auth.c) or per login session
+ * admin grants per user (the store's users, auth.c) or per login session
  * (store.db, session.c). Here: the egress_get and egress_set requests of
  * frontd (an admin session) and hgctl, the additions a spawn carries to
  * sandboxd and the egress_update that tells live sandboxes of a change,

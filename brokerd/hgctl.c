@@ -198,8 +198,8 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    0, 0, hgctl_store_migrate },
 	{ "store", "status", "[--json]",
 	    "show which store this host uses and what it holds",
-	    "Shows the kind of store (embedded: STATE_DIR's store.db, "
-	    "users.json and\naudit.log; postgresql: HOSTGATE_STORE), where it "
+	    "Shows the kind of store (embedded: STATE_DIR's store.db and\n"
+	    "audit.log; postgresql: HOSTGATE_STORE), where it "
 	    "is (the password masked),\nits schema version and how many users, "
 	    "sessions and tokens (and, in\nPostgreSQL, audit records and hosts) "
 	    "it holds. While brokerd holds store.db\nits schema version is not "
@@ -209,13 +209,15 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    0, OPT_JSON, hgctl_store_status },
 	{ "store", "copy", "--to URL",
 	    "copy this host's embedded store into an empty PostgreSQL store",
-	    "Copies STATE_DIR's users.json, store.db's sessions and tokens and "
-	    "the audit\nchain (audit.log and its rotated files, every line "
-	    "verbatim, so the chain\ngoes on there) into the PostgreSQL store "
-	    "at URL, which must be migrated\n(hgctl store migrate) and empty; "
-	    "all in one transaction, or nothing.\nRefused while brokerd runs "
-	    "on STATE_DIR. Then set HOSTGATE_STORE=URL and\nstart the host: "
-	    "its users, sessions and tokens are there.\n",
+	    "Copies STATE_DIR's store.db (users, sessions, tokens; the "
+	    "users.json of an\nearlier release never started on) and the "
+	    "audit chain "
+	    "(audit.log and its\nrotated files, every line verbatim, so the "
+	    "chain goes on there) into the\nPostgreSQL store at URL, which "
+	    "must be migrated (hgctl store migrate) and\nempty; all in one "
+	    "transaction, or nothing.\nRefused while brokerd runs on "
+	    "STATE_DIR.\nThen set HOSTGATE_STORE=URL and start the host: its "
+	    "users, sessions and\ntokens are there.\n",
 	    0, OPT_TO, hgctl_store_copy },
 	{ NULL, "status", "[--json]",
 	    "show whether hostgate runs: daemons, backend, direct sessions",

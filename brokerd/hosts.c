@@ -58,6 +58,37 @@ hosts_spawn_id(const char *hex, char *out, size_t outsz)
 		snprintf(out, outsz, "%s", hex);
 }
 
+/* In a fleet, a spawn's answer o names its host: "id" HOST.HEX, "host". */
+void
+hosts_spawn_name(struct json_object *o, const char *hex)
+{
+	char	full[HOSTS_SPAWN_ID_MAX];
+
+	if (!pg_enabled())
+		return;
+	hosts_spawn_id(hex, full, sizeof(full));
+	json_object_object_add(o, "id", json_object_new_string(full));
+	json_object_object_add(o, "host", json_object_new_string(hosts_self()));
+}
+
+/*
+ * In a fleet, an event's "id" names the host: *dp becomes a copy with
+ * HOST.HEX (the original, kept by its caller's caller, stays as it is).
+ */
+void
+hosts_spawn_event(struct json_object **dp, const char *hex)
+{
+	struct json_object	*e = NULL;
+	char			 full[HOSTS_SPAWN_ID_MAX];
+
+	if (!pg_enabled() || json_object_deep_copy(*dp, &e, NULL) != 0)
+		return;
+	hosts_spawn_id(hex, full, sizeof(full));
+	json_object_object_add(e, "id", json_object_new_string(full));
+	json_object_put(*dp);
+	*dp = e;
+}
+
 /* The number of rows a statement changed. */
 static long
 hosts_changed(PGresult *r)

@@ -5,11 +5,12 @@
  * a clock step does not move it. Every spawn asks mode_is_direct() at that
  * instant; nothing caches the mode.
  *
- * With a PostgreSQL store a grant is the fleet's: made on one host, it
- * reaches the others through session.c's notifications (mode_follow arms
- * their timers at the same wall deadline); ended on one, every host kills
- * its own direct spawns. At expiry every host ends it, and the one whose
- * conditional UPDATE cleared the stored deadline writes the record.
+ * With a fleet's store (its grant_claim hook) a grant is the fleet's: made
+ * on one host, it reaches the others through session.c's notifications
+ * (mode_follow arms their timers at the same wall deadline); ended on one,
+ * every host kills its own direct spawns. At expiry every host ends it,
+ * and the one whose conditional UPDATE (grant_claim) cleared the stored
+ * deadline writes the record.
  */
 #include <sys/types.h>
 
@@ -193,47 +194,6 @@ mode_revert(struct session *s, const char *reason, const char *by)
 }
 
 /*
- * Clear a session's stored deadline if it still is until (a PostgreSQL
- * store): 1 when this statement cleared it, 0 when another host changed
- * it first (or the session is gone), -1 on a store error.
- */
-static int
-mode_claim(const char *id, int64_t until)
-{
-	PGresult	*res;
-	const char	*params[2];
-	char		 v[32];
-	int		 n;
-
-	snprintf(v, sizeof(v), "%lld", (long long)until);
-	params[0] = id;
-	params[1] = v;
-	if ((res = pg_query("UPDATE sessions SET direct_until = 0 "
-	    "WHERE id = $1 AND direct_until = $2", 2, params)) == NULL)
-		return -1;
-	n = atoi(PQcmdTuples(res));
-	PQclear(res);
-	return n > 0;
-}
-
-/* A session's stored deadline (0: none, or no such session), or -1. */
-static int64_t
-mode_stored(const char *id)
-{
-	PGresult	*res;
-	const char	*params[1];
-	int64_t		 until;
-
-	params[0] = id;
-	if ((res = pg_query("SELECT direct_until FROM sessions WHERE id = $1",
-	    1, params)) == NULL)
-		return -1;
-	until = PQntuples(res) == 1 ? pg_i64(res, 0, 0) : 0;
-	PQclear(res);
-	return until;
-}
-
-/*
  * A grant stored elsewhere (made or renewed on another host, or found
  * changed): arm this host's timers at the same absolute deadline and tell
  * sandboxd; a deadline already past ends it as at expiry.
@@ -273,11 +233,11 @@ mode_lapse(struct session *s, const char *reason, int retry)
 	int64_t		until = s->direct_until, stored;
 	int		claimed;
 
-	if ((claimed = mode_claim(s->id, until)) == 1) {
+	if ((claimed = store->grant_claim(s->id, until)) == 1) {
 		mode_end(s, reason, NULL, 1);
 		return;
 	}
-	if (claimed == 0 && (stored = mode_stored(s->id)) != -1) {
+	if (claimed == 0 && (stored = store->grant_stored(s->id)) != -1) {
 		if (stored > until) {
 			s->direct_until = stored;
 			mode_follow(s);
@@ -286,7 +246,7 @@ mode_lapse(struct session *s, const char *reason, int retry)
 		return;
 	}
 	log_warnx("session %.8s of %s: the end of direct mode could not be "
-	    "stored: %s", s->id, s->user, pg_error());
+	    "stored: %s", s->id, s->user, store->error());
 	if (!retry) {
 		mode_end(s, reason, NULL, 0);
 		return;
@@ -346,7 +306,7 @@ mode_expire(evutil_socket_t fd, short ev, void *arg)
 
 	if (s->direct_until == 0)
 		return;
-	if (pg_enabled())
+	if (store->grant_claim != NULL)
 		mode_lapse(s, "expired", 1);
 	else
 		mode_revert(s, "expired", NULL);
@@ -511,9 +471,9 @@ mode_session_gone(struct session *s)
 	 * this host records the end; removed elsewhere it is gone: ended here
 	 * only.
 	 */
-	if (s->direct_until > 0 && pg_enabled())
+	if (s->direct_until > 0 && store->grant_claim != NULL)
 		mode_end(s, "session_ended", NULL, !session_remote() &&
-		    mode_claim(s->id, s->direct_until) == 1);
+		    store->grant_claim(s->id, s->direct_until) == 1);
 	else if (s->direct_until > 0)
 		mode_revert(s, "session_ended", NULL);
 	mode_disarm(s);
@@ -543,12 +503,13 @@ mode_init(struct event_base *base, struct config *conf)
 		if (s->direct_until == 0)
 			continue;
 		/* The fleet's grant: another host may hold it; one records. */
-		if (pg_enabled() && conf->runtime != RUNTIME_HOST) {
+		if (store->grant_claim != NULL &&
+		    conf->runtime != RUNTIME_HOST) {
 			s->direct_mono = 0;	/* never direct on this host */
 			continue;
 		}
-		if (pg_enabled() && ttl_resume(s->direct_until, now_wall_ms(),
-		    now_mono_ms(), &s->direct_mono) == -1) {
+		if (store->grant_claim != NULL && ttl_resume(s->direct_until,
+		    now_wall_ms(), now_mono_ms(), &s->direct_mono) == -1) {
 			mode_lapse(s, "restart", 0);
 			continue;
 		}

@@ -32,7 +32,7 @@
  * takes a store from version i to i + 1; meta 'schema' holds the version.
  */
 static const char *const pg_migrations[] = {
-	/* 1: what store.db, users.json and audit.log hold, and the fleet's */
+	/* 1: what the embedded store held then, and the fleet's */
 	"CREATE TABLE meta ("
 	"  key text PRIMARY KEY,"
 	"  value bigint NOT NULL);"
@@ -139,7 +139,7 @@ _Static_assert(PG_SCHEMA_COUNT == PG_SCHEMA_VERSION, "pg_migrations");
 
 struct pg_handler {
 	const char	*table;
-	pg_notify_fn	 fn;
+	store_notify_fn	 fn;
 };
 
 /* A notification read during a query, handed out from the event loop. */
@@ -518,7 +518,7 @@ pg_over_tcp(void)
 
 /* Register the handler of a table's notifications. */
 void
-pg_on_notify(const char *table, pg_notify_fn fn)
+pg_on_notify(const char *table, store_notify_fn fn)
 {
 	if (pg_nhandlers == PG_HANDLERS_MAX)
 		fatalx("%s: too many handlers", __func__);

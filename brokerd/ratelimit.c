@@ -8,14 +8,13 @@
  * 0.001 per minute). Buckets sit in a hash table (FNV-1a, chained) for O(1)
  * lookups and in a list ordered by last use, for eviction.
  *
- * With a PostgreSQL store the buckets are the fleet's: a row of the
- * ratelimits table per (bucket, key), taken from by one statement that
- * refills it by the time elapsed on the database's clock, so that every
- * host shares one bucket exactly (the row lock serializes them).
+ * With a fleet's store (its rate hook) the buckets are the fleet's: a row
+ * of the ratelimits table per (bucket, key), taken from by one statement
+ * that refills it by the time elapsed on the database's clock, so that
+ * every host shares one bucket exactly (the row lock serializes them).
  */
 
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +25,6 @@
 #define RL_LIMIT	1e9			/* largest rate and burst */
 #define RL_STORE_WAIT	5		/* seconds: a store error refuses */
 #define RL_SWEEP_MS	(60 * 1000)	/* between sweeps of a table's rows */
-#define RL_SWEEP_ROWS	"1000"		/* rows a sweep deletes at most */
-#define RL_KEY_MAX	128		/* longer keys are stored hashed */
 
 struct rl_bucket {
 	char			*key;
@@ -194,137 +191,27 @@ rl_evict(struct rl_table *t, int64_t now_ms)
 }
 
 /*
- * The level of a row at the database's clock: refilled by the time since
- * its stamp (none for a clock that went back), never above the burst b
- * (tokens), at the rate r (tokens per second); b and r are parameters.
- */
-#define RL_SQL_LEVEL(b, r) \
-	"least(" b "::float8, r.tokens + greatest(0, extract(epoch FROM " \
-	"clock_timestamp() - r.at))::float8 * " r "::float8)"
-
-/*
- * Take a token in one statement: a missing row is a full bucket; a row
- * with a token left is refilled and taken from (its lock serializes the
- * hosts); one without is left alone and the wait is computed from it (as
- * the statement's snapshot saw it: only the seconds of a refusal). Each
- * clock_timestamp() is a little later than the one before: the stamp set
- * is never earlier than the refill counted, so it can only come out short.
- */
-static const char rl_sql_take[] =
-	"WITH up AS ("
-	" INSERT INTO ratelimits AS r (bucket, key, tokens, at)"
-	" VALUES ($1, $2, $3::float8 - 1, clock_timestamp())"
-	" ON CONFLICT (bucket, key) DO UPDATE SET"
-	"  tokens = " RL_SQL_LEVEL("$3", "$4") " - 1,"
-	"  at = greatest(r.at, clock_timestamp())"
-	" WHERE " RL_SQL_LEVEL("$3", "$4") " >= 1"
-	" RETURNING 1)"
-	" SELECT true, 0::float8 FROM up"
-	" UNION ALL"
-	" SELECT false, (1 - " RL_SQL_LEVEL("$3", "$4") ") / $4::float8"
-	" FROM ratelimits r WHERE r.bucket = $1 AND r.key = $2"
-	" AND NOT EXISTS (SELECT 1 FROM up)";
-
-static const char rl_sql_peek[] =
-	"SELECT false, (1 - " RL_SQL_LEVEL("$3", "$4") ") / $4::float8"
-	" FROM ratelimits r WHERE r.bucket = $1 AND r.key = $2";
-
-/*
- * Full buckets say nothing a missing row would not: a bounded batch of
- * them goes (the outer test again on each row's last version, so that a
- * bucket taken from meanwhile stays).
- */
-static const char rl_sql_sweep[] =
-	"DELETE FROM ratelimits r WHERE r.bucket = $1"
-	" AND " RL_SQL_LEVEL("$2", "$3") " >= $2::float8"
-	" AND r.key IN (SELECT r.key FROM ratelimits r WHERE r.bucket = $1"
-	" AND " RL_SQL_LEVEL("$2", "$3") " >= $2::float8"
-	" LIMIT " RL_SWEEP_ROWS ")";
-
-/*
- * The key as stored: as it is when short and printable ASCII, else its
- * SHA-256 (a user name of any bytes must not fail the statement).
- */
-static const char *
-rl_store_key(const char *key, char out[72])
-{
-	const unsigned char	*p;
-	size_t			 len = strlen(key);
-
-	for (p = (const unsigned char *)key; *p != '\0'; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			break;
-	if (*p == '\0' && len <= RL_KEY_MAX)
-		return key;
-	memcpy(out, "sha256:", 7);
-	sha256_hex(key, len, out + 7);
-	return out;
-}
-
-/* The seconds of a refusal from the store's (>= 1). */
-static int
-rl_store_wait(double secs)
-{
-	if (!(secs >= 1))
-		return 1;
-	secs = ceil(secs);
-	return secs >= INT_MAX ? INT_MAX : (int)secs;
-}
-
-/*
- * Delete a bounded batch of the table's full rows: at its first take, then
- * once a minute.
- */
-static void
-rl_store_sweep(struct rl_table *t)
-{
-	const char	*params[3];
-	int64_t		 now = now_mono_ms();
-
-	if (now - t->swept < RL_SWEEP_MS)
-		return;
-	t->swept = now;
-	params[0] = t->bucket;
-	params[1] = t->burst_s;
-	params[2] = t->rate_s;
-	if (pg_exec(rl_sql_sweep, 3, params) == -1)
-		log_warnx("rate limit %s: sweep: %s", t->bucket, pg_error());
-}
-
-/*
- * Take or peek at key's bucket in the store: the seconds to wait (0:
- * allowed). A store error refuses (RL_STORE_WAIT): a limit that cannot be
- * read is never waived.
+ * Take or peek at key's shared bucket in a fleet's store: the seconds to
+ * wait (0: allowed). A store error refuses (RL_STORE_WAIT): a limit that
+ * cannot be read is never waived. A batch of full buckets is swept at the
+ * table's first take, then once a minute.
  */
 static int
 rl_store(struct rl_table *t, const char *key, int take)
 {
-	PGresult	*res;
-	const char	*params[4];
-	char		 hashed[72];
-	int		 wait;
+	int64_t	now = now_mono_ms();
+	int	sweep = 0, wait;
 
-	params[0] = t->bucket;
-	params[1] = rl_store_key(key, hashed);
-	params[2] = t->burst_s;
-	params[3] = t->rate_s;
-	if ((res = pg_query(take ? rl_sql_take : rl_sql_peek, 4,
-	    params)) == NULL) {
+	if (take && now - t->swept >= RL_SWEEP_MS) {
+		t->swept = now;
+		sweep = 1;
+	}
+	if ((wait = store->rate(t->bucket, key, t->burst_s, t->rate_s, take,
+	    sweep)) == -1) {
 		log_warnx("rate limit %s: refused, the store failed: %s",
-		    t->bucket, pg_error());
+		    t->bucket, store->error());
 		return RL_STORE_WAIT;
 	}
-	if (PQntuples(res) != 1 || PQnfields(res) != 2)
-		wait = take ? 1 : 0;	/* take: a row born meanwhile */
-	else if (strcmp(PQgetvalue(res, 0, 0), "t") == 0)
-		wait = 0;		/* taken */
-	else if (!take && strtod(PQgetvalue(res, 0, 1), NULL) <= 0)
-		wait = 0;		/* a token is there */
-	else
-		wait = rl_store_wait(strtod(PQgetvalue(res, 0, 1), NULL));
-	PQclear(res);
-	if (take)
-		rl_store_sweep(t);
 	return wait;
 }
 
@@ -338,7 +225,7 @@ rl_take(struct rl_table *t, const char *key, int64_t now_ms)
 
 	if (key == NULL)
 		key = "";
-	if (pg_enabled())
+	if (store->rate != NULL)
 		return rl_store(t, key, 1);
 	hash = rl_hash(key);
 	if ((b = rl_find(t, key, hash)) == NULL) {
@@ -374,7 +261,7 @@ rl_peek(struct rl_table *t, const char *key, int64_t now_ms)
 
 	if (key == NULL)
 		key = "";
-	if (pg_enabled())
+	if (store->rate != NULL)
 		return rl_store(t, key, 0);
 	if ((b = rl_find(t, key, rl_hash(key))) == NULL)
 		return 0;

@@ -1,11 +1,12 @@
 /*
- * Login sessions and bearer tokens. They are kept in STATE_DIR/store.db
- * (store.c: SQLite, one table per kind) and, all of them, in memory, where
- * hash tables find a session by its cookie's hash or its id and a token by
- * its bearer's hash or its id in constant time. The copy in memory is
- * always the store's: brokerd is the only process that can open the store
- * (store.c holds an exclusive lock) and each change is written, in one
- * transaction of its own rows, before it is made in memory or right after
+ * Login sessions and bearer tokens. They are kept in the store (store.c:
+ * STATE_DIR/store.db, or a fleet's PostgreSQL) and, all of them, in
+ * memory, where hash tables find a session by its cookie's hash or its id
+ * and a token by its bearer's hash or its id in constant time. On one host
+ * the copy in memory is always the store's: brokerd is the only process
+ * that can open store.db (store_sqlite.c holds an exclusive lock) and each
+ * change is written, in one transaction of its own rows, before it is made
+ * in memory or right after
  * (a removal). Only SHA-256 hashes of the cookie, CSRF and bearer values
  * are stored. A token bound to a session dies with it; a standalone one
  * has session_id "".
@@ -15,7 +16,7 @@
  * present, its content goes into store.db in one transaction and the file
  * is renamed sessions.json.migrated.
  *
- * With a PostgreSQL store (pgstore.c) the rows are the fleet's: other
+ * With a PostgreSQL store (store_pg.c) the rows are the fleet's: other
  * brokerds add and remove them too. A cookie, bearer or id that misses
  * here is looked up in the store before it is called unknown (a login on
  * another host a moment ago); a notification of a row another host changed
@@ -216,7 +217,7 @@ session_rand_hex(char *out, size_t nbytes)
 }
 
 /*
- * Whether a session or token may be for this user: a name users.json
+ * Whether a session or token may be for this user: a name a user may have
  * could hold (auth_name_valid), and nothing else, such as "../x".
  */
 static int
@@ -293,12 +294,12 @@ session_remove(struct session *s)
 	if (session_gone_cb != NULL)
 		session_gone_cb(s);
 	TAILQ_FOREACH(t, &s->tokens, session_entry)
-		store_token_delete(t->id);
-	store_session_delete(s->id);
+		store->token_delete(t->id);
+	store->session_delete(s->id);
 	session_free(s);
 }
 
-/* Forget every session and token in memory, and close the store. */
+/* Forget every session and token in memory. */
 static void
 session_clear(void)
 {
@@ -310,7 +311,6 @@ session_clear(void)
 	hindex_clear(&by_sid);
 	hindex_clear(&by_hash);
 	hindex_clear(&by_tid);
-	store_close();
 	session_open = 0;
 }
 
@@ -568,16 +568,16 @@ session_store_new(struct session *s0, struct token *t0)
 	struct session	*s;
 	struct token	*t;
 
-	if (store_begin() == -1)
+	if (store->begin() == -1)
 		return -1;
 	for (s = s0 != NULL ? TAILQ_NEXT(s0, entry) : TAILQ_FIRST(&sessions);
 	    s != NULL; s = TAILQ_NEXT(s, entry))
-		store_session_insert(s);
+		store->session_insert(s);
 	for (t = t0 != NULL ? TAILQ_NEXT(t0, entry) : TAILQ_FIRST(&tokens);
 	    t != NULL; t = TAILQ_NEXT(t, entry))
-		store_token_insert(t);
-	store_meta_set("json_migrated", session_now());
-	return store_commit();
+		store->token_insert(t);
+	store->meta_set("json_migrated", session_now());
+	return store->commit();
 }
 
 /*
@@ -596,7 +596,7 @@ session_migrate(const char *state_dir, char *err, size_t errsz)
 
 	json = path_join(state_dir, SESSION_JSON);
 	done = path_join(state_dir, SESSION_JSON_DONE);
-	if (store_meta_get("json_migrated") != 0) {
+	if (store->meta_get("json_migrated") != 0) {
 		if (access(json, F_OK) == 0) {
 			log_warnx("%s: already in the store, renaming it %s "
 			    "unread", json, SESSION_JSON_DONE);
@@ -649,7 +649,7 @@ session_expire_all(int64_t now)
 	struct session	*s, *next;
 	int		 n = 0;
 
-	store_begin();
+	store->begin();
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
 		if (s->expires <= now) {
@@ -658,25 +658,25 @@ session_expire_all(int64_t now)
 			n++;
 		}
 	}
-	if (store_commit() == -1)
+	if (store->commit() == -1)
 		return -1;
 	return n;
 }
 
 /*
- * token_add_loaded for the PostgreSQL store, where a token minted on one
- * host as its session ended on another may outlive it: such a token is
- * deleted (logged), not a reason to refuse to start.
+ * token_add_loaded for a token read at start-up: one whose session is gone
+ * (in a fleet, a token minted on one host as its session ended on another
+ * may outlive it) is deleted, logged, not a reason to refuse to start.
  */
 static int
-token_add_fleet(struct token *t, char *err, size_t errsz)
+token_add_stored(struct token *t, char *err, size_t errsz)
 {
 	if (t->session_id[0] != '\0' &&
 	    str_is_hex(t->session_id, 2 * SESSION_ID_BYTES) &&
 	    session_find(t->session_id) == NULL) {
 		log_warnx("token %.16s: its session %.8s is gone; deleted",
 		    t->id, t->session_id);
-		store_token_delete(t->id);
+		store->token_delete(t->id);
 		free(t->user);
 		free(t);
 		return 0;
@@ -720,7 +720,7 @@ session_adopt(struct session *row)
 	char	err[256];
 
 	if (session_add_loaded(row, err, sizeof(err)) == -1) {
-		log_warnx("the PostgreSQL store: %s", err);
+		log_warnx("the store: %s", err);
 		return NULL;
 	}
 	session_grant_mono(row);
@@ -734,17 +734,19 @@ session_adopt(struct session *row)
 
 /*
  * The session whose token_hash (hashed) or id is key, from the store when
- * this host has not seen it yet; NULL when the store has none either.
+ * this host has not seen it yet; NULL when the store has none either. A
+ * store of one host has nothing memory lacks (and a session ended here
+ * whose row could not be deleted must not come back): not asked.
  */
 static struct session *
 session_fetch(const char *key, int hashed)
 {
 	struct session	*row;
 
-	if (!pg_enabled() || !session_open || key == NULL ||
+	if (store->one_host || !session_open || key == NULL ||
 	    !str_is_hex(key, hashed ? 64 : 2 * SESSION_ID_BYTES))
 		return NULL;
-	if (pgstore_session_get(key, hashed, &row) != 1)
+	if (store->session_get(key, hashed, &row) != 1)
 		return NULL;
 	log_debug("session %.8s of %s: read from the store", row->id,
 	    row->user);
@@ -765,22 +767,25 @@ token_adopt(struct token *row)
 		return NULL;
 	}
 	if (token_add_loaded(row, err, sizeof(err)) == -1) {
-		log_warnx("the PostgreSQL store: %s", err);
+		log_warnx("the store: %s", err);
 		return NULL;
 	}
 	return row;
 }
 
-/* The token whose hash (hashed) or id is key, from the store on a miss. */
+/*
+ * The token whose hash (hashed) or id is key, from a fleet's store on a
+ * miss (as session_fetch: a revoked token never comes back).
+ */
 static struct token *
 token_fetch(const char *key, int hashed)
 {
 	struct token	*row;
 
-	if (!pg_enabled() || !session_open || key == NULL ||
+	if (store->one_host || !session_open || key == NULL ||
 	    !str_is_hex(key, hashed ? 64 : 2 * TOKEN_ID_BYTES))
 		return NULL;
-	if (pgstore_token_get(key, hashed, &row) != 1)
+	if (store->token_get(key, hashed, &row) != 1)
 		return NULL;
 	log_debug("token %s of %s: read from the store", row->id, row->user);
 	return token_adopt(row);
@@ -885,7 +890,7 @@ session_notified(const char *id, int own)
 	if (own || !session_open || !str_is_hex(id, 2 * SESSION_ID_BYTES))
 		return;
 	s = session_find(id);
-	switch (pgstore_session_get(id, 0, &row)) {
+	switch (store->session_get(id, 0, &row)) {
 	case -1:
 		return;		/* the link: reconciled when it is back */
 	case 0:
@@ -908,7 +913,7 @@ token_notified(const char *id, int own)
 	if (own || !session_open || !str_is_hex(id, 2 * TOKEN_ID_BYTES))
 		return;
 	t = hindex_find(&by_tid, id);
-	switch (pgstore_token_get(id, 0, &row)) {
+	switch (store->token_get(id, 0, &row)) {
 	case -1:
 		return;
 	case 0:
@@ -992,9 +997,9 @@ session_reconcile(void)
 	char		 err[512];
 	size_t		 i, before = by_sid.count, tbefore = by_tid.count;
 
-	if (!session_open || !pg_enabled())
+	if (!session_open)
 		return;
-	if (pgstore_load(session_collect, token_collect, err,
+	if (store->load(session_collect, token_collect, err,
 	    sizeof(err)) == -1) {
 		log_warnx("reconciling sessions: %s", err);
 		session_rows_free();
@@ -1068,34 +1073,27 @@ session_forget_user(const char *user)
 }
 
 /*
- * Open STATE_DIR/store.db (migrating sessions.json into it the first time)
- * and load it; drop the sessions that expired. -1 with err when the store
- * cannot be used: brokerd refuses to start.
+ * Load the sessions and tokens of the open store (migrating sessions.json
+ * into the embedded one the first time); drop the sessions that expired.
+ * -1 with err when the store cannot be used: brokerd refuses to start.
  */
 int
 session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 {
-	char	*path;
-	int	 rc;
-
 	session_clear();
 	if (lifetime <= 0) {
 		snprintf(err, errsz, "session lifetime must be positive");
 		return -1;
 	}
 	session_lifetime = lifetime;
-	path = path_join(state_dir, STORE_FILE);
-	rc = store_open(path, err, errsz);
-	free(path);
-	if (rc == -1)
-		return -1;
-	if (store_load(session_add_loaded, pg_enabled() ? token_add_fleet :
-	    token_add_loaded, err, errsz) == -1) {
-		store_unusable(err, errsz);
+	if (store->load(session_add_loaded, token_add_stored, err,
+	    errsz) == -1) {
+		store->unusable(err, errsz);
 		goto fail;
 	}
 	/* sessions.json predates store.db; hgctl store copy moves that. */
-	if (!pg_enabled() && session_migrate(state_dir, err, errsz) == -1)
+	if (store->one_host && session_migrate(state_dir, err,
+	    errsz) == -1)
 		goto fail;
 	if (session_expire_all(session_now()) == -1) {
 		snprintf(err, errsz, "%s: cannot remove expired sessions",
@@ -1103,10 +1101,10 @@ session_init(const char *state_dir, int lifetime, char *err, size_t errsz)
 		goto fail;
 	}
 	session_open = 1;
-	if (pg_enabled()) {
-		pg_on_notify("sessions", session_notified);
-		pg_on_notify("tokens", token_notified);
-		pg_on_reconnect(session_reconcile);
+	if (store->on_notify != NULL) {
+		store->on_notify("sessions", session_notified);
+		store->on_notify("tokens", token_notified);
+		store->on_reconnect(session_reconcile);
 	}
 	return 0;
 fail:
@@ -1142,7 +1140,7 @@ session_create(const char *user, char *cookie, size_t cookiesz, char *csrf,
 	sha256_hex(csrf, strlen(csrf), s->csrf_hash);
 	s->created = s->last_seen = session_now();
 	s->expires = s->created + session_lifetime;
-	if (session_find(s->id) != NULL || store_session_insert(s) == -1) {
+	if (session_find(s->id) != NULL || store->session_insert(s) == -1) {
 		free(s->user);
 		free(s);
 		return NULL;
@@ -1218,9 +1216,9 @@ session_destroy(struct session *s)
 
 	log_info("session %.8s of %s ended", s->id, s->user);
 	snprintf(id, sizeof id, "%s", s->id);
-	store_begin();
+	store->begin();
 	session_remove(s);
-	if (store_commit() == -1)
+	if (store->commit() == -1)
 		log_warnx("session %.8s: its end could not be stored", id);
 }
 
@@ -1234,7 +1232,7 @@ session_drop_user(const char *user)
 
 	if (user == NULL)
 		return;
-	store_begin();
+	store->begin();
 	for (s = TAILQ_FIRST(&sessions); s != NULL; s = snext) {
 		snext = TAILQ_NEXT(s, entry);
 		if (strcmp(s->user, user) == 0) {
@@ -1246,15 +1244,14 @@ session_drop_user(const char *user)
 	for (t = TAILQ_FIRST(&tokens); t != NULL; t = tnext) {
 		tnext = TAILQ_NEXT(t, entry);
 		if (strcmp(t->user, user) == 0) {
-			store_token_delete(t->id);
+			store->token_delete(t->id);
 			token_free(t);
 			n++;
 		}
 	}
 	/* Rows of it this host has not seen yet (another's login). */
-	if (pg_enabled())
-		pgstore_drop_user(user);
-	if (store_commit() == -1)
+	store->drop_user(user);
+	if (store->commit() == -1)
 		log_warnx("sessions and tokens of %s: their end could not be "
 		    "stored", user);
 	if (n > 0)
@@ -1467,7 +1464,7 @@ token_create(const char *user, const char *session_id, char *bearer,
 		snprintf(t->session_id, sizeof t->session_id, "%s", s->id);
 	t->created = session_now();
 	if (hindex_find(&by_tid, t->id) != NULL ||
-	    store_token_insert(t) == -1) {
+	    store->token_insert(t) == -1) {
 		bearer[0] = '\0';
 		free(t->user);
 		free(t);
@@ -1521,7 +1518,7 @@ token_revoke(const char *id)
 	events_emit_token(t->session_id[0] != '\0' ? t->session_id : NULL,
 	    t->user, t->hash, "token_revoked", d);
 	/* Dead now in any case; a failed write is logged (and retried never). */
-	if (store_token_delete(t->id) == -1)
+	if (store->token_delete(t->id) == -1)
 		log_warnx("token %s: its revocation could not be stored",
 		    t->id);
 	token_free(t);
@@ -1569,14 +1566,14 @@ session_store_dirty(size_t max)
 
 	if (TAILQ_EMPTY(&dirty))
 		return 0;
-	if (store_begin() == -1)
+	if (store->begin() == -1)
 		return -1;
 	for (n = 0; n < max && (s = TAILQ_FIRST(&dirty)) != NULL; n++) {
-		store_session_touch(s);
+		store->session_touch(s);
 		TAILQ_REMOVE(&dirty, s, dirty_entry);
 		s->dirty = 0;
 	}
-	if (store_commit() == -1) {
+	if (store->commit() == -1) {
 		log_warnx("%zu last-seen times could not be stored", n);
 		return -1;
 	}
@@ -1599,17 +1596,17 @@ session_sweep(void)
 
 	if (!session_open)
 		return 0;
-	n = store_expired(session_now(), ids, SESSION_BATCH);
-	if (n > 0 && store_begin() == 0) {
+	n = store->expired(session_now(), ids, SESSION_BATCH);
+	if (n > 0 && store->begin() == 0) {
 		for (i = 0; i < n; i++) {
 			if ((s = session_find(ids[i])) == NULL) {
-				store_session_delete(ids[i]);
+				store->session_delete(ids[i]);
 				continue;
 			}
 			log_debug("session %.8s of %s expired", s->id, s->user);
 			session_remove(s);
 		}
-		if (store_commit() == -1) {
+		if (store->commit() == -1) {
 			log_warnx("%zu expired sessions could not be removed "
 			    "from the store", n);
 			failed = 1;
@@ -1633,7 +1630,7 @@ session_flush(void)
 	return 0;
 }
 
-/* Store the pending last_seen times, forget everything, close the store. */
+/* Store the pending last_seen times and forget everything (at exit). */
 void
 session_close(void)
 {
@@ -1649,7 +1646,7 @@ session_save(struct session *s)
 	/* Another host's change, being applied here: the store has it. */
 	if (session_remote())
 		return 0;
-	if (!session_open || store_session_update(s) == -1)
+	if (!session_open || store->session_update(s) == -1)
 		return -1;
 	if (s->dirty) {
 		TAILQ_REMOVE(&dirty, s, dirty_entry);

@@ -608,11 +608,9 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		return;
 	}
 	/* sandboxd has it: a fleet's live table shows it until it ends. */
-	if (pg_enabled()) {
-		spawn_new_id(w->live);
-		hosts_live_add(w->live, "command", w->user, w->session_id,
-		    spawn_live_detail(w, sum));
-	}
+	spawn_new_id(w->live);
+	hosts_live_add(w->live, "command", w->user, w->session_id,
+	    spawn_live_detail(w, sum));
 }
 
 /* A fresh id of 16 hex digits (a command's live row). */
@@ -690,15 +688,7 @@ spawn_terminal_done(struct ipc_peer *sp, struct ipc_msg *m, void *arg)
 		    t->mode, t->backend);
 		spawn_term_live(t);
 		/* Outside brokerd a fleet's terminal id names its host. */
-		if (pg_enabled()) {
-			char	full[HOSTS_SPAWN_ID_MAX];
-
-			hosts_spawn_id(t->id, full, sizeof(full));
-			json_object_object_add(res, "id",
-			    json_object_new_string(full));
-			json_object_object_add(res, "host",
-			    json_object_new_string(hosts_self()));
-		}
+		hosts_spawn_name(res, t->id);
 	}
 	spawn_relay(w, m);
 	spawn_wait_free(w);
@@ -962,18 +952,7 @@ spawn_exited(const char *proc_id, int status, int oom,
 	egress_bypass(t->user, t->session_id[0] ? t->session_id : NULL, t->id,
 	    bypass);
 	/* The event is the client's: a fleet's id names the host. */
-	if (pg_enabled()) {
-		struct json_object	*e = NULL;
-		char			 full[HOSTS_SPAWN_ID_MAX];
-
-		if (json_object_deep_copy(d, &e, NULL) == 0) {
-			hosts_spawn_id(t->id, full, sizeof(full));
-			json_object_object_add(e, "id",
-			    json_object_new_string(full));
-			json_object_put(d);
-			d = e;
-		}
-	}
+	hosts_spawn_event(&d, t->id);
 	events_emit(NULL, t->user, "terminal_exited", d);
 }
 

@@ -1,7 +1,9 @@
 /*
  * hgctl's store commands, off-line: what a store holds (hgctl store
- * status) and the copy of a host's embedded store (users.json, store.db's
- * sessions and tokens, the audit.log chain) into an empty PostgreSQL store
+ * status) and the copy of a host's embedded store (store.db's users,
+ * sessions and tokens, or the users.json of a host of an earlier release
+ * that never started this one; the audit.log chain) into an empty
+ * PostgreSQL store
  * (hgctl store copy). The copy takes store.db's exclusive lock, as brokerd
  * does, so that it refuses while brokerd runs and brokerd cannot start in
  * the middle of it; it writes everything in one transaction, or nothing.
@@ -79,15 +81,67 @@ storeadm_sqlite_count(sqlite3 *db, const char *sql)
 	return v;
 }
 
-/* STATE_DIR/users.json's users array (the caller's), or NULL with err. */
+/* store.db's users (schema 3 on) as users.json's array; NULL with err. */
 static struct json_object *
-storeadm_users(const char *state_dir, char *err, size_t errsz)
+storeadm_users_table(sqlite3 *db, char *err, size_t errsz)
+{
+	struct json_object	*arr, *o;
+	sqlite3_stmt		*st;
+	int			 rc;
+
+	if (sqlite3_prepare_v2(db, "SELECT name, admin, hash, created, uid, "
+	    "gid, unix_user, egress_allow FROM users ORDER BY created, name",
+	    -1, &st, NULL) != SQLITE_OK) {
+		snprintf(err, errsz, "%s: %s", STORE_FILE, sqlite3_errmsg(db));
+		return NULL;
+	}
+	arr = json_object_new_array();
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(
+		    (const char *)sqlite3_column_text(st, 0)));
+		json_object_object_add(o, "role", json_object_new_string(
+		    sqlite3_column_int(st, 1) ? "admin" : "user"));
+		json_object_object_add(o, "hash", json_object_new_string(
+		    (const char *)sqlite3_column_text(st, 2)));
+		json_object_object_add(o, "created",
+		    json_object_new_int64(sqlite3_column_int64(st, 3)));
+		json_object_object_add(o, "uid",
+		    json_object_new_int64(sqlite3_column_int64(st, 4)));
+		json_object_object_add(o, "gid",
+		    json_object_new_int64(sqlite3_column_int64(st, 5)));
+		if (sqlite3_column_type(st, 6) != SQLITE_NULL)
+			json_object_object_add(o, "unix_user",
+			    json_object_new_string((const char *)
+			    sqlite3_column_text(st, 6)));
+		json_object_object_add(o, "egress_allow", json_tokener_parse(
+		    (const char *)sqlite3_column_text(st, 7)));
+		json_object_array_add(arr, o);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		snprintf(err, errsz, "%s: %s", STORE_FILE, sqlite3_errmsg(db));
+		json_object_put(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+/*
+ * The users of a host (the caller's array, as users.json holds them):
+ * store.db's (db, when its schema has them), else those of the users.json
+ * of an earlier release; NULL with err.
+ */
+static struct json_object *
+storeadm_users(const char *state_dir, sqlite3 *db, char *err, size_t errsz)
 {
 	struct json_object	*root, *arr;
 	char			*path, *text;
 	int64_t			 version;
 	int			 absent;
 
+	if (db != NULL && storeadm_sqlite_count(db, "PRAGMA user_version") >= 3)
+		return storeadm_users_table(db, err, errsz);
 	path = path_join(state_dir, STOREADM_USERS_FILE);
 	if ((text = file_read_private(path, STOREADM_USERS_MAX, &absent, err,
 	    errsz)) == NULL) {
@@ -124,17 +178,19 @@ storeadm_embedded_status(const char *state_dir, struct storeadm_counts *c,
 	int			 absent;
 
 	memset(c, 0, sizeof(*c));
-	c->schema = c->sessions = c->tokens = -1;
-	if ((users = storeadm_users(state_dir, err, errsz)) == NULL)
+	c->schema = c->users = c->sessions = c->tokens = -1;
+	if ((db = storeadm_sqlite(state_dir, &absent, err, errsz)) == NULL &&
+	    !absent)
+		return strstr(err, "brokerd is running") != NULL ? 1 : -1;
+	if ((users = storeadm_users(state_dir, db, err, errsz)) == NULL) {
+		sqlite3_close(db);
 		return -1;
+	}
 	c->users = json_object_array_length(users);
 	json_object_put(users);
-	if ((db = storeadm_sqlite(state_dir, &absent, err, errsz)) == NULL) {
-		if (absent) {
-			c->schema = c->sessions = c->tokens = 0;
-			return 0;
-		}
-		return strstr(err, "brokerd is running") != NULL ? 1 : -1;
+	if (db == NULL) {
+		c->schema = c->sessions = c->tokens = 0;
+		return 0;
 	}
 	c->schema = storeadm_sqlite_count(db, "PRAGMA user_version");
 	c->sessions = storeadm_sqlite_count(db, "SELECT count(*) FROM "
@@ -236,10 +292,10 @@ storeadm_num(char buf[24], int64_t v)
 	return buf;
 }
 
-/* Copy users.json's users into the users table; their number or -1. */
+/* Copy a host's users into the users table; their number or -1. */
 static int64_t
-storeadm_copy_users(PGconn *conn, const char *state_dir, char *err,
-    size_t errsz)
+storeadm_copy_users(PGconn *conn, const char *state_dir, sqlite3 *db,
+    char *err, size_t errsz)
 {
 	struct json_object	*users, *o, *allow;
 	PGresult		*res;
@@ -248,7 +304,7 @@ storeadm_copy_users(PGconn *conn, const char *state_dir, char *err,
 	int64_t			 created, uid, gid;
 	size_t			 i, n;
 
-	if ((users = storeadm_users(state_dir, err, errsz)) == NULL)
+	if ((users = storeadm_users(state_dir, db, err, errsz)) == NULL)
 		return -1;
 	n = json_object_array_length(users);
 	for (i = 0; i < n; i++) {
@@ -574,7 +630,7 @@ storeadm_copy(const char *state_dir, const char *host, const char *to,
 		    c->users, c->sessions, c->tokens, c->audit);
 		goto rollback;
 	}
-	if ((c->users = storeadm_copy_users(conn, state_dir, err,
+	if ((c->users = storeadm_copy_users(conn, state_dir, db, err,
 	    errsz)) == -1)
 		goto rollback;
 	c->sessions = c->tokens = 0;

@@ -128,7 +128,9 @@ bench_decision(void)
 
 	if (mkdtemp(dir) == NULL)
 		fatal("mkdtemp");
-	if (session_init(dir, 3600, err, sizeof(err)) == -1)
+	snprintf(cmd, sizeof(cmd), "%s/%s", dir, STORE_FILE);
+	if (store_sqlite_open_path(cmd, err, sizeof(err)) == -1 ||
+	    session_init(dir, 3600, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	/* A realistic store: 100 sessions, ours among them. */
 	for (i = 0; i < 99; i++)
@@ -137,7 +139,7 @@ bench_decision(void)
 	if ((s = session_create("alice", cookie, sizeof(cookie), csrf,
 	    sizeof(csrf))) == NULL)
 		fatalx("session_create");
-	rl = rl_new(1e9, 1e9, 10000);
+	rl = rl_new("bench", 1e9, 1e9, 10000);
 	t0 = now_mono_ms();
 	for (i = 0; i < DECISIONS; i++) {
 		now = now_mono_ms();

@@ -15,7 +15,7 @@
  *             and session_lookup of a cookie: CPU time per lookup over a
  *             batch (they never wait)
  *
- * The stores are real SQLite files (brokerd/store.c) in a temporary
+ * The stores are real SQLite files (brokerd/store_sqlite.c) in a temporary
  * directory on the file system of /tmp, written with synchronous=FULL.
  * Prints one line per operation: the medians, and the median of the
  * ratios large / small of the pairs measured side by side.
@@ -50,6 +50,19 @@ static const char *const op_names[OP_COUNT] = {
 	"session lookup (cookie)", "start-up (open, check, load: O(n))",
 	"session_create alone (the store's part of a login)"
 };
+
+/*
+ * auth.c kills the spawns of a user another host deleted (a fleet's store
+ * only) through sandbox.c, which a benchmark of the embedded store never
+ * reaches: linked, never called.
+ */
+void	sandbox_kill_user(const char *);
+
+void
+sandbox_kill_user(const char *user)
+{
+	fatalx("sandbox_kill_user(%s) in a benchmark", user);
+}
 
 /* A store and the process that holds it. */
 struct store {
@@ -88,8 +101,11 @@ cpu_us(void)
 static void
 child_enter(const char *dir)
 {
-	char	err[512];
+	char	err[512], *path = path_join(dir, STORE_FILE);
 
+	if (store_sqlite_open_path(path, err, sizeof(err)) == -1)
+		fatalx("%s", err);
+	free(path);
 	if (auth_init(dir, err, sizeof(err)) == -1 ||
 	    session_init(dir, 3600, err, sizeof(err)) == -1)
 		fatalx("%s", err);
@@ -107,8 +123,8 @@ child_fill(const char *dir, int size)
 	if (auth_user_add("bench", 0, PASSWORD, err, sizeof(err)) == -1)
 		fatalx("%s", err);
 	/* Filled in one transaction: how, is not what is measured. */
-	if (store_begin() == -1)
-		fatalx("store_begin");
+	if (store->begin() == -1)
+		fatalx("store begin");
 	for (i = 0; i < 100; i++)
 		if ((s[i] = session_create("bench", cookie, sizeof(cookie),
 		    csrf, sizeof(csrf))) == NULL)
@@ -123,9 +139,10 @@ child_fill(const char *dir, int size)
 			memcpy(middle, bearer, sizeof(bearer));
 		memcpy(newest, bearer, sizeof(bearer));
 	}
-	if (store_commit() == -1)
-		fatalx("store_commit");
+	if (store->commit() == -1)
+		fatalx("store commit");
 	session_close();
+	store_close();
 	/* Reopened as at a start, timed. */
 }
 
@@ -198,6 +215,7 @@ child_op(int op)
 		return (cpu_us() - t0) / BATCH;
 	case OP_OPEN:
 		session_close();
+		store_close();
 		t0 = now_us();
 		child_enter(getenv("BENCH_STORE_DIR"));
 		return now_us() - t0;

@@ -26,7 +26,7 @@ int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_reset(void);
 
 static const char	*fuzz_dir;
-static char		 fuzz_file[64];
+static char		 fuzz_file[64], fuzz_done[80], fuzz_db[64], fuzz_wal[80];
 
 /*
  * A user deleted on another host has their spawns killed through
@@ -41,11 +41,27 @@ sandbox_kill_user(const char *user)
 }
 
 /* Make the fixture once, before the first input. */
+/* Open store.db of dir afresh, as brokerd does before loading anything. */
+static int
+fuzz_store_open(const char *dir, char *err, size_t errsz)
+{
+	char	*path = path_join(dir, STORE_FILE);
+	int	 rc;
+
+	store_close();
+	rc = store_sqlite_open_path(path, err, errsz);
+	free(path);
+	return rc;
+}
+
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	fuzz_dir = ff_dir("fuzz_auth", "/tmp");
 	snprintf(fuzz_file, sizeof(fuzz_file), "%s/users.json", fuzz_dir);
+	snprintf(fuzz_done, sizeof(fuzz_done), "%s.migrated", fuzz_file);
+	snprintf(fuzz_db, sizeof(fuzz_db), "%s/store.db", fuzz_dir);
+	snprintf(fuzz_wal, sizeof(fuzz_wal), "%s-wal", fuzz_db);
 	/* The default HOSTGATE_UID_RANGE, and one id a daemon holds. */
 	auth_uid_range(1879048192, 1879113727);
 	auth_uid_reserve(1879048200, "the uid of hostgate-front");
@@ -85,7 +101,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(user, name, nlen);
 		user[nlen] = '\0';
 	}
+	/* A first start: an empty store, maybe an earlier release's file. */
+	store_close();
 	unlink(fuzz_file);
+	unlink(fuzz_done);
+	unlink(fuzz_db);
+	unlink(fuzz_wal);
+	if (fuzz_store_open(fuzz_dir, err, sizeof(err)) == -1)
+		abort();
 	if (len > 0) {
 		if ((fd = open(fuzz_file, O_WRONLY | O_CREAT | O_TRUNC, 0600)) ==
 		    -1 || write(fd, data, len) != (ssize_t)len)
@@ -96,9 +119,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		ff_check_message(err);
 		return 0;
 	}
-	/* What loaded (and was written back with ids) loads again the same. */
+	/* What was taken in (given ids) loads again the same. */
 	before = fuzz_dump();
-	if (auth_init(fuzz_dir, err, sizeof(err)) == -1)
+	if (fuzz_store_open(fuzz_dir, err, sizeof(err)) == -1 ||
+	    auth_init(fuzz_dir, err, sizeof(err)) == -1)
 		abort();
 	after = fuzz_dump();
 	if (strcmp(before, after) != 0)
@@ -113,6 +137,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (auth_user_del(user, err, sizeof(err)) == -1)
 			ff_check_message(err);
 		else if (auth_find(user) != NULL ||
+		    fuzz_store_open(fuzz_dir, err, sizeof(err)) == -1 ||
 		    auth_init(fuzz_dir, err, sizeof(err)) == -1 ||
 		    auth_find(user) != NULL)
 			abort();

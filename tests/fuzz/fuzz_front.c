@@ -120,12 +120,15 @@ fuzz_reset(void)
 	char	err[512];
 
 	session_close();
+	store_close();
 	fuzz_rm("store.db");
 	fuzz_rm("store.db-wal");
 	fuzz_rm("sessions.json.migrated");
+	fuzz_rm("users.json.migrated");
 	fuzz_put("users.json", fuzz_users);
 	fuzz_put("sessions.json", fuzz_sessions);
-	if (auth_init(fuzz_conf.state_dir, err, sizeof(err)) == -1 ||
+	if (store_init(&fuzz_conf, err, sizeof(err)) == -1 ||
+	    auth_init(fuzz_conf.state_dir, err, sizeof(err)) == -1 ||
 	    session_init(fuzz_conf.state_dir, fuzz_conf.session_lifetime, err,
 	    sizeof(err)) == -1) {
 		fprintf(stderr, "fuzz_front: %s\n", err);

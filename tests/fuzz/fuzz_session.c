@@ -109,12 +109,25 @@ fuzz_dump(void)
 }
 
 /* One first start from a sessions.json, then lookups in the store. */
+/* Open store.db of dir afresh, as brokerd does before loading anything. */
+static int
+fuzz_store_open(const char *dir, char *err, size_t errsz)
+{
+	char	*path = path_join(dir, STORE_FILE);
+	int	 rc;
+
+	store_close();
+	rc = store_sqlite_open_path(path, err, errsz);
+	free(path);
+	return rc;
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct session	*s;
 	struct token	*t;
-	char		*store, *cookie, *bearer, *csrf, *before, *after;
+	char		*former, *cookie, *bearer, *csrf, *before, *after;
 	const uint8_t	*cut;
 	char		 err[512], hash[65], c[128], x[128], b[128];
 	size_t		 len;
@@ -122,7 +135,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Not fuzz_det_reset: the fuzzer would plant the next token's hash. */
 	fuzz_det_seed(data, size);
-	store = fuzz_part(data, size, 0);
+	former = fuzz_part(data, size, 0);
 	cookie = fuzz_part(data, size, 1);
 	bearer = fuzz_part(data, size, 2);
 	csrf = fuzz_part(data, size, 3);
@@ -140,7 +153,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		close(fd);
 	}
-	if (session_init(fuzz_dir, 3600, err, sizeof(err)) == -1) {
+	if (fuzz_store_open(fuzz_dir, err, sizeof(err)) == -1 ||
+	    session_init(fuzz_dir, 3600, err, sizeof(err)) == -1) {
 		ff_check_message(err);
 		goto out;
 	}
@@ -149,7 +163,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	before = fuzz_dump();
 	session_close();
-	if (session_init(fuzz_dir, 3600, err, sizeof(err)) == -1)
+	if (fuzz_store_open(fuzz_dir, err, sizeof(err)) == -1 ||
+	    session_init(fuzz_dir, 3600, err, sizeof(err)) == -1)
 		abort();
 	after = fuzz_dump();
 	if (strcmp(before, after) != 0) {
@@ -186,7 +201,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	}
 out:
-	free(store);
+	free(former);
 	free(cookie);
 	free(bearer);
 	free(csrf);

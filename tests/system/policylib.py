@@ -116,12 +116,11 @@ def assert_error(r, status, code=None, message=None):
 
 def spawn_uid(hg, user=ADMIN[0]):
     """(uid, gid) that a hostgate user's commands run as: the user's own
-    (from users.json) in root mode, the daemons' user otherwise."""
+    (hgctl user list) in root mode, the daemons' user otherwise."""
     if hg.mode == "root":
-        with open(os.path.join(hg.state, "users.json")) as f:
-            for u in json.load(f)["users"]:
-                if u["name"] == user:
-                    return u["uid"], u["gid"]
+        for u in hg.hgctl_json("user", "list"):
+            if u["name"] == user:
+                return u["uid"], u["gid"]
         raise KeyError(user)
     if hg.run_as:
         return hg.run_as

@@ -108,16 +108,11 @@ def need_kill(hg, session):
 
 
 def users_json(hg):
-    with open(os.path.join(hg.state, "users.json")) as f:
-        doc = json.load(f)
-    users = doc.get("users", doc) if isinstance(doc, dict) else doc
-    if isinstance(users, dict):
-        return users
-    return {u.get("name") or u.get("user"): u for u in users}
+    return {u["name"]: u for u in hg.hgctl_json("user", "list")}
 
 
 def user_ids(hg, name):
-    """(uid, gid) brokerd gave a user, or None when users.json has none."""
+    """(uid, gid) brokerd gave a user, or None when it has none."""
     u = users_json(hg).get(name) or {}
     if isinstance(u.get("uid"), int):
         return u["uid"], u.get("gid")
@@ -620,7 +615,7 @@ def test_direct_mode_reaches_no_other_user_and_no_daemon(two_users):
     assert got["uid"] != 0 and got["uid"] not in daemons, got
     assert got["uid"] != os.stat(ws).st_uid, got
     ids = user_ids(hg, "alice")
-    assert ids is not None, "users.json gives alice no uid"
+    assert ids is not None, "hgctl user list gives alice no uid"
     assert got["uid"] == ids[0], (got, ids)
     assert bob_pid in [p for p, _, _ in survivors(t)]
     assert os.stat("/proc/%d" % bob_pid).st_uid == user_ids(hg, "bob")[0]

@@ -146,16 +146,21 @@ def test_other_users_may_not_use_control_socket(shared):
                              for u in shared.hgctl_json("user", "list")]
 
 
-def test_users_file_mode_and_content(shared):
-    path = os.path.join(shared.state, "users.json")
+def test_users_store_mode_and_content(shared):
+    """The users are in store.db (0600): hashes, never a password."""
+    path = os.path.join(shared.state, "store.db")
     st = os.stat(path)
     assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
-    with open(path) as f:
-        text = f.read()
-    doc = json.loads(text)
-    assert hglib.ADMIN[1] not in text and hglib.USER[1] not in text
-    assert "argon2id" in text or "scrypt" in text, "no slow hash in users.json"
-    assert hglib.ADMIN[0] in text and doc
+    data = b""
+    for p in (path, path + "-wal"):     # not checkpointed yet: the WAL
+        if os.path.exists(p):
+            with open(p, "rb") as f:
+                data += f.read()
+    assert hglib.ADMIN[1].encode() not in data
+    assert hglib.USER[1].encode() not in data
+    assert b"$argon2id$" in data, "no slow hash in store.db"
+    assert hglib.ADMIN[0].encode() in data
+    assert not os.path.exists(os.path.join(shared.state, "users.json"))
 
 
 def test_session_revoke(shared):

@@ -1,7 +1,8 @@
 """Each user's identity and what brokerd tells sandboxd of it: a uid and
 gid per user from HOSTGATE_UID_RANGE (or a mapped Unix account), kept in
-users.json across restarts and given to users stored before uids; the
-uid, gid and a direct grant's deadline with every spawn; a "grant" at
+store.db across restarts and given to the users of an earlier release's
+users.json as they are taken in; the uid, gid and a direct grant's
+deadline with every spawn; a "grant" at
 each grant, renewal and link-up; a grant ended by logout; a deleted
 user's processes killed; and the limits, usage and containment of
 /api/status, the admin sessions view and hgctl status."""
@@ -9,6 +10,7 @@ user's processes killed; and the limits, usage and containment of
 import json
 import os
 import re
+import sqlite3
 
 import hglib
 import policylib as pl
@@ -22,9 +24,15 @@ def users_by_name(hg):
     return {u["name"]: u for u in hg.hgctl_json("user", "list")}
 
 
-def users_file(hg):
-    with open(os.path.join(hg.state, "users.json")) as f:
-        return {u["name"]: u for u in json.load(f)["users"]}
+def stored_users(hg):
+    """store.db's users rows, brokerd stopped (it holds the file)."""
+    db = sqlite3.connect(os.path.join(hg.state, "store.db"))
+    try:
+        rows = db.execute("SELECT name, admin, hash, created FROM users "
+                          "ORDER BY name").fetchall()
+    finally:
+        db.close()
+    return rows
 
 
 def start_brokerd(hg):
@@ -50,13 +58,17 @@ def test_uids_distinct_in_range_and_kept(hostgate_factory):
         [RANGE[0], RANGE[0] + 1, RANGE[0] + 2], users
     for u in users.values():
         assert u["gid"] == u["uid"] and u["unix_user"] is None, u
-    stored = users_file(hg)
-    assert {n: (u["uid"], u["gid"]) for n, u in stored.items()} == \
-        {n: (u["uid"], u["gid"]) for n, u in users.items()}, stored
     rec = pl.audit_records(hg, action="user_added", user="bob")[-1]
     assert rec["detail"]["uid"] == RANGE[0] + 1, rec
 
     assert hg.stop("brokerd") == 0
+    db = sqlite3.connect(os.path.join(hg.state, "store.db"))
+    try:
+        stored = dict((n, (uid, gid)) for n, uid, gid in db.execute(
+            "SELECT name, uid, gid FROM users"))
+    finally:
+        db.close()
+    assert stored == {n: (u["uid"], u["gid"]) for n, u in users.items()}
     start_brokerd(hg)
     assert users_by_name(hg) == users
 
@@ -69,24 +81,48 @@ def test_uids_distinct_in_range_and_kept(hostgate_factory):
                for l in text), text
 
 
-def test_users_stored_without_uids_get_them(hostgate_factory):
-    """A users.json of an older version: brokerd gives each user a uid at
-    start and writes it back; the passwords still work."""
+def test_users_json_of_earlier_release_migrated_once(hostgate_factory):
+    """A state directory of the previous release (users.json, written
+    before uids, no users in store.db): brokerd takes the users into
+    store.db at start, with uids, renames the file users.json.migrated, and
+    the same passwords log in; a second start does not take it in again."""
     hg = pl.own(hostgate_factory, "oldids")
     assert hg.stop("brokerd") == 0
+    rows = stored_users(hg)
+    doc = {"version": 1, "users": [
+        {"name": n, "role": "admin" if a else "user", "hash": h,
+         "created": c} for n, a, h, c in rows]}
+    st = os.stat(os.path.join(hg.state, "store.db"))
+    for name in ("store.db", "store.db-wal"):
+        if os.path.exists(os.path.join(hg.state, name)):
+            os.unlink(os.path.join(hg.state, name))
     path = os.path.join(hg.state, "users.json")
-    with open(path) as f:
-        doc = json.load(f)
-    for u in doc["users"]:
-        del u["uid"], u["gid"]
-    with open(path, "w") as f:        # in place: owner and mode stay
+    with open(path, "w") as f:
         json.dump(doc, f)
+    os.chown(path, st.st_uid, st.st_gid)
+    os.chmod(path, 0o600)
     start_brokerd(hg)
-    stored = users_file(hg)
-    uids = sorted(u["uid"] for u in stored.values())
-    assert uids == [DEFAULT_RANGE[0], DEFAULT_RANGE[0] + 1], stored
-    assert all(u["gid"] == u["uid"] for u in stored.values()), stored
+    assert not os.path.exists(path)
+    assert os.path.exists(path + ".migrated")
+    users = users_by_name(hg)
+    uids = sorted(u["uid"] for u in users.values())
+    assert uids == [DEFAULT_RANGE[0], DEFAULT_RANGE[0] + 1], users
+    assert all(u["gid"] == u["uid"] for u in users.values()), users
     hg.login(*pl.USER)
+    hg.login(*pl.ADMIN)
+    assert "users moved to store.db" in hg.log_text("brokerd")
+
+    # Changed in the store; the old file back (a crash before the rename):
+    # not read again, renamed unread.
+    hg.hgctl_ok("user", "passwd", pl.USER[0], "--password-stdin",
+                input="new-bob-password\n")
+    assert hg.stop("brokerd") == 0
+    os.rename(path + ".migrated", path)
+    start_brokerd(hg)
+    assert not os.path.exists(path)
+    assert "already in the store, renaming it" in hg.log_text("brokerd")
+    hg.login(pl.USER[0], "new-bob-password")
+    assert users_by_name(hg) == users
 
 
 def test_unix_user_mapping(hostgate_factory):

@@ -85,8 +85,7 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
     assert hg.stop("brokerd") == 0
     hg.wait_status(503)
 
-    users = os.path.join(hg.state, "users.json")
-    assert_private(users, broker_uid(hg))
+    assert not os.path.exists(os.path.join(hg.state, "users.json"))
     assert_private(store, broker_uid(hg))
     assert not os.path.exists(store + "-wal")    # checkpointed at exit
     assert not os.path.exists(os.path.join(hg.state, "sessions.json"))
@@ -94,10 +93,9 @@ def test_sessions_survive_brokerd_restart(hostgate_factory):
     for secret in (s.cookie, s.csrf, admin.cookie, admin.csrf, tok,
                    tok[4:], standalone[4:], dead.cookie):
         assert secret.encode() not in data, "store.db holds a secret"
-    udata = read(users)
-    assert ADMIN[1].encode() not in udata and USER[1].encode() not in udata
+    assert ADMIN[1].encode() not in data and USER[1].encode() not in data
     # What it holds instead: hashes, one table per kind, a versioned schema.
-    assert store_rows(hg, "PRAGMA user_version") == [(2,)]
+    assert store_rows(hg, "PRAGMA user_version") == [(3,)]
     assert store_rows(hg, "PRAGMA journal_mode") == [("wal",)]
     h = hashlib.sha256(tok.encode()).hexdigest()
     assert store_rows(hg, "SELECT user FROM tokens WHERE hash = ?",
@@ -252,14 +250,16 @@ def test_broken_store_stops_brokerd(hostgate_factory, damage):
     assert store in log, log
     if damage == "garbage":
         assert "file is not a database" in log, log
-    assert "the session store is unusable: restore it from a backup, or " \
-        "move it and its -wal file aside to start with no sessions and " \
+    assert "the store is unusable: restore it from a backup, or move it " \
+        "and its -wal file aside to start with no users, sessions and " \
         "tokens" in log, log
     assert read(store) == bytes(data)
     # The remedy the message gives works: moved aside, brokerd starts.
     os.rename(store, store + ".broken")
     hg.start("brokerd")
     hg.wait_healthy()
+    assert hg.hgctl_json("user", "list") == []
+    hg.add_user(*USER)
     hg.login(*USER)
 
 
@@ -281,7 +281,7 @@ def test_user_changes_persist(hostgate_factory):
                 input="new-bob-password\n")
     hg.hgctl_ok("user", "del", ADMIN[0])
     assert hg.stop("brokerd") == 0
-    assert_private(os.path.join(hg.state, "users.json"), broker_uid(hg))
+    assert_private(os.path.join(hg.state, "store.db"), broker_uid(hg))
     hg.start("brokerd")
     hg.wait_healthy()
     names = [u["name"] for u in hg.hgctl_json("user", "list")]

@@ -65,7 +65,7 @@ def test_no_stray_fds_to_state_or_home(shared, daemon):
     # The copied binaries and the repository's files are not held open.
     for t in targets:
         assert not t.startswith(hglib.REPO + "/"), (daemon, t)
-        assert "users.json" not in t or daemon == "brokerd", (daemon, t)
+        assert "store.db" not in t or daemon == "brokerd", (daemon, t)
         assert "key.pem" not in t, (daemon, t)
 
 

@@ -179,7 +179,7 @@ def targets(hg):
     """What frontd must not reach: sockets (path, hello role, request),
     state files, daemons to signal."""
     state_files = [os.path.join(hg.state, f)
-                   for f in ("users.json", "audit.key")]
+                   for f in ("store.db", "audit.key")]
     assert all(os.path.exists(f) for f in state_files), \
         os.listdir(hg.state)
     sandbox = os.path.join(hg.run, hglib.SOCK_SANDBOX)

@@ -32,9 +32,42 @@ sandbox_kill_user(const char *user)
 
 struct fixture {
 	char	dir[64];
-	char	*path;
+	char	*path;		/* users.json, of an earlier release */
+	char	*db;		/* store.db, where users are kept */
 	char	err[512];
 };
+
+/* Open the store and load the users, as brokerd does at start-up. */
+static int
+start(struct fixture *f)
+{
+	store_close();
+	if (store_sqlite_open_path(f->db, f->err, sizeof f->err) == -1)
+		return -1;
+	return auth_init(f->dir, f->err, sizeof f->err);
+}
+
+/* The same, failing the test when it fails. */
+static void
+restart(struct fixture *f)
+{
+	if (start(f) != 0)
+		fail_msg("start: %s", f->err);
+}
+
+/* A store with nothing in it (and no users.json): a first start. */
+static void
+start_afresh(struct fixture *f)
+{
+	char	path[128];
+
+	store_close();
+	assert_int_equal(unlink(f->db), 0);
+	snprintf(path, sizeof path, "%s-wal", f->db);
+	(void)unlink(path);
+	(void)unlink(f->path);
+	restart(f);
+}
 
 /* A fresh state directory with auth_init run on it. */
 static int
@@ -47,8 +80,9 @@ setup(void **state)
 	snprintf(f->dir, sizeof f->dir, "/tmp/test_auth.XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
 	f->path = path_join(f->dir, "users.json");
+	f->db = path_join(f->dir, "store.db");
 	auth_uid_range(1879048192, 1879113727);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	*state = f;
 	return 0;
 }
@@ -62,7 +96,9 @@ teardown(void **state)
 
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
 	assert_int_equal(system(cmd), 0);
+	store_close();
 	free(f->path);
+	free(f->db);
 	free(f);
 	return 0;
 }
@@ -255,7 +291,7 @@ test_list(void **state)
 	json_object_put(arr);
 }
 
-/* Users survive a reload; the file is 0600 and holds no password. */
+/* Users survive a restart; store.db is 0600 and holds no password. */
 static void
 test_persistence(void **state)
 {
@@ -263,6 +299,7 @@ test_persistence(void **state)
 	struct stat	 st;
 	struct user	*u;
 	char		*text;
+	size_t		 len;
 	int64_t		 created;
 
 	add_ok(f, "alice", 1, "correct horse");
@@ -271,16 +308,17 @@ test_persistence(void **state)
 	    sizeof f->err), 0);
 	created = auth_find("alice")->created;
 
-	assert_int_equal(stat(f->path, &st), 0);
+	store_close();		/* its WAL checkpointed into the file */
+	assert_int_equal(stat(f->db, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
-	text = file_read(f->path, 1 << 20, NULL);
+	text = file_read(f->db, 1 << 24, &len);
 	assert_non_null(text);
-	assert_null(strstr(text, "correct horse"));
-	assert_null(strstr(text, "new password"));
-	assert_non_null(strstr(text, "$argon2id$"));
+	assert_null(memmem(text, len, "correct horse", 13));
+	assert_null(memmem(text, len, "new password", 12));
+	assert_non_null(memmem(text, len, "$argon2id$", 10));
 	free(text);
 
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	u = auth_verify("alice", "correct horse");
 	assert_non_null(u);
 	assert_true(u->admin);
@@ -289,12 +327,12 @@ test_persistence(void **state)
 	assert_null(auth_verify("bob", "battery staple"));
 
 	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), 0);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	assert_null(auth_find("alice"));
 	assert_non_null(auth_find("bob"));
 }
 
-/* A users file readable by others is set back to 0600 at load. */
+/* A store readable by others is set back to 0600 at start. */
 static void
 test_mode_fixed(void **state)
 {
@@ -302,20 +340,25 @@ test_mode_fixed(void **state)
 	struct stat	 st;
 
 	add_ok(f, "alice", 0, "correct horse");
-	assert_int_equal(chmod(f->path, 0644), 0);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
-	assert_int_equal(stat(f->path, &st), 0);
+	store_close();
+	assert_int_equal(chmod(f->db, 0644), 0);
+	restart(f);
+	assert_int_equal(stat(f->db, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_non_null(auth_find("alice"));
 }
 
-/* Load f's file expecting failure with both words in the error. */
+/*
+ * Start afresh on a users.json of text expecting failure with both words
+ * in the error, and nothing taken in.
+ */
 static void
 load_fails(struct fixture *f, const char *text, const char *why)
 {
+	start_afresh(f);
 	write_users(f, text);
 	f->err[0] = '\0';
-	if (auth_init(f->dir, f->err, sizeof f->err) != -1)
+	if (start(f) != -1)
 		fail_msg("accepted: %s", text);
 	if (strstr(f->err, f->path) == NULL || strstr(f->err, why) == NULL)
 		fail_msg("error \"%s\" lacks \"%s\"", f->err, why);
@@ -362,8 +405,9 @@ test_corrupt(void **state)
 	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
 	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1}]}",
 	    hash);
+	start_afresh(f);
 	write_users(f, text);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	assert_non_null(auth_find("alice"));
 	assert_null(auth_verify("alice", "anything at all"));
 }
@@ -375,19 +419,17 @@ test_write_fails(void **state)
 	struct fixture	*f = *state;
 
 	add_ok(f, "alice", 0, "correct horse");
-	/* A directory where the file goes makes rename(2) fail, even as root. */
-	assert_int_equal(unlink(f->path), 0);
-	assert_int_equal(mkdir(f->path, 0700), 0);
+	/* A store that cannot be written: closed under auth.c's feet. */
+	store_close();
 	assert_int_equal(auth_user_add("bob", 0, "battery staple", f->err,
 	    sizeof f->err), -1);
-	assert_non_null(strstr(f->err, f->path));
+	assert_non_null(strstr(f->err, "store.db"));
 	assert_null(auth_find("bob"));
 	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), -1);
 	assert_non_null(auth_find("alice"));
 	assert_int_equal(auth_user_passwd("alice", "new password", f->err,
 	    sizeof f->err), -1);
 	assert_non_null(auth_verify("alice", "correct horse"));
-	assert_int_equal(rmdir(f->path), 0);
 }
 
 /* Add a mapped user expecting failure with why in the error. */
@@ -427,7 +469,7 @@ test_uids(void **state)
 	assert_int_equal(auth_user_del("alice", f->err, sizeof f->err), 0);
 	add_ok(f, "carol", 0, "correct horse");
 	assert_int_equal(auth_find("carol")->uid, 5000);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	assert_int_equal(auth_find("carol")->uid, 5000);
 	assert_int_equal(auth_find("bob")->uid, 5002);
 	assert_null(auth_find("bob")->unix_user);
@@ -453,7 +495,7 @@ test_unix_user(void **state)
 	map_fails(f, "bob", 1500, 1500, "alice");
 	add_ok(f, "bob", 0, "correct horse");
 	assert_int_equal(auth_find("bob")->uid, 5000);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	u = auth_find("alice");
 	assert_int_equal(u->uid, 1500);
 	assert_int_equal(u->gid, 1600);
@@ -461,8 +503,9 @@ test_unix_user(void **state)
 }
 
 /*
- * A file written before uids gets them at load, and is written back; one
- * whose mapped users share a uid, or with bad ids, is refused.
+ * A users.json written before uids: its users get them as they are taken
+ * in, and keep them; one whose mapped users share a uid, or with bad ids,
+ * is refused.
  */
 static void
 test_uids_loaded(void **state)
@@ -470,7 +513,7 @@ test_uids_loaded(void **state)
 	struct fixture	*f = *state;
 	const char	*hash = "$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2"
 	    "FsdA$0000000000000000000000000000000000000000000";
-	char		 text[1024], *back;
+	char		 text[1024];
 
 	auth_uid_range(6000, 6009);
 	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
@@ -478,13 +521,11 @@ test_uids_loaded(void **state)
 	    "{\"name\": \"bob\", \"role\": \"user\", \"hash\": \"%s\", "
 	    "\"created\": 1, \"uid\": 6000, \"gid\": 6000}]}", hash, hash);
 	write_users(f, text);
-	assert_int_equal(auth_init(f->dir, f->err, sizeof f->err), 0);
+	restart(f);
 	assert_int_equal(auth_find("bob")->uid, 6000);
 	assert_int_equal(auth_find("alice")->uid, 6001);
-	back = file_read(f->path, 1 << 20, NULL);
-	assert_non_null(back);
-	assert_non_null(strstr(back, "6001"));
-	free(back);
+	restart(f);
+	assert_int_equal(auth_find("alice")->uid, 6001);
 
 	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
 	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1, "
@@ -497,6 +538,87 @@ test_uids_loaded(void **state)
 	    "\"alice\", \"role\": \"user\", \"hash\": \"%s\", \"created\": 1, "
 	    "\"uid\": \"x\", \"gid\": 1500}]}", hash);
 	load_fails(f, text, "uid and gid");
+}
+
+/*
+ * users.json of an earlier release is taken in at the first start: the
+ * same passwords log in, the file is renamed users.json.migrated, and it
+ * is taken in once: a second start does not read it again, and a copy
+ * found after the mark (a crash before the rename) is renamed unread.
+ */
+static void
+test_import_once(void **state)
+{
+	struct fixture	*f = *state;
+	char		 text[1024], hash[256], *done;
+
+	add_ok(f, "carol", 0, "correct horse");
+	snprintf(hash, sizeof hash, "%s", auth_find("carol")->hash);
+	start_afresh(f);
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"alice\", \"role\": \"admin\", \"hash\": \"%s\", "
+	    "\"created\": 1, \"uid\": 1879048200, \"gid\": 1879048200, "
+	    "\"egress_allow\": [\"example.org\"]}]}", hash);
+	write_users(f, text);
+	restart(f);
+	assert_non_null(auth_verify("alice", "correct horse"));
+	assert_true(auth_find("alice")->admin);
+	assert_int_equal(auth_find("alice")->uid, 1879048200);
+	assert_non_null(auth_find("alice")->egress_allow);
+	done = path_join(f->dir, "users.json.migrated");
+	assert_int_equal(access(f->path, F_OK), -1);
+	assert_int_equal(access(done, F_OK), 0);
+
+	/*
+	 * Changed in the store, then the file back where it was (a crash
+	 * after the commit, before the rename): not read again, renamed.
+	 */
+	assert_int_equal(auth_user_passwd("alice", "new password", f->err,
+	    sizeof f->err), 0);
+	assert_int_equal(rename(done, f->path), 0);
+	restart(f);
+	assert_non_null(auth_verify("alice", "new password"));
+	assert_null(auth_verify("alice", "correct horse"));
+	assert_int_equal(access(f->path, F_OK), -1);
+	assert_int_equal(access(done, F_OK), 0);
+	restart(f);
+	assert_non_null(auth_verify("alice", "new password"));
+	free(done);
+}
+
+/*
+ * A users.json written beside a store that holds users (or took one in
+ * already, its users.json.migrated there): left alone, unread.
+ */
+static void
+test_import_refused(void **state)
+{
+	struct fixture	*f = *state;
+	char		 text[512], *done;
+
+	add_ok(f, "carol", 0, "correct horse");
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": [{\"name\": "
+	    "\"dave\", \"role\": \"admin\", \"hash\": \"%s\", "
+	    "\"created\": 1}]}", auth_find("carol")->hash);
+	write_users(f, text);
+	restart(f);
+	assert_non_null(auth_find("carol"));
+	assert_null(auth_find("dave"));
+	assert_int_equal(access(f->path, F_OK), 0);
+
+	/* Taken in once; a file written after that stays unread too. */
+	start_afresh(f);
+	write_users(f, text);
+	restart(f);
+	assert_non_null(auth_find("dave"));
+	assert_int_equal(auth_user_del("dave", f->err, sizeof f->err), 0);
+	write_users(f, text);
+	restart(f);
+	assert_null(auth_find("dave"));
+	assert_int_equal(access(f->path, F_OK), 0);
+	done = path_join(f->dir, "users.json.migrated");
+	assert_int_equal(access(done, F_OK), 0);
+	free(done);
 }
 
 int
@@ -522,6 +644,10 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_uids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unix_user, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_import_once, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_import_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_uids_loaded, setup,
 		    teardown),

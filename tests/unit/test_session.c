@@ -34,6 +34,32 @@ struct fixture {
 	char	bearer[64];
 };
 
+/* Open the store of dir and load it, as brokerd does at start-up. */
+static int
+session_start(const char *dir, int lifetime, char *err, size_t errsz)
+{
+	char	*path = path_join(dir, STORE_FILE);
+	int	 rc;
+
+	rc = store_sqlite_open_path(path, err, errsz);
+	free(path);
+	if (rc == -1)
+		return -1;
+	if (session_init(dir, lifetime, err, errsz) == -1) {
+		store_close();
+		return -1;
+	}
+	return 0;
+}
+
+/* Store what is pending and close the store, as brokerd does at exit. */
+static void
+session_stop(void)
+{
+	session_close();
+	store_close();
+}
+
 /* A fresh state directory with session_init run on it. */
 static int
 setup(void **state)
@@ -46,7 +72,7 @@ setup(void **state)
 	assert_non_null(mkdtemp(f->dir));
 	f->path = path_join(f->dir, "store.db");
 	f->json = path_join(f->dir, "sessions.json");
-	assert_int_equal(session_init(f->dir, LIFETIME, f->err,
+	assert_int_equal(session_start(f->dir, LIFETIME, f->err,
 	    sizeof f->err), 0);
 	*state = f;
 	return 0;
@@ -59,7 +85,7 @@ teardown(void **state)
 	struct fixture	*f = *state;
 	char		 cmd[128];
 
-	session_close();
+	session_stop();
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
 	assert_int_equal(system(cmd), 0);
 	free(f->path);
@@ -72,7 +98,7 @@ teardown(void **state)
 static void
 reopen(struct fixture *f)
 {
-	if (session_init(f->dir, LIFETIME, f->err, sizeof f->err) != 0)
+	if (session_start(f->dir, LIFETIME, f->err, sizeof f->err) != 0)
 		fail_msg("session_init: %s", f->err);
 }
 
@@ -216,7 +242,7 @@ test_expiry(void **state)
 	assert_null(session_lookup(f->cookie));
 
 	/* ... and from the store. */
-	session_close();
+	session_stop();
 	assert_int_equal(db_count(f, "sessions", "id", id), 0);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 0);
 }
@@ -435,7 +461,7 @@ test_user_names(void **state)
 	assert_string_equal(s->user, longest);
 	assert_non_null(token_create(longest, s->id, f->bearer,
 	    sizeof f->bearer));
-	session_close();
+	session_stop();
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 1);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
 	reopen(f);
@@ -460,7 +486,7 @@ test_revoke(void **state)
 	assert_int_equal(token_revoke(id), -1);
 	assert_int_equal(token_revoke("ffffffffffffffff"), -1);
 	assert_int_equal(token_revoke(NULL), -1);
-	session_close();
+	session_stop();
 	assert_int_equal(db_count(f, "tokens", "id", id), 0);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
 }
@@ -502,7 +528,7 @@ test_drop_user(void **state)
 	json_object_put(arr);
 	session_drop_user(NULL);
 	session_drop_user("nobody");
-	session_close();
+	session_stop();
 	assert_int_equal(db_count(f, "sessions", "user", "alice"), 0);
 	assert_int_equal(db_count(f, "tokens", "user", "alice"), 0);
 	assert_int_equal(db_count(f, "sessions", "user", "bob"), 1);
@@ -537,7 +563,7 @@ test_persistence(void **state)
 	assert_int_equal(st.st_mode & 07777, 0600);
 	assert_false(file_has(wal, f->cookie));
 	assert_false(file_has(wal, f->bearer + 4));
-	session_close();
+	session_stop();
 	assert_int_equal(access(wal, F_OK), -1);	/* checkpointed */
 	free(wal);
 
@@ -550,7 +576,7 @@ test_persistence(void **state)
 	assert_int_equal(db_count(f, "sessions", "token_hash", hash), 1);
 	sha256_hex(f->bearer, strlen(f->bearer), hash);
 	assert_int_equal(db_count(f, "tokens", "hash", hash), 1);
-	assert_int_equal(db_sql(f, "PRAGMA user_version"), 2);
+	assert_int_equal(db_sql(f, "PRAGMA user_version"), 3);
 
 	reopen(f);
 	s = session_lookup(f->cookie);
@@ -579,7 +605,7 @@ test_persistence(void **state)
 	/* The profile was stored; a grant is, with session_save. */
 	s->direct_until = now_wall_ms() + 600000;
 	assert_int_equal(session_save(s), 0);
-	session_close();
+	session_stop();
 	reopen(f);
 	s = session_lookup(f->cookie);
 	assert_non_null(s);
@@ -587,7 +613,7 @@ test_persistence(void **state)
 	assert_true(s->direct_until > now_wall_ms());
 
 	/* Expired sessions and their tokens are dropped at load. */
-	session_close();
+	session_stop();
 	snprintf(sql, sizeof sql, "UPDATE sessions SET expires = 1 WHERE "
 	    "id = '%s' RETURNING 1", id);
 	assert_int_equal(db_sql(f, sql), 1);
@@ -595,7 +621,7 @@ test_persistence(void **state)
 	assert_null(session_lookup(f->cookie));
 	assert_null(token_lookup(f->bearer));
 	assert_non_null(token_lookup(bearer2));
-	session_close();
+	session_stop();
 	assert_int_equal(db_count(f, "sessions", "id", id), 0);
 	assert_int_equal(db_count(f, "tokens", "session_id", id), 0);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
@@ -610,7 +636,7 @@ in_killed_child(struct fixture *f, void (*fn)(struct fixture *, int),
 	ssize_t	n;
 	pid_t	pid;
 
-	session_close();
+	session_stop();
 	assert_int_equal(pipe(p), 0);
 	if ((pid = test_fork()) == 0) {
 		close(p[0]);
@@ -657,7 +683,7 @@ test_last_seen(void **state)
 	char		 sql[128], seen[32];
 
 	create_ok(f, "alice");
-	session_close();
+	session_stop();
 	assert_int_equal(db_sql(f, "UPDATE sessions SET last_seen = 12345 "
 	    "RETURNING 1"), 1);
 	snprintf(sql, sizeof sql, "SELECT last_seen FROM sessions");
@@ -696,7 +722,7 @@ test_durable(void **state)
 	t = token_create("ops", NULL, revoked, sizeof revoked);
 	assert_non_null(t);
 	snprintf(t->id, sizeof t->id, "0123456789abcdef");
-	session_close();
+	session_stop();
 	assert_int_equal(db_sql(f, "UPDATE tokens SET id = "
 	    "'0123456789abcdef' RETURNING 1"), 1);
 
@@ -726,15 +752,15 @@ test_sweep_batches(void **state)
 	 * bind a token to each session (in one transaction, as a bench
 	 * fills a store) before the first one expires.
 	 */
-	assert_int_equal(session_init(f->dir, 3, f->err, sizeof f->err), 0);
-	assert_int_equal(store_begin(), 0);
+	assert_int_equal(session_start(f->dir, 3, f->err, sizeof f->err), 0);
+	assert_int_equal(store->begin(), 0);
 	for (i = 0; i < 300; i++) {
 		s = create_ok(f, "alice");
 		last = s->expires;
 		assert_non_null(token_create("alice", s->id, f->bearer,
 		    sizeof f->bearer));
 	}
-	assert_int_equal(store_commit(), 0);
+	assert_int_equal(store->commit(), 0);
 	assert_non_null(token_create("alice", NULL, f->bearer,
 	    sizeof f->bearer));
 	/* Wait for the expiry itself, polling the clock it is read from. */
@@ -748,7 +774,7 @@ test_sweep_batches(void **state)
 	assert_null(session_first());
 	assert_int_equal(session_sweep(), 0);
 	assert_non_null(token_lookup(f->bearer));
-	session_close();
+	session_stop();
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 0);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
 }
@@ -799,7 +825,7 @@ test_migrate(void **state)
 	/* A session already in the store (no mark yet) stays beside them. */
 	create_ok(f, "bob");
 	snprintf(before, sizeof before, "%s", f->cookie);
-	session_close();
+	session_stop();
 	write_json(f, "cookie-1", "csrf-1", "hgt_bound-1", "hgt_alone-1", exp);
 	reopen(f);
 	assert_non_null(session_lookup(before));
@@ -825,7 +851,7 @@ test_migrate(void **state)
 	assert_string_equal(t->session_id, "");
 
 	/* Read from the store from now on: never from a JSON file again. */
-	session_close();
+	session_stop();
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM sessions"), 2);
 	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 2);
 	assert_int_equal(file_write_atomic(done, "garbage", 7, 0600), 0);
@@ -845,13 +871,13 @@ migrate_fails(struct fixture *f, const char *text, const char *why)
 {
 	char	cmd[256];
 
-	session_close();
+	session_stop();
 	snprintf(cmd, sizeof cmd, "rm -f '%s'*", f->path);
 	assert_int_equal(system(cmd), 0);
 	assert_int_equal(file_write_atomic(f->json, text, strlen(text), 0600),
 	    0);
 	f->err[0] = '\0';
-	if (session_init(f->dir, LIFETIME, f->err, sizeof f->err) != -1)
+	if (session_start(f->dir, LIFETIME, f->err, sizeof f->err) != -1)
 		fail_msg("accepted: %s", text);
 	if (strstr(f->err, f->json) == NULL || strstr(f->err, why) == NULL)
 		fail_msg("error \"%s\" lacks \"%s\"", f->err, why);
@@ -911,7 +937,7 @@ static void
 open_fails(struct fixture *f, const char *why, const char *why2)
 {
 	f->err[0] = '\0';
-	if (session_init(f->dir, LIFETIME, f->err, sizeof f->err) != -1)
+	if (session_start(f->dir, LIFETIME, f->err, sizeof f->err) != -1)
 		fail_msg("a broken store was accepted (want %s)", why);
 	if (strstr(f->err, f->path) == NULL || strstr(f->err, why) == NULL ||
 	    (why2 != NULL && strstr(f->err, why2) == NULL))
@@ -942,7 +968,7 @@ test_corrupt(void **state)
 	size_t		 len;
 	pid_t		 pid;
 
-	session_close();
+	session_stop();
 
 	/* Not a database: garbage where store.db should be. */
 	assert_int_equal(file_write_atomic(f->path, "garbage garbage garbage "
@@ -954,7 +980,7 @@ test_corrupt(void **state)
 	assert_int_equal(unlink(f->path), 0);
 	reopen(f);
 	create_ok(f, "alice");
-	session_close();
+	session_stop();
 	text = file_read(f->path, 1 << 20, &len);
 	assert_non_null(text);
 	assert_true(len >= 3 * 4096);
@@ -966,12 +992,12 @@ test_corrupt(void **state)
 	/* A schema newer than this code. */
 	assert_int_equal(unlink(f->path), 0);
 	reopen(f);
-	session_close();
+	session_stop();
 	db_sql(f, "PRAGMA user_version = 99");
 	open_fails(f, "schema version 99", NULL);
 
 	/* A row this code cannot have written. */
-	db_sql(f, "PRAGMA user_version = 2");
+	db_sql(f, "PRAGMA user_version = 3");
 	db_sql(f, "INSERT INTO sessions (id, token_hash, csrf_hash, user, "
 	    "created, last_seen, expires) VALUES ('nothex', 'a', 'b', 'u', "
 	    "1, 1, 99999999999)");
@@ -985,14 +1011,14 @@ test_corrupt(void **state)
 
 	/* A loose mode is set back to 0600. */
 	reopen(f);
-	session_close();
+	session_stop();
 	assert_int_equal(chmod(f->path, 0644), 0);
 	reopen(f);
 	assert_int_equal(stat(f->path, &st), 0);
 	assert_int_equal(st.st_mode & 07777, 0600);
 
 	/* Another process holds it: refused, naming the likely cause. */
-	session_close();
+	session_stop();
 	assert_int_equal(pipe(p), 0);
 	if ((pid = test_fork()) == 0) {
 		close(p[0]);
@@ -1008,7 +1034,47 @@ test_corrupt(void **state)
 	close(p[0]);
 	reopen(f);
 
-	assert_int_equal(session_init(f->dir, 0, f->err, sizeof f->err), -1);
+	assert_int_equal(session_start(f->dir, 0, f->err, sizeof f->err), -1);
+}
+
+/*
+ * A token whose session is gone from the store (a fleet's token minted on
+ * one host as its session ended on another; on one host, a store edited by
+ * hand) is deleted at start, not a reason to refuse it; so is a session's
+ * tokens' row when the session ends.
+ */
+static void
+test_orphan_token(void **state)
+{
+	struct fixture	*f = *state;
+	struct session	*s;
+	char		 bearer[64], bearer2[64], sql[256];
+
+	assert_non_null(s = session_create("alice", f->cookie,
+	    sizeof f->cookie, f->csrf, sizeof f->csrf));
+	assert_non_null(token_create("alice", s->id, bearer, sizeof bearer));
+	assert_non_null(token_create("alice", NULL, bearer2, sizeof bearer2));
+	snprintf(sql, sizeof sql, "DELETE FROM sessions WHERE id = '%s'",
+	    s->id);
+	session_stop();
+	db_sql(f, sql);
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 2);
+	reopen(f);
+	assert_null(token_lookup(bearer));
+	assert_non_null(token_lookup(bearer2));
+	session_stop();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens"), 1);
+	reopen(f);
+
+	/* A session's end deletes its tokens' rows with it. */
+	assert_non_null(s = session_create("bob", f->cookie, sizeof f->cookie,
+	    f->csrf, sizeof f->csrf));
+	assert_non_null(token_create("bob", s->id, bearer, sizeof bearer));
+	session_destroy(s);
+	session_stop();
+	assert_int_equal(db_sql(f, "SELECT count(*) FROM tokens WHERE "
+	    "user = 'bob'"), 0);
+	reopen(f);
 }
 
 /* The schema of version 1, as brokerd wrote it before egress_allow. */
@@ -1066,7 +1132,7 @@ test_egress_migration(void **state)
 	char			 hash[65], csrf[65], sql[1024];
 	const char		*id = "0123456789abcdef0123456789abcdef";
 
-	session_close();
+	session_stop();
 	assert_int_equal(unlink(f->path), 0);
 	db_exec(f, store_v1);
 	sha256_hex("cookie-of-bob", 13, hash);
@@ -1087,8 +1153,8 @@ test_egress_migration(void **state)
 	assert_null(s->egress_allow);
 	allow = json_tokener_parse("[\"pypi.org\", \"*.pythonhosted.org\"]");
 	assert_int_equal(session_set_egress(s, allow), 0);
-	session_close();
-	assert_int_equal(db_sql(f, "PRAGMA user_version"), 2);
+	session_stop();
+	assert_int_equal(db_sql(f, "PRAGMA user_version"), 3);
 	snprintf(sql, sizeof sql, "SELECT count(*) FROM sessions WHERE id = "
 	    "'%s' AND egress_allow = '[\"pypi.org\",\"*.pythonhosted.org\"]'",
 	    id);
@@ -1104,7 +1170,7 @@ test_egress_migration(void **state)
 	/* An empty list is none. */
 	assert_int_equal(session_set_egress(s, json_object_new_array()), 0);
 	assert_null(s->egress_allow);
-	session_close();
+	session_stop();
 
 	/* Stored items that are not patterns are dropped, never widened. */
 	snprintf(sql, sizeof sql, "UPDATE sessions SET egress_allow = "
@@ -1117,7 +1183,7 @@ test_egress_migration(void **state)
 	assert_int_equal(json_object_array_length(s->egress_allow), 1);
 	assert_string_equal(json_object_get_string(json_object_array_get_idx(
 	    s->egress_allow, 0)), "ok.example");
-	session_close();
+	session_stop();
 	snprintf(sql, sizeof sql, "UPDATE sessions SET egress_allow = "
 	    "'not json' WHERE id = '%s' RETURNING 1", id);
 	assert_int_equal(db_sql(f, sql), 1);
@@ -1156,6 +1222,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_migrate_refused, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_orphan_token, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_egress_migration, setup,
 		    teardown),
 	};
