@@ -215,6 +215,10 @@ class Balancer:
         """Log in through the balancer (on host when given); a Session
         that sticks to the host that answered, as a browser does with the
         HGHOST cookie."""
+        if host is not None:
+            # A login forced to a host HAProxy has marked DOWN would be
+            # answered by another.
+            self.wait_up([host])
         r = self.post("/api/login", {"username": user, "password": password},
                       host=host)
         assert r.status == 200, "login %s through haproxy: %r" % (user, r)
