@@ -84,8 +84,12 @@ export function modal(o: ModalOptions): Modal {
     else if (focusKey) document.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(focusKey)}"]`)?.focus();
     o.onClose?.();
   }
+  // A press on the backdrop closes; its default (the focus to the page
+  // body) would undo the focus given back to the opener.
   backdrop.addEventListener('mousedown', (ev) => {
-    if (ev.target === backdrop) close();
+    if (ev.target !== backdrop) return;
+    ev.preventDefault();
+    close();
   });
 
   document.body.appendChild(backdrop);
