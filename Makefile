@@ -1,9 +1,9 @@
-# hostgate: three privilege-separated daemons and an ops CLI.
+# hostgate: four privilege-separated daemons and an ops CLI.
 #   make            build everything into build/
 #   make run        start hostgate on its embedded defaults (scripts/run.sh)
 #   make fleet      three hostgates on PostgreSQL behind HAProxy (fleet-stop)
-#   make check      build, unit, fuzz (15 s a target), system, browser and
-#                   VM tests, with the time of each
+#   make check      build, unit, docs, fuzz (15 s a target), system, browser
+#                   and VM tests, with the time of each
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deb        build/deb/hostgate_VERSION_ARCH.deb (DEB_VERSION=)
 #   make vm         the package booted under systemd in qemu (tests/vm/)
@@ -230,13 +230,14 @@ browser: all
 
 # Each phase a make of its own, timed (scripts/check.sh): the report
 # says where the time went. The VM suite comes last.
-CHECK_PHASES = all build-check unit protodoc-check fuzz-check system \
-	  browser vm
+CHECK_PHASES = all build-check unit protodoc-check docs-check fuzz-check \
+	  system browser vm
 check:
 	+@scripts/check.sh "$(MAKE)" $(CHECK_PHASES)
 
-# The build's own tests (tests/build/): the paths follow PREFIX, and a
-# missing build dependency stops make install before it installs anything.
+# The build's own tests (tests/build/): the paths follow PREFIX, a
+# missing build dependency stops make install before it installs anything,
+# and docs-check fails on a .c file or variable the pages lack.
 build-check:
 	@tests/build/run.sh
 
@@ -251,6 +252,16 @@ protodoc: $(B)/hg-protodoc
 
 protodoc-check: $(B)/hg-protodoc
 	scripts/protodoc.sh check $(B)
+
+# docs/architecture.md's Code layout and docs/configuration.md's variables
+# against the code: every .c file and every variable of common/config.c
+# has its line (scripts/docs.sh; tests/build/test_docs.sh shows it fails).
+$(B)/hg-docvars: $(O)/scripts/docvars.o $(COMMON_O)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+docs-check: $(B)/hg-docvars
+	@scripts/docs.sh check $(B)
 
 run: all
 	HG_BUILD=$(B) scripts/run.sh
@@ -446,4 +457,5 @@ clean:
 -include $(shell find $(FZ_O) -name '*.d' -type f 2>/dev/null)
 
 .PHONY: all web unit system browser check run install fuzz fuzz-build \
-	fuzz-check bench clean protodoc protodoc-check deb vm build-check
+	fuzz-check bench clean protodoc protodoc-check docs-check deb vm \
+	build-check

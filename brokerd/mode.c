@@ -72,7 +72,7 @@ mode_unavailable(struct ident *id)
 	return NULL;
 }
 
-/* The execution_mode object (DESIGN.md) of a request's session. */
+/* The execution_mode object (docs/api.md) of a request's session. */
 struct json_object *
 mode_json(struct ident *id)
 {

@@ -67,7 +67,7 @@ enum on_expiry { EXPIRY_TERMINATE, EXPIRY_KEEP };
 enum record_mode { RECORD_NONE, RECORD_DIRECT, RECORD_ALL };
 
 struct config {
-	/* DESIGN.md names */
+	/* the names docs/configuration.md gives them */
 	enum exec_mode	 mode_default;		/* HOST_EXECUTION_MODE_DEFAULT */
 	int		 direct_ttl;		/* HOST_EXECUTION_DIRECT_TTL_SECONDS */
 	char		*macos_writable;	/* HOST_SANDBOX_MACOS_WRITABLE_PATHS */
@@ -189,7 +189,9 @@ struct ipc_msg {
 	const char		*type;
 	int64_t			 id;	/* -1 when absent */
 	int			 fds[IPC_MAX_FDS];
-	int			 nfds;	/* handler may take fds; set to -1 */
+	int			 nfds;	/* fds[0..nfds): a handler that keeps one
+					   sets its slot to -1; ipc.c closes the
+					   rest once the handler returns */
 	const char		*raw;	/* its text, during the callback */
 	size_t			 rawlen;
 	const char		*body;	/* a PM_RAW reply's body, or NULL */
@@ -344,7 +346,11 @@ void	 priv_peer(const char *self_user, const char *peer_user, uid_t *,
 	    gid_t *);
 /* Create a directory with owner and mode, or check the one there. */
 int	 priv_dir(const char *what, const char *dir, uid_t, gid_t, mode_t);
-/* Steps 2-6 of the privilege drop (STYLE.md): caps, ids, rlimits, NNP. */
+/*
+ * The privilege drop but its last step (docs/architecture.md, "Privilege
+ * drop"): bounding set, ids, capabilities, rlimits, no_new_privs, not
+ * dumpable; priv_seccomp() loads the filter once the loop is set up.
+ */
 void	 priv_drop(const struct priv_plan *);
 /*
  * An ipc_peer_cbs admit check: a peer of this process's own uid (which

@@ -1,6 +1,7 @@
 /*
- * The privilege drop, the same short sequence in every daemon (STYLE.md):
- * bounding set, ids, capabilities, rlimits, no_new_privs, then seccomp.
+ * The privilege drop, the same short sequence in every daemon
+ * (docs/architecture.md, "Privilege drop"): bounding set, ids,
+ * capabilities, rlimits, no_new_privs, then seccomp.
  */
 #include <sys/types.h>
 #include <sys/prctl.h>
@@ -344,7 +345,7 @@ priv_clear_caps(const int *keep)
 		fatal("cap_reset_ambient");
 }
 
-/* Steps 2 to 6 of the drop. */
+/* Steps 1 to 5 of the drop (docs/architecture.md); priv_seccomp is 6. */
 void
 priv_drop(const struct priv_plan *pp)
 {
@@ -435,7 +436,7 @@ priv_seccomp_rules(scmp_filter_ctx ctx, const char *const *names,
 	}
 }
 
-/* Step 7: load the filter. */
+/* Step 6 of the drop: load the filter. */
 void
 priv_seccomp(const struct priv_plan *pp)
 {

@@ -49,7 +49,7 @@ struct http_request {
 	struct http_conn	*conn;		/* NULL once the client has gone */
 	char			 method[16];
 	char			*target;	/* as sent: path and query */
-	char			*path;		/* decoded-free path part */
+	char			*path;		/* target before '?', not decoded */
 	char			*query;		/* after '?', or NULL */
 	int			 minor;		/* HTTP/1.minor */
 	struct http_headers	 headers;

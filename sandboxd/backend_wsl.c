@@ -14,9 +14,10 @@
  * What blocks that here:
  *  - /run/WSL is masked with an empty tmpfs, so there is no interop socket;
  *  - the interop variables are dropped (bwrap also runs with --clearenv);
- *  - AF_VSOCK sockets are refused by the seccomp policy (the lead's
- *    profiles/ seccomp policy must deny socket(AF_VSOCK, ...)), so /init
- *    cannot reach Windows' listeners by itself;
+ *  - AF_VSOCK sockets are refused by the seccomp policy
+ *    (profiles/seccomp.policy allows socket() for AF_UNIX, AF_INET,
+ *    AF_INET6 and AF_NETLINK only), so /init cannot reach Windows'
+ *    listeners by itself;
  *  - /mnt and every other drvfs mount are masked; an allowlisted /mnt path
  *    is bound back.
  * The binfmt_misc entry itself cannot be masked from inside: the kernel

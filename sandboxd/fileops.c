@@ -58,7 +58,7 @@ fileop_fail(struct fileop_result *r, const char *code, const char *fmt, ...)
 	return -1;
 }
 
-/* Fail a result with the code of an errno (the contract's mapping). */
+/* Fail a result with the API error code of an errno (docs/api.md). */
 static int
 fileop_errno(struct fileop_result *r, int e, const char *what)
 {

@@ -27,6 +27,8 @@ const USERS = {
   frank: { password: 'frank-password-1', admin: false },
   // The agent tokens of test_agents, in sessions of their own.
   gina: { password: 'gina-password-12', admin: false },
+  // The shared modal dialogs (test_modal): an admin of her own.
+  hana: { password: 'hana-password-12', admin: true },
 };
 
 // The direct-mode TTL of the short hostgate, in seconds.

@@ -162,7 +162,7 @@ def test_bad_paths_refused(hg, alice, path):
 
 
 def test_bad_path_before_auth(hg):
-    """No credentials: the path is refused first, as the contract says."""
+    """No credentials: the path is refused first, as docs/api.md says."""
     r = hg.get(url("a/../b"))
     pl.assert_error(r, 400, "bad_request")
     r = hg.get(url("ok.txt"))

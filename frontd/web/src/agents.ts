@@ -5,8 +5,8 @@
 // again: only the answer to the mint holds it, and only this dialog shows it.
 
 import { ApiError, del, get, post } from './api';
-import { confirmDialog } from './dialog';
-import { h, icon, isTopTrap, trapFocus } from './dom';
+import { confirmDialog, modal } from './dialog';
+import { h, icon } from './dom';
 import { dateTime } from './format';
 import { errorToast } from './popover';
 
@@ -129,8 +129,6 @@ export function refreshAgents(): void {
 // Open the dialog; the focus goes back to where it was when it closes.
 export function openAgents(): void {
   if (closeOpen) return;
-  const opener = document.activeElement as HTMLElement | null;
-  let undoTrap: () => void = () => undefined;
   let shown: Minted | null = null;
 
   const status = h('p', { class: 'visually-hidden', role: 'status', attrs: { 'aria-live': 'polite' } });
@@ -201,7 +199,7 @@ export function openAgents(): void {
     const n = ++reads;
     try {
       const doc = await get<{ tokens: SessionToken[] }>('/api/session/tokens');
-      if (n === reads && closeOpen === finish) render(doc.tokens ?? []);
+      if (n === reads && closeOpen === dlg.close) render(doc.tokens ?? []);
     } catch (e) {
       if (!(e instanceof ApiError && e.status === 401)) errorToast('Cannot list the agent tokens', e);
     }
@@ -260,25 +258,15 @@ export function openAgents(): void {
     type: 'button',
     text: 'Close',
     attrs: { 'data-action': 'close' },
-    on: { click: () => finish() },
+    on: { click: () => dlg.close() },
   });
 
-  const dialog = h(
-    'div',
-    {
-      class: 'dialog dialog-wide',
-      id: 'agents-dialog',
-      role: 'dialog',
-      attrs: {
-        'aria-modal': 'true',
-        'aria-labelledby': 'agents-title',
-        'aria-describedby': 'agents-intro',
-      },
-    },
-    h('h2', { class: 'dialog-title', id: 'agents-title', text: 'Connect an agent' }),
-    h(
-      'div',
-      { class: 'dialog-body' },
+  const dlg = modal({
+    title: 'Connect an agent',
+    id: 'agents-dialog',
+    wide: true,
+    describedBy: 'agents-intro',
+    body: [
       h('p', {
         id: 'agents-intro',
         text:
@@ -298,38 +286,19 @@ export function openAgents(): void {
       empty,
       list,
       status,
-    ),
-    h('div', { class: 'dialog-actions' }, close),
-  );
-  list.setAttribute('aria-labelledby', 'agent-tokens-title');
-  const backdrop = h('div', { class: 'backdrop' }, dialog);
-
-  const onKey = (ev: KeyboardEvent): void => {
-    if (ev.key === 'Escape' && isTopTrap(dialog)) {
-      ev.preventDefault();
-      ev.stopPropagation();
-      finish();
-    }
-  };
-  function finish(): void {
-    undoTrap();
-    document.removeEventListener('keydown', onKey, true);
-    backdrop.remove();
-    closeOpen = null;
-    reloadOpen = null;
-    shown = null;
-    if (opener && document.contains(opener)) opener.focus();
-  }
-  backdrop.addEventListener('mousedown', (ev) => {
-    if (ev.target === backdrop) finish();
+    ],
+    actions: [close],
+    focus: create,
+    onClose: () => {
+      closeOpen = null;
+      reloadOpen = null;
+      shown = null;
+    },
   });
-
-  closeOpen = finish;
+  const dialog = dlg.el;
+  list.setAttribute('aria-labelledby', 'agent-tokens-title');
+  closeOpen = dlg.close;
   reloadOpen = () => void reload();
   render([]);
-  document.body.appendChild(backdrop);
-  document.addEventListener('keydown', onKey, true);
-  undoTrap = trapFocus(dialog);
-  create.focus();
   void reload();
 }

@@ -6,7 +6,8 @@
 // user's and a session's domains in a dialog of the sessions view.
 
 import { ApiError, get, put, type AdminEgress, type AdminSession, type Egress } from './api';
-import { h, icon, isTopTrap, trapFocus } from './dom';
+import { modal } from './dialog';
+import { h, icon } from './dom';
 import { store } from './state';
 import { toast } from './toast';
 
@@ -189,9 +190,6 @@ function scopeEditor(
 // back to the opener (or its redrawn twin, by data-focus-key) at close.
 export function openEgressEditor(s: AdminSession): void {
   if (closeOpen) return;
-  const opener = document.activeElement as HTMLElement | null;
-  const focusKey = opener?.dataset?.focusKey;
-  let undoTrap: () => void = () => undefined;
   const shortId = s.id.slice(0, 8);
 
   const save = (scope: 'users' | 'sessions', target: string, what: string) => async (
@@ -230,20 +228,14 @@ export function openEgressEditor(s: AdminSession): void {
     type: 'button',
     text: 'Close',
     attrs: { 'data-action': 'close' },
-    on: { click: () => finish() },
+    on: { click: () => dlg.close() },
   });
-  const dialog = h(
-    'div',
-    {
-      class: 'dialog dialog-wide',
-      id: 'egress-dialog',
-      role: 'dialog',
-      attrs: { 'aria-modal': 'true', 'aria-labelledby': 'egress-dialog-title', 'aria-describedby': 'egress-intro' },
-    },
-    h('h2', { class: 'dialog-title', id: 'egress-dialog-title', text: `Allowed domains: ${s.user}` }),
-    h(
-      'div',
-      { class: 'dialog-body' },
+  const dlg = modal({
+    title: `Allowed domains: ${s.user}`,
+    id: 'egress-dialog',
+    wide: true,
+    describedBy: 'egress-intro',
+    body: [
       h('p', {
         id: 'egress-intro',
         text:
@@ -254,37 +246,19 @@ export function openEgressEditor(s: AdminSession): void {
       global,
       user.el,
       session.el,
-    ),
-    h('div', { class: 'dialog-actions' }, close),
-  );
-  const backdrop = h('div', { class: 'backdrop' }, dialog);
-  const onKey = (ev: KeyboardEvent): void => {
-    if (ev.key === 'Escape' && isTopTrap(dialog)) {
-      ev.preventDefault();
-      ev.stopPropagation();
-      finish();
-    }
-  };
-  function finish(): void {
-    undoTrap();
-    document.removeEventListener('keydown', onKey, true);
-    backdrop.remove();
-    closeOpen = null;
-    if (opener && document.contains(opener)) opener.focus();
-    else if (focusKey) document.querySelector<HTMLElement>(`[data-focus-key="${CSS.escape(focusKey)}"]`)?.focus();
-  }
-  backdrop.addEventListener('mousedown', (ev) => {
-    if (ev.target === backdrop) finish();
+    ],
+    actions: [close],
+    focus: close,
+    onClose: () => {
+      closeOpen = null;
+    },
   });
-  closeOpen = finish;
-  document.body.appendChild(backdrop);
-  document.addEventListener('keydown', onKey, true);
-  undoTrap = trapFocus(dialog);
-  close.focus();
+  const dialog = dlg.el;
+  closeOpen = dlg.close;
 
   get<AdminEgress>('/api/admin/egress').then(
     (e) => {
-      if (closeOpen !== finish) return;
+      if (closeOpen !== dlg.close) return;
       global.textContent = e.allow.length
         ? `Allowed for everyone (configuration): ${e.allow.join(', ')}.`
         : 'No domain is allowed for everyone (configuration).';
