@@ -737,13 +737,8 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	const char	*want;
 
+	/* Required, a profile's name: the protocol table checked. */
 	want = json_str(m->obj, "permission");
-	if (!session_permission_valid(want)) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"permission\" must be "
-		    "read-only, workspace-write, workspace-write+network, "
-		    "workspace-write+allowlist or read-only+allowlist");
-		return;
-	}
 	/* The allowlist profiles are narrower: not restricted by this. */
 	if (strcmp(want, "workspace-write+network") == 0 &&
 	    front_conf->network_admin_only && !id->user->admin) {

@@ -88,7 +88,7 @@ sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 	id = json_str(m->obj, "proc");
 	json_int(m->obj, "status", &status);
 	json_flag(m->obj, "oom", &oom);
-	spawn_exited(id, (int)status, oom,
+	spawn_exited(id, status, oom,
 	    json_object_object_get(m->obj, "egress_bypass"));
 	if (json_object_object_get_ex(m->obj, "recording", &rec))
 		recording_closed(rec);

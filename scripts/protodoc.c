@@ -18,6 +18,7 @@ static void
 doc_field(const struct proto_field *f)
 {
 	const struct proto_field	*s;
+	size_t				 i;
 
 	printf("`%s`%s (", f->name, (f->flags & PF_REQ) ? "" : "?");
 	switch (f->kind) {
@@ -54,6 +55,11 @@ doc_field(const struct proto_field *f)
 		break;
 	case PK_PATH:
 		printf("path, at most %lld bytes", f->max);
+		break;
+	case PK_ENUM:
+		printf("one of");
+		for (i = 0; f->choices[i] != NULL; i++)
+			printf("%s `%s`", i > 0 ? "," : "", f->choices[i]);
 		break;
 	default:
 		printf("%s", proto_kind_name(f->kind));

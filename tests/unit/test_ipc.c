@@ -87,11 +87,13 @@ static const struct ipc_handler table[] = {
 };
 
 /* The protocol these tests speak instead of the real table. */
+static const char *const colours[] = { "red", "green", NULL };
 static const struct proto_field f_echo[] = {
-	{ "x", PK_STRING, 0, 0, 8, NULL },
-	{ NULL, 0, 0, 0, 0, NULL }
+	{ "x", PK_STRING, 0, 0, 8, NULL, NULL },
+	{ "colour", PK_ENUM, 0, 0, 0, NULL, colours },
+	{ NULL, 0, 0, 0, 0, NULL, NULL }
 };
-static const struct proto_field f_none[] = { { NULL, 0, 0, 0, 0, NULL } };
+static const struct proto_field f_none[] = { { NULL, 0, 0, 0, 0, NULL, NULL } };
 static const struct proto_msg test_proto[] = {
 	{ "echo", ROLE_FRONTD, ROLE_BROKERD, 0, f_echo, NULL, "" },
 	{ "rawecho", ROLE_FRONTD, ROLE_BROKERD, PM_RAW, f_echo, NULL, "" },
@@ -575,6 +577,38 @@ test_fields_checked_before_handler(void **state)
 	ipc_peer_free(srv);
 }
 
+/*
+ * A value outside an enumerated field's choices is answered bad_request,
+ * naming the field and its choices, and never reaches the handler.
+ */
+static void
+test_enum_refused(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "colour", json_object_new_string("blue"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_string_equal(json_str(err, "code"), ERR_BAD_REQUEST);
+	assert_string_equal(json_str(err, "message"), "\"colour\" must be one "
+	    "of \"red\", \"green\", not \"blue\"");
+	assert_int_equal(handled, 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "colour", json_object_new_string("green"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_int_equal(handled, 1);
+	assert_int_equal(closed_count, 0);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
 /* A reply that fails its schema reaches the caller as an internal error. */
 static void
 test_reply_checked(void **state)
@@ -918,6 +952,8 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_fields_checked_before_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enum_refused, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_reply_checked, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(
