@@ -192,7 +192,7 @@ egress_tell(const char *scope, const char *user, const char *session,
 	}
 	ev = json_object_new_object();
 	json_object_object_add(ev, "type",
-	    json_object_new_string("egress_update"));
+	    json_object_new_string(MSG_EGRESS_UPDATE));
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	if (session != NULL)
 		json_object_object_add(ev, "session",

@@ -347,7 +347,7 @@ files_forward(struct ipc_peer *p, struct ipc_msg *m, struct ident *id,
 	TAILQ_INSERT_TAIL(&files_waits, w, entry);
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("file"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_FILE));
 	json_object_object_add(req, "op", json_object_new_string(op));
 	json_object_object_add(req, "user",
 	    json_object_new_string(id->user->name));

@@ -178,7 +178,7 @@ recording_replay(struct ipc_peer *p, struct ipc_msg *m)
 	snprintf(w->rec, sizeof(w->rec), "%s", id);
 	TAILQ_INSERT_TAIL(&recording_waits, w, entry);
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("recording"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_RECORDING));
 	json_object_object_add(req, "recording", json_object_new_string(id));
 	if (ipc_request(sp, req, NULL, 0, RECORDING_ASK_MS, recording_done,
 	    w) == -1) {

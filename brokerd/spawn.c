@@ -321,7 +321,7 @@ spawn_request(struct ident *id, const char *kind)
 	struct json_object	*req;
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("spawn"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_SPAWN));
 	json_object_object_add(req, "kind", json_object_new_string(kind));
 	json_object_object_add(req, "user",
 	    json_object_new_string(id->user->name));
@@ -845,7 +845,7 @@ spawn_terminal_attach(struct ipc_peer *p, struct ipc_msg *m,
 		ipc_reply_error(p, m, ERR_CONFLICT, "the terminal has exited");
 		return;
 	}
-	spawn_terminal_ask(p, m, id, "attach", t);
+	spawn_terminal_ask(p, m, id, MSG_ATTACH, t);
 }
 
 /* DELETE /api/terminals/{id}: hang it up. */
@@ -874,7 +874,7 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
 	}
-	spawn_terminal_ask(p, m, id, "hangup", t);
+	spawn_terminal_ask(p, m, id, MSG_HANGUP, t);
 }
 
 /*
@@ -1045,7 +1045,7 @@ spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
 	}
-	spawn_terminal_ask(p, m, id, "hangup", t);
+	spawn_terminal_ask(p, m, id, MSG_HANGUP, t);
 }
 
 /* sandboxd went away: its processes died with it (--die-with-parent). */

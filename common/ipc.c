@@ -637,7 +637,7 @@ ipc_send_hello(struct ipc_peer *p)
 	struct json_object	*obj;
 
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("hello"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_HELLO));
 	json_object_object_add(obj, "version",
 	    json_object_new_int(HG_PROTO_VERSION));
 	json_object_object_add(obj, "role",
@@ -654,7 +654,7 @@ ipc_hello(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t		 version;
 	enum ipc_role	 r;
 
-	if (m->type == NULL || strcmp(m->type, "hello") != 0) {
+	if (m->type == NULL || strcmp(m->type, MSG_HELLO) != 0) {
 		ipc_peer_kill(p, "message before hello");
 		return -1;
 	}
@@ -1465,7 +1465,7 @@ ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 		goto out;
 	}
 	hello = json_object_new_object();
-	json_object_object_add(hello, "type", json_object_new_string("hello"));
+	json_object_object_add(hello, "type", json_object_new_string(MSG_HELLO));
 	json_object_object_add(hello, "version",
 	    json_object_new_int(HG_PROTO_VERSION));
 	json_object_object_add(hello, "role",

@@ -466,70 +466,70 @@ static const struct proto_field f_event[] = {
 
 const struct proto_msg proto_msgs[] = {
 	/* frontd -> brokerd */
-	{ "health", FB, 0, f_health, NULL,
+	{ MSG_HEALTH, FB, 0, f_health, NULL,
 	    "health of brokerd, sandboxd and its backend: `{brokerd: {ok, "
 	    "reason}, sandboxd: {ok, reason}, backend: {name, ok, reason}}`" },
-	{ "login", FB, 0, f_login, NULL,
+	{ MSG_LOGIN, FB, 0, f_login, NULL,
 	    "verify a password, rate limited per user and per client address: "
 	    "`{user, role, csrf_token, cookie, max_age}`" },
-	{ "logout", FB, PM_IDENT, f_front, NULL,
+	{ MSG_LOGOUT, FB, PM_IDENT, f_front, NULL,
 	    "end the login session (+ CSRF) and its tokens: `{}`" },
-	{ "status", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_STATUS, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "who the caller is: `{user, role, auth, runtime, backend, "
 	    "execution_mode, permission, uid, containment, limits, usage, "
 	    "usage_reason}`" },
-	{ "token_mint", FB, PM_IDENT, f_front, NULL,
+	{ MSG_TOKEN_MINT, FB, PM_IDENT, f_front, NULL,
 	    "an agent token bound to the login session (+ CSRF): `{token, id}`" },
-	{ "session_tokens", FB, PM_IDENT, f_front, NULL,
+	{ MSG_SESSION_TOKENS, FB, PM_IDENT, f_front, NULL,
 	    "the agent tokens bound to the login session, never their "
 	    "secrets: `{tokens: [{id, created}]}`" },
-	{ "session_token_revoke", FB, PM_IDENT, f_session_token, NULL,
+	{ MSG_SESSION_TOKEN_REVOKE, FB, PM_IDENT, f_session_token, NULL,
 	    "revoke an agent token bound to the login session (+ CSRF; "
 	    "`not_found` for any other id): `{id, revoked}`" },
-	{ "mode_get", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_MODE_GET, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "the execution-mode object" },
-	{ "mode_set", FB, PM_IDENT, f_mode_set, NULL,
+	{ MSG_MODE_SET, FB, PM_IDENT, f_mode_set, NULL,
 	    "change the execution mode (+ CSRF; direct only for an admin "
 	    "session on the host runtime): the execution-mode object" },
-	{ "events_subscribe", FB, PM_IDENT, f_events_subscribe, NULL,
+	{ MSG_EVENTS_SUBSCRIBE, FB, PM_IDENT, f_events_subscribe, NULL,
 	    "an event stream: `{user, session, missed: [event...], complete, "
 	    "last}`" },
-	{ "prompt", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_PROMPT, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{prompt, mode, permission, workspace, network, expires_at, "
 	    "remaining_seconds}`" },
-	{ "admin_sessions", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_ADMIN_SESSIONS, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "every session (admin login session): see docs/api.md" },
-	{ "admin_revert", FB, PM_IDENT, f_session, NULL,
+	{ MSG_ADMIN_REVERT, FB, PM_IDENT, f_session, NULL,
 	    "a session back to the sandbox (admin login session + CSRF): `{}`" },
-	{ "admin_kill", FB, PM_IDENT, f_terminal, NULL,
+	{ MSG_ADMIN_KILL, FB, PM_IDENT, f_terminal, NULL,
 	    "kill any user's terminal (admin login session + CSRF): `{}`" },
-	{ "admin_audit", FB, PM_IDENT | PM_RAW, f_admin_audit, NULL,
+	{ MSG_ADMIN_AUDIT, FB, PM_IDENT | PM_RAW, f_admin_audit, NULL,
 	    "audit records (admin login session): `{records, truncated}`" },
-	{ "admin_debug", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_ADMIN_DEBUG, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "versions, uptime, backend, configuration and counters (admin "
 	    "login session)" },
-	{ "admin_recording", FB, PM_IDENT, f_admin_recording, NULL,
+	{ MSG_ADMIN_RECORDING, FB, PM_IDENT, f_admin_recording, NULL,
 	    "a terminal recording, in pieces (admin login session): `{data, "
 	    "next, eof}`" },
-	{ "permission_get", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_PERMISSION_GET, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{permission}` of the caller's session" },
-	{ "permission_set", FB, PM_IDENT, f_permission_set, NULL,
+	{ MSG_PERMISSION_SET, FB, PM_IDENT, f_permission_set, NULL,
 	    "set the login session's permission profile (+ CSRF): "
 	    "`{permission}`" },
-	{ "run", FB, PM_IDENT | PM_FDS, f_run, NULL,
+	{ MSG_RUN, FB, PM_IDENT | PM_FDS, f_run, NULL,
 	    "run a command, or Python (`lang`) whose code comes as the stdin "
 	    "memfd, sealed against write, grow and shrink (+ CSRF for "
 	    "cookies): the command's result with stdout and stderr as two "
 	    "memfds" },
-	{ "file_read", FB, PM_IDENT, f_file_path, r_file_read,
+	{ MSG_FILE_READ, FB, PM_IDENT, f_file_path, r_file_read,
 	    "a workspace file (sandboxd resolves `path` beneath the workspace, "
 	    "as the user): `{path, size, mtime, mode, permission}` with the "
 	    "file as an O_RDONLY fd" },
-	{ "file_list", FB, PM_IDENT, f_file_path, r_file_list,
+	{ MSG_FILE_LIST, FB, PM_IDENT, f_file_path, r_file_list,
 	    "a workspace directory's listing: `{path, count, truncated, mode, "
 	    "permission}` with a memfd holding the listing JSON object (the "
 	    "HTTP body of `GET /api/files/{dir}/`)" },
-	{ "file_write", FB, PM_IDENT | PM_FDS, f_file_write, r_file_write,
+	{ MSG_FILE_WRITE, FB, PM_IDENT | PM_FDS, f_file_write, r_file_write,
 	    "write a workspace file atomically from the content memfd of "
 	    "exactly `size` bytes, or with `dir` make a directory (+ CSRF for "
 	    "cookies; refused under read-only; audited): `{path, size, mtime, "
@@ -537,157 +537,157 @@ const struct proto_msg proto_msgs[] = {
 	    "it would be taken, asked before the body is read (a refusal "
 	    "audited, nothing written): `{path, size, created: false, check: "
 	    "true, mode, permission}`" },
-	{ "file_delete", FB, PM_IDENT, f_file_path, r_file_delete,
+	{ MSG_FILE_DELETE, FB, PM_IDENT, f_file_path, r_file_delete,
 	    "delete a file, a symlink or an empty directory of the workspace "
 	    "(+ CSRF for cookies; refused under read-only; audited): `{path, "
 	    "deleted, mode, permission}`" },
-	{ "terminal_create", FB, PM_IDENT, f_terminal_create, NULL,
+	{ MSG_TERMINAL_CREATE, FB, PM_IDENT, f_terminal_create, NULL,
 	    "a terminal (+ CSRF for cookies): `{id, mode, backend}`" },
-	{ "terminal_list", FB, PM_IDENT | PM_RAW, f_front, NULL,
+	{ MSG_TERMINAL_LIST, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{terminals: [...]}`" },
-	{ "terminal_attach", FB, PM_IDENT, f_terminal, NULL,
+	{ MSG_TERMINAL_ATTACH, FB, PM_IDENT, f_terminal, NULL,
 	    "the owner's terminal: `{}` with the pty master as an fd" },
-	{ "terminal_delete", FB, PM_IDENT, f_terminal, NULL,
+	{ MSG_TERMINAL_DELETE, FB, PM_IDENT, f_terminal, NULL,
 	    "end the owner's terminal (+ CSRF for cookies): `{}`" },
-	{ "egress_get", FB, PM_IDENT, f_front, NULL,
+	{ MSG_EGRESS_GET, FB, PM_IDENT, f_front, NULL,
 	    "the egress allowlist and its additions (admin login session): "
 	    "`{allow, deny, ports, deny_nets, allow_nets, users: {NAME: [..]}, "
 	    "sessions: {ID: [..]}}`" },
-	{ "egress_set", FB, PM_IDENT, f_egress_set_front, NULL,
+	{ MSG_EGRESS_SET, FB, PM_IDENT, f_egress_set_front, NULL,
 	    "replace a user's (`scope` user, `target` the name) or a login "
 	    "session's (`scope` session, `target` its id) egress additions "
 	    "(admin login session + CSRF; audited `egress_allow`): `{scope, "
 	    "target, allow}`" },
-	{ "front_info", FB, PM_EVENT, f_front_info, NULL,
+	{ MSG_FRONT_INFO, FB, PM_EVENT, f_front_info, NULL,
 	    "right after the hello: frontd's version and start (Unix seconds), "
 	    "shown by `hgctl status`, never trusted for anything" },
-	{ "terminal_resized", FB, PM_EVENT, f_terminal_resized, NULL,
+	{ MSG_TERMINAL_RESIZED, FB, PM_EVENT, f_terminal_resized, NULL,
 	    "frontd resized a terminal's pty: counted into its "
 	    "`terminal_exited` record" },
 
 	/* hgctl -> brokerd */
-	{ "user_add", HB, 0, f_user_add, NULL,
+	{ MSG_USER_ADD, HB, 0, f_user_add, NULL,
 	    "add a user (`unix_user` needs its `uid` and `gid`, which hgctl "
 	    "looks up): `{uid, gid}`; `conflict` for root, a daemon's uid, a "
 	    "uid another user has" },
-	{ "user_del", HB, 0, f_user_name, NULL,
+	{ MSG_USER_DEL, HB, 0, f_user_name, NULL,
 	    "delete a user, its sessions and tokens: `{}`" },
-	{ "user_passwd", HB, 0, f_user_passwd, NULL,
+	{ MSG_USER_PASSWD, HB, 0, f_user_passwd, NULL,
 	    "set a password; the user's sessions and tokens end: `{}`" },
-	{ "user_list", HB, 0, f_none, NULL,
+	{ MSG_USER_LIST, HB, 0, f_none, NULL,
 	    "`{items: [{name, role, created, uid, gid, unix_user}]}`" },
-	{ "token_create", HB, 0, f_token_create, NULL,
+	{ MSG_TOKEN_CREATE, HB, 0, f_token_create, NULL,
 	    "a standalone agent token: `{id, token, user}`" },
-	{ "token_list", HB, 0, f_token_page, NULL,
+	{ MSG_TOKEN_LIST, HB, 0, f_token_page, NULL,
 	    "a page of the live tokens in id order, those after the id "
 	    "`after` (none: from the first), at most `limit` (1000 without "
 	    "one) and no more than one datagram holds: `{items: [{id, user, "
 	    "session_id, created}], next}`; `next`, the page's last id, is "
 	    "the next page's `after`, absent on the last page" },
-	{ "token_revoke", HB, 0, f_token_revoke, NULL,
+	{ MSG_TOKEN_REVOKE, HB, 0, f_token_revoke, NULL,
 	    "revoke a token by its id: `{}`" },
-	{ "session_list", HB, 0, f_session_page, NULL,
+	{ MSG_SESSION_LIST, HB, 0, f_session_page, NULL,
 	    "a page of the live sessions, paged as `token_list`: `{items: "
 	    "[{id, user, created, last_seen, expires, mode, expires_at, "
 	    "remaining_seconds}], next}`" },
-	{ "session_revoke", HB, 0, f_session_id, NULL,
+	{ MSG_SESSION_REVOKE, HB, 0, f_session_id, NULL,
 	    "end a login session: `{}`" },
-	{ "session_revert", HB, 0, f_session_id, NULL,
+	{ MSG_SESSION_REVERT, HB, 0, f_session_id, NULL,
 	    "a session back to the sandbox: `{}`" },
-	{ "audit_verify", HB, 0, f_audit_verify, NULL,
+	{ MSG_AUDIT_VERIFY, HB, 0, f_audit_verify, NULL,
 	    "check the audit chain (up to a known head `head_seq` with "
 	    "`head_hash`): `{ok, records, last_seq, bad_seq, error}`" },
-	{ "audit_show", HB, 0, f_audit_show, NULL,
+	{ MSG_AUDIT_SHOW, HB, 0, f_audit_show, NULL,
 	    "audit records, newest last, paged backwards by `before_seq`: "
 	    "`{items: [record...], more}`" },
-	{ "audit_flush", HB, 0, f_none, NULL,
+	{ MSG_AUDIT_FLUSH, HB, 0, f_none, NULL,
 	    "write the counted refused requests now: `{records}`" },
-	{ "status", HB, 0, f_none, NULL,
+	{ MSG_STATUS, HB, 0, f_none, NULL,
 	    "`{state, problems, daemons: {brokerd, sandboxd, frontd}, runtime, "
 	    "backend, direct_sessions, audit: {seq, hash}, containment, "
 	    "limits}`; sandboxd is asked `health` afresh" },
-	{ "config", HB, 0, f_none, NULL,
+	{ MSG_CONFIG, HB, 0, f_none, NULL,
 	    "`{source: \"brokerd\", pid, env_file, config: {NAME: value}}`, "
 	    "secrets masked" },
-	{ "egress_get", HB, 0, f_none, NULL,
+	{ MSG_EGRESS_GET, HB, 0, f_none, NULL,
 	    "as frontd's `egress_get`" },
-	{ "egress_set", HB, 0, f_egress_set, NULL,
+	{ MSG_EGRESS_SET, HB, 0, f_egress_set, NULL,
 	    "as frontd's `egress_set` (audited with `by` hgctl)" },
-	{ "audit_replay", HB, 0, f_audit_replay, NULL,
+	{ MSG_AUDIT_REPLAY, HB, 0, f_audit_replay, NULL,
 	    "up to 24 KiB of a recording from `offset`: `{data, next, eof}`" },
 
 	/* brokerd -> sandboxd */
-	{ "health", BS, 0, f_none, r_health,
+	{ MSG_HEALTH, BS, 0, f_none, r_health,
 	    "`{backend: {name, ok, reason}, version, started, containment, "
 	    "egress: {ok, reason}}` (egress: whether egressd is linked); the "
 	    "backend is probed again when the last probe is older than 30 s" },
-	{ "spawn", BS, PM_FDS, f_spawn, r_spawn,
+	{ MSG_SPAWN, BS, PM_FDS, f_spawn, r_spawn,
 	    "run an approved spawn (`kind` command or terminal), stdin as an "
 	    "fd: commands when done `{id, exit_code, signal, truncated, "
 	    "timed_out, oom, duration_ms, stdout_len, stderr_len, mode, "
 	    "backend, sha256}` with two memfds; terminals at once `{id, mode, "
 	    "backend}`" },
-	{ "file", BS, PM_FDS, f_file, r_file,
+	{ MSG_FILE, BS, PM_FDS, f_file, r_file,
 	    "a workspace file operation as the user's uid (`op` read, list, "
 	    "write with the content memfd of `size` bytes, mkdir, delete): "
 	    "read `{size, mtime}` with the file's fd, list `{count, "
 	    "truncated}` with a memfd of the listing, write and mkdir "
 	    "`{size, mtime, created}`, delete `{deleted}`" },
-	{ "attach", BS, 0, f_proc, NULL,
+	{ MSG_ATTACH, BS, 0, f_proc, NULL,
 	    "`{}` with a dup of the terminal's pty master" },
-	{ "hangup", BS, 0, f_proc, NULL,
+	{ MSG_HANGUP, BS, 0, f_proc, NULL,
 	    "`{}`; SIGHUP to its group, SIGKILL 2 s later" },
-	{ "kill_session", BS, 0, f_kill_session, r_killed,
+	{ MSG_KILL_SESSION, BS, 0, f_kill_session, r_killed,
 	    "kill a session's spawns of a mode: `{killed}`; `direct` also its "
 	    "cgroup `d-SESSION` and deadline" },
-	{ "grant", BS, 0, f_grant, NULL,
+	{ MSG_GRANT, BS, 0, f_grant, NULL,
 	    "hold a direct grant's deadline (wall-clock ms; 0: none) and kill "
 	    "the session's direct spawns at it: `{}`" },
-	{ "kill_user", BS, 0, f_user, r_kill_user,
+	{ MSG_KILL_USER, BS, 0, f_user, r_kill_user,
 	    "kill a deleted user's spawns and cgroup `u-USER`: `{killed, "
 	    "processes}`" },
-	{ "usage", BS, 0, f_user, r_usage,
+	{ MSG_USAGE, BS, 0, f_user, r_usage,
 	    "`{memory: {current, max}, pids: {current, max}, disk: {used, max}, "
 	    "oom_kills}` of the user's cgroup, null where unknown" },
-	{ "list", BS, 0, f_none, r_list,
+	{ MSG_LIST, BS, 0, f_none, r_list,
 	    "`{procs: [...], grants: [{session, user, deadline_ms}]}`" },
-	{ "recording", BS, 0, f_recording, NULL,
+	{ MSG_RECORDING, BS, 0, f_recording, NULL,
 	    "`{}` with an O_RDONLY fd of the recording; `not_found` when none" },
 
 	/* sandboxd -> brokerd */
-	{ "proc_exited", SB, 0, f_proc_exited, NULL,
+	{ MSG_PROC_EXITED, SB, 0, f_proc_exited, NULL,
 	    "a terminal's process ended (`oom`: the OOM killer ended it; "
 	    "`recording`: `{id, file, sha256, bytes, truncated, incomplete?, "
 	    "user, session}`): `{}`" },
 
 	/* the egress proxy: brokerd <-> sandboxd */
-	{ "egress_update", BS, PM_EVENT, f_egress_update, NULL,
+	{ MSG_EGRESS_UPDATE, BS, PM_EVENT, f_egress_update, NULL,
 	    "an admin replaced the egress additions of a user (`scope` "
 	    "user) or a session (`scope` session): sandboxd passes it on to "
 	    "egressd, which applies it to every live listener of theirs" },
-	{ "egress_log", SB, PM_EVENT, f_egress_log, NULL,
+	{ MSG_EGRESS_LOG, SB, PM_EVENT, f_egress_log, NULL,
 	    "egressd's record of one connection attempt (`kind` connect, "
 	    "`count` 1) or of a minute's folded attempts (`kind` summary, "
 	    "`since_ms`), passed on by sandboxd with the `user` and `session` "
 	    "it holds for `spawn`; brokerd writes the audit record" },
 
 	/* the egress proxy: sandboxd <-> egressd */
-	{ "egress_listen", SE, PM_EVENT | PM_FDS, f_egress_listen, NULL,
+	{ MSG_EGRESS_LISTEN, SE, PM_EVENT | PM_FDS, f_egress_listen, NULL,
 	    "a spawn under an allowlist profile started: the listening "
 	    "socket its bridge reaches (one fd), with the admin additions of "
 	    "its user and session" },
-	{ "egress_close", SE, PM_EVENT, f_egress_close, NULL,
+	{ MSG_EGRESS_CLOSE, SE, PM_EVENT, f_egress_close, NULL,
 	    "the spawn was reaped: close its listener and every connection "
 	    "of it" },
-	{ "egress_update", SE, PM_EVENT, f_egress_update, NULL,
+	{ MSG_EGRESS_UPDATE, SE, PM_EVENT, f_egress_update, NULL,
 	    "brokerd's `egress_update`, passed on" },
-	{ "egress_log", ES, PM_EVENT, f_egress_log, NULL,
+	{ MSG_EGRESS_LOG, ES, PM_EVENT, f_egress_log, NULL,
 	    "a connection attempt ended (`kind` connect; a refusal at once, "
 	    "an allowed one at close) or a minute's folded attempts of one "
 	    "(host, port, verdict) (`kind` summary): what brokerd audits" },
 
 	/* brokerd -> frontd */
-	{ "event", BF, PM_EVENT, f_event, NULL,
+	{ MSG_EVENT, BF, PM_EVENT, f_event, NULL,
 	    "an event for the server-sent event streams that match it; "
 	    "`token`, the SHA-256 of a bearer token (frontd hashes the "
 	    "bearers it relays; no client sees it), names the token whose "

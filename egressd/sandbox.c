@@ -78,9 +78,9 @@ sandbox_egress_update(struct ipc_peer *p, struct ipc_msg *m)
 
 /* What sandboxd sends egressd. */
 const struct ipc_handler egressd_handlers[] = {
-	{ "egress_listen",	sandbox_egress_listen },
-	{ "egress_close",	sandbox_egress_close },
-	{ "egress_update",	sandbox_egress_update },
+	{ MSG_EGRESS_LISTEN,	sandbox_egress_listen },
+	{ MSG_EGRESS_CLOSE,	sandbox_egress_close },
+	{ MSG_EGRESS_UPDATE,	sandbox_egress_update },
 	{ NULL, NULL }
 };
 

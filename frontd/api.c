@@ -115,48 +115,48 @@ static const struct api_field api_terminal_body[] = {
 };
 
 static const struct api_route api_routes[] = {
-	{ "GET", "/healthz", "health", NULL, 200, api_reply_healthz, NULL },
-	{ "POST", "/api/login", "login", api_login_body, 200,
+	{ "GET", "/healthz", MSG_HEALTH, NULL, 200, api_reply_healthz, NULL },
+	{ "POST", "/api/login", MSG_LOGIN, api_login_body, 200,
 	    api_reply_login, NULL },
-	{ "POST", "/api/logout", "logout", NULL, 200, api_reply_logout, NULL },
-	{ "GET", "/api/status", "status", NULL, 200, NULL, NULL },
-	{ "POST", "/api/session/tokens", "token_mint", api_empty_body, 201,
+	{ "POST", "/api/logout", MSG_LOGOUT, NULL, 200, api_reply_logout, NULL },
+	{ "GET", "/api/status", MSG_STATUS, NULL, 200, NULL, NULL },
+	{ "POST", "/api/session/tokens", MSG_TOKEN_MINT, api_empty_body, 201,
 	    NULL, NULL },
-	{ "GET", "/api/session/tokens", "session_tokens", NULL, 200, NULL,
+	{ "GET", "/api/session/tokens", MSG_SESSION_TOKENS, NULL, 200, NULL,
 	    NULL },
-	{ "DELETE", "/api/session/tokens/*", "session_token_revoke", NULL, 200,
+	{ "DELETE", "/api/session/tokens/*", MSG_SESSION_TOKEN_REVOKE, NULL, 200,
 	    NULL, api_prepare_token },
-	{ "GET", "/api/execution-mode", "mode_get", NULL, 200, NULL, NULL },
-	{ "POST", "/api/execution-mode", "mode_set", api_mode_body, 200, NULL,
+	{ "GET", "/api/execution-mode", MSG_MODE_GET, NULL, 200, NULL, NULL },
+	{ "POST", "/api/execution-mode", MSG_MODE_SET, api_mode_body, 200, NULL,
 	    NULL },
-	{ "GET", "/api/sandbox/prompt", "prompt", NULL, 200, NULL, NULL },
-	{ "GET", "/api/admin/sessions", "admin_sessions", NULL, 200, NULL,
+	{ "GET", "/api/sandbox/prompt", MSG_PROMPT, NULL, 200, NULL, NULL },
+	{ "GET", "/api/admin/sessions", MSG_ADMIN_SESSIONS, NULL, 200, NULL,
 	    NULL },
-	{ "POST", "/api/admin/sessions/*/revert", "admin_revert", NULL, 200,
+	{ "POST", "/api/admin/sessions/*/revert", MSG_ADMIN_REVERT, NULL, 200,
 	    NULL, api_prepare_session },
-	{ "DELETE", "/api/admin/terminals/*", "admin_kill", NULL, 200, NULL,
+	{ "DELETE", "/api/admin/terminals/*", MSG_ADMIN_KILL, NULL, 200, NULL,
 	    api_prepare_terminal },
-	{ "GET", "/api/admin/audit", "admin_audit", NULL, 200, NULL,
+	{ "GET", "/api/admin/audit", MSG_ADMIN_AUDIT, NULL, 200, NULL,
 	    api_prepare_audit },
-	{ "GET", "/api/admin/debug", "admin_debug", NULL, 200, NULL, NULL },
-	{ "GET", "/api/admin/recordings/*", "admin_recording", NULL, 200, NULL,
+	{ "GET", "/api/admin/debug", MSG_ADMIN_DEBUG, NULL, 200, NULL, NULL },
+	{ "GET", "/api/admin/recordings/*", MSG_ADMIN_RECORDING, NULL, 200, NULL,
 	    api_prepare_recording },
-	{ "GET", "/api/admin/egress", "egress_get", NULL, 200, NULL, NULL },
-	{ "PUT", "/api/admin/egress/users/*", "egress_set", api_egress_body,
+	{ "GET", "/api/admin/egress", MSG_EGRESS_GET, NULL, 200, NULL, NULL },
+	{ "PUT", "/api/admin/egress/users/*", MSG_EGRESS_SET, api_egress_body,
 	    200, NULL, api_prepare_egress },
-	{ "PUT", "/api/admin/egress/sessions/*", "egress_set",
+	{ "PUT", "/api/admin/egress/sessions/*", MSG_EGRESS_SET,
 	    api_egress_body, 200, NULL, api_prepare_egress },
-	{ "GET", "/api/permission", "permission_get", NULL, 200, NULL, NULL },
-	{ "POST", "/api/permission", "permission_set", api_permission_body,
+	{ "GET", "/api/permission", MSG_PERMISSION_GET, NULL, 200, NULL, NULL },
+	{ "POST", "/api/permission", MSG_PERMISSION_SET, api_permission_body,
 	    200, NULL, NULL },
-	{ "POST", "/api/run_command", "run", api_command_body, 200,
+	{ "POST", "/api/run_command", MSG_RUN, api_command_body, 200,
 	    api_reply_run, api_prepare_command },
-	{ "POST", "/api/run_python", "run", api_python_body, 200,
+	{ "POST", "/api/run_python", MSG_RUN, api_python_body, 200,
 	    api_reply_run, api_prepare_python },
-	{ "POST", "/api/terminals", "terminal_create", api_terminal_body, 201,
+	{ "POST", "/api/terminals", MSG_TERMINAL_CREATE, api_terminal_body, 201,
 	    NULL, NULL },
-	{ "GET", "/api/terminals", "terminal_list", NULL, 200, NULL, NULL },
-	{ "DELETE", "/api/terminals/*", "terminal_delete", NULL, 200, NULL,
+	{ "GET", "/api/terminals", MSG_TERMINAL_LIST, NULL, 200, NULL, NULL },
+	{ "DELETE", "/api/terminals/*", MSG_TERMINAL_DELETE, NULL, 200, NULL,
 	    api_prepare_terminal },
 	{ NULL, NULL, NULL, NULL, 0, NULL, NULL }
 };
@@ -488,7 +488,7 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 
 	free(c);
 	req->pending = NULL;
-	if (m == NULL && strcmp(r->op, "health") == 0) {
+	if (m == NULL && strcmp(r->op, MSG_HEALTH) == 0) {
 		api_healthz_down(req, "brokerd did not answer");
 		return;
 	}
@@ -858,7 +858,7 @@ api_run_request(int python, struct json_object *body,
 
 	*fd = -1;
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("run"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_RUN));
 	if (api_fields_copy(python ? api_python_body : api_command_body, body,
 	    obj, msg, msgsz) == -1) {
 		json_object_put(obj);
@@ -1262,7 +1262,7 @@ api_handle(struct http_request *req, void *arg)
 
 	/* A request without a body: printed straight, no tree. */
 	if (r->body == NULL && r->prepare == NULL &&
-	    strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0) {
+	    strcmp(r->op, MSG_LOGIN) != 0 && strcmp(r->op, MSG_HEALTH) != 0) {
 		api_send_text(req, r);
 		return;
 	}
@@ -1275,14 +1275,14 @@ api_handle(struct http_request *req, void *arg)
 		return;
 	}
 	json_object_put(body);
-	if (strcmp(r->op, "login") == 0 || strcmp(r->op, "health") == 0)
+	if (strcmp(r->op, MSG_LOGIN) == 0 || strcmp(r->op, MSG_HEALTH) == 0)
 		json_object_object_add(obj, "request_id",
 		    json_object_new_string(req->request_id));
 	/* The client's address: for the rate limit and refusal records. */
-	if (strcmp(r->op, "health") != 0)
+	if (strcmp(r->op, MSG_HEALTH) != 0)
 		json_object_object_add(obj, "client",
 		    json_object_new_string(req->peer));
-	if (strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0)
+	if (strcmp(r->op, MSG_LOGIN) != 0 && strcmp(r->op, MSG_HEALTH) != 0)
 		api_add_auth(req, obj);
 	api_send(req, r, obj, fd);
 }
@@ -1298,7 +1298,7 @@ api_pending_new(struct http_request *req, const struct api_route *r,
 	struct api_call	*c;
 
 	if ((*broker = ipc_link_peer(api_broker)) == NULL) {
-		if (strcmp(r->op, "health") == 0)
+		if (strcmp(r->op, MSG_HEALTH) == 0)
 			api_healthz_down(req, "brokerd is unreachable");
 		else
 			http_reply_error(req, 503, ERR_UNAVAILABLE,
@@ -1348,8 +1348,8 @@ api_send(struct http_request *req, const struct api_route *r,
 		    "are too large (send long input as \"stdin\")", NULL);
 		return;
 	}
-	timeout = strcmp(r->op, "health") == 0 ? API_HEALTH_TIMEOUT_MS :
-	    strcmp(r->op, "run") == 0 ? API_RUN_TIMEOUT_MS :
+	timeout = strcmp(r->op, MSG_HEALTH) == 0 ? API_HEALTH_TIMEOUT_MS :
+	    strcmp(r->op, MSG_RUN) == 0 ? API_RUN_TIMEOUT_MS :
 	    API_BROKER_TIMEOUT_MS;
 	if ((c = api_pending_new(req, r, &broker)) == NULL) {
 		json_object_put(obj);

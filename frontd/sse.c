@@ -261,7 +261,7 @@ sse_handle(struct http_request *req)
 	}
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
-	    json_object_new_string("events_subscribe"));
+	    json_object_new_string(MSG_EVENTS_SUBSCRIBE));
 	json_object_object_add(obj, "last_event_id",
 	    json_object_new_int64(id));
 	api_add_auth(req, obj);

@@ -35,21 +35,21 @@ static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
 const struct ipc_handler broker_handlers[] = {
-	{ "health",	broker_health },
+	{ MSG_HEALTH,	broker_health },
 	/* a command's stdin arrives as a memfd */
-	{ "spawn",	broker_spawn },
-	{ "attach",	broker_attach },
-	{ "hangup",	broker_hangup },
-	{ "list",	broker_list },
-	{ "kill_session", broker_kill_session },
-	{ "recording",	broker_recording },
-	{ "grant",	broker_grant },
-	{ "kill_user",	broker_kill_user },
-	{ "usage",	broker_usage },
+	{ MSG_SPAWN,	broker_spawn },
+	{ MSG_ATTACH,	broker_attach },
+	{ MSG_HANGUP,	broker_hangup },
+	{ MSG_LIST,	broker_list },
+	{ MSG_KILL_SESSION, broker_kill_session },
+	{ MSG_RECORDING,	broker_recording },
+	{ MSG_GRANT,	broker_grant },
+	{ MSG_KILL_USER,	broker_kill_user },
+	{ MSG_USAGE,	broker_usage },
 	/* a write's content arrives as a memfd (files.c) */
-	{ "file",	broker_file },
+	{ MSG_FILE,	broker_file },
 	/* an admin's egress additions, passed on to egressd */
-	{ "egress_update", broker_egress_update },
+	{ MSG_EGRESS_UPDATE, broker_egress_update },
 	{ NULL, NULL }
 };
 
@@ -670,7 +670,7 @@ broker_proc_exited(struct proc *pr)
 		return;
 	req = json_object_new_object();
 	json_object_object_add(req, "type",
-	    json_object_new_string("proc_exited"));
+	    json_object_new_string(MSG_PROC_EXITED));
 	json_object_object_add(req, "proc",
 	    json_object_new_string(spawn_id(pr)));
 	json_object_object_add(req, "status",
