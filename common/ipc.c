@@ -100,6 +100,18 @@ struct ipc_link {
 /* The message table every received message is checked against. */
 static const struct proto_msg	*ipc_proto = proto_msgs;
 
+/*
+ * Whether every outgoing message is checked against its row too: in a
+ * debug build (HG_DEBUG, the Makefile's default; the package is built
+ * without), where a message that does not match is this daemon's bug
+ * and aborts it (ipc_out_fail).
+ */
+#ifdef HG_DEBUG
+static int			 ipc_out_checked = 1;
+#else
+static int			 ipc_out_checked = 0;
+#endif
+
 static void	ipc_peer_kill(struct ipc_peer *, const char *, ...)
 		    HG_PRINTF(2, 3);
 static void	ipc_peer_destroy(struct ipc_peer *);
@@ -343,6 +355,61 @@ ipc_queue(struct ipc_peer *p, const char *type, int request, const char *data,
 	return 0;
 }
 
+/*
+ * An outgoing message does not match its row: a bug of the sender, which
+ * stops here, in a debug build, with what it sent and why.
+ */
+static void
+ipc_out_fail(unsigned self, unsigned to, const char *what, const char *why)
+{
+	char	esc[LOG_ESCAPE_MAX];
+
+	fatalx_abort("protocol: %s sent %s a message that does not match "
+	    "the protocol table: %s: %s", ipc_role_name(self),
+	    ipc_role_name(to), log_escape(what != NULL ? what : "?",
+	    (size_t)-1, esc, sizeof(esc)), why);
+}
+
+/*
+ * Check a message with a type (a request, an event) from self to a peer
+ * of role to as its receiver will, with nfds fds. The hello is the one
+ * type outside the table.
+ */
+static void
+ipc_out_check(unsigned self, unsigned to, struct json_object *obj, int nfds)
+{
+	const struct proto_msg	*pm;
+	const char		*type = json_str(obj, "type");
+	char			 err[300];
+
+	if (!ipc_out_checked || (type != NULL && strcmp(type,
+	    MSG_HELLO) == 0))
+		return;
+	if (proto_check(ipc_proto, obj, self, to, nfds, &pm, err,
+	    sizeof(err)) == -1)
+		ipc_out_fail(self, to, type, err);
+}
+
+/* Check a reply to a request of row pm (NULL: unknown) before it goes. */
+static void
+ipc_out_check_reply(struct ipc_peer *p, const struct proto_msg *pm,
+    struct json_object *obj)
+{
+	char	err[300];
+
+	if (ipc_out_checked && proto_check_reply(pm, obj, err,
+	    sizeof(err)) == -1)
+		ipc_out_fail(p->self, p->role, pm != NULL ? pm->type :
+		    "a reply", err);
+}
+
+/* Check outgoing messages from now on, or stop (tests of bad input). */
+void
+ipc_out_check_set(int on)
+{
+	ipc_out_checked = on;
+}
+
 /* Queue a message (takes obj); fds are duplicated. */
 int
 ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
@@ -358,6 +425,9 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
 	    &len);
 	type = json_str(obj, "type");
+	if (type != NULL)
+		ipc_out_check(p->self, p->role ? p->role : p->expect, obj,
+		    nfds);
 	request = type != NULL && json_object_object_get_ex(obj, "id", NULL);
 	rc = ipc_queue(p, type, request, s, len, fds, nfds);
 	json_object_put(obj);
@@ -492,6 +562,19 @@ ipc_request_text(struct ipc_peer *p, const char *type, const char *members,
 	memcpy(buf, head, n);
 	memcpy(buf + n, members, len);
 	buf[n + len] = '}';
+	if (ipc_out_checked) {
+		struct json_tokener	*tok = json_tokener_new();
+		struct json_object	*obj;
+
+		if (tok == NULL)
+			fatal("%s: json_tokener_new", __func__);
+		obj = json_tokener_parse_ex(tok, buf, (int)need);
+		json_tokener_free(tok);
+		if (obj == NULL)
+			ipc_out_fail(p->self, p->role, type, "not JSON");
+		ipc_out_check(p->self, p->role, obj, 0);
+		json_object_put(obj);
+	}
 	if (ipc_queue(p, type, 1, buf, need, NULL, 0) == -1)
 		return -1;
 	ipc_pending_add(p, proto_find(ipc_proto, type, p->self, p->role), id,
@@ -538,6 +621,16 @@ ipc_reply_body(struct ipc_peer *p, struct ipc_msg *m, const char *body,
 	}
 	memcpy(buf, env, n + 1);	/* with its NUL */
 	memcpy(buf + n + 1, body, len);
+	if (ipc_out_checked) {
+		struct json_object	*obj = json_tokener_parse(env);
+		char			 err[300];
+
+		if (obj == NULL || proto_check_raw(obj, body, len, err,
+		    sizeof(err)) == -1)
+			ipc_out_fail(p->self, p->role, m->pm->type,
+			    obj == NULL ? "an envelope that is not JSON" : err);
+		json_object_put(obj);
+	}
 	return ipc_queue(p, NULL, 0, buf, need, fds, nfds);
 }
 
@@ -573,6 +666,7 @@ ipc_reply(struct ipc_peer *p, struct ipc_msg *m, struct json_object *result,
 	json_object_object_add(obj, "result", result != NULL ? result :
 	    json_object_new_object());
 	ipc_reply_user(obj);
+	ipc_out_check_reply(p, m->pm, obj);
 	return ipc_send(p, obj, fds, nfds);
 }
 
@@ -604,6 +698,7 @@ ipc_reply_error_obj(struct ipc_peer *p, struct ipc_msg *m, const char *code,
 	    json_object_new_int64(m->id) : NULL);
 	json_object_object_add(obj, "error", err);
 	ipc_reply_user(obj);
+	ipc_out_check_reply(p, m != NULL ? m->pm : NULL, obj);
 	return ipc_send(p, obj, NULL, 0);
 }
 
@@ -1488,6 +1583,7 @@ ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 	json_object_put(obj);
 	obj = NULL;
 	json_object_object_add(req, "id", json_object_new_int(1));
+	ipc_out_check(self, expect, req, 0);
 	if (ipc_call_send(fd, req) == -1) {
 		snprintf(err, errsz, "send: %s", strerror(errno));
 		goto out;
