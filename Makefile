@@ -249,8 +249,10 @@ check:
 build-check:
 	@tests/build/run.sh
 
-# docs/protocol.md's message reference is generated from the protocol
-# table (common/proto.c): protodoc rewrites it, protodoc-check compares.
+# docs/protocol.md's roles, message flags, error codes and message
+# reference are generated from common/proto.c: protodoc rewrites them,
+# protodoc-check compares (tests/build/test_protodoc.sh shows it fails
+# when the page lacks an entry of the code).
 $(B)/hg-protodoc: $(O)/scripts/protodoc.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)

@@ -118,26 +118,15 @@ static void	ipc_peer_destroy(struct ipc_peer *);
 static void	ipc_link_schedule(struct ipc_link *);
 static void	ipc_reply_user(struct json_object *);
 
-static const struct {
-	enum ipc_role	 role;
-	const char	*name;
-} ipc_roles[] = {
-	{ ROLE_FRONTD, "frontd" },
-	{ ROLE_BROKERD, "brokerd" },
-	{ ROLE_SANDBOXD, "sandboxd" },
-	{ ROLE_HGCTL, "hgctl" },
-	{ ROLE_EGRESSD, "egressd" },
-};
-
 /* The name of one role (or of the first role of a mask). */
 const char *
 ipc_role_name(unsigned role)
 {
-	size_t	i;
+	const struct proto_role	*r;
 
-	for (i = 0; i < sizeof(ipc_roles) / sizeof(ipc_roles[0]); i++)
-		if (role & ipc_roles[i].role)
-			return ipc_roles[i].name;
+	for (r = proto_roles; r->role != 0; r++)
+		if (role & r->role)
+			return r->name;
 	return "unknown";
 }
 
@@ -145,13 +134,11 @@ ipc_role_name(unsigned role)
 static enum ipc_role
 ipc_role_lookup(const char *name)
 {
-	size_t	i;
+	const struct proto_role	*r;
 
-	if (name == NULL)
-		return 0;
-	for (i = 0; i < sizeof(ipc_roles) / sizeof(ipc_roles[0]); i++)
-		if (strcmp(name, ipc_roles[i].name) == 0)
-			return ipc_roles[i].role;
+	for (r = proto_roles; name != NULL && r->role != 0; r++)
+		if (strcmp(name, r->name) == 0)
+			return r->role;
 	return 0;
 }
 

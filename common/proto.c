@@ -4,8 +4,10 @@
  * or is one-way, its fields with their kinds and limits, and for requests
  * whose answers are passed on, the schema of the reply. common/ipc.c
  * checks every message against this table before any handler runs; each
- * daemon's handler map must match it (checked at start); docs/protocol.md's
- * message reference is generated from it (build/hg-protodoc).
+ * daemon's handler map must match it (checked at start). The roles, the
+ * flags of a row and the error codes are defined here too, and
+ * docs/protocol.md's sections about all of them are generated from this
+ * file (build/hg-protodoc).
  */
 #include <sys/types.h>
 
@@ -88,11 +90,89 @@ static const char *const c_decision[] = { "allowed", "refused", "denied",
 static const char *const c_event[] = { "mode_changed", "mode_expiring",
 	"mode_reverted", "permission_changed", "session_ended",
 	"terminal_exited", "token_revoked", NULL };
-/* An error reply's code (proto.h's ERR_*). */
-static const char *const c_error[] = { ERR_BAD_REQUEST, ERR_UNAUTHORIZED,
-	ERR_FORBIDDEN, ERR_NOT_FOUND, ERR_CONFLICT, ERR_GONE, ERR_MISDIRECTED,
-	ERR_TOO_LARGE, ERR_NO_SPACE, ERR_RATE_LIMITED, ERR_INTERNAL,
-	ERR_UNAVAILABLE, NULL };
+
+/*
+ * The error codes: each code, the HTTP status frontd answers it with, and
+ * when it is answered. An error reply's code is one of them (c_error).
+ */
+#define PROTO_ERRORS(E) \
+	E(ERR_BAD_REQUEST, 400, "a malformed request: a field the protocol " \
+	    "table refuses (the message names it and why), or a value its " \
+	    "handler refuses") \
+	E(ERR_UNAUTHORIZED, 401, "no credentials, or ones that are wrong, " \
+	    "expired or revoked") \
+	E(ERR_FORBIDDEN, 403, "the identity may not do this: a token asking " \
+	    "for an admin's or a login session's request, a missing CSRF " \
+	    "token, a profile or mode refused by policy") \
+	E(ERR_NOT_FOUND, 404, "no such user, session, token, terminal, " \
+	    "recording or file, or one of another user") \
+	E(ERR_CONFLICT, 409, "the state forbids it: a user or uid that " \
+	    "exists, direct mode on the docker runtime") \
+	E(ERR_GONE, 410, "a terminal lost with its host (another hostgate " \
+	    "of the fleet, now gone)") \
+	E(ERR_MISDIRECTED, 421, "a terminal served by another host of the " \
+	    "fleet") \
+	E(ERR_TOO_LARGE, 413, "a body, an upload or a command over its limit") \
+	E(ERR_NO_SPACE, 507, "the user's disk quota, or the disk, is full") \
+	E(ERR_RATE_LIMITED, 429, "over a rate limit; `retry_after` says in " \
+	    "how many seconds to try again (HTTP `Retry-After`)") \
+	E(ERR_INTERNAL, 500, "a daemon's own failure, or a reply that did " \
+	    "not match its schema") \
+	E(ERR_UNAVAILABLE, 503, "the next daemon, the backend, the store or " \
+	    "the audit log cannot be reached or written: nothing was done")
+
+#define E_CODE(code, status, doc)	code,
+#define E_ROW(code, status, doc)	{ code, status, doc },
+/* An error reply's code. */
+static const char *const c_error[] = { PROTO_ERRORS(E_CODE) NULL };
+const struct proto_error proto_errors[] = {
+	PROTO_ERRORS(E_ROW) { NULL, 0, NULL }
+};
+#undef E_CODE
+#undef E_ROW
+
+/* The HTTP status of an error code: its row's, 500 for none. */
+int
+proto_error_status(const char *code)
+{
+	const struct proto_error	*e;
+
+	for (e = proto_errors; code != NULL && e->code != NULL; e++)
+		if (strcmp(e->code, code) == 0)
+			return e->status;
+	return 500;
+}
+
+/* The roles: the name each says in its hello, and what it is. */
+const struct proto_role proto_roles[] = {
+	{ ROLE_FRONTD, "frontd", "the HTTP, WebSocket and SSE front: passes "
+	    "the client's raw credentials and requests on to brokerd; never "
+	    "forks or execs" },
+	{ ROLE_BROKERD, "brokerd", "users, sessions, tokens, policy, TTLs, "
+	    "rate limits and the audit log: decides every request" },
+	{ ROLE_SANDBOXD, "sandboxd", "the only process that execs: "
+	    "backends, ptys, cgroups, limits and workspace files" },
+	{ ROLE_HGCTL, "hgctl", "the operators' command line, on brokerd's "
+	    "control socket" },
+	{ ROLE_EGRESSD, "egressd", "the egress proxy of the allowlist "
+	    "profiles, their one way out, linked to sandboxd" },
+	{ 0, NULL, NULL }
+};
+
+/* The flags of a row, by their C names and their names in the docs. */
+#define FLAG(f, name, doc)	{ f, #f, name, doc }
+const struct proto_flag proto_flags[] = {
+	FLAG(PM_IDENT, "identity", "the request needs an authenticated "
+	    "identity from its `auth` (brokerd then checks the finer needs: "
+	    "a login session, CSRF, an admin)"),
+	FLAG(PM_FDS, "fds", "it may carry fds (`SCM_RIGHTS`); a message of "
+	    "any other type that carries fds is refused and its fds closed"),
+	FLAG(PM_EVENT, "one-way", "it has no `id` and no reply"),
+	FLAG(PM_RAW, "raw", "its result comes as a raw body (see Framing), "
+	    "which frontd sends to the client as it came"),
+	{ 0, NULL, NULL, NULL }
+};
+#undef FLAG
 
 /* frontd's credentials for brokerd to check: each member when present. */
 static const struct proto_field f_auth[] = {

@@ -9,8 +9,9 @@
  * either "result": {...} or "error": {"code": "...", "message": "..."}.
  * Every message type, who sends it, who receives it and its fields are
  * defined once, in the table of common/proto.c (proto_msgs); common/ipc.c
- * checks each message against it before any handler runs, and the message
- * reference of docs/protocol.md is generated from it (build/hg-protodoc).
+ * checks each message against it before any handler runs (and, in a debug
+ * build, each message sent), and docs/protocol.md's roles, flags, error
+ * codes and message reference are generated from it (build/hg-protodoc).
  */
 #ifndef HG_PROTO_H
 #define HG_PROTO_H
@@ -113,7 +114,22 @@ enum ipc_role {
 	ROLE_EGRESSD = 1 << 4,
 };
 
-/* Error codes, mapped to HTTP statuses by frontd (frontd/api.c). */
+/*
+ * The roles, their names in the hello and what each is: proto_roles
+ * (common/proto.c).
+ */
+struct proto_role {
+	enum ipc_role	 role;
+	const char	*name;
+	const char	*doc;
+};
+extern const struct proto_role proto_roles[];	/* ended by role 0 */
+
+/*
+ * Error codes. Each, its HTTP status (frontd answers it) and when it is
+ * answered are one row of proto_errors (common/proto.c), which an error
+ * reply's code must be one of.
+ */
 #define ERR_BAD_REQUEST		"bad_request"		/* 400 */
 #define ERR_UNAUTHORIZED	"unauthorized"		/* 401 */
 #define ERR_FORBIDDEN		"forbidden"		/* 403 */
@@ -126,6 +142,15 @@ enum ipc_role {
 #define ERR_RATE_LIMITED	"rate_limited"		/* 429, with retry_after */
 #define ERR_INTERNAL		"internal"		/* 500 */
 #define ERR_UNAVAILABLE		"unavailable"		/* 503 */
+
+struct proto_error {
+	const char	*code;		/* ERR_* */
+	int		 status;	/* the HTTP status frontd answers */
+	const char	*doc;
+};
+extern const struct proto_error proto_errors[];	/* ended by a NULL code */
+/* The HTTP status of an error code: its row's, 500 for none. */
+int	 proto_error_status(const char *code);
 
 /* The kind of a field's value. */
 enum proto_kind {
@@ -165,6 +190,15 @@ struct proto_field {
  * Errors stay plain JSON replies.
  */
 #define PM_RAW		0x8
+
+/* A PM_* flag: its C name, its name in the documentation, its meaning. */
+struct proto_flag {
+	unsigned	 flag;
+	const char	*macro;
+	const char	*name;
+	const char	*doc;
+};
+extern const struct proto_flag proto_flags[];	/* ended by flag 0 */
 
 /* One message type: a request or an event, with its reply's schema. */
 struct proto_msg {

@@ -176,29 +176,6 @@ static struct config	*api_conf;
 static struct ipc_link	*api_broker;
 static int		 api_reply_fds[IPC_MAX_FDS];	/* of the reply */
 
-/* The HTTP status for a brokerd error code. */
-static int
-api_status(const char *code)
-{
-	static const struct {
-		const char	*code;
-		int		 status;
-	} map[] = {
-		{ ERR_BAD_REQUEST, 400 }, { ERR_UNAUTHORIZED, 401 },
-		{ ERR_FORBIDDEN, 403 }, { ERR_NOT_FOUND, 404 },
-		{ ERR_CONFLICT, 409 }, { ERR_GONE, 410 },
-		{ ERR_MISDIRECTED, 421 }, { ERR_TOO_LARGE, 413 },
-		{ ERR_RATE_LIMITED, 429 }, { ERR_UNAVAILABLE, 503 },
-		{ ERR_NO_SPACE, 507 },
-	};
-	size_t	i;
-
-	for (i = 0; code != NULL && i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(map[i].code, code) == 0)
-			return map[i].status;
-	return 500;
-}
-
 /* A JSON {"ok": false, "reason": r} link state. */
 static struct json_object *
 api_link(int ok, const char *reason)
@@ -372,7 +349,7 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	if (json_int(err, "retry_after", &retry) == 0)
 		snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n",
 		    (long long)retry);
-	http_reply_error(req, api_status(code), code ? code : ERR_INTERNAL,
+	http_reply_error(req, proto_error_status(code), code ? code : ERR_INTERNAL,
 	    msg ? msg : "error", hdr[0] ? hdr : NULL);
 	return 1;
 }

@@ -453,6 +453,47 @@ test_int_bounds(void **state)
 	assert_non_null(strstr(err, "stdout_len"));
 }
 
+/*
+ * The error codes, roles and flags the documentation is generated from:
+ * every ERR_* has its row and HTTP status, every role its name.
+ */
+static void
+test_errors_roles_flags(void **state)
+{
+	static const struct {
+		const char	*code;
+		int		 status;
+	} want[] = {
+		{ ERR_BAD_REQUEST, 400 }, { ERR_UNAUTHORIZED, 401 },
+		{ ERR_FORBIDDEN, 403 }, { ERR_NOT_FOUND, 404 },
+		{ ERR_CONFLICT, 409 }, { ERR_GONE, 410 },
+		{ ERR_MISDIRECTED, 421 }, { ERR_TOO_LARGE, 413 },
+		{ ERR_NO_SPACE, 507 }, { ERR_RATE_LIMITED, 429 },
+		{ ERR_INTERNAL, 500 }, { ERR_UNAVAILABLE, 503 },
+	};
+	const struct proto_error	*e;
+	const struct proto_role		*r;
+	const struct proto_flag		*f;
+	size_t				 i, n = 0;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(proto_error_status(want[i].code),
+		    want[i].status);
+	for (e = proto_errors; e->code != NULL; e++, n++)
+		assert_true(e->doc != NULL && e->doc[0] != '\0');
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	assert_int_equal(proto_error_status("teapot"), 500);
+	assert_int_equal(proto_error_status(NULL), 500);
+	for (n = 0, r = proto_roles; r->role != 0; r++, n++) {
+		assert_string_equal(ipc_role_name(r->role), r->name);
+		assert_non_null(r->doc);
+	}
+	assert_int_equal(n, 5);
+	for (n = 0, f = proto_flags; f->flag != 0; f++, n++)
+		assert_true(strncmp(f->macro, "PM_", 3) == 0 && f->doc != NULL);
+	assert_int_equal(n, 4);
+}
+
 int
 main(void)
 {
@@ -466,6 +507,7 @@ main(void)
 		cmocka_unit_test(test_maps_must_match),
 		cmocka_unit_test(test_kind_enum),
 		cmocka_unit_test(test_int_bounds),
+		cmocka_unit_test(test_errors_roles_flags),
 	};
 
 	log_init("test_proto", 1);
