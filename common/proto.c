@@ -71,6 +71,9 @@ static const char *const c_mode[] = { "sandbox", "direct", NULL };
 static const char *const c_permission[] = { "read-only", "workspace-write",
 	"workspace-write+network", "workspace-write+allowlist",
 	"read-only+allowlist", NULL };
+/* What ran a spawn: a sandbox backend (sandboxd/backend.c), or none. */
+static const char *const c_backend[] = { "bwrap", "sandbox-exec", "wsl2",
+	"docker", "direct", NULL };
 /* What a spawn runs. */
 static const char *const c_spawn_kind[] = { "command", "terminal", NULL };
 /* The language of a run's code (none: a shell command). */
@@ -484,7 +487,7 @@ static const struct proto_field r_spawn[] = {
 	F_INT("stdout_len", O, 0, OUTPUT_CAP_MAX),
 	F_INT("stderr_len", O, 0, OUTPUT_CAP_MAX),
 	F_ENUM("mode", R, c_mode),
-	F_STR("backend", O, 0, 64),
+	F_ENUM("backend", O, c_backend),
 	F_STR("sha256", O, 0, 64),
 	F_OBJ("container", O, NULL),
 	F_OBJ("egress_bypass", O, f_egress_bypass),

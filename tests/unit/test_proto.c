@@ -453,6 +453,19 @@ test_int_bounds(void **state)
 	assert_non_null(strstr(err, "stdout_len"));
 }
 
+/* A spawn's reply names what ran it: a backend, or direct. */
+static void
+test_reply_backend(void **state)
+{
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": "
+	    "\"direct\", \"backend\": \"direct\"}}"), 0);
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": "
+	    "\"sandbox\", \"backend\": \"chroot\"}}"), -1);
+	assert_non_null(strstr(err, "\"backend\" must be one of \"bwrap\""));
+}
+
 /*
  * The error codes, roles and flags the documentation is generated from:
  * every ERR_* has its row and HTTP status, every role its name.
@@ -508,6 +521,7 @@ main(void)
 		cmocka_unit_test(test_kind_enum),
 		cmocka_unit_test(test_int_bounds),
 		cmocka_unit_test(test_errors_roles_flags),
+		cmocka_unit_test(test_reply_backend),
 	};
 
 	log_init("test_proto", 1);
