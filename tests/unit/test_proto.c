@@ -368,7 +368,7 @@ test_kind_enum(void **state)
 		    ROLE_BROKERD, ROLE_FRONTD, "\"event\" must be one of" },
 		{ SPAWN(", \"kind\": \"daemon\""), BS, "\"kind\" must be one of "
 		    "\"command\", \"terminal\"" },
-		/* the last member wins in json-c: kind, then mode, then profile */
+		/* a member given twice: json-c keeps the last one */
 		{ SPAWN(", \"mode\": \"host\""), BS, "\"mode\" must be one of" },
 		{ SPAWN(", \"permission\": \"full\""), BS,
 		    "\"permission\" must be one of" },
