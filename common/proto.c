@@ -42,7 +42,6 @@
  * the C type the sender counts in, or for counters, sequence numbers and
  * byte totals, the largest integer a JavaScript client reads exactly.
  */
-#define JSON_INT_MAX	9007199254740991LL	/* 2^53 - 1 */
 #define WALL_S_MAX	253402300799LL	/* 9999-12-31T23:59:59Z, Unix seconds */
 #define WALL_MS_MAX	(WALL_S_MAX * 1000 + 999)	/* the same in ms */
 /* HOSTGATE_COMMAND_TIMEOUT_MAX_SECONDS at most (config.c) */
@@ -209,7 +208,7 @@ static const struct proto_field f_mode_set[] = {
 	FRONT_COMMON, F_ENUM("mode", R, c_mode), F_END
 };
 static const struct proto_field f_events_subscribe[] = {
-	FRONT_COMMON, F_INT("last_event_id", O, 0, JSON_INT_MAX), F_END
+	FRONT_COMMON, F_INT("last_event_id", O, 0, PROTO_COUNT_MAX), F_END
 };
 static const struct proto_field f_session[] = {
 	FRONT_COMMON, F_HEX("session", R, 32), F_END
@@ -268,8 +267,8 @@ static const struct proto_field f_file_write[] = {
 	F_ENUM("permission", R, c_permission)
 static const struct proto_field r_file_read[] = {
 	FILE_REPLY,
-	F_INT("size", R, 0, JSON_INT_MAX),
-	F_INT("mtime", R, -JSON_INT_MAX, JSON_INT_MAX),
+	F_INT("size", R, 0, PROTO_COUNT_MAX),
+	F_INT("mtime", R, -PROTO_COUNT_MAX, PROTO_COUNT_MAX),
 	F_END
 };
 static const struct proto_field r_file_list[] = {
@@ -281,7 +280,7 @@ static const struct proto_field r_file_list[] = {
 static const struct proto_field r_file_write[] = {
 	FILE_REPLY,
 	F_INT("size", O, 0, UPLOAD_MAX),
-	F_INT("mtime", O, -JSON_INT_MAX, JSON_INT_MAX),
+	F_INT("mtime", O, -PROTO_COUNT_MAX, PROTO_COUNT_MAX),
 	F_BOOL("created", R),
 	F_BOOL("check", O),
 	F_END
@@ -346,12 +345,12 @@ static const struct proto_field f_session_id[] = {
 	F_HEX("session", R, 32), F_END
 };
 static const struct proto_field f_audit_verify[] = {
-	F_INT("head_seq", O, 1, JSON_INT_MAX), F_HEX("head_hash", O, 64), F_END
+	F_INT("head_seq", O, 1, PROTO_COUNT_MAX), F_HEX("head_hash", O, 64), F_END
 };
 static const struct proto_field f_audit_show[] = {
 	AUDIT_FILTERS,
 	F_INT("limit", O, 1, AUDIT_PAGE_MAX),
-	F_INT("before_seq", O, 0, JSON_INT_MAX),
+	F_INT("before_seq", O, 0, PROTO_COUNT_MAX),
 	F_END
 };
 static const struct proto_field f_audit_replay[] = {
@@ -383,10 +382,10 @@ static const struct proto_field f_egress_log[] = {
 	F_STR("addr", O, 0, 64),
 	F_ENUM("verdict", R, c_egress_verdict),
 	F_STR("reason", O, 0, 512),
-	F_INT("bytes_up", R, 0, JSON_INT_MAX),
-	F_INT("bytes_down", R, 0, JSON_INT_MAX),
-	F_INT("duration_ms", R, 0, JSON_INT_MAX),
-	F_INT("count", R, 1, JSON_INT_MAX),
+	F_INT("bytes_up", R, 0, PROTO_COUNT_MAX),
+	F_INT("bytes_down", R, 0, PROTO_COUNT_MAX),
+	F_INT("duration_ms", R, 0, PROTO_COUNT_MAX),
+	F_INT("count", R, 1, PROTO_COUNT_MAX),
 	F_INT("since_ms", O, 0, WALL_MS_MAX),
 	F_END
 };
@@ -461,9 +460,9 @@ static const struct proto_field f_recording[] = {
 
 /* An allowlist spawn's attempts past the proxy (the kernel's counters). */
 static const struct proto_field f_egress_bypass[] = {
-	F_INT("ipv4_no_route", R, 0, JSON_INT_MAX),
-	F_INT("ipv6_no_route", R, 0, JSON_INT_MAX),
-	F_INT("udp_no_ports", R, 0, JSON_INT_MAX),
+	F_INT("ipv4_no_route", R, 0, PROTO_COUNT_MAX),
+	F_INT("ipv6_no_route", R, 0, PROTO_COUNT_MAX),
+	F_INT("udp_no_ports", R, 0, PROTO_COUNT_MAX),
 	F_END
 };
 
@@ -483,7 +482,7 @@ static const struct proto_field r_spawn[] = {
 	F_BOOL("truncated", O),
 	F_BOOL("timed_out", O),
 	F_BOOL("oom", O),
-	F_INT("duration_ms", O, 0, JSON_INT_MAX),
+	F_INT("duration_ms", O, 0, PROTO_COUNT_MAX),
 	F_INT("stdout_len", O, 0, OUTPUT_CAP_MAX),
 	F_INT("stderr_len", O, 0, OUTPUT_CAP_MAX),
 	F_ENUM("mode", R, c_mode),
@@ -494,8 +493,8 @@ static const struct proto_field r_spawn[] = {
 	F_END
 };
 static const struct proto_field r_file[] = {
-	F_INT("size", O, 0, JSON_INT_MAX),
-	F_INT("mtime", O, -JSON_INT_MAX, JSON_INT_MAX),
+	F_INT("size", O, 0, PROTO_COUNT_MAX),
+	F_INT("mtime", O, -PROTO_COUNT_MAX, PROTO_COUNT_MAX),
 	F_BOOL("created", O),
 	F_INT("count", O, 0, FILE_LIST_MAX),
 	F_BOOL("truncated", O),
@@ -513,7 +512,7 @@ static const struct proto_field r_usage[] = {
 	F_OBJ("memory", O, NULL),
 	F_OBJ("pids", O, NULL),
 	F_OBJ("disk", O, NULL),
-	F_INT("oom_kills", O, 0, JSON_INT_MAX),
+	F_INT("oom_kills", O, 0, PROTO_COUNT_MAX),
 	F_END
 };
 static const struct proto_field r_list[] = {
@@ -530,7 +529,7 @@ static const struct proto_field f_proc_exited[] = {
 	F_END
 };
 static const struct proto_field f_event[] = {
-	F_INT("seq", R, 0, JSON_INT_MAX),
+	F_INT("seq", R, 0, PROTO_COUNT_MAX),
 	F_ENUM("event", R, c_event),
 	F_USER("user", O),
 	F_HEX("session", O, 32),
@@ -1198,7 +1197,7 @@ proto_check_raw(struct json_object *env, const char *body, size_t len,
     char *err, size_t errsz)
 {
 	static const struct proto_field	f_env[] = {
-		F_INT("id", R, 0, JSON_INT_MAX), F_INT("body", R, 2, IPC_MAX_MSG),
+		F_INT("id", R, 0, PROTO_COUNT_MAX), F_INT("body", R, 2, IPC_MAX_MSG),
 		F_USER("user", O), F_END
 	};
 	struct json_object		*v;

@@ -19,6 +19,11 @@
 #define HG_PROTO_VERSION 1
 #define IPC_MAX_MSG	(64 * 1024)
 #define IPC_MAX_FDS	4
+/*
+ * The bound of counters, sequence numbers and byte totals: 2^53 - 1, the
+ * largest integer a JavaScript client reads exactly.
+ */
+#define PROTO_COUNT_MAX	9007199254740991LL
 /* Domain patterns an admin may add to one user's or session's allowlist. */
 #define EGRESS_ADDITIONS_MAX	64
 

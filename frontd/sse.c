@@ -251,7 +251,8 @@ sse_handle(struct http_request *req)
 		last = req->query + 14;
 	if (last != NULL) {
 		id = strtoll(last, &end, 10);
-		if (end == last || (*end != '\0' && *end != '&') || id < 0)
+		if (end == last || (*end != '\0' && *end != '&') || id < 0 ||
+		    id > PROTO_COUNT_MAX)
 			id = 0;
 	}
 	if ((broker = api_broker_peer()) == NULL) {

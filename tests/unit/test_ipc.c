@@ -100,6 +100,7 @@ static const struct proto_msg test_proto[] = {
 	{ "takefd", ROLE_FRONTD, ROLE_BROKERD, PM_FDS, f_none, NULL, "" },
 	{ "brokeronly", ROLE_HGCTL, ROLE_BROKERD, 0, f_none, NULL, "" },
 	{ "badreply", ROLE_FRONTD, ROLE_BROKERD, 0, f_none, f_echo, "" },
+	{ "tell", ROLE_BROKERD, ROLE_SANDBOXD, PM_EVENT, f_echo, NULL, "" },
 	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 static const struct proto_msg empty_proto[] = {
@@ -620,7 +621,8 @@ test_enum_refused(void **state)
 }
 
 /* What a child sends that does not match its row: see out_aborts. */
-enum out_bad { OUT_BAD_FIELD, OUT_BAD_FDS, OUT_BAD_ERROR_CODE, OUT_GOOD };
+enum out_bad { OUT_BAD_FIELD, OUT_BAD_FDS, OUT_BAD_ERROR_CODE, OUT_RELAYED,
+	OUT_GOOD };
 
 /* "echo" answers with an error code that is none of proto.h's. */
 static void
@@ -659,22 +661,33 @@ out_aborts(enum out_bad bad, const char *want)
 		ipc_out_check_set(1);
 		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
 		    SOCK_CLOEXEC, 0, sv);
-		srv = ipc_peer_new(base, sv[0], ROLE_BROKERD, ROLE_FRONTD,
-		    bad == OUT_BAD_ERROR_CODE ? badcode_table : table, &cbs,
-		    NULL);
-		cli = ipc_peer_new(base, sv[1], ROLE_FRONTD, ROLE_BROKERD, NULL,
-		    &cbs, NULL);
-		spin();
+		if (bad == OUT_BAD_ERROR_CODE || bad == OUT_RELAYED) {
+			/* frontd's request, answered by brokerd */
+			srv = ipc_peer_new(base, sv[0], ROLE_BROKERD,
+			    ROLE_FRONTD, badcode_table, &cbs, NULL);
+			cli = ipc_peer_new(base, sv[1], ROLE_FRONTD,
+			    ROLE_BROKERD, NULL, &cbs, NULL);
+			spin();
+			req = json_object_new_object();
+			json_object_object_add(req, "type",
+			    json_object_new_string("echo"));
+			if (bad == OUT_RELAYED)
+				json_object_object_add(req, "colour",
+				    json_object_new_string("blue"));
+			ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+			spin();
+			_exit(0);
+		}
+		/* brokerd's own event to sandboxd */
+		srv = ipc_peer_new(base, sv[0], ROLE_BROKERD, ROLE_SANDBOXD,
+		    NULL, &cbs, NULL);
 		req = json_object_new_object();
 		json_object_object_add(req, "type",
-		    json_object_new_string("echo"));
-		if (bad == OUT_BAD_FIELD)
-			json_object_object_add(req, "colour",
-			    json_object_new_string("blue"));
-		ipc_request(cli, req, bad == OUT_BAD_FDS ? &pfd[0] : NULL,
-		    bad == OUT_BAD_FDS ? 1 : 0, 1000, on_reply, NULL);
-		spin();
-		(void)srv;
+		    json_object_new_string("tell"));
+		json_object_object_add(req, "colour", json_object_new_string(
+		    bad == OUT_BAD_FIELD ? "blue" : "red"));
+		ipc_send(srv, req, bad == OUT_BAD_FDS ? &pfd[0] : NULL,
+		    bad == OUT_BAD_FDS ? 1 : 0);
 		_exit(0);
 	}
 	close(pfd[1]);
@@ -696,19 +709,21 @@ out_aborts(enum out_bad bad, const char *want)
 /*
  * A message that does not match its row aborts its sender (a debug
  * build's check, ipc_out_check_set), with a log line that says what and
- * why: a field, fds the type does not carry, an error reply's code.
+ * why: a field, fds the type does not carry, an error reply's code. A
+ * request of frontd passes on a client's values: brokerd checks those.
  */
 static void
 test_outgoing_checked(void **state)
 {
 	assert_true(out_aborts(OUT_BAD_FIELD, "FATAL test_ipc: protocol: "
-	    "frontd sent brokerd a message that does not match the protocol "
-	    "table: echo: \"colour\" must be one of \"red\", \"green\", not "
+	    "brokerd sent sandboxd a message that does not match the protocol "
+	    "table: tell: \"colour\" must be one of \"red\", \"green\", not "
 	    "\"blue\""));
-	assert_true(out_aborts(OUT_BAD_FDS, "echo: \"echo\" carries no fds"));
+	assert_true(out_aborts(OUT_BAD_FDS, "tell: \"tell\" carries no fds"));
 	assert_true(out_aborts(OUT_BAD_ERROR_CODE, "brokerd sent frontd a "
 	    "message that does not match the protocol table: echo: \"code\" "
 	    "must be one of"));
+	assert_false(out_aborts(OUT_RELAYED, ""));
 	assert_false(out_aborts(OUT_GOOD, ""));
 }
 
