@@ -8,6 +8,8 @@
 #   make deb        build/deb/hostgate_VERSION_ARCH.deb (DEB_VERSION=)
 #   make vm         the package booted under systemd in qemu (tests/vm/)
 #   make check SANITIZE=address,undefined
+#   make HG_DEBUG=0 without the check of each outgoing message against the
+#                   protocol table (the package's build, into build-release)
 #   make fuzz       libFuzzer campaign (clang): FUZZ_SECONDS=, FUZZ_JOBS=
 #   make bench      benchmarks (tests/bench/)
 
@@ -71,6 +73,17 @@ CFLAGS	+= -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wpointer-arith \
 	   -fno-strict-aliasing -D_GNU_SOURCE -Icommon -I$(B) $(PKG_CFLAGS)
 # --as-needed: each binary depends on the libraries it calls only.
 LDFLAGS	+= -pie -Wl,-z,relro,-z,now -Wl,-z,noexecstack -Wl,--as-needed
+
+# HG_DEBUG=1, the default (make, make unit, make system, make check): each
+# outgoing message is checked against its row of the protocol table, and
+# one that does not match aborts its daemon with a log line (common/ipc.c).
+# The package is built with HG_DEBUG=0 (debian/rules), into build-release.
+HG_DEBUG ?= 1
+ifeq ($(HG_DEBUG),1)
+CFLAGS	+= -DHG_DEBUG=1
+else
+B	 = build-release
+endif
 
 ifneq ($(SANITIZE),)
 CFLAGS	+= -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -DHG_SANITIZE=1 -O1
@@ -241,8 +254,10 @@ check:
 build-check:
 	@tests/build/run.sh
 
-# docs/protocol.md's message reference is generated from the protocol
-# table (common/proto.c): protodoc rewrites it, protodoc-check compares.
+# docs/protocol.md's roles, message flags, error codes and message
+# reference are generated from common/proto.c: protodoc rewrites them,
+# protodoc-check compares (tests/build/test_protodoc.sh shows it fails
+# when the page lacks an entry of the code).
 $(B)/hg-protodoc: $(O)/scripts/protodoc.o $(COMMON_O)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -448,7 +463,7 @@ vm: deb $(B)/tests/test_policy
 	HGVM_UNIT="$(B)/tests/test_policy" tests/vm/run.sh $(DEB_FILE)
 
 clean:
-	rm -rf build build-san build-fuzz
+	rm -rf build build-san build-release build-fuzz
 
 # The compiler writes the dependency files (-MMD); no rule makes them, or
 # make would try test_maps_%.o's pattern with the stem "brokerd.d".

@@ -61,24 +61,24 @@ static void	control_closed(struct ipc_peer *);
 static const struct ipc_peer_cbs control_cbs = { NULL, control_closed };
 
 const struct ipc_handler control_handlers[] = {
-	{ "user_add",		control_user_add },
-	{ "user_del",		control_user_del },
-	{ "user_passwd",	control_user_passwd },
-	{ "user_list",		control_user_list },
-	{ "token_create",	control_token_create },
-	{ "token_list",		control_token_list },
-	{ "token_revoke",	control_token_revoke },
-	{ "session_list",	control_session_list },
-	{ "session_revoke",	control_session_revoke },
-	{ "session_revert",	control_session_revert },
-	{ "audit_verify",	control_audit_verify },
-	{ "audit_show",		control_audit_show },
-	{ "audit_flush",	control_audit_flush },
-	{ "status",		control_status },
-	{ "config",		control_config },
-	{ "audit_replay",	recording_replay },
-	{ "egress_get",		egress_control_get },
-	{ "egress_set",		egress_control_set },
+	{ MSG_USER_ADD,		control_user_add },
+	{ MSG_USER_DEL,		control_user_del },
+	{ MSG_USER_PASSWD,	control_user_passwd },
+	{ MSG_USER_LIST,		control_user_list },
+	{ MSG_TOKEN_CREATE,	control_token_create },
+	{ MSG_TOKEN_LIST,		control_token_list },
+	{ MSG_TOKEN_REVOKE,	control_token_revoke },
+	{ MSG_SESSION_LIST,	control_session_list },
+	{ MSG_SESSION_REVOKE,	control_session_revoke },
+	{ MSG_SESSION_REVERT,	control_session_revert },
+	{ MSG_AUDIT_VERIFY,	control_audit_verify },
+	{ MSG_AUDIT_SHOW,		control_audit_show },
+	{ MSG_AUDIT_FLUSH,	control_audit_flush },
+	{ MSG_STATUS,		control_status },
+	{ MSG_CONFIG,		control_config },
+	{ MSG_AUDIT_REPLAY,	recording_replay },
+	{ MSG_EGRESS_GET,		egress_control_get },
+	{ MSG_EGRESS_SET,		egress_control_set },
 	{ NULL, NULL }
 };
 
@@ -271,10 +271,9 @@ control_page_limit(struct ipc_msg *m, const char **after)
 	int64_t	limit = CONTROL_LIST_MAX;
 
 	*after = json_str(m->obj, "after");
-	if (json_int(m->obj, "limit", &limit) == -1 || limit < 1 ||
-	    limit > CONTROL_LIST_MAX)
-		limit = CONTROL_LIST_MAX;
-	return (size_t)limit;
+	/* absent, or 1 to CONTROL_LIST_MAX: the protocol table checked */
+	json_int(m->obj, "limit", &limit);
+	return limit;
 }
 
 /*
@@ -435,11 +434,9 @@ control_audit_show(struct ipc_peer *p, struct ipc_msg *m)
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
 		return;
 	}
-	/* The protocol table checked their ranges. */
+	/* The protocol table checked their ranges (limit: 1 to 500). */
 	json_int(m->obj, "limit", &limit);
 	json_int(m->obj, "before_seq", &before);
-	if (limit > CONTROL_AUDIT_PAGE)
-		limit = CONTROL_AUDIT_PAGE;
 	items = audit_query_filter(&f, before, limit, &more);
 	/* Room for the envelope: {"id":N,"result":{"items":...,"more":..}} */
 	if (audit_trim(items, IPC_MAX_MSG - 256) > 0)

@@ -192,7 +192,7 @@ egress_tell(const char *scope, const char *user, const char *session,
 	}
 	ev = json_object_new_object();
 	json_object_object_add(ev, "type",
-	    json_object_new_string("egress_update"));
+	    json_object_new_string(MSG_EGRESS_UPDATE));
 	json_object_object_add(ev, "user", json_object_new_string(user));
 	if (session != NULL)
 		json_object_object_add(ev, "session",
@@ -516,17 +516,16 @@ egress_log(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t			 port = 0, since_ms = 0;
 	int			 allowed, summary;
 
-	/* The protocol table checked every field's kind and length. */
+	/*
+	 * The protocol table checked every field's kind and length, and
+	 * kind (connect or summary) and verdict (allowed or refused).
+	 */
 	kind = json_str(m->obj, "kind");
 	verdict = json_str(m->obj, "verdict");
 	host = json_str(m->obj, "host");
 	reason = json_str(m->obj, "reason");
 	json_int(m->obj, "port", &port);
 	summary = strcmp(kind, "summary") == 0;
-	if (!summary && strcmp(kind, "connect") != 0) {
-		log_warnx("egress_log of kind \"%.16s\" ignored", kind);
-		return;
-	}
 	allowed = strcmp(verdict, "allowed") == 0;
 	d = json_object_new_object();
 	egress_str(d, m->obj, "spawn");

@@ -68,7 +68,7 @@ events_emit_token(const char *session, const char *user, const char *token,
 	if ((r->user = strdup(user)) == NULL)
 		fatal("%s", __func__);
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("event"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_EVENT));
 	json_object_object_add(obj, "seq", json_object_new_int64(r->seq));
 	json_object_object_add(obj, "event", json_object_new_string(name));
 	json_object_object_add(obj, "session",

@@ -287,7 +287,7 @@ files_request(struct ident *id, const char *op, const char *path,
 	struct json_object	*req;
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("file"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_FILE));
 	json_object_object_add(req, "op", json_object_new_string(op));
 	json_object_object_add(req, "user",
 	    json_object_new_string(id->user->name));

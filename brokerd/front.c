@@ -57,46 +57,46 @@ static void	front_events(struct ipc_peer *, struct ipc_msg *,
  * the protocol table says PM_IDENT; front_init checks).
  */
 static const struct front_op front_ops[] = {
-	{ "health",	NEED_NONE,			front_health },
-	{ "login",	NEED_NONE,			front_login },
-	{ "logout",	NEED_SESSION | NEED_CSRF,	front_logout },
-	{ "status",	NEED_IDENT,			front_status },
-	{ "token_mint",	NEED_SESSION | NEED_CSRF,	front_token_mint },
-	{ "session_tokens", NEED_SESSION,		front_tokens },
-	{ "session_token_revoke", NEED_SESSION | NEED_CSRF,
+	{ MSG_HEALTH,	NEED_NONE,			front_health },
+	{ MSG_LOGIN,	NEED_NONE,			front_login },
+	{ MSG_LOGOUT,	NEED_SESSION | NEED_CSRF,	front_logout },
+	{ MSG_STATUS,	NEED_IDENT,			front_status },
+	{ MSG_TOKEN_MINT,	NEED_SESSION | NEED_CSRF,	front_token_mint },
+	{ MSG_SESSION_TOKENS, NEED_SESSION,		front_tokens },
+	{ MSG_SESSION_TOKEN_REVOKE, NEED_SESSION | NEED_CSRF,
 	    front_token_revoke },
-	{ "mode_get",	NEED_IDENT,			mode_get },
-	{ "mode_set",	NEED_ANY_CSRF,			mode_set },
-	{ "events_subscribe", NEED_IDENT,		front_events },
-	{ "prompt",	NEED_IDENT,			prompt_get },
-	{ "admin_sessions", NEED_ADMIN,			admin_sessions },
-	{ "admin_revert", NEED_ADMIN | NEED_CSRF,	admin_revert },
-	{ "admin_kill",	NEED_ADMIN | NEED_CSRF,		admin_kill },
-	{ "admin_audit", NEED_ADMIN,			admin_audit },
-	{ "admin_debug", NEED_ADMIN,			admin_debug },
-	{ "admin_recording", NEED_ADMIN,		admin_recording },
-	{ "egress_get",	NEED_ADMIN,			egress_front_get },
-	{ "egress_set",	NEED_ADMIN | NEED_CSRF,		egress_front_set },
-	{ "permission_get", NEED_IDENT,			front_permission_get },
-	{ "permission_set", NEED_SESSION | NEED_CSRF,	front_permission_set },
-	{ "run",	NEED_ANY_CSRF,			spawn_run },
-	{ "file_read",	NEED_IDENT,			files_read },
-	{ "file_list",	NEED_IDENT,			files_list },
-	{ "file_write",	NEED_ANY_CSRF,			files_write },
-	{ "file_delete", NEED_ANY_CSRF,			files_delete },
-	{ "terminal_create", NEED_ANY_CSRF,		spawn_terminal_create },
-	{ "terminal_list", NEED_IDENT,			spawn_terminal_list },
-	{ "terminal_attach", NEED_IDENT,		spawn_terminal_attach },
-	{ "terminal_delete", NEED_ANY_CSRF,		spawn_terminal_delete },
+	{ MSG_MODE_GET,	NEED_IDENT,			mode_get },
+	{ MSG_MODE_SET,	NEED_ANY_CSRF,			mode_set },
+	{ MSG_EVENTS_SUBSCRIBE, NEED_IDENT,		front_events },
+	{ MSG_PROMPT,	NEED_IDENT,			prompt_get },
+	{ MSG_ADMIN_SESSIONS, NEED_ADMIN,			admin_sessions },
+	{ MSG_ADMIN_REVERT, NEED_ADMIN | NEED_CSRF,	admin_revert },
+	{ MSG_ADMIN_KILL,	NEED_ADMIN | NEED_CSRF,		admin_kill },
+	{ MSG_ADMIN_AUDIT, NEED_ADMIN,			admin_audit },
+	{ MSG_ADMIN_DEBUG, NEED_ADMIN,			admin_debug },
+	{ MSG_ADMIN_RECORDING, NEED_ADMIN,		admin_recording },
+	{ MSG_EGRESS_GET,	NEED_ADMIN,			egress_front_get },
+	{ MSG_EGRESS_SET,	NEED_ADMIN | NEED_CSRF,		egress_front_set },
+	{ MSG_PERMISSION_GET, NEED_IDENT,			front_permission_get },
+	{ MSG_PERMISSION_SET, NEED_SESSION | NEED_CSRF,	front_permission_set },
+	{ MSG_RUN,	NEED_ANY_CSRF,			spawn_run },
+	{ MSG_FILE_READ,	NEED_IDENT,			files_read },
+	{ MSG_FILE_LIST,	NEED_IDENT,			files_list },
+	{ MSG_FILE_WRITE,	NEED_ANY_CSRF,			files_write },
+	{ MSG_FILE_DELETE, NEED_ANY_CSRF,			files_delete },
+	{ MSG_TERMINAL_CREATE, NEED_ANY_CSRF,		spawn_terminal_create },
+	{ MSG_TERMINAL_LIST, NEED_IDENT,			spawn_terminal_list },
+	{ MSG_TERMINAL_ATTACH, NEED_IDENT,		spawn_terminal_attach },
+	{ MSG_TERMINAL_DELETE, NEED_ANY_CSRF,		spawn_terminal_delete },
 	{ NULL, 0, NULL }
 };
 
 /* frontd's one-way messages; front_init adds every op of front_ops. */
 static const struct ipc_handler front_events_map[] = {
 	/* after the hello: frontd's version, for hgctl status */
-	{ "front_info",	front_info },
+	{ MSG_FRONT_INFO,	front_info },
 	/* frontd resized a terminal's pty (counted for the audit) */
-	{ "terminal_resized", front_resized },
+	{ MSG_TERMINAL_RESIZED, front_resized },
 	{ NULL, NULL }
 };
 
@@ -737,13 +737,8 @@ front_permission_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	const char	*want;
 
+	/* Required, a profile's name: the protocol table checked. */
 	want = json_str(m->obj, "permission");
-	if (!session_permission_valid(want)) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"permission\" must be "
-		    "read-only, workspace-write, workspace-write+network, "
-		    "workspace-write+allowlist or read-only+allowlist");
-		return;
-	}
 	/* The allowlist profiles are narrower: not restricted by this. */
 	if (strcmp(want, "workspace-write+network") == 0 &&
 	    front_conf->network_admin_only && !id->user->admin) {

@@ -955,7 +955,7 @@ hgctl_user_add(char **argv)
 		return HGCTL_EXIT_FAIL;
 	}
 	hgctl_password(pwstdin_flag, pass, sizeof(pass));
-	req = hgctl_req_one("user_add", "name", argv[0]);
+	req = hgctl_req_one(MSG_USER_ADD, "name", argv[0]);
 	json_object_object_add(req, "admin",
 	    json_object_new_boolean(admin_flag));
 	json_object_object_add(req, "password", json_object_new_string(pass));
@@ -979,7 +979,7 @@ hgctl_user_add(char **argv)
 static int
 hgctl_user_del(char **argv)
 {
-	json_object_put(hgctl_call(hgctl_req_one("user_del", "name",
+	json_object_put(hgctl_call(hgctl_req_one(MSG_USER_DEL, "name",
 	    argv[0])));
 	printf("user %s deleted\n", argv[0]);
 	return HGCTL_EXIT_OK;
@@ -994,7 +994,7 @@ hgctl_user_passwd(char **argv)
 
 	hgctl_conf();
 	hgctl_password(pwstdin_flag, pw, sizeof(pw));
-	req = hgctl_req_one("user_passwd", "name", argv[0]);
+	req = hgctl_req_one(MSG_USER_PASSWD, "name", argv[0]);
 	json_object_object_add(req, "password", json_object_new_string(pw));
 	explicit_bzero(pw, sizeof(pw));
 	json_object_put(hgctl_call(req));
@@ -1016,7 +1016,7 @@ hgctl_user_list(char **argv)
 		{ NULL, NULL, 0 }
 	};
 
-	return hgctl_list("user_list", cols);
+	return hgctl_list(MSG_USER_LIST, cols);
 }
 
 /* hgctl token create USER: the bearer token alone, for scripts. */
@@ -1025,7 +1025,7 @@ hgctl_token_create(char **argv)
 {
 	struct json_object	*res;
 
-	res = hgctl_call(hgctl_req_one("token_create", "user", argv[0]));
+	res = hgctl_call(hgctl_req_one(MSG_TOKEN_CREATE, "user", argv[0]));
 	if (json_out)
 		hgctl_print_json(res);
 	else
@@ -1046,14 +1046,14 @@ hgctl_token_list(char **argv)
 		{ NULL, NULL, 0 }
 	};
 
-	return hgctl_list_pages("token_list", cols);
+	return hgctl_list_pages(MSG_TOKEN_LIST, cols);
 }
 
 /* hgctl token revoke ID */
 static int
 hgctl_token_revoke(char **argv)
 {
-	json_object_put(hgctl_call(hgctl_req_one("token_revoke", "token",
+	json_object_put(hgctl_call(hgctl_req_one(MSG_TOKEN_REVOKE, "token",
 	    argv[0])));
 	printf("token %s revoked\n", argv[0]);
 	return HGCTL_EXIT_OK;
@@ -1075,14 +1075,14 @@ hgctl_session_list(char **argv)
 		{ NULL, NULL, 0 }
 	};
 
-	return hgctl_list_pages("session_list", cols);
+	return hgctl_list_pages(MSG_SESSION_LIST, cols);
 }
 
 /* hgctl session revoke ID */
 static int
 hgctl_session_revoke(char **argv)
 {
-	json_object_put(hgctl_call(hgctl_req_one("session_revoke", "session",
+	json_object_put(hgctl_call(hgctl_req_one(MSG_SESSION_REVOKE, "session",
 	    argv[0])));
 	printf("session %s revoked\n", argv[0]);
 	return HGCTL_EXIT_OK;
@@ -1092,7 +1092,7 @@ hgctl_session_revoke(char **argv)
 static int
 hgctl_session_revert(char **argv)
 {
-	json_object_put(hgctl_call(hgctl_req_one("session_revert", "session",
+	json_object_put(hgctl_call(hgctl_req_one(MSG_SESSION_REVERT, "session",
 	    argv[0])));
 	printf("session %s is sandboxed\n", argv[0]);
 	return HGCTL_EXIT_OK;
@@ -1197,7 +1197,7 @@ hgctl_audit_verify(char **argv)
 	if (show.journal)
 		hgctl_anchor_journal(&head, hash);
 	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
-	req = hgctl_req("audit_verify");
+	req = hgctl_req(MSG_AUDIT_VERIFY);
 	if (head > 0) {
 		json_object_object_add(req, "head_seq",
 		    json_object_new_int64(head));
@@ -1236,7 +1236,7 @@ hgctl_audit_replay(char **argv)
 
 	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
 	while (!eof) {
-		req = hgctl_req("audit_replay");
+		req = hgctl_req(MSG_AUDIT_REPLAY);
 		json_object_object_add(req, "recording",
 		    json_object_new_string(argv[0]));
 		json_object_object_add(req, "offset",
@@ -1266,7 +1266,7 @@ hgctl_audit_flush(char **argv)
 	struct json_object	*res;
 	int64_t			 n = 0;
 
-	res = hgctl_call(hgctl_req("audit_flush"));
+	res = hgctl_call(hgctl_req(MSG_AUDIT_FLUSH));
 	json_int(res, "records", &n);
 	if (json_out)
 		hgctl_print_json(res);
@@ -1283,7 +1283,7 @@ hgctl_audit_page(int64_t want, int64_t before)
 {
 	struct json_object	*req;
 
-	req = hgctl_req("audit_show");
+	req = hgctl_req(MSG_AUDIT_SHOW);
 	if (show.user != NULL)
 		json_object_object_add(req, "user",
 		    json_object_new_string(show.user));
@@ -1610,7 +1610,7 @@ hgctl_status(char **argv)
 	char			 err[PATH_MAX + 1024];
 	int			 running;
 
-	if (hgctl_try(hgctl_req("status"), &res, err, sizeof(err)) == -1) {
+	if (hgctl_try(hgctl_req(MSG_STATUS), &res, err, sizeof(err)) == -1) {
 		if (strncmp(err, "cannot connect to ", 18) == 0)
 			return hgctl_status_down(err);
 		fprintf(stderr, "hgctl: %s\n", err);
@@ -1665,7 +1665,7 @@ hgctl_config(char **argv)
 	char			 err[PATH_MAX + 1024], efile[LOG_ESCAPE_MAX];
 	int64_t			 pid = 0;
 
-	if (hgctl_try(hgctl_req("config"), &res, err, sizeof(err)) == -1) {
+	if (hgctl_try(hgctl_req(MSG_CONFIG), &res, err, sizeof(err)) == -1) {
 		fprintf(stderr, "hgctl: cannot ask brokerd (%s); showing "
 		    "hgctl's own configuration\n", err);
 		res = json_object_new_object();
@@ -1781,7 +1781,7 @@ hgctl_egress_show(char **argv)
 	struct json_object	*res, *items, *v, *j;
 	size_t			 i;
 
-	res = hgctl_call(hgctl_req("egress_get"));
+	res = hgctl_call(hgctl_req(MSG_EGRESS_GET));
 	if (json_out) {
 		hgctl_print_json(res);
 		json_object_put(res);
@@ -1814,7 +1814,7 @@ hgctl_egress_current(void)
 {
 	struct json_object	*res, *by, *list, *out;
 
-	res = hgctl_call(hgctl_req("egress_get"));
+	res = hgctl_call(hgctl_req(MSG_EGRESS_GET));
 	if (json_object_object_get_ex(res, target_user != NULL ? "users" :
 	    "sessions", &by) && json_object_object_get_ex(by, target_user !=
 	    NULL ? target_user : target_session, &list) &&
@@ -1847,7 +1847,7 @@ hgctl_egress_set(struct json_object *list)
 	const char		*what = target_user != NULL ? "user" :
 				    "session";
 
-	req = hgctl_req("egress_set");
+	req = hgctl_req(MSG_EGRESS_SET);
 	json_object_object_add(req, "scope", json_object_new_string(what));
 	json_object_object_add(req, "target", json_object_new_string(
 	    target_user != NULL ? target_user : target_session));
@@ -2027,9 +2027,9 @@ hgctl_store_status(char **argv)
 	else if ((rc = storeadm_embedded_status(conf.state_dir, &c, err,
 	    sizeof(err))) == 1) {
 		/* brokerd holds store.db: its own counts, from memory. */
-		c.sessions = hgctl_count_pages("session_list");
-		c.tokens = hgctl_count_pages("token_list");
-		res = hgctl_call(hgctl_req("user_list"));
+		c.sessions = hgctl_count_pages(MSG_SESSION_LIST);
+		c.tokens = hgctl_count_pages(MSG_TOKEN_LIST);
+		res = hgctl_call(hgctl_req(MSG_USER_LIST));
 		if (json_object_object_get_ex(res, "items", &items))
 			c.users = (int64_t)json_object_array_length(items);
 		json_object_put(res);

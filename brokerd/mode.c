@@ -386,13 +386,8 @@ mode_set(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	int			 wait;
 	int64_t			 now = now_mono_ms();
 
+	/* Required, direct or sandbox: the protocol table checked. */
 	want = json_str(m->obj, "mode");
-	if (want == NULL || (strcmp(want, "direct") != 0 &&
-	    strcmp(want, "sandbox") != 0)) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"mode\" must be \"direct\" or \"sandbox\"");
-		return;
-	}
 	d = json_object_new_object();
 	json_object_object_add(d, "mode", json_object_new_string(want));
 	audit_append("mode_requested", id->user->name,

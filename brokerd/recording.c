@@ -163,12 +163,8 @@ recording_replay(struct ipc_peer *p, struct ipc_msg *m)
 		    "a recording id is 16 lower-case hex digits");
 		return;
 	}
-	if (json_object_object_get_ex(m->obj, "offset", NULL) &&
-	    (json_int(m->obj, "offset", &offset) == -1 || offset < 0)) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"offset\" must be an integer >= 0");
-		return;
-	}
+	/* offset: absent, or 0 to a recording's largest size (the table) */
+	json_int(m->obj, "offset", &offset);
 	if ((sp = sandbox_peer()) == NULL) {
 		ipc_reply_error(p, m, ERR_UNAVAILABLE,
 		    "sandboxd is unreachable");
@@ -182,7 +178,7 @@ recording_replay(struct ipc_peer *p, struct ipc_msg *m)
 	snprintf(w->rec, sizeof(w->rec), "%s", id);
 	TAILQ_INSERT_TAIL(&recording_waits, w, entry);
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("recording"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_RECORDING));
 	json_object_object_add(req, "recording", json_object_new_string(id));
 	if (ipc_request(sp, req, NULL, 0, RECORDING_ASK_MS, recording_done,
 	    w) == -1) {

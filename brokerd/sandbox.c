@@ -69,9 +69,9 @@ static void	sandbox_closed(struct ipc_peer *);
 static void	sandbox_proc_exited(struct ipc_peer *, struct ipc_msg *);
 
 const struct ipc_handler sandbox_handlers[] = {
-	{ "proc_exited", sandbox_proc_exited },
+	{ MSG_PROC_EXITED, sandbox_proc_exited },
 	/* egressd's connection log, relayed: audit records (egress.c) */
-	{ "egress_log", egress_log },
+	{ MSG_EGRESS_LOG, egress_log },
 	{ NULL, NULL }
 };
 
@@ -88,7 +88,7 @@ sandbox_proc_exited(struct ipc_peer *p, struct ipc_msg *m)
 	id = json_str(m->obj, "proc");
 	json_int(m->obj, "status", &status);
 	json_flag(m->obj, "oom", &oom);
-	spawn_exited(id, (int)status, oom,
+	spawn_exited(id, status, oom,
 	    json_object_object_get(m->obj, "egress_bypass"));
 	if (json_object_object_get_ex(m->obj, "recording", &rec))
 		recording_closed(rec);
@@ -157,7 +157,7 @@ sandbox_ready(struct ipc_peer *p)
 	egress_sandbox_ready();
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("health"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_HEALTH));
 	ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS, sandbox_ready_reply,
 	    NULL);
 }
@@ -326,7 +326,7 @@ sandbox_health(struct ipc_peer *front, struct ipc_msg *m)
 	w->id = m->id;
 	TAILQ_INSERT_TAIL(&sandbox_waits, w, entry);
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("health"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_HEALTH));
 	if (ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS,
 	    sandbox_health_reply, w) == -1) {
 		TAILQ_REMOVE(&sandbox_waits, w, entry);
@@ -359,7 +359,7 @@ sandbox_health_refresh(int max_age_ms)
 	    now_mono_ms() - sandbox_health_at < max_age_ms)
 		return;
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("health"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_HEALTH));
 	if (ipc_request(p, req, NULL, 0, SANDBOX_HEALTH_MS,
 	    sandbox_refresh_reply, NULL) == 0)
 		sandbox_health_asking = 1;
@@ -397,7 +397,7 @@ sandbox_kill_session(const char *session_id)
 	}
 	req = json_object_new_object();
 	json_object_object_add(req, "type",
-	    json_object_new_string("kill_session"));
+	    json_object_new_string(MSG_KILL_SESSION));
 	json_object_object_add(req, "session",
 	    json_object_new_string(session_id));
 	json_object_object_add(req, "mode", json_object_new_string("direct"));
@@ -436,7 +436,7 @@ sandbox_grant(struct session *s)
 	    (p = sandbox_peer()) == NULL)
 		return;
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("grant"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_GRANT));
 	json_object_object_add(req, "session", json_object_new_string(s->id));
 	json_object_object_add(req, "user", json_object_new_string(s->user));
 	json_object_object_add(req, "deadline_ms",
@@ -470,7 +470,7 @@ sandbox_kill_user(const char *user)
 	}
 	req = json_object_new_object();
 	json_object_object_add(req, "type",
-	    json_object_new_string("kill_user"));
+	    json_object_new_string(MSG_KILL_USER));
 	json_object_object_add(req, "user", json_object_new_string(user));
 	ipc_request(p, req, NULL, 0, 5000, sandbox_told_reply,
 	    (void *)"killing a deleted user's processes");
@@ -550,7 +550,7 @@ sandbox_health_ask(int timeout_ms, sandbox_health_cb cb, void *arg)
 	struct json_object	*req;
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("health"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_HEALTH));
 	sandbox_ask(req, timeout_ms, cb, arg);
 }
 
@@ -565,7 +565,7 @@ sandbox_usage_ask(const char *user, int timeout_ms, sandbox_health_cb cb,
 	struct json_object	*req;
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("usage"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_USAGE));
 	json_object_object_add(req, "user", json_object_new_string(user));
 	sandbox_ask(req, timeout_ms, cb, arg);
 }
@@ -660,7 +660,7 @@ sandbox_usage_refresh(struct sandbox_usage *u)
 		return;
 	}
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("usage"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_USAGE));
 	json_object_object_add(req, "user", json_object_new_string(u->user));
 	u->asking = 1;
 	if (ipc_request(p, req, NULL, 0, FRONT_USAGE_MS, sandbox_usage_reply,

@@ -321,7 +321,7 @@ spawn_request(struct ident *id, const char *kind)
 	struct json_object	*req;
 
 	req = json_object_new_object();
-	json_object_object_add(req, "type", json_object_new_string("spawn"));
+	json_object_object_add(req, "type", json_object_new_string(MSG_SPAWN));
 	json_object_object_add(req, "kind", json_object_new_string(kind));
 	json_object_object_add(req, "user",
 	    json_object_new_string(id->user->name));
@@ -448,7 +448,8 @@ spawn_run_argv(struct ipc_peer *p, struct ipc_msg *m, const char **command,
 
 	lang = json_str(m->obj, "lang");
 	argv = json_object_new_array();
-	if (lang != NULL && strcmp(lang, "python") == 0) {
+	/* "python", the one lang the protocol table takes */
+	if (lang != NULL) {
 		if ((*code = json_str(m->obj, "code")) == NULL) {
 			json_object_put(argv);
 			ipc_reply_error(p, m, ERR_BAD_REQUEST,
@@ -553,23 +554,15 @@ spawn_run(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	}
 	if ((argv = spawn_run_argv(p, m, &command, &code)) == NULL)
 		return;
-	if (json_object_object_get_ex(m->obj, "timeout", NULL) &&
-	    (json_int(m->obj, "timeout", &timeout) == -1 || timeout < 1 ||
-	    timeout > spawn_conf->command_timeout_max)) {
+	/* 1 to 86400 (the table), and within this host's own maximum */
+	if (json_int(m->obj, "timeout", &timeout) == 0 &&
+	    timeout > spawn_conf->command_timeout_max) {
 		json_object_put(argv);
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"timeout\" must be "
 		    "whole seconds from 1 to %d", spawn_conf->command_timeout_max);
 		return;
 	}
-	cwd = json_str(m->obj, "cwd");
-	if (json_object_object_get_ex(m->obj, "cwd", NULL) && cwd == NULL &&
-	    !json_object_is_type(json_object_object_get(m->obj, "cwd"),
-	    json_type_null)) {
-		json_object_put(argv);
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"cwd\" must be a string");
-		return;
-	}
+	cwd = json_str(m->obj, "cwd");	/* a path or absent: the table */
 	env = json_object_new_array();
 	if (spawn_env(p, m, env) == -1) {
 		json_object_put(argv);
@@ -711,16 +704,9 @@ spawn_terminal_create(struct ipc_peer *p, struct ipc_msg *m,
 		    "sandboxd is unreachable");
 		return;
 	}
-	if ((json_object_object_get_ex(m->obj, "cols", NULL) &&
-	    (json_int(m->obj, "cols", &cols) == -1 || cols < 2 ||
-	    cols > 1000)) ||
-	    (json_object_object_get_ex(m->obj, "rows", NULL) &&
-	    (json_int(m->obj, "rows", &rows) == -1 || rows < 2 ||
-	    rows > 1000))) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST,
-		    "\"cols\" and \"rows\" must be integers from 2 to 1000");
-		return;
-	}
+	/* absent, or 2 to 1000: the protocol table checked */
+	json_int(m->obj, "cols", &cols);
+	json_int(m->obj, "rows", &rows);
 	if (spawn_rate_ok(p, m, id, "terminal") == -1)
 		return;
 	if (spawn_terminals_of(id->user->name) >= spawn_conf->max_terminals) {
@@ -875,7 +861,7 @@ spawn_terminal_attach(struct ipc_peer *p, struct ipc_msg *m,
 		ipc_reply_error(p, m, ERR_CONFLICT, "the terminal has exited");
 		return;
 	}
-	spawn_terminal_ask(p, m, id, "attach", t);
+	spawn_terminal_ask(p, m, id, MSG_ATTACH, t);
 }
 
 /* DELETE /api/terminals/{id}: hang it up. */
@@ -904,7 +890,7 @@ spawn_terminal_delete(struct ipc_peer *p, struct ipc_msg *m,
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
 	}
-	spawn_terminal_ask(p, m, id, "hangup", t);
+	spawn_terminal_ask(p, m, id, MSG_HANGUP, t);
 }
 
 /*
@@ -1064,7 +1050,7 @@ spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
 	}
-	spawn_terminal_ask(p, m, id, "hangup", t);
+	spawn_terminal_ask(p, m, id, MSG_HANGUP, t);
 }
 
 /* sandboxd went away: its processes died with it (--die-with-parent). */

@@ -35,6 +35,8 @@ void	log_info(const char *, ...) HG_PRINTF(1, 2);
 void	log_debug(const char *, ...) HG_PRINTF(1, 2);
 __dead void fatal(const char *, ...) HG_PRINTF(1, 2);
 __dead void fatalx(const char *, ...) HG_PRINTF(1, 2);
+/* Log an error and abort(): a bug that a core or a debugger should show. */
+__dead void fatalx_abort(const char *, ...) HG_PRINTF(1, 2);
 /* Escape untrusted text for a log line into buf; returns buf. */
 const char *log_escape(const char *s, size_t len, char *buf, size_t bufsz);
 #define LOG_ESCAPE_MAX 256
@@ -286,6 +288,12 @@ int	 ipc_handlers_match(const struct proto_msg *,
 	    char *err, size_t errsz);
 /* Check received messages against another table (unit tests; NULL: real). */
 void	 ipc_proto_set(const struct proto_msg *);
+/*
+ * Whether outgoing messages are checked against the table, a message
+ * that does not match aborting (on in debug builds, HG_DEBUG): tests
+ * that send bad messages on purpose turn it off.
+ */
+void	 ipc_out_check_set(int on);
 /* Bytes (and messages, when nmsgs) in a peer's outgoing queue. */
 size_t	 ipc_peer_queued(struct ipc_peer *, size_t *nmsgs);
 /*

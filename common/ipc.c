@@ -100,32 +100,33 @@ struct ipc_link {
 /* The message table every received message is checked against. */
 static const struct proto_msg	*ipc_proto = proto_msgs;
 
+/*
+ * Whether every outgoing message is checked against its row too: in a
+ * debug build (HG_DEBUG, the Makefile's default; the package is built
+ * without), where a message that does not match is this daemon's bug
+ * and aborts it (ipc_out_fail).
+ */
+#ifdef HG_DEBUG
+static int			 ipc_out_checked = 1;
+#else
+static int			 ipc_out_checked = 0;
+#endif
+
 static void	ipc_peer_kill(struct ipc_peer *, const char *, ...)
 		    HG_PRINTF(2, 3);
 static void	ipc_peer_destroy(struct ipc_peer *);
 static void	ipc_link_schedule(struct ipc_link *);
 static void	ipc_reply_user(struct json_object *);
 
-static const struct {
-	enum ipc_role	 role;
-	const char	*name;
-} ipc_roles[] = {
-	{ ROLE_FRONTD, "frontd" },
-	{ ROLE_BROKERD, "brokerd" },
-	{ ROLE_SANDBOXD, "sandboxd" },
-	{ ROLE_HGCTL, "hgctl" },
-	{ ROLE_EGRESSD, "egressd" },
-};
-
 /* The name of one role (or of the first role of a mask). */
 const char *
 ipc_role_name(unsigned role)
 {
-	size_t	i;
+	const struct proto_role	*r;
 
-	for (i = 0; i < sizeof(ipc_roles) / sizeof(ipc_roles[0]); i++)
-		if (role & ipc_roles[i].role)
-			return ipc_roles[i].name;
+	for (r = proto_roles; r->role != 0; r++)
+		if (role & r->role)
+			return r->name;
 	return "unknown";
 }
 
@@ -133,13 +134,11 @@ ipc_role_name(unsigned role)
 static enum ipc_role
 ipc_role_lookup(const char *name)
 {
-	size_t	i;
+	const struct proto_role	*r;
 
-	if (name == NULL)
-		return 0;
-	for (i = 0; i < sizeof(ipc_roles) / sizeof(ipc_roles[0]); i++)
-		if (strcmp(name, ipc_roles[i].name) == 0)
-			return ipc_roles[i].role;
+	for (r = proto_roles; name != NULL && r->role != 0; r++)
+		if (strcmp(name, r->name) == 0)
+			return r->role;
 	return 0;
 }
 
@@ -343,6 +342,71 @@ ipc_queue(struct ipc_peer *p, const char *type, int request, const char *data,
 	return 0;
 }
 
+/*
+ * An outgoing message does not match its row: a bug of the sender, which
+ * stops here, in a debug build, with what it sent and why.
+ */
+static void
+ipc_out_fail(unsigned self, unsigned to, const char *what, const char *why)
+{
+	char	esc[LOG_ESCAPE_MAX];
+
+	fatalx_abort("protocol: %s sent %s a message that does not match "
+	    "the protocol table: %s: %s", ipc_role_name(self),
+	    ipc_role_name(to), log_escape(what != NULL ? what : "?",
+	    (size_t)-1, esc, sizeof(esc)), why);
+}
+
+/*
+ * The roles whose requests pass on what a client or an operator sent,
+ * unchecked: brokerd, the privileged side, checks it and answers
+ * bad_request (DESIGN: frontd decides nothing). Their events and replies
+ * are their own, and checked.
+ */
+#define IPC_RELAYS	(ROLE_FRONTD | ROLE_HGCTL)
+
+/*
+ * Check a message with a type (a request, an event) from self to a peer
+ * of role to as its receiver will, with nfds fds. The hello is the one
+ * type outside the table.
+ */
+static void
+ipc_out_check(unsigned self, unsigned to, struct json_object *obj, int nfds)
+{
+	const struct proto_msg	*pm;
+	const char		*type = json_str(obj, "type");
+	char			 err[300];
+
+	if (!ipc_out_checked || (type != NULL && strcmp(type,
+	    MSG_HELLO) == 0))
+		return;
+	if ((self & IPC_RELAYS) && json_object_object_get_ex(obj, "id", NULL))
+		return;
+	if (proto_check(ipc_proto, obj, self, to, nfds, &pm, err,
+	    sizeof(err)) == -1)
+		ipc_out_fail(self, to, type, err);
+}
+
+/* Check a reply to a request of row pm (NULL: unknown) before it goes. */
+static void
+ipc_out_check_reply(struct ipc_peer *p, const struct proto_msg *pm,
+    struct json_object *obj)
+{
+	char	err[300];
+
+	if (ipc_out_checked && proto_check_reply(pm, obj, err,
+	    sizeof(err)) == -1)
+		ipc_out_fail(p->self, p->role, pm != NULL ? pm->type :
+		    "a reply", err);
+}
+
+/* Check outgoing messages from now on, or stop (tests of bad input). */
+void
+ipc_out_check_set(int on)
+{
+	ipc_out_checked = on;
+}
+
 /* Queue a message (takes obj); fds are duplicated. */
 int
 ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
@@ -358,6 +422,9 @@ ipc_send(struct ipc_peer *p, struct json_object *obj, const int *fds, int nfds)
 	s = json_object_to_json_string_length(obj, JSON_C_TO_STRING_PLAIN,
 	    &len);
 	type = json_str(obj, "type");
+	if (type != NULL)
+		ipc_out_check(p->self, p->role ? p->role : p->expect, obj,
+		    nfds);
 	request = type != NULL && json_object_object_get_ex(obj, "id", NULL);
 	rc = ipc_queue(p, type, request, s, len, fds, nfds);
 	json_object_put(obj);
@@ -492,6 +559,19 @@ ipc_request_text(struct ipc_peer *p, const char *type, const char *members,
 	memcpy(buf, head, n);
 	memcpy(buf + n, members, len);
 	buf[n + len] = '}';
+	if (ipc_out_checked) {
+		struct json_tokener	*tok = json_tokener_new();
+		struct json_object	*obj;
+
+		if (tok == NULL)
+			fatal("%s: json_tokener_new", __func__);
+		obj = json_tokener_parse_ex(tok, buf, (int)need);
+		json_tokener_free(tok);
+		if (obj == NULL)
+			ipc_out_fail(p->self, p->role, type, "not JSON");
+		ipc_out_check(p->self, p->role, obj, 0);
+		json_object_put(obj);
+	}
 	if (ipc_queue(p, type, 1, buf, need, NULL, 0) == -1)
 		return -1;
 	ipc_pending_add(p, proto_find(ipc_proto, type, p->self, p->role), id,
@@ -538,6 +618,16 @@ ipc_reply_body(struct ipc_peer *p, struct ipc_msg *m, const char *body,
 	}
 	memcpy(buf, env, n + 1);	/* with its NUL */
 	memcpy(buf + n + 1, body, len);
+	if (ipc_out_checked) {
+		struct json_object	*obj = json_tokener_parse(env);
+		char			 err[300];
+
+		if (obj == NULL || proto_check_raw(obj, body, len, err,
+		    sizeof(err)) == -1)
+			ipc_out_fail(p->self, p->role, m->pm->type,
+			    obj == NULL ? "an envelope that is not JSON" : err);
+		json_object_put(obj);
+	}
 	return ipc_queue(p, NULL, 0, buf, need, fds, nfds);
 }
 
@@ -573,6 +663,7 @@ ipc_reply(struct ipc_peer *p, struct ipc_msg *m, struct json_object *result,
 	json_object_object_add(obj, "result", result != NULL ? result :
 	    json_object_new_object());
 	ipc_reply_user(obj);
+	ipc_out_check_reply(p, m->pm, obj);
 	return ipc_send(p, obj, fds, nfds);
 }
 
@@ -604,6 +695,7 @@ ipc_reply_error_obj(struct ipc_peer *p, struct ipc_msg *m, const char *code,
 	    json_object_new_int64(m->id) : NULL);
 	json_object_object_add(obj, "error", err);
 	ipc_reply_user(obj);
+	ipc_out_check_reply(p, m != NULL ? m->pm : NULL, obj);
 	return ipc_send(p, obj, NULL, 0);
 }
 
@@ -637,7 +729,7 @@ ipc_send_hello(struct ipc_peer *p)
 	struct json_object	*obj;
 
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("hello"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_HELLO));
 	json_object_object_add(obj, "version",
 	    json_object_new_int(HG_PROTO_VERSION));
 	json_object_object_add(obj, "role",
@@ -654,7 +746,7 @@ ipc_hello(struct ipc_peer *p, struct ipc_msg *m)
 	int64_t		 version;
 	enum ipc_role	 r;
 
-	if (m->type == NULL || strcmp(m->type, "hello") != 0) {
+	if (m->type == NULL || strcmp(m->type, MSG_HELLO) != 0) {
 		ipc_peer_kill(p, "message before hello");
 		return -1;
 	}
@@ -1474,7 +1566,7 @@ ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 		goto out;
 	}
 	hello = json_object_new_object();
-	json_object_object_add(hello, "type", json_object_new_string("hello"));
+	json_object_object_add(hello, "type", json_object_new_string(MSG_HELLO));
 	json_object_object_add(hello, "version",
 	    json_object_new_int(HG_PROTO_VERSION));
 	json_object_object_add(hello, "role",
@@ -1497,6 +1589,7 @@ ipc_call(const char *path, enum ipc_role self, enum ipc_role expect,
 	json_object_put(obj);
 	obj = NULL;
 	json_object_object_add(req, "id", json_object_new_int(1));
+	ipc_out_check(self, expect, req, 0);
 	if (ipc_call_send(fd, req) == -1) {
 		snprintf(err, errsz, "send: %s", strerror(errno));
 		goto out;

@@ -425,6 +425,18 @@ fatalx(const char *fmt, ...)
 	exit(1);
 }
 
+/* Log an error and abort(): a bug that a core or a debugger should show. */
+void
+fatalx_abort(const char *fmt, ...)
+{
+	va_list	ap;
+
+	va_start(ap, fmt);
+	log_vemit(LOG_CRIT, "FATAL", NULL, fmt, ap);
+	va_end(ap);
+	abort();
+}
+
 /* Write the escaped form of byte c into out (at least 5 bytes); its length. */
 static size_t
 log_escape_byte(unsigned char c, char *out)

@@ -9,8 +9,9 @@
  * either "result": {...} or "error": {"code": "...", "message": "..."}.
  * Every message type, who sends it, who receives it and its fields are
  * defined once, in the table of common/proto.c (proto_msgs); common/ipc.c
- * checks each message against it before any handler runs, and the message
- * reference of docs/protocol.md is generated from it (build/hg-protodoc).
+ * checks each message against it before any handler runs (and, in a debug
+ * build, each message sent), and docs/protocol.md's roles, flags, error
+ * codes and message reference are generated from it (build/hg-protodoc).
  */
 #ifndef HG_PROTO_H
 #define HG_PROTO_H
@@ -18,6 +19,11 @@
 #define HG_PROTO_VERSION 1
 #define IPC_MAX_MSG	(64 * 1024)
 #define IPC_MAX_FDS	4
+/*
+ * The bound of counters, sequence numbers and byte totals: 2^53 - 1, the
+ * largest integer a JavaScript client reads exactly.
+ */
+#define PROTO_COUNT_MAX	9007199254740991LL
 /* Domain patterns an admin may add to one user's or session's allowlist. */
 #define EGRESS_ADDITIONS_MAX	64
 
@@ -34,6 +40,76 @@
 #define SOCK_EGRESS_DIR		"egress"
 #define SOCK_SANDBOX_EGRESS	SOCK_EGRESS_DIR "/sandbox.sock"
 
+/*
+ * The message types, one name each: every row of the table, every handler
+ * map and every sender names a type by these, so that a misspelt one is a
+ * compile error. A type on several links (health, status...) is one name.
+ */
+#define MSG_HELLO		"hello"	/* the first message each way */
+#define MSG_HEALTH		"health"
+#define MSG_LOGIN		"login"
+#define MSG_LOGOUT		"logout"
+#define MSG_STATUS		"status"
+#define MSG_TOKEN_MINT		"token_mint"
+#define MSG_SESSION_TOKENS	"session_tokens"
+#define MSG_SESSION_TOKEN_REVOKE	"session_token_revoke"
+#define MSG_MODE_GET		"mode_get"
+#define MSG_MODE_SET		"mode_set"
+#define MSG_EVENTS_SUBSCRIBE	"events_subscribe"
+#define MSG_PROMPT		"prompt"
+#define MSG_ADMIN_SESSIONS	"admin_sessions"
+#define MSG_ADMIN_REVERT	"admin_revert"
+#define MSG_ADMIN_KILL		"admin_kill"
+#define MSG_ADMIN_AUDIT		"admin_audit"
+#define MSG_ADMIN_DEBUG		"admin_debug"
+#define MSG_ADMIN_RECORDING	"admin_recording"
+#define MSG_PERMISSION_GET	"permission_get"
+#define MSG_PERMISSION_SET	"permission_set"
+#define MSG_RUN			"run"
+#define MSG_FILE_READ		"file_read"
+#define MSG_FILE_LIST		"file_list"
+#define MSG_FILE_WRITE		"file_write"
+#define MSG_FILE_DELETE		"file_delete"
+#define MSG_TERMINAL_CREATE	"terminal_create"
+#define MSG_TERMINAL_LIST	"terminal_list"
+#define MSG_TERMINAL_ATTACH	"terminal_attach"
+#define MSG_TERMINAL_DELETE	"terminal_delete"
+#define MSG_EGRESS_GET		"egress_get"
+#define MSG_EGRESS_SET		"egress_set"
+#define MSG_FRONT_INFO		"front_info"
+#define MSG_TERMINAL_RESIZED	"terminal_resized"
+#define MSG_USER_ADD		"user_add"
+#define MSG_USER_DEL		"user_del"
+#define MSG_USER_PASSWD		"user_passwd"
+#define MSG_USER_LIST		"user_list"
+#define MSG_TOKEN_CREATE	"token_create"
+#define MSG_TOKEN_LIST		"token_list"
+#define MSG_TOKEN_REVOKE	"token_revoke"
+#define MSG_SESSION_LIST	"session_list"
+#define MSG_SESSION_REVOKE	"session_revoke"
+#define MSG_SESSION_REVERT	"session_revert"
+#define MSG_AUDIT_VERIFY	"audit_verify"
+#define MSG_AUDIT_SHOW		"audit_show"
+#define MSG_AUDIT_FLUSH		"audit_flush"
+#define MSG_CONFIG		"config"
+#define MSG_AUDIT_REPLAY	"audit_replay"
+#define MSG_SPAWN		"spawn"
+#define MSG_FILE		"file"
+#define MSG_ATTACH		"attach"
+#define MSG_HANGUP		"hangup"
+#define MSG_KILL_SESSION	"kill_session"
+#define MSG_GRANT		"grant"
+#define MSG_KILL_USER		"kill_user"
+#define MSG_USAGE		"usage"
+#define MSG_LIST		"list"
+#define MSG_RECORDING		"recording"
+#define MSG_PROC_EXITED		"proc_exited"
+#define MSG_EGRESS_UPDATE	"egress_update"
+#define MSG_EGRESS_LOG		"egress_log"
+#define MSG_EGRESS_LISTEN	"egress_listen"
+#define MSG_EGRESS_CLOSE	"egress_close"
+#define MSG_EVENT		"event"
+
 /* Who is at the other end of a link. */
 enum ipc_role {
 	ROLE_FRONTD = 1 << 0,
@@ -43,7 +119,22 @@ enum ipc_role {
 	ROLE_EGRESSD = 1 << 4,
 };
 
-/* Error codes, mapped to HTTP statuses by frontd (frontd/api.c). */
+/*
+ * The roles, their names in the hello and what each is: proto_roles
+ * (common/proto.c).
+ */
+struct proto_role {
+	enum ipc_role	 role;
+	const char	*name;
+	const char	*doc;
+};
+extern const struct proto_role proto_roles[];	/* ended by role 0 */
+
+/*
+ * Error codes. Each, its HTTP status (frontd answers it) and when it is
+ * answered are one row of proto_errors (common/proto.c), which an error
+ * reply's code must be one of.
+ */
 #define ERR_BAD_REQUEST		"bad_request"		/* 400 */
 #define ERR_UNAUTHORIZED	"unauthorized"		/* 401 */
 #define ERR_FORBIDDEN		"forbidden"		/* 403 */
@@ -57,6 +148,15 @@ enum ipc_role {
 #define ERR_INTERNAL		"internal"		/* 500 */
 #define ERR_UNAVAILABLE		"unavailable"		/* 503 */
 
+struct proto_error {
+	const char	*code;		/* ERR_* */
+	int		 status;	/* the HTTP status frontd answers */
+	const char	*doc;
+};
+extern const struct proto_error proto_errors[];	/* ended by a NULL code */
+/* The HTTP status of an error code: its row's, 500 for none. */
+int	 proto_error_status(const char *code);
+
 /* The kind of a field's value. */
 enum proto_kind {
 	PK_STRING,	/* a string without NUL, length min..max bytes */
@@ -69,6 +169,7 @@ enum proto_kind {
 	PK_USER,	/* a hostgate user name (lower case, <= 32 bytes) */
 	PK_HEX,		/* exactly max lower-case hex digits (ids, hashes) */
 	PK_PATH,	/* a path: no NUL, no control character, <= max bytes */
+	PK_ENUM,	/* a string, one of choices */
 	PK_ANY,		/* anything; the handler checks it */
 };
 
@@ -81,6 +182,7 @@ struct proto_field {
 	unsigned			 flags;	/* PF_* */
 	long long			 min, max;
 	const struct proto_field	*sub;	/* PK_OBJECT: its members */
+	const char *const		*choices; /* PK_ENUM: NULL-terminated */
 };
 
 #define PM_IDENT	0x1	/* needs an authenticated identity ("auth") */
@@ -93,6 +195,15 @@ struct proto_field {
  * Errors stay plain JSON replies.
  */
 #define PM_RAW		0x8
+
+/* A PM_* flag: its C name, its name in the documentation, its meaning. */
+struct proto_flag {
+	unsigned	 flag;
+	const char	*macro;
+	const char	*name;
+	const char	*doc;
+};
+extern const struct proto_flag proto_flags[];	/* ended by flag 0 */
 
 /* One message type: a request or an event, with its reply's schema. */
 struct proto_msg {

@@ -208,7 +208,7 @@ listener_send(struct listener *l, const char *kind, const char *host,
 	struct json_object	*o;
 
 	o = json_object_new_object();
-	json_object_object_add(o, "type", json_object_new_string("egress_log"));
+	json_object_object_add(o, "type", json_object_new_string(MSG_EGRESS_LOG));
 	json_object_object_add(o, "kind", json_object_new_string(kind));
 	json_object_object_add(o, "spawn", json_object_new_string(l->spawn));
 	json_object_object_add(o, "user", json_object_new_string(l->user));

@@ -63,15 +63,11 @@ sandbox_egress_update(struct ipc_peer *p, struct ipc_msg *m)
 	const char	*scope = json_str(m->obj, "scope");
 	int		 n, sess;
 
-	if (strcmp(scope, "user") == 0)
-		sess = 0;
-	else if (strcmp(scope, "session") == 0 && session != NULL)
-		sess = 1;
-	else {
-		log_warnx("egress_update: scope \"%s\"%s; ignored",
-		    strcmp(scope, "session") == 0 ? "session" : "?",
-		    strcmp(scope, "session") == 0 ? " without a session" :
-		    " is neither user nor session");
+	/* scope is user or session: the protocol table checked. */
+	sess = strcmp(scope, "session") == 0;
+	if (sess && session == NULL) {
+		log_warnx("egress_update: scope session without a session; "
+		    "ignored");
 		return;
 	}
 	n = proxy_update(user, session, sess,
@@ -82,9 +78,9 @@ sandbox_egress_update(struct ipc_peer *p, struct ipc_msg *m)
 
 /* What sandboxd sends egressd. */
 const struct ipc_handler egressd_handlers[] = {
-	{ "egress_listen",	sandbox_egress_listen },
-	{ "egress_close",	sandbox_egress_close },
-	{ "egress_update",	sandbox_egress_update },
+	{ MSG_EGRESS_LISTEN,	sandbox_egress_listen },
+	{ MSG_EGRESS_CLOSE,	sandbox_egress_close },
+	{ MSG_EGRESS_UPDATE,	sandbox_egress_update },
 	{ NULL, NULL }
 };
 

@@ -115,48 +115,48 @@ static const struct api_field api_terminal_body[] = {
 };
 
 static const struct api_route api_routes[] = {
-	{ "GET", "/healthz", "health", NULL, 200, api_reply_healthz, NULL },
-	{ "POST", "/api/login", "login", api_login_body, 200,
+	{ "GET", "/healthz", MSG_HEALTH, NULL, 200, api_reply_healthz, NULL },
+	{ "POST", "/api/login", MSG_LOGIN, api_login_body, 200,
 	    api_reply_login, NULL },
-	{ "POST", "/api/logout", "logout", NULL, 200, api_reply_logout, NULL },
-	{ "GET", "/api/status", "status", NULL, 200, NULL, NULL },
-	{ "POST", "/api/session/tokens", "token_mint", api_empty_body, 201,
+	{ "POST", "/api/logout", MSG_LOGOUT, NULL, 200, api_reply_logout, NULL },
+	{ "GET", "/api/status", MSG_STATUS, NULL, 200, NULL, NULL },
+	{ "POST", "/api/session/tokens", MSG_TOKEN_MINT, api_empty_body, 201,
 	    NULL, NULL },
-	{ "GET", "/api/session/tokens", "session_tokens", NULL, 200, NULL,
+	{ "GET", "/api/session/tokens", MSG_SESSION_TOKENS, NULL, 200, NULL,
 	    NULL },
-	{ "DELETE", "/api/session/tokens/*", "session_token_revoke", NULL, 200,
+	{ "DELETE", "/api/session/tokens/*", MSG_SESSION_TOKEN_REVOKE, NULL, 200,
 	    NULL, api_prepare_token },
-	{ "GET", "/api/execution-mode", "mode_get", NULL, 200, NULL, NULL },
-	{ "POST", "/api/execution-mode", "mode_set", api_mode_body, 200, NULL,
+	{ "GET", "/api/execution-mode", MSG_MODE_GET, NULL, 200, NULL, NULL },
+	{ "POST", "/api/execution-mode", MSG_MODE_SET, api_mode_body, 200, NULL,
 	    NULL },
-	{ "GET", "/api/sandbox/prompt", "prompt", NULL, 200, NULL, NULL },
-	{ "GET", "/api/admin/sessions", "admin_sessions", NULL, 200, NULL,
+	{ "GET", "/api/sandbox/prompt", MSG_PROMPT, NULL, 200, NULL, NULL },
+	{ "GET", "/api/admin/sessions", MSG_ADMIN_SESSIONS, NULL, 200, NULL,
 	    NULL },
-	{ "POST", "/api/admin/sessions/*/revert", "admin_revert", NULL, 200,
+	{ "POST", "/api/admin/sessions/*/revert", MSG_ADMIN_REVERT, NULL, 200,
 	    NULL, api_prepare_session },
-	{ "DELETE", "/api/admin/terminals/*", "admin_kill", NULL, 200, NULL,
+	{ "DELETE", "/api/admin/terminals/*", MSG_ADMIN_KILL, NULL, 200, NULL,
 	    api_prepare_terminal },
-	{ "GET", "/api/admin/audit", "admin_audit", NULL, 200, NULL,
+	{ "GET", "/api/admin/audit", MSG_ADMIN_AUDIT, NULL, 200, NULL,
 	    api_prepare_audit },
-	{ "GET", "/api/admin/debug", "admin_debug", NULL, 200, NULL, NULL },
-	{ "GET", "/api/admin/recordings/*", "admin_recording", NULL, 200, NULL,
+	{ "GET", "/api/admin/debug", MSG_ADMIN_DEBUG, NULL, 200, NULL, NULL },
+	{ "GET", "/api/admin/recordings/*", MSG_ADMIN_RECORDING, NULL, 200, NULL,
 	    api_prepare_recording },
-	{ "GET", "/api/admin/egress", "egress_get", NULL, 200, NULL, NULL },
-	{ "PUT", "/api/admin/egress/users/*", "egress_set", api_egress_body,
+	{ "GET", "/api/admin/egress", MSG_EGRESS_GET, NULL, 200, NULL, NULL },
+	{ "PUT", "/api/admin/egress/users/*", MSG_EGRESS_SET, api_egress_body,
 	    200, NULL, api_prepare_egress },
-	{ "PUT", "/api/admin/egress/sessions/*", "egress_set",
+	{ "PUT", "/api/admin/egress/sessions/*", MSG_EGRESS_SET,
 	    api_egress_body, 200, NULL, api_prepare_egress },
-	{ "GET", "/api/permission", "permission_get", NULL, 200, NULL, NULL },
-	{ "POST", "/api/permission", "permission_set", api_permission_body,
+	{ "GET", "/api/permission", MSG_PERMISSION_GET, NULL, 200, NULL, NULL },
+	{ "POST", "/api/permission", MSG_PERMISSION_SET, api_permission_body,
 	    200, NULL, NULL },
-	{ "POST", "/api/run_command", "run", api_command_body, 200,
+	{ "POST", "/api/run_command", MSG_RUN, api_command_body, 200,
 	    api_reply_run, api_prepare_command },
-	{ "POST", "/api/run_python", "run", api_python_body, 200,
+	{ "POST", "/api/run_python", MSG_RUN, api_python_body, 200,
 	    api_reply_run, api_prepare_python },
-	{ "POST", "/api/terminals", "terminal_create", api_terminal_body, 201,
+	{ "POST", "/api/terminals", MSG_TERMINAL_CREATE, api_terminal_body, 201,
 	    NULL, NULL },
-	{ "GET", "/api/terminals", "terminal_list", NULL, 200, NULL, NULL },
-	{ "DELETE", "/api/terminals/*", "terminal_delete", NULL, 200, NULL,
+	{ "GET", "/api/terminals", MSG_TERMINAL_LIST, NULL, 200, NULL, NULL },
+	{ "DELETE", "/api/terminals/*", MSG_TERMINAL_DELETE, NULL, 200, NULL,
 	    api_prepare_terminal },
 	{ NULL, NULL, NULL, NULL, 0, NULL, NULL }
 };
@@ -175,29 +175,6 @@ static void	api_send_text(struct http_request *,
 static struct config	*api_conf;
 static struct ipc_link	*api_broker;
 static int		 api_reply_fds[IPC_MAX_FDS];	/* of the reply */
-
-/* The HTTP status for a brokerd error code. */
-static int
-api_status(const char *code)
-{
-	static const struct {
-		const char	*code;
-		int		 status;
-	} map[] = {
-		{ ERR_BAD_REQUEST, 400 }, { ERR_UNAUTHORIZED, 401 },
-		{ ERR_FORBIDDEN, 403 }, { ERR_NOT_FOUND, 404 },
-		{ ERR_CONFLICT, 409 }, { ERR_GONE, 410 },
-		{ ERR_MISDIRECTED, 421 }, { ERR_TOO_LARGE, 413 },
-		{ ERR_RATE_LIMITED, 429 }, { ERR_UNAVAILABLE, 503 },
-		{ ERR_NO_SPACE, 507 },
-	};
-	size_t	i;
-
-	for (i = 0; code != NULL && i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(map[i].code, code) == 0)
-			return map[i].status;
-	return 500;
-}
 
 /* A JSON {"ok": false, "reason": r} link state. */
 static struct json_object *
@@ -372,7 +349,7 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	if (json_int(err, "retry_after", &retry) == 0)
 		snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n",
 		    (long long)retry);
-	http_reply_error(req, api_status(code), code ? code : ERR_INTERNAL,
+	http_reply_error(req, proto_error_status(code), code ? code : ERR_INTERNAL,
 	    msg ? msg : "error", hdr[0] ? hdr : NULL);
 	return 1;
 }
@@ -488,7 +465,7 @@ api_broker_reply(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 
 	free(c);
 	req->pending = NULL;
-	if (m == NULL && strcmp(r->op, "health") == 0) {
+	if (m == NULL && strcmp(r->op, MSG_HEALTH) == 0) {
 		api_healthz_down(req, "brokerd did not answer");
 		return;
 	}
@@ -858,7 +835,7 @@ api_run_request(int python, struct json_object *body,
 
 	*fd = -1;
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("run"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_RUN));
 	if (api_fields_copy(python ? api_python_body : api_command_body, body,
 	    obj, msg, msgsz) == -1) {
 		json_object_put(obj);
@@ -1262,7 +1239,7 @@ api_handle(struct http_request *req, void *arg)
 
 	/* A request without a body: printed straight, no tree. */
 	if (r->body == NULL && r->prepare == NULL &&
-	    strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0) {
+	    strcmp(r->op, MSG_LOGIN) != 0 && strcmp(r->op, MSG_HEALTH) != 0) {
 		api_send_text(req, r);
 		return;
 	}
@@ -1275,14 +1252,14 @@ api_handle(struct http_request *req, void *arg)
 		return;
 	}
 	json_object_put(body);
-	if (strcmp(r->op, "login") == 0 || strcmp(r->op, "health") == 0)
+	if (strcmp(r->op, MSG_LOGIN) == 0 || strcmp(r->op, MSG_HEALTH) == 0)
 		json_object_object_add(obj, "request_id",
 		    json_object_new_string(req->request_id));
 	/* The client's address: for the rate limit and refusal records. */
-	if (strcmp(r->op, "health") != 0)
+	if (strcmp(r->op, MSG_HEALTH) != 0)
 		json_object_object_add(obj, "client",
 		    json_object_new_string(req->peer));
-	if (strcmp(r->op, "login") != 0 && strcmp(r->op, "health") != 0)
+	if (strcmp(r->op, MSG_LOGIN) != 0 && strcmp(r->op, MSG_HEALTH) != 0)
 		api_add_auth(req, obj);
 	api_send(req, r, obj, fd);
 }
@@ -1298,7 +1275,7 @@ api_pending_new(struct http_request *req, const struct api_route *r,
 	struct api_call	*c;
 
 	if ((*broker = ipc_link_peer(api_broker)) == NULL) {
-		if (strcmp(r->op, "health") == 0)
+		if (strcmp(r->op, MSG_HEALTH) == 0)
 			api_healthz_down(req, "brokerd is unreachable");
 		else
 			http_reply_error(req, 503, ERR_UNAVAILABLE,
@@ -1348,8 +1325,8 @@ api_send(struct http_request *req, const struct api_route *r,
 		    "are too large (send long input as \"stdin\")", NULL);
 		return;
 	}
-	timeout = strcmp(r->op, "health") == 0 ? API_HEALTH_TIMEOUT_MS :
-	    strcmp(r->op, "run") == 0 ? API_RUN_TIMEOUT_MS :
+	timeout = strcmp(r->op, MSG_HEALTH) == 0 ? API_HEALTH_TIMEOUT_MS :
+	    strcmp(r->op, MSG_RUN) == 0 ? API_RUN_TIMEOUT_MS :
 	    API_BROKER_TIMEOUT_MS;
 	if ((c = api_pending_new(req, r, &broker)) == NULL) {
 		json_object_put(obj);

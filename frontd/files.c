@@ -400,7 +400,7 @@ files_check(struct http_request *req)
 	}
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type", json_object_new_string(
-	    "file_write"));
+	    MSG_FILE_WRITE));
 	json_object_object_add(obj, "path", json_object_new_string(c->path));
 	json_object_object_add(obj, "size",
 	    json_object_new_int64((int64_t)req->content_length));
@@ -430,9 +430,9 @@ files_handle(struct http_request *req)
 	obj = json_object_new_object();
 	if (strcmp(req->method, "GET") == 0 ||
 	    strcmp(req->method, "HEAD") == 0)
-		op = c->dir || c->path[0] == '\0' ? "file_list" : "file_read";
+		op = c->dir || c->path[0] == '\0' ? MSG_FILE_LIST : MSG_FILE_READ;
 	else if (strcmp(req->method, "PUT") == 0) {
-		op = "file_write";
+		op = MSG_FILE_WRITE;
 		why = req->body_fd == -1 ? "an upload needs a body" :
 		    files_put_refused(c, (long)req->body_len);
 		if (why != NULL) {
@@ -448,7 +448,7 @@ files_handle(struct http_request *req)
 		if (!c->dir)
 			fd = req->body_fd;
 	} else if (strcmp(req->method, "DELETE") == 0) {
-		op = "file_delete";
+		op = MSG_FILE_DELETE;
 		if (c->path[0] == '\0') {
 			json_object_put(obj);
 			free(c);

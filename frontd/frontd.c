@@ -38,7 +38,7 @@ static int64_t			 frontd_started;	/* wall seconds */
 
 /* What brokerd sends frontd unasked: the events for the SSE streams. */
 const struct ipc_handler frontd_handlers[] = {
-	{ "event",	sse_deliver },
+	{ MSG_EVENT,	sse_deliver },
 	{ NULL, NULL }
 };
 static void	frontd_broker_ready(struct ipc_peer *);
@@ -54,7 +54,7 @@ frontd_broker_ready(struct ipc_peer *p)
 
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type", json_object_new_string(
-	    "front_info"));
+	    MSG_FRONT_INFO));
 	json_object_object_add(obj, "version",
 	    json_object_new_string(HG_VERSION));
 	json_object_object_add(obj, "started",

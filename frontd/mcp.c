@@ -630,7 +630,7 @@ mcp_ask_prompt(struct mcp_call *c)
 	struct json_object	*obj;
 
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("prompt"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_PROMPT));
 	mcp_broker(c, obj, -1, 0, mcp_prompt_done, NULL);
 }
 
@@ -643,7 +643,7 @@ mcp_ask_whoami(struct mcp_call *c, mcp_broker_cb cb)
 	/* events_subscribe with no Last-Event-ID: {user, session}, no ring. */
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
-	    json_object_new_string("events_subscribe"));
+	    json_object_new_string(MSG_EVENTS_SUBSCRIBE));
 	json_object_object_add(obj, "last_event_id", json_object_new_int(0));
 	mcp_broker(c, obj, -1, 0, cb, NULL);
 }

@@ -446,7 +446,7 @@ tool_refused(struct tool_wait *w, struct json_object *err)
 	json_object_object_add(w->res, "code", json_object_new_string(
 	    json_str(err, "code") ? json_str(err, "code") : "error"));
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("status"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_STATUS));
 	mcp_broker(w->c, obj, -1, 0, tool_refusal_status, w);
 }
 
@@ -569,7 +569,7 @@ tool_run_done(struct mcp_call *c, struct ipc_msg *m, void *arg)
 	 */
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
-	    json_object_new_string("permission_get"));
+	    json_object_new_string(MSG_PERMISSION_GET));
 	mcp_broker(c, obj, -1, 0, tool_run_permission, w);
 }
 
@@ -737,7 +737,7 @@ tool_file_send(struct mcp_call *c, const char *tool, const char *type,
 static void
 tool_read_file(struct mcp_call *c, struct json_object *args)
 {
-	tool_file_send(c, "read_file", "file_read", json_str(args, "path"), NULL, -1,
+	tool_file_send(c, "read_file", MSG_FILE_READ, json_str(args, "path"), NULL, -1,
 	    0, tool_read_done);
 }
 
@@ -807,7 +807,7 @@ tool_write_file(struct mcp_call *c, struct json_object *args)
 	obj = json_object_new_object();
 	json_object_object_add(obj, "size", json_object_new_int64(len));
 	json_object_object_add(obj, "dir", json_object_new_boolean(0));
-	tool_file_send(c, "write_file", "file_write", json_str(args, "path"), obj, fd,
+	tool_file_send(c, "write_file", MSG_FILE_WRITE, json_str(args, "path"), obj, fd,
 	    len, tool_write_done);
 }
 
@@ -853,7 +853,7 @@ tool_list_files(struct mcp_call *c, struct json_object *args)
 {
 	const char	*path = args != NULL ? json_str(args, "path") : NULL;
 
-	tool_file_send(c, "list_files", "file_list", path ? path : "", NULL, -1,
+	tool_file_send(c, "list_files", MSG_FILE_LIST, path ? path : "", NULL, -1,
 	    0, tool_list_done);
 }
 
@@ -905,7 +905,7 @@ tool_status(struct mcp_call *c, struct json_object *args)
 	struct json_object	*obj;
 
 	obj = json_object_new_object();
-	json_object_object_add(obj, "type", json_object_new_string("status"));
+	json_object_object_add(obj, "type", json_object_new_string(MSG_STATUS));
 	mcp_broker(c, obj, -1, 0, tool_status_done, tool_wait_new(c,
 	    "status"));
 }

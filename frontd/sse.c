@@ -251,7 +251,8 @@ sse_handle(struct http_request *req)
 		last = req->query + 14;
 	if (last != NULL) {
 		id = strtoll(last, &end, 10);
-		if (end == last || (*end != '\0' && *end != '&') || id < 0)
+		if (end == last || (*end != '\0' && *end != '&') || id < 0 ||
+		    id > PROTO_COUNT_MAX)
 			id = 0;
 	}
 	if ((broker = api_broker_peer()) == NULL) {
@@ -261,7 +262,7 @@ sse_handle(struct http_request *req)
 	}
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
-	    json_object_new_string("events_subscribe"));
+	    json_object_new_string(MSG_EVENTS_SUBSCRIBE));
 	json_object_object_add(obj, "last_event_id",
 	    json_object_new_int64(id));
 	api_add_auth(req, obj);

@@ -291,7 +291,7 @@ ws_resized(struct ws *w)
 		return;
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
-	    json_object_new_string("terminal_resized"));
+	    json_object_new_string(MSG_TERMINAL_RESIZED));
 	json_object_object_add(obj, "terminal", json_object_new_string(w->id));
 	ipc_send(broker, obj, NULL, 0);
 }
@@ -690,7 +690,7 @@ ws_handle(struct http_request *req)
 	ws_accept_key(key, wt->accept);
 	obj = json_object_new_object();
 	json_object_object_add(obj, "type",
-	    json_object_new_string("terminal_attach"));
+	    json_object_new_string(MSG_TERMINAL_ATTACH));
 	json_object_object_add(obj, "terminal", json_object_new_string(wt->id));
 	if (host[0] != '\0')
 		json_object_object_add(obj, "host",

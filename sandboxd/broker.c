@@ -18,7 +18,6 @@
 #include "sandboxd.h"
 
 #define BROKER_PROBE_MAX_AGE_MS	30000
-#define BROKER_MAX_ARGV		64
 
 static void	broker_health(struct ipc_peer *, struct ipc_msg *);
 static void	broker_spawn(struct ipc_peer *, struct ipc_msg *);
@@ -36,21 +35,21 @@ static void	broker_ready(struct ipc_peer *);
 static void	broker_closed(struct ipc_peer *);
 
 const struct ipc_handler broker_handlers[] = {
-	{ "health",	broker_health },
+	{ MSG_HEALTH,	broker_health },
 	/* a command's stdin arrives as a memfd */
-	{ "spawn",	broker_spawn },
-	{ "attach",	broker_attach },
-	{ "hangup",	broker_hangup },
-	{ "list",	broker_list },
-	{ "kill_session", broker_kill_session },
-	{ "recording",	broker_recording },
-	{ "grant",	broker_grant },
-	{ "kill_user",	broker_kill_user },
-	{ "usage",	broker_usage },
+	{ MSG_SPAWN,	broker_spawn },
+	{ MSG_ATTACH,	broker_attach },
+	{ MSG_HANGUP,	broker_hangup },
+	{ MSG_LIST,	broker_list },
+	{ MSG_KILL_SESSION, broker_kill_session },
+	{ MSG_RECORDING,	broker_recording },
+	{ MSG_GRANT,	broker_grant },
+	{ MSG_KILL_USER,	broker_kill_user },
+	{ MSG_USAGE,	broker_usage },
 	/* a write's content arrives as a memfd (files.c) */
-	{ "file",	broker_file },
+	{ MSG_FILE,	broker_file },
 	/* an admin's egress additions, passed on to egressd */
-	{ "egress_update", broker_egress_update },
+	{ MSG_EGRESS_UPDATE, broker_egress_update },
 	{ NULL, NULL }
 };
 
@@ -115,27 +114,15 @@ broker_ctx(struct ipc_msg *m)
 	    json_str(m->obj, "session"));
 }
 
-/* An array of strings into a strv; -1 when it is not one. */
-static int
-broker_strings(struct json_object *arr, struct strv *sv, size_t max)
+/* An array of strings (the protocol table checked it) into a strv. */
+static void
+broker_strings(struct json_object *arr, struct strv *sv)
 {
-	struct json_object	*v;
-	size_t			 i, n;
+	size_t	i;
 
-	if (arr == NULL || !json_object_is_type(arr, json_type_array))
-		return -1;
-	n = json_object_array_length(arr);
-	if (n > max)
-		return -1;
-	for (i = 0; i < n; i++) {
-		v = json_object_array_get_idx(arr, i);
-		if (!json_object_is_type(v, json_type_string) ||
-		    strlen(json_object_get_string(v)) !=
-		    (size_t)json_object_get_string_len(v))
-			return -1;
-		strv_add(sv, json_object_get_string(v));
-	}
-	return 0;
+	for (i = 0; arr != NULL && i < json_object_array_length(arr); i++)
+		strv_add(sv, json_object_get_string(
+		    json_object_array_get_idx(arr, i)));
 }
 
 /*
@@ -205,25 +192,142 @@ broker_ids(struct ipc_msg *m, struct spawn_spec *s, char *err, size_t errsz)
 		gid = uid;
 	if (ids_check(uid, gid, err, errsz) == -1)
 		return -1;
-	s->uid = (uid_t)uid;
-	s->gid = (gid_t)gid;
+	s->uid = uid;
+	s->gid = gid;
 	return 0;
+}
+
+/*
+ * A direct spawn's grant, whose end sandboxd holds itself, brokerd up or
+ * down: NULL, or the error code with err when it is past or cannot be
+ * held.
+ */
+static const char *
+broker_spawn_deadline(struct spawn_spec *s, int64_t deadline, char *err,
+    size_t errsz)
+{
+	if (s->mode != MODE_DIRECT || deadline == 0)
+		return NULL;
+	if (grant_expired(deadline)) {
+		log_warnx("direct spawn refused: its grant ended %lld ms ago",
+		    (long long)(now_wall_ms() - deadline));
+		snprintf(err, errsz, "the direct-mode grant has ended "
+		    "(deadline_ms %lld is past)", (long long)deadline);
+		return ERR_FORBIDDEN;
+	}
+	if (s->session != NULL && grant_set(s->session, s->user, deadline,
+	    err, errsz) == -1)
+		return ERR_BAD_REQUEST;
+	s->deadline_ms = deadline;
+	return NULL;
+}
+
+/*
+ * A spawn request into its spec: what runs, for whom, as which ids, in
+ * which mode and profile, until when. Types, ranges, the kind, mode and
+ * profile's names, the user name and the request id were checked by the
+ * protocol table; what is left is what the values mean. NULL, or the
+ * error code with err.
+ */
+static const char *
+broker_spawn_spec(struct ipc_msg *m, struct spawn_spec *s, struct strv *argv,
+    struct strv *env, char *err, size_t errsz)
+{
+	const char	*perm = json_str(m->obj, "permission");
+	int64_t		 deadline = 0;
+
+	s->kind = strcmp(json_str(m->obj, "kind"), "terminal") == 0 ?
+	    SPAWN_TERMINAL : SPAWN_COMMAND;
+	s->mode = strcmp(json_str(m->obj, "mode"), "direct") == 0 ?
+	    MODE_DIRECT : MODE_SANDBOX;
+	s->user = json_str(m->obj, "user");
+	s->session = json_str(m->obj, "session");
+	s->term = json_str(m->obj, "term");
+	broker_strings(json_object_object_get(m->obj, "argv"), argv);
+	broker_strings(json_object_object_get(m->obj, "env"), env);
+	if (argv->n == 0) {
+		snprintf(err, errsz, "\"argv\" is empty");
+		return ERR_BAD_REQUEST;
+	}
+	if (perm_parse(perm, &s->perm) == -1) {
+		/* The table's profiles and sandboxd's differ: a bug. */
+		log_warnx("spawn refused: no profile \"%s\" in sandboxd", perm);
+		snprintf(err, errsz, "no profile \"%s\" in sandboxd", perm);
+		return ERR_INTERNAL;
+	}
+	if (broker_ids(m, s, err, errsz) == -1) {
+		log_warnx("spawn refused: %s", err);
+		return ERR_BAD_REQUEST;
+	}
+	json_int(m->obj, "deadline_ms", &deadline);
+	/*
+	 * Under the docker runtime the docker CLI, which runs as sandboxd,
+	 * hands the workspace to the container: it stays sandboxd's.
+	 */
+	if (broker_conf->runtime == RUNTIME_DOCKER) {
+		s->uid = geteuid();
+		s->gid = getegid();
+	}
+	return broker_spawn_deadline(s, deadline, err, errsz);
+}
+
+/*
+ * An allowlist profile's only way out is egressd: without it (or under
+ * the docker runtime, which has no bridge) the spawn fails now, before
+ * anything is made or run. NULL, or the error code with err.
+ */
+static const char *
+broker_spawn_egress(const struct spawn_spec *s, char *err, size_t errsz)
+{
+	if (broker_conf->runtime == RUNTIME_DOCKER) {
+		docker_refuse(s, err, errsz);
+		return ERR_UNAVAILABLE;
+	}
+	if (!egress_up()) {
+		log_warnx("spawn refused: %s: egressd is not linked",
+		    perm_name(s->perm));
+		snprintf(err, errsz, "the %s profile is unavailable: the "
+		    "egress proxy (egressd) is not running", perm_name(s->perm));
+		return ERR_UNAVAILABLE;
+	}
+	return NULL;
+}
+
+/* A terminal answers at once: its id, mode, backend and where it runs. */
+static void
+broker_spawn_terminal(struct ipc_peer *p, struct ipc_msg *m, struct proc *pr,
+    const struct spawn_spec *s)
+{
+	struct json_object	*res, *o;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "id", json_object_new_string(spawn_id(pr)));
+	json_object_object_add(res, "mode", json_object_new_string(
+	    s->mode == MODE_DIRECT ? "direct" : "sandbox"));
+	json_object_object_add(res, "backend",
+	    json_object_new_string(spawn_backend(pr)));
+	json_object_object_add(res, "sha256",
+	    json_object_new_string(spawn_sha256(pr)));
+	spawn_where_json(pr, res);
+	if ((o = backend_container_json(s->user, s->perm)) != NULL)
+		json_object_object_add(res, "container", o);
+	ipc_reply(p, m, res, NULL, 0);
 }
 
 /* Run an approved spawn. Commands answer when done; terminals at once. */
 static void
 broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 {
-	struct json_object	*res, *o, *eu = NULL, *es = NULL;
 	struct spawn_spec	 s;
 	struct strv		 argv, env, cmd, envp;
 	struct proc		*pr;
-	const char		*kind, *mode, *perm, *cwd;
-	char			 ws[4096], wd[4096], err[512];
+	const char		*code;
+	char			 ws[4096], wd[4096], err[512], why[256];
 	char			 id[17], sock[4096];
 	int			 egress;
+	/* the defaults; the protocol table bounds what brokerd sends */
 	int64_t			 timeout = 60000, cap = 1048576;
-	int64_t			 cols = 80, rows = 24, deadline = 0;
+	int64_t			 cols = 80, rows = 24;
 	int			 stdin_fd = m->nfds > 0 ? m->fds[0] : -1;
 
 	memset(&s, 0, sizeof(s));
@@ -233,101 +337,30 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 	strv_init(&cmd);
 	strv_init(&envp);
 	broker_ctx(m);
-	kind = json_str(m->obj, "kind");
-	mode = json_str(m->obj, "mode");
-	perm = json_str(m->obj, "permission");
-	s.user = json_str(m->obj, "user");
-	s.session = json_str(m->obj, "session");
-	s.term = json_str(m->obj, "term");
-	cwd = json_str(m->obj, "cwd");
 	json_int(m->obj, "timeout_ms", &timeout);
 	json_int(m->obj, "output_cap", &cap);
 	json_int(m->obj, "cols", &cols);
 	json_int(m->obj, "rows", &rows);
-	json_int(m->obj, "deadline_ms", &deadline);
-	/*
-	 * Types, ranges, the user name and the request id: checked by the
-	 * protocol table. What is left is what the values mean.
-	 */
-	json_object_object_get_ex(m->obj, "argv", &o);
-	if ((strcmp(kind, "command") != 0 && strcmp(kind, "terminal") != 0) ||
-	    (strcmp(mode, "sandbox") != 0 && strcmp(mode, "direct") != 0) ||
-	    broker_strings(o, &argv, BROKER_MAX_ARGV) == -1 || argv.n == 0) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed spawn request");
+	if ((code = broker_spawn_spec(m, &s, &argv, &env, err,
+	    sizeof(err))) != NULL)
 		goto out;
-	}
-	json_object_object_get_ex(m->obj, "env", &o);
-	if (o != NULL && broker_strings(o, &env, 64) == -1) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "malformed environment");
-		goto out;
-	}
-	if (perm_parse(perm, &s.perm) == -1) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown permission");
-		goto out;
-	}
-	s.kind = strcmp(kind, "terminal") == 0 ? SPAWN_TERMINAL :
-	    SPAWN_COMMAND;
-	s.mode = strcmp(mode, "direct") == 0 ? MODE_DIRECT : MODE_SANDBOX;
-	if (broker_ids(m, &s, err, sizeof(err)) == -1) {
-		log_warnx("spawn refused: %s", err);
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
-		goto out;
-	}
-	if (s.mode == MODE_DIRECT && deadline > 0) {
-		/* sandboxd holds the grant's end itself, brokerd up or down */
-		if (grant_expired(deadline)) {
-			log_warnx("direct spawn refused: its grant ended %lld "
-			    "ms ago", (long long)(now_wall_ms() - deadline));
-			ipc_reply_error(p, m, ERR_FORBIDDEN, "the direct-mode "
-			    "grant has ended (deadline_ms %lld is past)",
-			    (long long)deadline);
-			goto out;
-		}
-		if (s.session != NULL && grant_set(s.session, s.user, deadline,
-		    err, sizeof(err)) == -1) {
-			ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
-			goto out;
-		}
-		s.deadline_ms = deadline;
-	}
-	/*
-	 * Under the docker runtime the docker CLI, which runs as sandboxd,
-	 * hands the workspace to the container: it stays sandboxd's.
-	 */
-	if (broker_conf->runtime == RUNTIME_DOCKER) {
-		s.uid = geteuid();
-		s.gid = getegid();
-	}
-	/*
-	 * An allowlist profile's only way out is egressd: without it the
-	 * spawn fails now, before anything is made or run.
-	 */
 	egress = s.mode == MODE_SANDBOX && perm_allowlist(s.perm);
-	if (egress && broker_conf->runtime == RUNTIME_DOCKER) {
-		docker_refuse(&s, err, sizeof(err));
-		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
+	if (egress && (code = broker_spawn_egress(&s, err,
+	    sizeof(err))) != NULL)
 		goto out;
-	}
-	if (egress && !egress_up()) {
-		log_warnx("spawn refused: %s: egressd is not linked", perm);
-		ipc_reply_error(p, m, ERR_UNAVAILABLE, "the %s profile is "
-		    "unavailable: the egress proxy (egressd) is not running",
-		    perm);
-		goto out;
-	}
+	code = ERR_BAD_REQUEST;
 	if (broker_workspace(s.user, s.uid, s.gid, ws, sizeof(ws), err,
-	    sizeof(err)) == -1 || broker_cwd(&s, ws, cwd, wd, sizeof(wd), err,
-	    sizeof(err)) == -1) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
+	    sizeof(err)) == -1 || broker_cwd(&s, ws, json_str(m->obj, "cwd"),
+	    wd, sizeof(wd), err, sizeof(err)) == -1)
 		goto out;
-	}
+	code = ERR_UNAVAILABLE;
 	if (egress) {
 		spawn_new_id(id);
 		s.id = id;
 		if (egress_spawn_open(id, s.user, s.session, s.uid, sock,
-		    sizeof(sock), err, sizeof(err)) == -1) {
-			ipc_reply_error(p, m, ERR_UNAVAILABLE, "the %s profile "
-			    "is unavailable: %s", perm, err);
+		    sizeof(sock), why, sizeof(why)) == -1) {
+			snprintf(err, sizeof(err), "the %s profile is "
+			    "unavailable: %s", perm_name(s.perm), why);
 			goto out;
 		}
 		s.egress_sock = sock;
@@ -340,45 +373,31 @@ broker_spawn(struct ipc_peer *p, struct ipc_msg *m)
 		/* Never a weaker backend: the spawn fails, with the reason. */
 		if (egress)
 			egress_spawn_end(id);
-		ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", err);
 		goto out;
 	}
 	pr = spawn_start(&s, backend_name_of(&s), &cmd, envp.v, stdin_fd,
-	    (int)timeout, (size_t)cap, (int)cols, (int)rows, p, m->id, err,
-	    sizeof(err));
+	    timeout, cap, cols, rows, p, m->id, err, sizeof(err));
 	if (s.seccomp_fd != -1)
 		close(s.seccomp_fd);
-	if (pr == NULL) {
-		/* spawn_start's failure took the egress socket with it. */
-		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
+	/* spawn_start's failure took the egress socket with it. */
+	code = ERR_INTERNAL;
+	if (pr == NULL)
 		goto out;
-	}
+	code = NULL;
 	/*
 	 * The listener goes to egressd; should that fail, nobody accepts on
 	 * it and the bridge closes every connection: still no way out.
 	 */
-	if (egress) {
-		json_object_object_get_ex(m->obj, "egress_user", &eu);
-		json_object_object_get_ex(m->obj, "egress_session", &es);
-		if (egress_spawn_listen(id, eu, es, err, sizeof(err)) == -1)
-			log_warnx("spawn %s: %s", id, err);
-	}
-	if (s.kind == SPAWN_TERMINAL) {
-		res = json_object_new_object();
-		json_object_object_add(res, "id",
-		    json_object_new_string(spawn_id(pr)));
-		json_object_object_add(res, "mode", json_object_new_string(
-		    s.mode == MODE_DIRECT ? "direct" : "sandbox"));
-		json_object_object_add(res, "backend",
-		    json_object_new_string(spawn_backend(pr)));
-		json_object_object_add(res, "sha256",
-		    json_object_new_string(spawn_sha256(pr)));
-		spawn_where_json(pr, res);
-		if ((o = backend_container_json(s.user, s.perm)) != NULL)
-			json_object_object_add(res, "container", o);
-		ipc_reply(p, m, res, NULL, 0);
-	}
+	if (egress && egress_spawn_listen(id,
+	    json_object_object_get(m->obj, "egress_user"),
+	    json_object_object_get(m->obj, "egress_session"), err,
+	    sizeof(err)) == -1)
+		log_warnx("spawn %s: %s", id, err);
+	if (s.kind == SPAWN_TERMINAL)
+		broker_spawn_terminal(p, m, pr, &s);
 out:
+	if (code != NULL)
+		ipc_reply_error(p, m, code, "%s", err);
 	strv_free(&argv);
 	strv_free(&env);
 	strv_free(&cmd);
@@ -408,14 +427,8 @@ broker_file(struct ipc_peer *p, struct ipc_msg *m)
 	path = json_str(m->obj, "path");
 	s.user = json_str(m->obj, "user");
 	json_int(m->obj, "size", &size);
-	if (strcmp(op, "write") == 0)
-		writing = 1;
-	else if (strcmp(op, "read") != 0 && strcmp(op, "list") != 0 &&
-	    strcmp(op, "mkdir") != 0 && strcmp(op, "delete") != 0) {
-		ipc_reply_error(p, m, ERR_BAD_REQUEST, "unknown file operation "
-		    "(read, list, write, mkdir or delete)");
-		goto out;
-	}
+	/* op: read, list, write, mkdir or delete (the protocol table) */
+	writing = strcmp(op, "write") == 0;
 	if (writing != (m->nfds == 1) || m->nfds > 1 || (writing && size < 0)) {
 		ipc_reply_error(p, m, ERR_BAD_REQUEST, "a write (and only a "
 		    "write) carries its content as one fd, with its \"size\"");
@@ -657,7 +670,7 @@ broker_proc_exited(struct proc *pr)
 		return;
 	req = json_object_new_object();
 	json_object_object_add(req, "type",
-	    json_object_new_string("proc_exited"));
+	    json_object_new_string(MSG_PROC_EXITED));
 	json_object_object_add(req, "proc",
 	    json_object_new_string(spawn_id(pr)));
 	json_object_object_add(req, "status",

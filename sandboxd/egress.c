@@ -34,7 +34,7 @@ static void	egress_closed(struct ipc_peer *);
 
 /* What egressd sends sandboxd. */
 static const struct ipc_handler egress_handlers[] = {
-	{ "egress_log",	egress_log },
+	{ MSG_EGRESS_LOG,	egress_log },
 	{ NULL, NULL }
 };
 
@@ -339,7 +339,7 @@ egress_spawn_listen(const char *id, struct json_object *allow_user,
 	}
 	o = json_object_new_object();
 	json_object_object_add(o, "type",
-	    json_object_new_string("egress_listen"));
+	    json_object_new_string(MSG_EGRESS_LISTEN));
 	json_object_object_add(o, "spawn", json_object_new_string(e->id));
 	json_object_object_add(o, "user", json_object_new_string(e->user));
 	if (e->session[0] != '\0')
@@ -389,7 +389,7 @@ egress_spawn_end(const char *id)
 	if (e->sent && eg.peer != NULL) {
 		o = json_object_new_object();
 		json_object_object_add(o, "type",
-		    json_object_new_string("egress_close"));
+		    json_object_new_string(MSG_EGRESS_CLOSE));
 		json_object_object_add(o, "spawn",
 		    json_object_new_string(e->id));
 		if (ipc_send(eg.peer, o, NULL, 0) == -1)

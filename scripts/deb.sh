@@ -42,8 +42,8 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	fi
 	date=$(git log -1 --format=%aD 2>/dev/null || date -R)
 else
-	find . \( -path ./build -o -path ./build-san -o -path ./build-fuzz -o \
-	    -name node_modules -o -path ./frontd/web/dist -o -path ./var -o \
+	find . \( -path ./build -o -path ./build-san -o -path ./build-release \
+	    -o -path ./build-fuzz -o -name node_modules -o -path ./frontd/web/dist -o -path ./var -o \
 	    -path ./run -o -name .git \) -prune -o \( -type f -o -type l \) \
 	    -print | sed 's|^\./||' | grep -v '^\.env$' | LC_ALL=C sort >"$list"
 	commit="a tree without git"

@@ -66,6 +66,11 @@ fuzz_string_ok(const struct proto_field *f, const char *s, size_t len)
 	case PK_HEX:
 		return (long long)len == f->max &&
 		    strspn(s, "0123456789abcdef") == len;
+	case PK_ENUM:
+		for (i = 0; f->choices[i] != NULL; i++)
+			if (strcmp(s, f->choices[i]) == 0)
+				return 1;
+		return 0;
 	default:
 		return 1;
 	}

@@ -192,7 +192,8 @@ def test_resume_from_too_old_an_id_asks_for_a_resync(hg, alice):
         es.close()
 
 
-@pytest.mark.parametrize("value", ["abc", "-5", "", "12x"])
+@pytest.mark.parametrize("value", ["abc", "-5", "", "12x",
+                                   "9007199254740992", "99999999999999999999"])
 def test_malformed_last_event_id_is_a_fresh_stream(hg, alice, value):
     es = stream(hg, cookie=alice.cookie, last_event_id=value)
     try:

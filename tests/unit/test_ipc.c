@@ -87,17 +87,20 @@ static const struct ipc_handler table[] = {
 };
 
 /* The protocol these tests speak instead of the real table. */
+static const char *const colours[] = { "red", "green", NULL };
 static const struct proto_field f_echo[] = {
-	{ "x", PK_STRING, 0, 0, 8, NULL },
-	{ NULL, 0, 0, 0, 0, NULL }
+	{ "x", PK_STRING, 0, 0, 8, NULL, NULL },
+	{ "colour", PK_ENUM, 0, 0, 0, NULL, colours },
+	{ NULL, 0, 0, 0, 0, NULL, NULL }
 };
-static const struct proto_field f_none[] = { { NULL, 0, 0, 0, 0, NULL } };
+static const struct proto_field f_none[] = { { NULL, 0, 0, 0, 0, NULL, NULL } };
 static const struct proto_msg test_proto[] = {
 	{ "echo", ROLE_FRONTD, ROLE_BROKERD, 0, f_echo, NULL, "" },
 	{ "rawecho", ROLE_FRONTD, ROLE_BROKERD, PM_RAW, f_echo, NULL, "" },
 	{ "takefd", ROLE_FRONTD, ROLE_BROKERD, PM_FDS, f_none, NULL, "" },
 	{ "brokeronly", ROLE_HGCTL, ROLE_BROKERD, 0, f_none, NULL, "" },
 	{ "badreply", ROLE_FRONTD, ROLE_BROKERD, 0, f_none, f_echo, "" },
+	{ "tell", ROLE_BROKERD, ROLE_SANDBOXD, PM_EVENT, f_echo, NULL, "" },
 	{ NULL, 0, 0, 0, NULL, NULL, NULL }
 };
 static const struct proto_msg empty_proto[] = {
@@ -136,6 +139,8 @@ setup(void **state)
 {
 	base = event_base_new();
 	ipc_proto_set(test_proto);
+	/* what every test sends is checked, as in the daemons' tests */
+	ipc_out_check_set(1);
 	ready_count = closed_count = handled = reply_calls = 0;
 	got_fd = -1;
 	last_reply = NULL;
@@ -258,6 +263,8 @@ test_unexpected_fd_refused(void **state)
 	struct json_object	*req, *err;
 	int			 pfd[2];
 
+	/* It sends what the receiver must refuse. */
+	ipc_out_check_set(0);
 	make_pair(&srv, &cli);
 	assert_int_equal(pipe(pfd), 0);
 	req = json_object_new_object();
@@ -285,6 +292,8 @@ test_unknown_and_forbidden_types(void **state)
 	struct ipc_peer		*srv, *cli;
 	struct json_object	*req, *err;
 
+	/* It sends what the receiver must refuse. */
+	ipc_out_check_set(0);
 	make_pair(&srv, &cli);
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("nope"));
@@ -546,6 +555,8 @@ test_fields_checked_before_handler(void **state)
 	struct ipc_peer		*srv, *cli;
 	struct json_object	*req, *err;
 
+	/* It sends what the receiver must refuse. */
+	ipc_out_check_set(0);
 	make_pair(&srv, &cli);
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("echo"));
@@ -575,6 +586,147 @@ test_fields_checked_before_handler(void **state)
 	ipc_peer_free(srv);
 }
 
+/*
+ * A value outside an enumerated field's choices is answered bad_request,
+ * naming the field and its choices, and never reaches the handler.
+ */
+static void
+test_enum_refused(void **state)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req, *err;
+
+	/* It sends what the receiver must refuse. */
+	ipc_out_check_set(0);
+	make_pair(&srv, &cli);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "colour", json_object_new_string("blue"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_true(json_object_object_get_ex(last_reply, "error", &err));
+	assert_string_equal(json_str(err, "code"), ERR_BAD_REQUEST);
+	assert_string_equal(json_str(err, "message"), "\"colour\" must be one "
+	    "of \"red\", \"green\", not \"blue\"");
+	assert_int_equal(handled, 0);
+	req = json_object_new_object();
+	json_object_object_add(req, "type", json_object_new_string("echo"));
+	json_object_object_add(req, "colour", json_object_new_string("green"));
+	ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+	spin();
+	assert_int_equal(handled, 1);
+	assert_int_equal(closed_count, 0);
+	ipc_peer_free(cli);
+	ipc_peer_free(srv);
+}
+
+/* What a child sends that does not match its row: see out_aborts. */
+enum out_bad { OUT_BAD_FIELD, OUT_BAD_FDS, OUT_BAD_ERROR_CODE, OUT_RELAYED,
+	OUT_GOOD };
+
+/* "echo" answers with an error code that is none of proto.h's. */
+static void
+h_badcode(struct ipc_peer *p, struct ipc_msg *m)
+{
+	ipc_reply_error(p, m, "oops", "a code no receiver knows");
+}
+
+static const struct ipc_handler badcode_table[] = {
+	{ "echo", h_badcode },
+	{ "rawecho", h_echo },
+	{ "takefd", h_takefd },
+	{ "badreply", h_badreply },
+	{ NULL, NULL }
+};
+
+/*
+ * In a child, send one message that does not match its row (with the
+ * check on, as in every debug build): 1 when the child aborted with a
+ * log line that holds want, 0 when it lived.
+ */
+static int
+out_aborts(enum out_bad bad, const char *want)
+{
+	struct ipc_peer		*srv, *cli;
+	struct json_object	*req;
+	char			 buf[1024];
+	ssize_t			 n;
+	size_t			 len = 0;
+	int			 pfd[2], status, sv[2];
+	pid_t			 pid;
+
+	assert_int_equal(pipe(pfd), 0);
+	if ((pid = test_fork()) == 0) {
+		dup2(pfd[1], STDERR_FILENO);
+		ipc_out_check_set(1);
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
+		    SOCK_CLOEXEC, 0, sv);
+		if (bad == OUT_BAD_ERROR_CODE || bad == OUT_RELAYED) {
+			/* frontd's request, answered by brokerd */
+			srv = ipc_peer_new(base, sv[0], ROLE_BROKERD,
+			    ROLE_FRONTD, badcode_table, &cbs, NULL);
+			cli = ipc_peer_new(base, sv[1], ROLE_FRONTD,
+			    ROLE_BROKERD, NULL, &cbs, NULL);
+			spin();
+			req = json_object_new_object();
+			json_object_object_add(req, "type",
+			    json_object_new_string("echo"));
+			if (bad == OUT_RELAYED)
+				json_object_object_add(req, "colour",
+				    json_object_new_string("blue"));
+			ipc_request(cli, req, NULL, 0, 1000, on_reply, NULL);
+			spin();
+			_exit(0);
+		}
+		/* brokerd's own event to sandboxd */
+		srv = ipc_peer_new(base, sv[0], ROLE_BROKERD, ROLE_SANDBOXD,
+		    NULL, &cbs, NULL);
+		req = json_object_new_object();
+		json_object_object_add(req, "type",
+		    json_object_new_string("tell"));
+		json_object_object_add(req, "colour", json_object_new_string(
+		    bad == OUT_BAD_FIELD ? "blue" : "red"));
+		ipc_send(srv, req, bad == OUT_BAD_FDS ? &pfd[0] : NULL,
+		    bad == OUT_BAD_FDS ? 1 : 0);
+		_exit(0);
+	}
+	close(pfd[1]);
+	while (len < sizeof(buf) - 1 && (n = read(pfd[0], buf + len,
+	    sizeof(buf) - 1 - len)) > 0)
+		len += n;
+	buf[len] = '\0';
+	close(pfd[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFSIGNALED(status))
+		return 0;
+	assert_int_equal(WTERMSIG(status), SIGABRT);
+	if (strstr(buf, want) == NULL)
+		fail_msg("the abort's log line \"%s\" does not say %s", buf,
+		    want);
+	return 1;
+}
+
+/*
+ * A message that does not match its row aborts its sender (a debug
+ * build's check, ipc_out_check_set), with a log line that says what and
+ * why: a field, fds the type does not carry, an error reply's code. A
+ * request of frontd passes on a client's values: brokerd checks those.
+ */
+static void
+test_outgoing_checked(void **state)
+{
+	assert_true(out_aborts(OUT_BAD_FIELD, "FATAL test_ipc: protocol: "
+	    "brokerd sent sandboxd a message that does not match the protocol "
+	    "table: tell: \"colour\" must be one of \"red\", \"green\", not "
+	    "\"blue\""));
+	assert_true(out_aborts(OUT_BAD_FDS, "tell: \"tell\" carries no fds"));
+	assert_true(out_aborts(OUT_BAD_ERROR_CODE, "brokerd sent frontd a "
+	    "message that does not match the protocol table: echo: \"code\" "
+	    "must be one of"));
+	assert_false(out_aborts(OUT_RELAYED, ""));
+	assert_false(out_aborts(OUT_GOOD, ""));
+}
+
 /* A reply that fails its schema reaches the caller as an internal error. */
 static void
 test_reply_checked(void **state)
@@ -582,6 +734,8 @@ test_reply_checked(void **state)
 	struct ipc_peer		*srv, *cli;
 	struct json_object	*req, *err;
 
+	/* It sends what the receiver must refuse. */
+	ipc_out_check_set(0);
 	make_pair(&srv, &cli);
 	req = json_object_new_object();
 	json_object_object_add(req, "type", json_object_new_string("badreply"));
@@ -638,6 +792,8 @@ test_queue_bounded_for_requests(void **state)
 	size_t		 n, most = 0;
 	int		 fd, i, failed = 0;
 
+	/* It queues types the test table lacks that way: only the bound counts. */
+	ipc_out_check_set(0);
 	srv = make_deaf(&fd);
 	for (i = 0; i < 2000; i++) {
 		if (ipc_request(srv, big_msg("echo"), NULL, 0, 100000,
@@ -669,6 +825,8 @@ test_queue_drops_a_slow_event_peer(void **state)
 	size_t		 most = 0;
 	int		 fd, i;
 
+	/* It queues types the test table lacks that way: only the bound counts. */
+	ipc_out_check_set(0);
 	srv = make_deaf(&fd);
 	for (i = 0; i < 2000 && closed_count == 0; i++) {
 		ipc_send(srv, big_msg("event"), NULL, 0);
@@ -918,6 +1076,10 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_fields_checked_before_handler, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enum_refused, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_outgoing_checked, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_reply_checked, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(

@@ -7,6 +7,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -146,10 +147,14 @@ test_kind_string_bool_path_object_array(void **state)
 {
 	char	buf[512];
 
-	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"\"}", FB,
-	    "\"mode\" must be 1 to 32 bytes");
-	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": "
-	    "\"abcdefghijabcdefghijabcdefghijabc\"}", FB, "mode");
+#define KILL "{\"type\": \"admin_kill\", \"id\": 1, \"terminal\": " \
+	    "\"0123456789abcdef\", "
+	REFUSED(KILL "\"host\": \"\"}", FB, "\"host\" must be 1 to 32 bytes");
+	REFUSED(KILL "\"host\": \"abcdefghijabcdefghijabcdefghijabc\"}", FB,
+	    "host");
+	REFUSED(KILL "\"host\": \"a\\u0000b\"}", FB, "NUL");
+	OK(KILL "\"host\": \"h1\"}", FB);
+#undef KILL
 	REFUSED("{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"a\\u0000b\"}",
 	    FB, "NUL");
 	REFUSED("{\"type\": \"mode_set\", \"id\": 1}", FB,
@@ -307,6 +312,201 @@ test_maps_must_match(void **state)
 	    ROLE_HGCTL, err, sizeof(err)), -1);
 }
 
+/* Send a message through proto_check as it arrives, and its error. */
+#define SPAWN(more) "{\"type\": \"spawn\", \"id\": 1, \"kind\": " \
+	"\"command\", \"mode\": \"sandbox\", \"permission\": " \
+	"\"read-only\", \"user\": \"a\", \"argv\": [\"/bin/id\"]" more "}"
+
+/*
+ * An enumerated field takes its choices only, and the refusal lists
+ * them: handlers (sandboxd's spawn and file, brokerd's mode_set and
+ * permission_set...) no longer look at other values.
+ */
+static void
+test_kind_enum(void **state)
+{
+	static const struct {
+		const char	*json;
+		unsigned	 from, to;
+		const char	*what;
+	} bad[] = {
+		{ "{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"root\"}",
+		    FB, "\"mode\" must be one of \"sandbox\", \"direct\", "
+		    "not \"root\"" },
+		{ "{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"\"}", FB,
+		    "\"mode\" must be one of" },
+		/* case and prefixes are not a choice */
+		{ "{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"Direct\"}",
+		    FB, "\"mode\" must be one of" },
+		{ "{\"type\": \"mode_set\", \"id\": 1, \"mode\": "
+		    "\"directx\"}", FB, "\"mode\" must be one of" },
+		{ "{\"type\": \"mode_set\", \"id\": 1, \"mode\": 1}", FB,
+		    "\"mode\" must be a string" },
+		{ "{\"type\": \"permission_set\", \"id\": 1, \"permission\": "
+		    "\"workspace-write+root\"}", FB, "\"read-only+allowlist\"" },
+		{ "{\"type\": \"run\", \"id\": 1, \"lang\": \"perl\"}", FB,
+		    "\"lang\" must be one of \"python\"" },
+		{ "{\"type\": \"admin_audit\", \"id\": 1, \"decision\": "
+		    "\"maybe\"}", FB, "\"decision\" must be one of" },
+		{ "{\"type\": \"egress_set\", \"id\": 1, \"scope\": \"all\", "
+		    "\"target\": \"a\", \"allow\": []}", HB,
+		    "\"scope\" must be one of \"user\", \"session\"" },
+		{ "{\"type\": \"file\", \"id\": 1, \"op\": \"chmod\", "
+		    "\"user\": \"a\", \"path\": \"x\"}", BS,
+		    "\"op\" must be one of \"read\", \"list\", \"write\", "
+		    "\"mkdir\", \"delete\"" },
+		{ "{\"type\": \"kill_session\", \"id\": 1, \"session\": "
+		    "\"0123456789abcdef0123456789abcdef\", \"mode\": \"all\"}",
+		    BS, "\"mode\" must be one of" },
+		{ "{\"type\": \"egress_log\", \"kind\": \"connect\", "
+		    "\"spawn\": \"0123456789abcdef\", \"user\": \"a\", "
+		    "\"host\": \"h\", \"port\": 1, \"verdict\": \"ok\", "
+		    "\"bytes_up\": 0, \"bytes_down\": 0, \"duration_ms\": 0, "
+		    "\"count\": 1}", ROLE_EGRESSD, ROLE_SANDBOXD,
+		    "\"verdict\" must be one of \"allowed\", \"refused\"" },
+		{ "{\"type\": \"event\", \"seq\": 1, \"event\": \"boom\"}",
+		    ROLE_BROKERD, ROLE_FRONTD, "\"event\" must be one of" },
+		{ SPAWN(", \"kind\": \"daemon\""), BS, "\"kind\" must be one of "
+		    "\"command\", \"terminal\"" },
+		/* a member given twice: json-c keeps the last one */
+		{ SPAWN(", \"mode\": \"host\""), BS, "\"mode\" must be one of" },
+		{ SPAWN(", \"permission\": \"full\""), BS,
+		    "\"permission\" must be one of" },
+	};
+	char	 buf[300], json[512];
+	size_t	 i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(check(bad[i].json, bad[i].from, bad[i].to, 0),
+		    -1);
+		if (strstr(err, bad[i].what) == NULL)
+			fail_msg("%s: error \"%s\" does not name %s",
+			    bad[i].json, err, bad[i].what);
+	}
+	/* Garbage is cut short and escaped in the error, never copied. */
+	memset(buf, 'x', sizeof(buf) - 1);
+	buf[sizeof(buf) - 1] = '\0';
+	buf[0] = '\\';
+	buf[1] = 'n';
+	snprintf(json, sizeof(json), "{\"type\": \"mode_set\", \"id\": 1, "
+	    "\"mode\": \"%.200s\"}", buf);
+	REFUSED(json, FB, "\"mode\" must be one of");
+	assert_non_null(strstr(err, "\\n"));
+	assert_null(strchr(err, '\n'));
+	assert_true(strlen(err) < 150);
+	OK("{\"type\": \"mode_set\", \"id\": 1, \"mode\": \"direct\"}", FB);
+	OK("{\"type\": \"permission_set\", \"id\": 1, \"permission\": "
+	    "\"read-only+allowlist\"}", FB);
+	OK("{\"type\": \"admin_audit\", \"id\": 1, \"decision\": "
+	    "\"denied\"}", FB);
+	OK(SPAWN(", \"kind\": \"terminal\", \"mode\": \"direct\""), BS);
+	/* an error reply's code is one of proto.h's */
+	assert_int_equal(check_reply("health", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"error\": {\"code\": \"oops\", \"message\": \"x\"}}"), -1);
+	assert_non_null(strstr(err, "\"code\" must be one of"));
+	assert_int_equal(check_reply("health", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"error\": {\"code\": \"no_space\", \"message\": \"x\"}}"),
+	    0);
+}
+
+/*
+ * Every integer has a bound that the receiver takes: no INT64_MAX left
+ * to be cast to an int, and each bound refused one past it.
+ */
+static void
+test_int_bounds(void **state)
+{
+	const struct proto_msg		*pm;
+	const struct proto_field	*f;
+
+	for (pm = proto_msgs; pm->type != NULL; pm++)
+		for (f = pm->fields; f->name != NULL; f++)
+			if (f->kind == PK_INT && (f->max >= INT64_MAX / 2 ||
+			    f->min <= INT64_MIN / 2))
+				fail_msg("%s: \"%s\" has no real bound",
+				    pm->type, f->name);
+	REFUSED(SPAWN(", \"timeout_ms\": 86400001"), BS,
+	    "\"timeout_ms\" must be from 1 to 86400000");
+	OK(SPAWN(", \"timeout_ms\": 86400000"), BS);
+	/* once cast to an int, this was 1 ms */
+	REFUSED(SPAWN(", \"timeout_ms\": 4294967297"), BS, "timeout_ms");
+	REFUSED(SPAWN(", \"output_cap\": 16777217"), BS, "output_cap");
+	REFUSED(SPAWN(", \"output_cap\": 0"), BS, "output_cap");
+	REFUSED(SPAWN(", \"deadline_ms\": 253402300800000"), BS,
+	    "deadline_ms");
+	REFUSED("{\"type\": \"run\", \"id\": 1, \"timeout\": 86401}", FB,
+	    "\"timeout\" must be from 1 to 86400");
+	REFUSED("{\"type\": \"file_write\", \"id\": 1, \"path\": \"a\", "
+	    "\"size\": 1099511627777}", FB, "\"size\"");
+	REFUSED("{\"type\": \"audit_show\", \"id\": 1, \"limit\": 501}", HB,
+	    "\"limit\" must be from 1 to 500");
+	REFUSED("{\"type\": \"audit_replay\", \"id\": 1, \"recording\": "
+	    "\"0123456789abcdef\", \"offset\": 4294967297}", HB, "offset");
+	REFUSED("{\"type\": \"events_subscribe\", \"id\": 1, "
+	    "\"last_event_id\": 9007199254740992}", FB, "last_event_id");
+	OK("{\"type\": \"events_subscribe\", \"id\": 1, "
+	    "\"last_event_id\": 9007199254740991}", FB);
+	/* in a reply too: a stream longer than its cap is a broken sandboxd */
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": "
+	    "\"sandbox\", \"stdout_len\": 16777217}}"), -1);
+	assert_non_null(strstr(err, "stdout_len"));
+}
+
+/* A spawn's reply names what ran it: a backend, or direct. */
+static void
+test_reply_backend(void **state)
+{
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": "
+	    "\"direct\", \"backend\": \"direct\"}}"), 0);
+	assert_int_equal(check_reply("spawn", ROLE_SANDBOXD, "{\"id\": 1, "
+	    "\"result\": {\"id\": \"0123456789abcdef\", \"mode\": "
+	    "\"sandbox\", \"backend\": \"chroot\"}}"), -1);
+	assert_non_null(strstr(err, "\"backend\" must be one of \"bwrap\""));
+}
+
+/*
+ * The error codes, roles and flags the documentation is generated from:
+ * every ERR_* has its row and HTTP status, every role its name.
+ */
+static void
+test_errors_roles_flags(void **state)
+{
+	static const struct {
+		const char	*code;
+		int		 status;
+	} want[] = {
+		{ ERR_BAD_REQUEST, 400 }, { ERR_UNAUTHORIZED, 401 },
+		{ ERR_FORBIDDEN, 403 }, { ERR_NOT_FOUND, 404 },
+		{ ERR_CONFLICT, 409 }, { ERR_GONE, 410 },
+		{ ERR_MISDIRECTED, 421 }, { ERR_TOO_LARGE, 413 },
+		{ ERR_NO_SPACE, 507 }, { ERR_RATE_LIMITED, 429 },
+		{ ERR_INTERNAL, 500 }, { ERR_UNAVAILABLE, 503 },
+	};
+	const struct proto_error	*e;
+	const struct proto_role		*r;
+	const struct proto_flag		*f;
+	size_t				 i, n = 0;
+
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(proto_error_status(want[i].code),
+		    want[i].status);
+	for (e = proto_errors; e->code != NULL; e++, n++)
+		assert_true(e->doc != NULL && e->doc[0] != '\0');
+	assert_int_equal(n, sizeof(want) / sizeof(want[0]));
+	assert_int_equal(proto_error_status("teapot"), 500);
+	assert_int_equal(proto_error_status(NULL), 500);
+	for (n = 0, r = proto_roles; r->role != 0; r++, n++) {
+		assert_string_equal(ipc_role_name(r->role), r->name);
+		assert_non_null(r->doc);
+	}
+	assert_int_equal(n, 5);
+	for (n = 0, f = proto_flags; f->flag != 0; f++, n++)
+		assert_true(strncmp(f->macro, "PM_", 3) == 0 && f->doc != NULL);
+	assert_int_equal(n, 4);
+}
+
 int
 main(void)
 {
@@ -318,6 +518,10 @@ main(void)
 		cmocka_unit_test(test_sandboxd_replies),
 		cmocka_unit_test(test_table_well_formed),
 		cmocka_unit_test(test_maps_must_match),
+		cmocka_unit_test(test_kind_enum),
+		cmocka_unit_test(test_int_bounds),
+		cmocka_unit_test(test_errors_roles_flags),
+		cmocka_unit_test(test_reply_backend),
 	};
 
 	log_init("test_proto", 1);
