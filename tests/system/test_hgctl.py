@@ -80,6 +80,48 @@ def test_password_stdin_reads_one_line(shared):
     shared.hgctl_ok("user", "del", "frank")
 
 
+def test_password_hash_stdin(shared):
+    """A given argon2id hash is stored: the password it was made from
+    logs in, another does not."""
+    shared.hgctl_ok("user", "add", "gina", "--password-hash-stdin",
+                    input=hglib.HASHES[hglib.USER] + "\n")
+    try:
+        assert shared.login("gina", hglib.USER[1]).role == "user"
+        assert shared.post("/api/login", {"username": "gina",
+                                          "password": "gina-password-1"}
+                           ).status == 401
+    finally:
+        shared.hgctl_ok("user", "del", "gina")
+
+
+@pytest.mark.parametrize("stdin", [
+    "gina-password-1\n",
+    "$argon2i$v=19$m=19456,t=2,p=1$aGdsaWItYm9iLXNhbHQtMQ$"
+    "ATYQoEuYst7BNdDp8g8jvhbO+OZoC5HC9bZu/iKxnd8\n",
+    "$argon2id$v=19$m=19456,t=0,p=1$aGdsaWItYm9iLXNhbHQtMQ$"
+    "ATYQoEuYst7BNdDp8g8jvhbO+OZoC5HC9bZu/iKxnd8\n",
+    "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItYm9iLXNhbHQtMQ$AT=\n",
+    "",
+], ids=["password", "argon2i", "t0", "bad-base64", "empty"])
+def test_password_hash_stdin_refuses_other_input(shared, stdin):
+    """Anything but an argon2id encoded hash: exit 1, a reason, no user."""
+    before = shared.hgctl_json("user", "list")
+    r = shared.hgctl("user", "add", "gina", "--password-hash-stdin",
+                     input=stdin)
+    assert r.returncode == 1, r
+    assert "argon2id" in r.stderr or "no hash" in r.stderr, r.stderr
+    assert shared.hgctl_json("user", "list") == before
+
+
+def test_password_hash_stdin_and_password_stdin_exclusive(shared):
+    r = shared.hgctl("user", "add", "gina", "--password-stdin",
+                     "--password-hash-stdin", input="gina-password-1\n")
+    assert r.returncode == 2, r
+    assert "one of" in r.stderr, r.stderr
+    assert "gina" not in [u["name"] for u in shared.hgctl_json("user",
+                                                               "list")]
+
+
 @pytest.mark.parametrize("args,stdin", [
     (["user", "del", "nosuchuser"], None),
     (["user", "passwd", "nosuchuser", "--password-stdin"], "long-enough-1\n"),
