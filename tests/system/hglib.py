@@ -506,36 +506,77 @@ class Hostgate:
         return ["mounts left under %s after the daemons stopped: %s"
                 % (self.dir, ", ".join(left))]
 
-    def remove_cgroups(self):
-        """Remove the cgroup subtree sandboxd made for this instance in
-        every hierarchy (hostgate- and 8 hex of the run directory's
-        SHA-256, under the cgroup the test itself is in): sandboxd cannot
-        leave its own leaf after dropping root. Only empty directories go;
-        nothing is killed here."""
+    def cgroup_tops(self):
+        """The cgroup subtrees sandboxd makes for this instance, one per
+        hierarchy that has one (hostgate- and 8 hex of the run
+        directory's SHA-256, under the cgroup the test itself is in)."""
         if not IS_ROOT:
-            return
+            return []
         name = "hostgate-" + hashlib.sha256(
             os.path.abspath(self.run).encode()).hexdigest()[:8]
         with open("/proc/self/cgroup") as f:
             lines = f.read().splitlines()
+        tops = []
         for line in lines:
             _, ctrls, path = line.split(":", 2)
             mount = "unified" if ctrls == "" else \
                 ctrls.split(",")[0].replace("name=", "")
             top = os.path.join("/sys/fs/cgroup", mount, path.lstrip("/"),
                                name)
-            if not os.path.isdir(top):
-                continue
-            for root, dirs, _ in os.walk(top, topdown=False):
-                for d in dirs:
+            if os.path.isdir(top):
+                tops.append(top)
+        return tops
+
+    @staticmethod
+    def cgroup_pids(top):
+        """The processes anywhere in the cgroup subtree top."""
+        pids = []
+        for root, _, files in os.walk(top):
+            if "cgroup.procs" in files:
+                try:
+                    with open(os.path.join(root, "cgroup.procs")) as f:
+                        pids += [int(p) for p in f.read().split()]
+                except OSError:
+                    pass
+        return pids
+
+    def remove_cgroups(self):
+        """Remove the cgroup subtrees sandboxd made for this instance:
+        sandboxd cannot leave its own leaf after dropping root. Returns
+        the problems: a subtree that still holds processes once the
+        daemons are gone (waited for up to SLOW, then killed so that they
+        do not outlive the test) or that cannot be removed. A tree left
+        behind fails the test rather than being ignored."""
+        problems = []
+        for top in self.cgroup_tops():
+            try:
+                wait_for(lambda: not self.cgroup_pids(top), SLOW,
+                         what="the processes of %s to end" % top)
+            except AssertionError:
+                left = self.cgroup_pids(top)
+                problems.append("processes left in %s after the daemons "
+                                "stopped: %s" % (top, left))
+                for pid in left:
                     try:
-                        os.rmdir(os.path.join(root, d))
+                        os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass
-            try:
-                os.rmdir(top)
-            except OSError:
-                pass
+                try:
+                    wait_for(lambda: not self.cgroup_pids(top), SLOW,
+                             what="the processes of %s to die" % top)
+                except AssertionError:
+                    pass
+            for root, dirs, _ in os.walk(top, topdown=False):
+                for d in dirs + ([""] if root == top else []):
+                    path = os.path.join(root, d) if d else root
+                    try:
+                        os.rmdir(path)
+                    except FileNotFoundError:
+                        pass
+                    except OSError as e:
+                        problems.append("cgroup %s left behind: %s"
+                                        % (path, e.strerror))
+        return problems
 
     def logs(self):
         out = []
@@ -562,7 +603,7 @@ class Hostgate:
         else remove it. Raises when a daemon misbehaved on the way out."""
         problems = self.shutdown() + self.sanitizer_reports()
         problems += self.unmount_leftovers()
-        self.remove_cgroups()
+        problems += self.remove_cgroups()
         _LIVE.discard(self)
         if problems:
             self.failed = True
