@@ -5,6 +5,12 @@ each dropping to its own service user) and "user" (all three as one
 unprivileged user). Tests that leave the daemons as they found them share
 one running hostgate per mode (`shared`); tests that restart, kill or
 reconfigure daemons make their own with `hostgate_factory`.
+
+A module whose behaviour does not depend on who runs the daemons (HTTP
+parsing, frontd's limits, the API's semantics) sets MODE_INDEPENDENT =
+True, says why in its docstring, and runs in ONE_MODE only: root, the
+mode of an installed hostgate, when the suite runs as root (else user,
+the only mode there is).
 """
 
 import os
@@ -36,6 +42,24 @@ def _prerequisites():
         except KeyError:
             subprocess.run([os.path.join(hglib.REPO, "scripts", "users.sh")],
                            check=True)
+
+
+ONE_MODE = hglib.MODES[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the other modes' items of MODE_INDEPENDENT modules."""
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if getattr(item.module, "MODE_INDEPENDENT", False) and \
+                params.get("mode", ONE_MODE) != ONE_MODE:
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session", params=hglib.MODES)

@@ -1,9 +1,15 @@
-"""Login, logout, cookies, CSRF, /api/status and agent tokens."""
+"""Login, logout, cookies, CSRF, /api/status and agent tokens.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because logins, cookies, CSRF and tokens are brokerd's and frontd's
+logic, the same whoever runs them."""
 
 import statistics
 import time
 
 import hglib
+
+MODE_INDEPENDENT = True
 
 ADMIN, USER = hglib.ADMIN, hglib.USER
 

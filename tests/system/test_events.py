@@ -1,11 +1,17 @@
 """GET /api/events: server-sent events for a login session or a token, each
 stream getting only its own session's events and its user's; numbered with
-"id:" lines and resumed with Last-Event-ID."""
+"id:" lines and resumed with Last-Event-ID.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because which events a stream gets is brokerd's logic, not its
+privileges."""
 
 
 import pytest
 
 import policylib as pl
+
+MODE_INDEPENDENT = True
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,11 @@ writes it: initialize and version negotiation for 2025-06-18 and
 (_meta, mirrored headers, server/discover, subscriptions/listen), the
 tools, the 401 challenge and its metadata, Origin, hostile JSON-RPC, and
 a mode change reaching an open stream, the next result and the next
-instructions."""
+instructions.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because the MCP protocol frontd and brokerd speak does not depend on who
+runs them; spawning in each mode is test_run's and test_sandbox's."""
 
 import base64
 import json
@@ -15,6 +19,8 @@ import pytest
 
 import hglib
 import policylib as pl
+
+MODE_INDEPENDENT = True
 
 LEGACY = ["2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"

@@ -1,11 +1,17 @@
 """A login session's own agent tokens: GET /api/session/tokens lists them
 (ids and times, never a secret), DELETE /api/session/tokens/{id} revokes
-one; only the session's own ids, only with its cookie and CSRF token."""
+one; only the session's own ids, only with its cookie and CSRF token.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because the API's rules on a session's tokens are brokerd's logic, not
+its privileges."""
 
 import re
 
 import hglib
 import policylib as pl
+
+MODE_INDEPENDENT = True
 
 USER, ADMIN = hglib.USER, hglib.ADMIN
 ISO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
