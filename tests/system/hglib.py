@@ -81,6 +81,10 @@ HASHES = {
            "6MFOIiUQ5W3C8EPmqdfgGBQVV+9QIJaP8ibfBRKym5M",
     USER: "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItYm9iLXNhbHQtMQ$"
           "ATYQoEuYst7BNdDp8g8jvhbO+OZoC5HC9bZu/iKxnd8",
+    # policylib's carol, a second admin (salt "hglib-carol-salt").
+    ("carol", "carol-password-3"):
+        "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItY2Fyb2wtc2FsdA$"
+        "WWKjTxYcGehxO8jxQ31vXwxL1UrPISuCQMKluhY0abc",
 }
 
 
@@ -882,10 +886,98 @@ LIFTED_ENV = {
 
 @contextlib.contextmanager
 def running(mode, name, env=None, more_users=()):
+    """A running hostgate of its own (start_configured), stopped
+    afterwards: for a fixture whose instance no other may share."""
+    hg = start_configured(mode, name, env, more_users)
+    yield hg
+    hg.cleanup()
+
+
+class Pool:
+    """Running hostgates shared for a test session, one per (mode,
+    configuration): a configuration is the environment over LIFTED_ENV
+    (a None value leaves the daemons' default) plus "more_users"
+    ((name, password, admin), ...) and "own" (a name that keeps an
+    instance apart from every other configuration, e.g. one whose tests
+    run fork bombs). lease() hands one out; give_back() shares it again
+    only if it was left as found (no test failed on it, every daemon up
+    and healthy, the same users); otherwise it stops it, so the next
+    lease starts afresh. At most KEEP idle instances stay running, the
+    least recently given back stopped first."""
+
+    KEEP = 6
+
+    def __init__(self):
+        self.idle = {}      # key -> (Hostgate, users when leased first)
+        self.started = 0
+        self.leases = 0
+        self.retired = []   # why an instance was not shared again
+
+    @staticmethod
+    def key(mode, config):
+        return (mode, tuple(sorted((k, repr(v)) for k, v in
+                                   (config or {}).items())))
+
+    def lease(self, mode, config=None):
+        """(key, a running hostgate with this configuration)."""
+        config = dict(config or {})
+        key = self.key(mode, config)
+        self.leases += 1
+        if key in self.idle:
+            return key, self.idle.pop(key)[0]
+        name = config.pop("own", None) or "pool"
+        more = config.pop("more_users", ())
+        hg = start_configured(mode, name, config, more)
+        hg.pool_users = self.users(hg)
+        self.started += 1
+        return key, hg
+
+    @staticmethod
+    def users(hg):
+        """What a test must leave as it found it: the users and the
+        agent tokens (a login session is every test's own)."""
+        return (sorted((u["name"], u["role"]) for u in
+                       hg.hgctl_json("user", "list")),
+                sorted(t["id"] for t in hg.hgctl_json("token", "list")))
+
+    def give_back(self, key, hg):
+        """Keep hg for the next lease of key if it is as it was leased;
+        else stop it (raising what its clean-up found)."""
+        why = None
+        if hg.failed:
+            why = "a test failed on it"
+        elif not all(hg.alive(n) for n in DAEMONS) or not hg.healthy():
+            why = "a daemon is down"
+        elif self.users(hg) != hg.pool_users:
+            why = "its users or tokens changed"
+        if why is not None:
+            self.retired.append(why)
+            hg.cleanup()
+            return why
+        self.idle[key] = (hg, hg.pool_users)
+        while len(self.idle) > self.KEEP:
+            oldest = next(iter(self.idle))
+            self.idle.pop(oldest)[0].cleanup()
+        return None
+
+    def close(self):
+        """Stop every idle instance; raises what their clean-ups found."""
+        errors = []
+        while self.idle:
+            hg = self.idle.popitem()[1][0]
+            try:
+                hg.cleanup()
+            except AssertionError as e:
+                errors.append(str(e))
+        assert not errors, "\n".join(errors)
+
+
+def start_configured(mode, name, env=None, more_users=()):
     """A running hostgate with the limits lifted (LIFTED_ENV, then env; a
     None value leaves that variable at the daemons' default) and users
-    alice (admin) and bob, plus more_users ((name, password, admin), ...);
-    stopped afterwards. For session- and module-scoped fixtures."""
+    alice (admin) and bob, plus more_users ((name, password, admin),
+    ...). On failure it is cleaned up, its logs printed, and the error
+    raised."""
     full = dict(LIFTED_ENV)
     full.update({k: str(v) for k, v in (env or {}).items()
                  if v is not None})
@@ -907,8 +999,7 @@ def running(mode, name, env=None, more_users=()):
         except AssertionError:
             pass
         raise
-    yield hg
-    hg.cleanup()
+    return hg
 
 
 def insecure_client_context():

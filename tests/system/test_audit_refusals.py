@@ -31,14 +31,11 @@ def total(recs):
     return sum(r["detail"].get("repeats", 1) for r in recs)
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    # An interval no test outlasts: only flushes end it.
-    with pl.module_hostgate(mode, "refusals",
-                            HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS=86400,
-                            HOSTGATE_LOGIN_RATE_PER_MINUTE=1,
-                            HOSTGATE_LOGIN_BURST=2) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode. An interval
+# no test outlasts: only flushes end it.
+HOSTGATE = pl.config(HOSTGATE_AUDIT_REFUSAL_INTERVAL_SECONDS=86400,
+                    HOSTGATE_LOGIN_RATE_PER_MINUTE=1,
+                    HOSTGATE_LOGIN_BURST=2)
 
 
 @pytest.fixture(scope="module")

@@ -21,12 +21,9 @@ GLOBAL = ["pypi.org", "*.pythonhosted.org"]
 MODERN = "2026-07-28"
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "egress-api",
-                            HOSTGATE_EGRESS_ALLOW=" ".join(GLOBAL),
-                            HOSTGATE_EGRESS_DENY="evil.example.com") as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOSTGATE_EGRESS_ALLOW=" ".join(GLOBAL),
+                    HOSTGATE_EGRESS_DENY="evil.example.com")
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,8 @@ import policylib as pl
 MODE_INDEPENDENT = True
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "events",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=30) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=30)
 
 
 @pytest.fixture

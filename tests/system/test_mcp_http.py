@@ -32,11 +32,8 @@ TOOLS = ["run_command", "run_python", "read_file", "write_file",
          "list_files", "status"]
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "mcp",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=60) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=60)
 
 
 @pytest.fixture

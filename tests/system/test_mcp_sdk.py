@@ -65,10 +65,8 @@ def mcp_dir():
     return MCP_DIR
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "mcpsdk") as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config()
 
 
 def system_node():

@@ -18,10 +18,8 @@ import policylib as pl
 import sandboxlib as sl
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "recording") as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config()
 
 
 def recordings_dir(hg):
