@@ -944,7 +944,9 @@ class Pool:
         """Keep hg for the next lease of key if it is as it was leased;
         else stop it (raising what its clean-up found)."""
         why = None
-        if hg.failed:
+        if any(k == "own" for k, _ in key[1]):
+            why = "its configuration is one module's own"
+        elif hg.failed:
             why = "a test failed on it"
         elif not all(hg.alive(n) for n in DAEMONS) or not hg.healthy():
             why = "a daemon is down"
