@@ -510,10 +510,11 @@ class Hostgate:
         return ["mounts left under %s after the daemons stopped: %s"
                 % (self.dir, ", ".join(left))]
 
-    def cgroup_tops(self):
+    def cgroup_tops(self, made=True):
         """The cgroup subtrees sandboxd makes for this instance, one per
-        hierarchy that has one (hostgate- and 8 hex of the run
-        directory's SHA-256, under the cgroup the test itself is in)."""
+        hierarchy (hostgate- and 8 hex of the run directory's SHA-256,
+        under the cgroup the test itself is in); with made, those that
+        exist."""
         if not IS_ROOT:
             return []
         name = "hostgate-" + hashlib.sha256(
@@ -527,7 +528,7 @@ class Hostgate:
                 ctrls.split(",")[0].replace("name=", "")
             top = os.path.join("/sys/fs/cgroup", mount, path.lstrip("/"),
                                name)
-            if os.path.isdir(top):
+            if not made or os.path.isdir(top):
                 tops.append(top)
         return tops
 
@@ -544,17 +545,17 @@ class Hostgate:
                     pass
         return pids
 
-    def remove_cgroups(self):
+    def remove_cgroups(self, timeout=SLOW):
         """Remove the cgroup subtrees sandboxd made for this instance:
         sandboxd cannot leave its own leaf after dropping root. Returns
         the problems: a subtree that still holds processes once the
-        daemons are gone (waited for up to SLOW, then killed so that they
-        do not outlive the test) or that cannot be removed. A tree left
-        behind fails the test rather than being ignored."""
+        daemons are gone (waited for up to timeout, then killed so that
+        they do not outlive the test) or that cannot be removed. A tree
+        left behind fails the test rather than being ignored."""
         problems = []
         for top in self.cgroup_tops():
             try:
-                wait_for(lambda: not self.cgroup_pids(top), SLOW,
+                wait_for(lambda: not self.cgroup_pids(top), timeout,
                          what="the processes of %s to end" % top)
             except AssertionError:
                 left = self.cgroup_pids(top)
