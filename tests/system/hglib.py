@@ -906,7 +906,7 @@ class Pool:
     lease starts afresh. At most KEEP idle instances stay running, the
     least recently given back stopped first."""
 
-    KEEP = 6
+    KEEP = 4
 
     def __init__(self):
         self.idle = {}      # key -> (Hostgate, users when leased first)
