@@ -19,7 +19,10 @@ import sandboxlib as sl
 
 
 # The configuration of `hg` (conftest.py): pooled per mode.
-HOSTGATE = pl.config()
+# Its own ("own"): the recording of a terminal is waited for by the
+# audit records that follow a fresh start, which another module's use
+# of a shared instance disturbs.
+HOSTGATE = dict(pl.config(), own="recording")
 
 
 def recordings_dir(hg):
