@@ -242,11 +242,13 @@ browser: all
 	HG_BUILD=$(B) tests/browser/run.sh
 
 # Each phase a make of its own, timed (scripts/check.sh): the report
-# says where the time went. The VM suite comes last.
-CHECK_PHASES = all build-check unit protodoc-check docs-check fuzz-check \
-	  system browser vm
+# says where the time went. The fuzzers run beside the system tests
+# (system+fuzz-check: both at once, each output readable, each timed).
+# The VM suite comes last.
+CHECK_PHASES = all build-check unit protodoc-check docs-check \
+	  system+fuzz-check browser vm
 check:
-	+@scripts/check.sh "$(MAKE)" $(CHECK_PHASES)
+	+@B=$(B) scripts/check.sh "$(MAKE)" $(CHECK_PHASES)
 
 # The build's own tests (tests/build/): the paths follow PREFIX, a
 # missing build dependency stops make install before it installs anything,

@@ -29,9 +29,11 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,9 +76,6 @@ static size_t		 auth_nreserved;
 
 static void		(*auth_egress_cb)(struct user *);
 static struct user *auth_fetch(const char *);
-static int	 auth_user_create(const char *, int, const char *,
-		    const char *, const char *, int64_t, int64_t, char *,
-		    size_t);
 
 /* Free one user. */
 static void
@@ -253,6 +252,82 @@ int
 auth_name_valid(const char *name)
 {
 	return str_is_user_name(name);
+}
+
+/* Whether s is n > 0 characters of unpadded base64 decoding to min bytes
+ * or more (argon2's encoding of salts and hashes). */
+static int
+auth_b64_valid(const char *s, size_t n, size_t min)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '/')
+			return 0;
+	return n % 4 != 1 && n * 3 / 4 >= min;
+}
+
+/*
+ * The decimal number of at most 10 digits at *s, followed by end (which *s
+ * is left past); -1 if there is none.
+ */
+static long long
+auth_hash_num(const char **s, char end)
+{
+	long long	v = 0;
+	int		n;
+
+	for (n = 0; isdigit((unsigned char)**s); n++, (*s)++)
+		v = v * 10 + (**s - '0');
+	if (n == 0 || n > 10 || **s != end)
+		return -1;
+	(*s)++;
+	return v;
+}
+
+/*
+ * Whether hash is an argon2id encoded string that argon2id_verify can use:
+ * $argon2id$v=19$m=M,t=T,p=P$SALT$HASH (libargon2 exports no decoder, and
+ * verifying against a password would cost a hash, which is what a caller
+ * that brings its own hash saves). Fills err if not.
+ */
+int
+auth_hash_valid(const char *hash, char *err, size_t errsz)
+{
+	static const char	 head[] = "$argon2id$v=19$m=";
+	const char		*s = hash, *sum;
+	long long		 m = -1, t = -1, p = -1;
+
+	if (hash != NULL && strlen(hash) < AUTH_ENCODED_MAX &&
+	    strncmp(hash, head, strlen(head)) == 0) {
+		s += strlen(head);
+		if ((m = auth_hash_num(&s, ',')) != -1 &&
+		    strncmp(s, "t=", 2) == 0 && (s += 2) &&
+		    (t = auth_hash_num(&s, ',')) != -1 &&
+		    strncmp(s, "p=", 2) == 0 && (s += 2))
+			p = auth_hash_num(&s, '$');
+	}
+	if (p == -1) {
+		snprintf(err, errsz, "not an argon2id encoded hash "
+		    "($argon2id$v=19$m=M,t=T,p=P$SALT$HASH, %d bytes at most)",
+		    AUTH_ENCODED_MAX - 1);
+		return 0;
+	}
+	if (p < 1 || p > 0xffffff || t < 1 || t > UINT32_MAX ||
+	    m < 8 * p || m > UINT32_MAX) {
+		snprintf(err, errsz, "argon2id parameters out of range "
+		    "(t at least 1, p from 1 to 16777215, m at least 8 * p "
+		    "KiB)");
+		return 0;
+	}
+	if ((sum = strchr(s, '$')) == NULL ||
+	    !auth_b64_valid(s, sum - s, ARGON2_MIN_SALT_LENGTH) ||
+	    !auth_b64_valid(sum + 1, strlen(sum + 1), ARGON2_MIN_OUTLEN)) {
+		snprintf(err, errsz, "argon2id hash: the salt (8 bytes or more) "
+		    "and the hash (4 bytes or more) must be unpadded base64");
+		return 0;
+	}
+	return 1;
 }
 
 /* Hash a password into an argon2id encoded string; -1 on failure. */
@@ -902,31 +977,19 @@ int
 auth_user_add(const char *name, int admin, const char *password, char *err,
     size_t errsz)
 {
-	return auth_user_add_unix(name, admin, password, NULL, -1, -1, err,
-	    errsz);
+	return auth_user_add_unix(name, admin, password, NULL, NULL, -1, -1,
+	    err, errsz);
 }
 
 /*
  * Add a user; with unix_user, mapped to that Unix account's uid and gid
  * (never root's, a daemon's or another user's), else with the lowest free
- * uid of the range. Fills err when the name, password, ids or write are
- * refused.
+ * uid of the range. The password is hashed here, or, with password NULL,
+ * the encoded hash (argon2id, checked) is stored as it is. Fills err when the
+ * name, password, hash, ids or write are refused.
  */
 int
 auth_user_add_unix(const char *name, int admin, const char *password,
-    const char *unix_user, int64_t uid, int64_t gid, char *err, size_t errsz)
-{
-	return auth_user_create(name, admin, password, NULL, unix_user, uid,
-	    gid, err, errsz);
-}
-
-/*
- * The one way a user is added: with a password (checked, then hashed) or,
- * password NULL, with its argon2id encoded hash already made (encoded).
- * The rest as auth_user_add_unix.
- */
-static int
-auth_user_create(const char *name, int admin, const char *password,
     const char *encoded, const char *unix_user, int64_t uid, int64_t gid,
     char *err, size_t errsz)
 {
@@ -954,13 +1017,12 @@ auth_user_create(const char *name, int admin, const char *password,
 		return -1;
 	}
 	if (password == NULL) {
-		if (encoded == NULL || strncmp(encoded, AUTH_HASH_PREFIX,
-		    strlen(AUTH_HASH_PREFIX)) != 0 ||
-		    strlen(encoded) >= AUTH_ENCODED_MAX) {
-			snprintf(err, errsz, "the hash is not an argon2id "
-			    "encoded string");
+		if (encoded == NULL) {
+			snprintf(err, errsz, "a password or a hash is required");
 			return -1;
 		}
+		if (!auth_hash_valid(encoded, err, errsz))
+			return -1;
 		snprintf(hash, sizeof hash, "%s", encoded);
 	} else if (!auth_password_valid(password, err, errsz))
 		return -1;

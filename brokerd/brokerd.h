@@ -83,8 +83,9 @@ struct user *auth_find(const char *name);
 int	 auth_name_valid(const char *name);
 int	 auth_user_add(const char *name, int admin, const char *password,
 	    char *err, size_t errsz);
+/* password NULL: given, an argon2id encoded hash, is stored instead. */
 int	 auth_user_add_unix(const char *name, int admin,
-	    const char *password, const char *unix_user, int64_t uid, int64_t gid, char *err,
+	    const char *password, const char *given, const char *unix_user, int64_t uid, int64_t gid, char *err,
 	    size_t errsz);
 /* Before auth_init: the uid range, and the uids no user may have. */
 void	 auth_uid_range(int64_t lo, int64_t hi);
@@ -102,6 +103,8 @@ struct json_object *auth_user_list(void);
 /* The user when name and password match; NULL otherwise, in like time. */
 struct user *auth_verify(const char *name, const char *password);
 int	 auth_hash_password(const char *password, char *out, size_t outsz);
+/* Whether hash is an argon2id encoded string; fills err if not. */
+int	 auth_hash_valid(const char *hash, char *err, size_t errsz);
 /* PostgreSQL store: make memory the users table's again; 0 or -1. */
 int	 auth_reconcile(void);
 

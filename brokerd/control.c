@@ -83,7 +83,8 @@ const struct ipc_handler control_handlers[] = {
 };
 
 /*
- * {"name", "password", "admin", and for a mapped account "unix_user" with
+ * {"name", "password" or "hash" (argon2id encoded), "admin", and for a
+ * mapped account "unix_user" with
  * its "uid" and "gid" as hgctl resolved them}: {"uid", "gid"}.
  */
 static void
@@ -91,7 +92,7 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 {
 	struct json_object	*d, *res;
 	struct user		*u;
-	const char		*name, *password, *unix_user = NULL;
+	const char		*name, *password, *hash, *unix_user = NULL;
 	char			 err[256];
 	int64_t			 uid = -1, gid = -1;
 	int			 admin = 0;
@@ -99,6 +100,16 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 	/* The protocol table checked the fields' types and shapes. */
 	name = json_str(m->obj, "name");
 	password = json_str(m->obj, "password");
+	hash = json_str(m->obj, "hash");
+	if ((password == NULL) == (hash == NULL)) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "give one of "
+		    "\"password\" and \"hash\"");
+		return;
+	}
+	if (hash != NULL && !auth_hash_valid(hash, err, sizeof(err))) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "%s", err);
+		return;
+	}
 	json_flag(m->obj, "admin", &admin);
 	if ((unix_user = json_str(m->obj, "unix_user")) != NULL &&
 	    (json_int(m->obj, "uid", &uid) == -1 ||
@@ -107,8 +118,8 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 		    "account's \"uid\" and \"gid\"");
 		return;
 	}
-	if (auth_user_add_unix(name, admin, password, unix_user, uid, gid, err,
-	    sizeof(err)) == -1) {
+	if (auth_user_add_unix(name, admin, password, hash, unix_user, uid,
+	    gid, err, sizeof(err)) == -1) {
 		ipc_reply_error(p, m, ERR_CONFLICT, "%s", err);
 		return;
 	}

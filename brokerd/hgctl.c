@@ -41,6 +41,7 @@
 #define OPT_TARGET	0x40	/* egress allow's --user or --session */
 #define OPT_MORE	0x80	/* nargs or more positional arguments */
 #define OPT_TO		0x100	/* store copy's --to */
+#define OPT_HASHSTDIN	0x200	/* user add's --password-hash-stdin */
 
 /* How hgctl audit verify --journal asks the journal for anchors. */
 #define HGCTL_JOURNALCTL \
@@ -81,16 +82,20 @@ static int	hgctl_store_status(char **);
 static int	hgctl_store_copy(char **);
 
 static const struct hgctl_cmd hgctl_cmds[] = {
-	{ "user", "add", "NAME [--admin] [--password-stdin] "
-	    "[--unix-user UNIXNAME]",
+	{ "user", "add", "NAME [--admin] [--password-stdin | "
+	    "--password-hash-stdin]\n    [--unix-user UNIXNAME]",
 	    "add a user (a plain user, or an admin with --admin)",
 	    "Asks for the password twice on the terminal, or reads one line "
-	    "of standard\ninput with --password-stdin. The user gets a uid "
-	    "and gid of their own, the\nlowest free one of HOSTGATE_UID_RANGE; "
-	    "with --unix-user, those of that\nexisting Unix account instead "
-	    "(refused for root, a daemon's user, or an\naccount another user "
-	    "is mapped to).\n",
-	    1, OPT_ADMIN | OPT_PWSTDIN | OPT_UNIX, hgctl_user_add },
+	    "of standard\ninput with --password-stdin. With "
+	    "--password-hash-stdin, the line is the\npassword's argon2id "
+	    "encoded hash ($argon2id$v=19$m=M,t=T,p=P$SALT$HASH),\nstored as "
+	    "it is; anything else is refused and nothing changes. The user "
+	    "gets\na uid and gid of their own, the lowest free one of "
+	    "HOSTGATE_UID_RANGE; with\n--unix-user, those of that existing "
+	    "Unix account instead (refused for root, a\ndaemon's user, or an "
+	    "account another user is mapped to).\n",
+	    1, OPT_ADMIN | OPT_PWSTDIN | OPT_HASHSTDIN | OPT_UNIX,
+	    hgctl_user_add },
 	{ "user", "del", "NAME", "delete a user; their sessions and tokens end",
 	    NULL, 1, 0, hgctl_user_del },
 	{ "user", "passwd", "NAME [--password-stdin]",
@@ -254,6 +259,7 @@ static int		 conf_loaded;
 static int		 json_out;
 static int		 admin_flag;
 static int		 pwstdin_flag;
+static int		 hashstdin_flag;	/* --password-hash-stdin */
 static const char	*unix_user;
 static const char	*target_user;	/* egress allow --user */
 static const char	*target_session; /* egress allow --session */
@@ -493,6 +499,9 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else if (strcmp(argv[i], "--password-stdin") == 0 &&
 		    (c->opts & OPT_PWSTDIN))
 			pwstdin_flag = 1;
+		else if (strcmp(argv[i], "--password-hash-stdin") == 0 &&
+		    (c->opts & OPT_HASHSTDIN))
+			hashstdin_flag = 1;
 		else if (strcmp(argv[i], "--unix-user") == 0 &&
 		    (c->opts & OPT_UNIX)) {
 			if (i + 1 == argc)
@@ -539,6 +548,9 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		else
 			argv[n++] = argv[i];
 	}
+	if (pwstdin_flag && hashstdin_flag)
+		hgctl_usage(c->group, c, "give one of --password-stdin and "
+		    "--password-hash-stdin");
 	if ((c->opts & OPT_TO) && store_to == NULL)
 		hgctl_usage(c->group, c, "give --to URL");
 	if ((c->opts & OPT_TARGET) && target_user == NULL &&
@@ -938,8 +950,9 @@ hgctl_req_one(const char *type, const char *key, const char *value)
 }
 
 /*
- * hgctl user add NAME [--admin] [--password-stdin] [--unix-user UNIXNAME]:
- * hgctl resolves the account; brokerd decides whether it may be mapped.
+ * hgctl user add NAME [--admin] [--password-stdin | --password-hash-stdin]
+ * [--unix-user UNIXNAME]: hgctl resolves the account; brokerd decides
+ * whether it may be mapped, and whether a given hash is argon2id.
  */
 static int
 hgctl_user_add(char **argv)
@@ -954,11 +967,18 @@ hgctl_user_add(char **argv)
 		fprintf(stderr, "hgctl: no Unix user %s\n", unix_user);
 		return HGCTL_EXIT_FAIL;
 	}
-	hgctl_password(pwstdin_flag, pass, sizeof(pass));
+	if (hashstdin_flag &&
+	    hgctl_readline(stdin, pass, sizeof(pass)) == -1) {
+		fprintf(stderr, "hgctl: no hash on stdin\n");
+		return HGCTL_EXIT_FAIL;
+	}
+	if (!hashstdin_flag)
+		hgctl_password(pwstdin_flag, pass, sizeof(pass));
 	req = hgctl_req_one(MSG_USER_ADD, "name", argv[0]);
 	json_object_object_add(req, "admin",
 	    json_object_new_boolean(admin_flag));
-	json_object_object_add(req, "password", json_object_new_string(pass));
+	json_object_object_add(req, hashstdin_flag ? "hash" : "password",
+	    json_object_new_string(pass));
 	explicit_bzero(pass, sizeof(pass));
 	if (pw != NULL) {
 		json_object_object_add(req, "unix_user",

@@ -317,7 +317,8 @@ static const struct proto_field f_egress_set[] = { EGRESS_SET, F_END };
 /* hgctl's requests. */
 static const struct proto_field f_user_add[] = {
 	F_USER("name", R),
-	F_STR("password", R, 1, 4096),
+	F_STR("password", O, 1, 4096),
+	F_STR("hash", O, 1, 255),
 	F_BOOL("admin", O),
 	F_USER("unix_user", O),
 	F_INT("uid", O, 0, UID_MAX),

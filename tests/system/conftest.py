@@ -2,9 +2,24 @@
 
 Every test runs in each mode of MODES: "root" (daemons started as root,
 each dropping to its own service user) and "user" (all three as one
-unprivileged user). Tests that leave the daemons as they found them share
-one running hostgate per mode (`shared`); tests that restart, kill or
-reconfigure daemons make their own with `hostgate_factory`.
+unprivileged user). Tests that leave the daemons as they found them use
+`hg`, an instance with the module's configuration, pooled for the session
+per (mode, configuration) (hglib.Pool: an instance is shared again only
+if it was left as found). The configuration is the module's HOSTGATE
+(environment variables, plus "more_users" and "own", see hglib.Pool),
+or a test's own through indirect parametrization:
+
+    @pytest.mark.parametrize("hg", [{"HOSTGATE_X": "1"}], indirect=True)
+
+`shared` is `hg` with the default configuration, for modules that also
+have an `hg` of their own. Tests that restart, kill or reconfigure
+daemons make their own with `hostgate_factory`.
+
+A module whose behaviour does not depend on who runs the daemons (HTTP
+parsing, frontd's limits, the API's semantics) sets MODE_INDEPENDENT =
+True, says why in its docstring, and runs in ONE_MODE only: root, the
+mode of an installed hostgate, when the suite runs as root (else user,
+the only mode there is).
 """
 
 import os
@@ -38,16 +53,73 @@ def _prerequisites():
                            check=True)
 
 
+ONE_MODE = hglib.MODES[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """Deselect the other modes' items of MODE_INDEPENDENT modules."""
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if getattr(item.module, "MODE_INDEPENDENT", False) and \
+                params.get("mode", ONE_MODE) != ONE_MODE:
+            drop.append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session", params=hglib.MODES)
 def mode(request):
     return request.param
 
 
+POOL = hglib.Pool()
+
+
 @pytest.fixture(scope="session")
-def shared(mode):
-    """A running hostgate with an admin (alice) and a user (bob)."""
-    with hglib.running(mode, "shared") as hg:
-        yield hg
+def _pool():
+    yield POOL
+    POOL.close()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many pooled instances the leases took, and why any was not
+    shared again."""
+    if POOL.leases:
+        terminalreporter.write_line(
+            "hostgate pool: %d leases, %d instances started; not shared "
+            "again: %s" % (POOL.leases, POOL.started,
+                           ", ".join("%s (%d)" % (w, POOL.retired.count(w))
+                                     for w in sorted(set(POOL.retired)))
+                           or "none"))
+
+
+def _leased(pool, mode, config):
+    key, hg = pool.lease(mode, config)
+    yield hg
+    why = pool.give_back(key, hg)
+    if why is not None:
+        print("\nhostgate %s not shared again: %s" % (hg.dir, why))
+
+
+@pytest.fixture(scope="module")
+def hg(request, mode, _pool):
+    """A running hostgate with alice (admin) and bob, configured by the
+    test's parameter (indirect parametrization) or the module's HOSTGATE;
+    pooled (hglib.Pool)."""
+    config = getattr(request, "param", None)
+    if config is None:
+        config = getattr(request.module, "HOSTGATE", {})
+    yield from _leased(_pool, mode, config)
+
+
+@pytest.fixture(scope="module")
+def shared(mode, _pool):
+    """`hg` with the default configuration."""
+    yield from _leased(_pool, mode, {})
 
 
 @pytest.fixture(scope="module")

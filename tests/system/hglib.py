@@ -71,6 +71,21 @@ SLOW = float(os.environ.get("HG_SLOW_BOUND") or 120)
 
 ADMIN = ("alice", "alice-password-1")
 USER = ("bob", "bob-password-12")
+# Their argon2id hashes, made once with brokerd's parameters (t 2, m 19456
+# KiB, p 1) by libargon2's argon2id_hash_encoded, salts "hglib-alice-salt"
+# and "hglib-bob-salt-1": add_user hands them to `hgctl user add
+# --password-hash-stdin`, so a start pays no hash for them while each login
+# still verifies the password at brokerd's cost.
+HASHES = {
+    ADMIN: "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItYWxpY2Utc2FsdA$"
+           "6MFOIiUQ5W3C8EPmqdfgGBQVV+9QIJaP8ibfBRKym5M",
+    USER: "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItYm9iLXNhbHQtMQ$"
+          "ATYQoEuYst7BNdDp8g8jvhbO+OZoC5HC9bZu/iKxnd8",
+    # policylib's carol, a second admin (salt "hglib-carol-salt").
+    ("carol", "carol-password-3"):
+        "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItY2Fyb2wtc2FsdA$"
+        "WWKjTxYcGehxO8jxQ31vXwxL1UrPISuCQMKluhY0abc",
+}
 
 
 def missing_binaries():
@@ -495,36 +510,78 @@ class Hostgate:
         return ["mounts left under %s after the daemons stopped: %s"
                 % (self.dir, ", ".join(left))]
 
-    def remove_cgroups(self):
-        """Remove the cgroup subtree sandboxd made for this instance in
-        every hierarchy (hostgate- and 8 hex of the run directory's
-        SHA-256, under the cgroup the test itself is in): sandboxd cannot
-        leave its own leaf after dropping root. Only empty directories go;
-        nothing is killed here."""
+    def cgroup_tops(self, made=True):
+        """The cgroup subtrees sandboxd makes for this instance, one per
+        hierarchy (hostgate- and 8 hex of the run directory's SHA-256,
+        under the cgroup the test itself is in); with made, those that
+        exist."""
         if not IS_ROOT:
-            return
+            return []
         name = "hostgate-" + hashlib.sha256(
             os.path.abspath(self.run).encode()).hexdigest()[:8]
         with open("/proc/self/cgroup") as f:
             lines = f.read().splitlines()
+        tops = []
         for line in lines:
             _, ctrls, path = line.split(":", 2)
             mount = "unified" if ctrls == "" else \
                 ctrls.split(",")[0].replace("name=", "")
             top = os.path.join("/sys/fs/cgroup", mount, path.lstrip("/"),
                                name)
-            if not os.path.isdir(top):
-                continue
-            for root, dirs, _ in os.walk(top, topdown=False):
-                for d in dirs:
+            if not made or os.path.isdir(top):
+                tops.append(top)
+        return tops
+
+    @staticmethod
+    def cgroup_pids(top):
+        """The processes anywhere in the cgroup subtree top."""
+        pids = []
+        for root, _, files in os.walk(top):
+            if "cgroup.procs" in files:
+                try:
+                    with open(os.path.join(root, "cgroup.procs")) as f:
+                        pids += [int(p) for p in f.read().split()]
+                except OSError:
+                    pass
+        return pids
+
+    def remove_cgroups(self, timeout=SLOW):
+        """Remove the cgroup subtrees sandboxd made for this instance:
+        sandboxd cannot leave its own leaf after dropping root. Returns
+        the problems: a subtree that still holds processes once the
+        daemons are gone (waited for up to timeout, then killed so that
+        they do not outlive the test) or that cannot be removed. A tree
+        left behind fails the test rather than being ignored."""
+        problems = []
+        for top in self.cgroup_tops():
+            try:
+                wait_for(lambda: not self.cgroup_pids(top), timeout,
+                         what="the processes of %s to end" % top)
+            except AssertionError:
+                left = self.cgroup_pids(top)
+                problems.append("processes left in %s after the daemons "
+                                "stopped: %s" % (top, left))
+                for pid in left:
                     try:
-                        os.rmdir(os.path.join(root, d))
+                        os.kill(pid, signal.SIGKILL)
                     except OSError:
                         pass
-            try:
-                os.rmdir(top)
-            except OSError:
-                pass
+                try:
+                    wait_for(lambda: not self.cgroup_pids(top), SLOW,
+                             what="the processes of %s to die" % top)
+                except AssertionError:
+                    pass
+            for root, dirs, _ in os.walk(top, topdown=False):
+                for d in dirs + ([""] if root == top else []):
+                    path = os.path.join(root, d) if d else root
+                    try:
+                        os.rmdir(path)
+                    except FileNotFoundError:
+                        pass
+                    except OSError as e:
+                        problems.append("cgroup %s left behind: %s"
+                                        % (path, e.strerror))
+        return problems
 
     def logs(self):
         out = []
@@ -551,7 +608,7 @@ class Hostgate:
         else remove it. Raises when a daemon misbehaved on the way out."""
         problems = self.shutdown() + self.sanitizer_reports()
         problems += self.unmount_leftovers()
-        self.remove_cgroups()
+        problems += self.remove_cgroups()
         _LIVE.discard(self)
         if problems:
             self.failed = True
@@ -614,11 +671,17 @@ class Hostgate:
         os.chown(path, *owner)
 
     def add_user(self, name, password, admin=False):
+        """Add a user; the test users (HASHES) by their known hash."""
         args = ["user", "add", name]
         if admin:
             args.append("--admin")
-        args.append("--password-stdin")
-        self.hgctl_ok(*args, input=password + "\n")
+        known = HASHES.get((name, password))
+        if known:
+            args.append("--password-hash-stdin")
+            self.hgctl_ok(*args, input=known + "\n")
+        else:
+            args.append("--password-stdin")
+            self.hgctl_ok(*args, input=password + "\n")
 
     # -- HTTP --------------------------------------------------------------
 
@@ -824,10 +887,100 @@ LIFTED_ENV = {
 
 @contextlib.contextmanager
 def running(mode, name, env=None, more_users=()):
+    """A running hostgate of its own (start_configured), stopped
+    afterwards: for a fixture whose instance no other may share."""
+    hg = start_configured(mode, name, env, more_users)
+    yield hg
+    hg.cleanup()
+
+
+class Pool:
+    """Running hostgates shared for a test session, one per (mode,
+    configuration): a configuration is the environment over LIFTED_ENV
+    (a None value leaves the daemons' default) plus "more_users"
+    ((name, password, admin), ...) and "own" (a name that keeps an
+    instance apart from every other configuration, e.g. one whose tests
+    run fork bombs). lease() hands one out; give_back() shares it again
+    only if it was left as found (no test failed on it, every daemon up
+    and healthy, the same users); otherwise it stops it, so the next
+    lease starts afresh. At most KEEP idle instances stay running, the
+    least recently given back stopped first."""
+
+    KEEP = 4
+
+    def __init__(self):
+        self.idle = {}      # key -> (Hostgate, users when leased first)
+        self.started = 0
+        self.leases = 0
+        self.retired = []   # why an instance was not shared again
+
+    @staticmethod
+    def key(mode, config):
+        return (mode, tuple(sorted((k, repr(v)) for k, v in
+                                   (config or {}).items())))
+
+    def lease(self, mode, config=None):
+        """(key, a running hostgate with this configuration)."""
+        config = dict(config or {})
+        key = self.key(mode, config)
+        self.leases += 1
+        if key in self.idle:
+            return key, self.idle.pop(key)[0]
+        name = config.pop("own", None) or "pool"
+        more = config.pop("more_users", ())
+        hg = start_configured(mode, name, config, more)
+        hg.pool_users = self.users(hg)
+        self.started += 1
+        return key, hg
+
+    @staticmethod
+    def users(hg):
+        """What a test must leave as it found it: the users and the
+        agent tokens (a login session is every test's own)."""
+        return (sorted((u["name"], u["role"]) for u in
+                       hg.hgctl_json("user", "list")),
+                sorted(t["id"] for t in hg.hgctl_json("token", "list")))
+
+    def give_back(self, key, hg):
+        """Keep hg for the next lease of key if it is as it was leased;
+        else stop it (raising what its clean-up found)."""
+        why = None
+        if any(k == "own" for k, _ in key[1]):
+            why = "its configuration is one module's own"
+        elif hg.failed:
+            why = "a test failed on it"
+        elif not all(hg.alive(n) for n in DAEMONS) or not hg.healthy():
+            why = "a daemon is down"
+        elif self.users(hg) != hg.pool_users:
+            why = "its users or tokens changed"
+        if why is not None:
+            self.retired.append(why)
+            hg.cleanup()
+            return why
+        self.idle[key] = (hg, hg.pool_users)
+        while len(self.idle) > self.KEEP:
+            oldest = next(iter(self.idle))
+            self.idle.pop(oldest)[0].cleanup()
+        return None
+
+    def close(self):
+        """Stop every idle instance; raises what their clean-ups found."""
+        errors = []
+        while self.idle:
+            hg = self.idle.popitem()[1][0]
+            try:
+                hg.cleanup()
+            except AssertionError as e:
+                errors.append(str(e))
+        assert not errors, "\n".join(errors)
+
+
+def start_configured(mode, name, env=None, more_users=()):
     """A running hostgate with the limits lifted (LIFTED_ENV, then env; a
     None value leaves that variable at the daemons' default) and users
-    alice (admin) and bob, plus more_users ((name, password, admin), ...);
-    stopped afterwards. For session- and module-scoped fixtures."""
+    alice (admin) and bob, plus more_users ((name, password, admin),
+    ...). On failure it is cleaned up, its logs printed, and the error
+    raised."""
     full = dict(LIFTED_ENV)
     full.update({k: str(v) for k, v in (env or {}).items()
                  if v is not None})
@@ -849,8 +1002,7 @@ def running(mode, name, env=None, more_users=()):
         except AssertionError:
             pass
         raise
-    yield hg
-    hg.cleanup()
+    return hg
 
 
 def insecure_client_context():

@@ -54,6 +54,16 @@ def own(factory, name="policy", carol=False, healthy=True, **env):
     return hg
 
 
+def config(carol=False, **env):
+    """A configuration of conftest's pooled `hg` (a module's HOSTGATE):
+    env over hglib.LIFTED_ENV (values may be ints, None leaves a
+    variable at its default), with carol (a second admin) when asked."""
+    conf = {k: (None if v is None else str(v)) for k, v in env.items()}
+    if carol:
+        conf["more_users"] = (CAROL + (True,),)
+    return conf
+
+
 def module_hostgate(mode, name, carol=False, **env):
     """Like own(), for a module-scoped fixture (see hglib.running)."""
     return hglib.running(mode, name, env,

@@ -13,12 +13,10 @@ import sandboxlib as sl
 SECRET = "admin-password-not-to-be-shown-42"
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "admin", carol=True,
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=30,
-                            HOSTGATE_ADMIN_PASSWORD=SECRET) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(carol=True,
+                    HOST_EXECUTION_DIRECT_TTL_SECONDS=30,
+                    HOSTGATE_ADMIN_PASSWORD=SECRET)
 
 
 @pytest.fixture

@@ -18,14 +18,11 @@ import policylib as pl
 HMAC_SUFFIX = 75        # ,"hmac":"<64 hex>"}
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    """A grant lasts 2 s; one terminal per user, so that a second is a
-    refused spawn."""
-    with pl.module_hostgate(mode, "audit",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=2,
-                            HOSTGATE_MAX_TERMINALS_PER_USER=1) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+# A grant lasts 2 s; one terminal per user, so that a second is a
+# refused spawn.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=2,
+                    HOSTGATE_MAX_TERMINALS_PER_USER=1)
 
 
 @pytest.fixture(scope="module")

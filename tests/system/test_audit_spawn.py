@@ -33,12 +33,9 @@ def one_after(hg, action, seq, **match):
     return got[0]
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "audit-spawn",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=2,
-                            HOSTGATE_MAX_TERMINALS_PER_USER=2) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=2,
+                    HOSTGATE_MAX_TERMINALS_PER_USER=2)
 
 
 # -- what ran ------------------------------------------------------------------

@@ -290,3 +290,33 @@ def test_ids_refused_in_root_mode(box):
         assert err is not None and err["code"] == "bad_request", (bad, res)
     assert procs(t, "main") == []
     assert hg.alive("sandboxd")
+
+
+def test_a_tree_left_behind_fails_the_clean_up(mode):
+    """hglib's clean-up: a process still in an instance's cgroup tree once
+    its daemons are gone is reported (which fails the test) and killed,
+    and the tree removed, rather than ignored."""
+    if not hglib.IS_ROOT:
+        pytest.skip("no cgroups of sandboxd's to leave without root")
+    hg = hglib.Hostgate(mode, name="cgleft")
+    top = [t for t in hg.cgroup_tops(made=False)
+           if os.path.isdir(os.path.dirname(t))][0]
+    leaf = os.path.join(top, "spawn-left")
+    os.makedirs(leaf)
+    p = subprocess.Popen(["sleep", "infinity"])
+    try:
+        with open(os.path.join(leaf, "cgroup.procs"), "w") as f:
+            f.write(str(p.pid))
+        # Nothing will end it: the short window is the wait's whole point.
+        problems = hg.remove_cgroups(timeout=0.5)
+        assert len(problems) == 1, problems
+        assert "processes left in %s" % top in problems[0], problems
+        assert str(p.pid) in problems[0], problems
+        assert p.wait(hglib.SLOW) == -9
+        assert not os.path.exists(top), "the tree was not removed"
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        hg.failed = False
+        hg.cleanup()

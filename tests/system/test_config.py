@@ -1,6 +1,10 @@
 """Configuration: `-n` checks, invalid variables stop a daemon at start-up,
 the .env file and the environment's precedence over it, the variables
-hostgate sets itself, unknown names and the compiled-in defaults."""
+hostgate sets itself, unknown names and the compiled-in defaults.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because the configuration parser is the same in every daemon whoever
+runs it; root mode also checks the service-user variables."""
 
 import json
 import os
@@ -9,6 +13,8 @@ import subprocess
 import pytest
 
 import hglib
+
+MODE_INDEPENDENT = True
 
 
 @pytest.fixture(scope="module")

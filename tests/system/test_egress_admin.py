@@ -31,10 +31,8 @@ ENV = {
 ALLOWLIST = ("workspace-write+allowlist", "read-only+allowlist")
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "egress-admin", carol=True, **ENV) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(carol=True, **ENV)
 
 
 def show(hg):

@@ -1,18 +1,21 @@
 """GET /api/events: server-sent events for a login session or a token, each
 stream getting only its own session's events and its user's; numbered with
-"id:" lines and resumed with Last-Event-ID."""
+"id:" lines and resumed with Last-Event-ID.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because which events a stream gets is brokerd's logic, not its
+privileges."""
 
 
 import pytest
 
 import policylib as pl
 
+MODE_INDEPENDENT = True
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "events",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=30) as h:
-        yield h
+
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=30)
 
 
 @pytest.fixture

@@ -26,11 +26,8 @@ READ_ONLY = ("this session's permission is read-only: the workspace cannot "
              "workspace-write")
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "files",
-                            HOSTGATE_MAX_UPLOAD_BYTES=str(CAP)) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOSTGATE_MAX_UPLOAD_BYTES=str(CAP))
 
 
 @pytest.fixture(scope="module")

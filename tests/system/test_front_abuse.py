@@ -2,7 +2,11 @@
 limits (shedding the oldest idle connection, else 503 with Retry-After),
 the request head timeout, bare LF/CR in a head, half-closed requests, the
 WebSocket Origin check, and a client that floods a terminal that does not
-read. Another client must be served throughout."""
+read. Another client must be served throughout.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because frontd's connection limits, timeouts and head parsing do not
+depend on who runs the daemons."""
 
 import contextlib
 import os
@@ -17,6 +21,8 @@ import pytest
 import hglib
 import sandboxlib as sl
 from sandboxlib import OP_BINARY
+
+MODE_INDEPENDENT = True
 
 MiB = 1 << 20
 

@@ -32,15 +32,15 @@ def assert_down(r, daemon):
     return doc
 
 
-def test_healthz_ok(shared):
-    r = shared.health()
+def test_healthz_ok(hg):
+    r = hg.health()
     assert r.status == 200, r
     assert (r.header("Content-Type") or "").startswith("application/json")
     assert_healthy_doc(r.json())
 
 
-def test_healthz_needs_no_credentials_and_ignores_bad_ones(shared):
-    r = shared.get("/healthz", cookie="bogus", bearer="hgt_bogus")
+def test_healthz_needs_no_credentials_and_ignores_bad_ones(hg):
+    r = hg.get("/healthz", cookie="bogus", bearer="hgt_bogus")
     assert r.status == 200, r
 
 

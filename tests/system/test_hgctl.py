@@ -15,8 +15,8 @@ import hglib
 import policylib as pl
 
 
-def test_user_list_json(shared):
-    users = shared.hgctl_json("user", "list")
+def test_user_list_json(hg):
+    users = hg.hgctl_json("user", "list")
     byname = {u["name"]: u for u in users}
     assert byname[hglib.ADMIN[0]]["role"] == "admin", users
     assert byname[hglib.USER[0]]["role"] == "user", users
@@ -25,59 +25,101 @@ def test_user_list_json(shared):
         assert "argon2" not in json.dumps(u), "user list shows hashes: %r" % u
 
 
-def test_user_list_plain(shared):
-    r = shared.hgctl_ok("user", "list")
+def test_user_list_plain(hg):
+    r = hg.hgctl_ok("user", "list")
     assert hglib.ADMIN[0] in r.stdout and hglib.USER[0] in r.stdout
     assert "argon2" not in r.stdout
 
 
-def test_user_add_login_passwd_del(shared):
+def test_user_add_login_passwd_del(hg):
     name, pw, pw2 = "carol", "carol-password-1", "carol-password-2"
-    shared.add_user(name, pw)
-    s = shared.login(name, pw)
+    hg.add_user(name, pw)
+    s = hg.login(name, pw)
     assert s.role == "user"
 
     # Adding her again fails, and leaves her as she was.
-    r = shared.hgctl("user", "add", name, "--admin", "--password-stdin",
-                     input="other-password-9\n")
+    r = hg.hgctl("user", "add", name, "--admin", "--password-stdin",
+                 input="other-password-9\n")
     assert r.returncode == 1, r
     assert r.stderr.strip(), "no message on stderr"
-    assert shared.login(name, pw).role == "user"
+    assert hg.login(name, pw).role == "user"
 
-    shared.hgctl_ok("user", "passwd", name, "--password-stdin",
-                    input=pw2 + "\n")
-    assert shared.post("/api/login", {"username": name,
-                                      "password": pw}).status == 401
-    shared.login(name, pw2)
+    hg.hgctl_ok("user", "passwd", name, "--password-stdin",
+                input=pw2 + "\n")
+    assert hg.post("/api/login", {"username": name,
+                                  "password": pw}).status == 401
+    hg.login(name, pw2)
 
-    shared.hgctl_ok("user", "del", name)
-    assert shared.post("/api/login", {"username": name,
-                                      "password": pw2}).status == 401
+    hg.hgctl_ok("user", "del", name)
+    assert hg.post("/api/login", {"username": name,
+                                  "password": pw2}).status == 401
     # Deleting a user ends her sessions.
     assert s.get("/api/status").status == 401
-    assert name not in [u["name"] for u in shared.hgctl_json("user", "list")]
+    assert name not in [u["name"] for u in hg.hgctl_json("user", "list")]
 
 
-def test_user_del_kills_tokens(shared):
+def test_user_del_kills_tokens(hg):
     name, pw = "dave", "dave-password-1"
-    shared.add_user(name, pw)
-    tok = shared.hgctl_ok("token", "create", name).stdout.strip()
-    assert shared.get("/api/status", bearer=tok).status == 200
-    shared.hgctl_ok("user", "del", name)
-    assert shared.get("/api/status", bearer=tok).status == 401
+    hg.add_user(name, pw)
+    tok = hg.hgctl_ok("token", "create", name).stdout.strip()
+    assert hg.get("/api/status", bearer=tok).status == 200
+    hg.hgctl_ok("user", "del", name)
+    assert hg.get("/api/status", bearer=tok).status == 401
 
 
-def test_admin_flag(shared):
-    shared.add_user("erin", "erin-password-1", admin=True)
-    assert shared.login("erin", "erin-password-1").role == "admin"
-    shared.hgctl_ok("user", "del", "erin")
+def test_admin_flag(hg):
+    hg.add_user("erin", "erin-password-1", admin=True)
+    assert hg.login("erin", "erin-password-1").role == "admin"
+    hg.hgctl_ok("user", "del", "erin")
 
 
-def test_password_stdin_reads_one_line(shared):
-    shared.hgctl_ok("user", "add", "frank", "--password-stdin",
-                    input="frank-password-1\nsecond-line-ignored\n")
-    shared.login("frank", "frank-password-1")
-    shared.hgctl_ok("user", "del", "frank")
+def test_password_stdin_reads_one_line(hg):
+    hg.hgctl_ok("user", "add", "frank", "--password-stdin",
+                input="frank-password-1\nsecond-line-ignored\n")
+    hg.login("frank", "frank-password-1")
+    hg.hgctl_ok("user", "del", "frank")
+
+
+def test_password_hash_stdin(hg):
+    """A given argon2id hash is stored: the password it was made from
+    logs in, another does not."""
+    hg.hgctl_ok("user", "add", "gina", "--password-hash-stdin",
+                input=hglib.HASHES[hglib.USER] + "\n")
+    try:
+        assert hg.login("gina", hglib.USER[1]).role == "user"
+        assert hg.post("/api/login", {"username": "gina",
+                                      "password": "gina-password-1"}
+                           ).status == 401
+    finally:
+        hg.hgctl_ok("user", "del", "gina")
+
+
+@pytest.mark.parametrize("stdin", [
+    "gina-password-1\n",
+    "$argon2i$v=19$m=19456,t=2,p=1$aGdsaWItYm9iLXNhbHQtMQ$"
+    "ATYQoEuYst7BNdDp8g8jvhbO+OZoC5HC9bZu/iKxnd8\n",
+    "$argon2id$v=19$m=19456,t=0,p=1$aGdsaWItYm9iLXNhbHQtMQ$"
+    "ATYQoEuYst7BNdDp8g8jvhbO+OZoC5HC9bZu/iKxnd8\n",
+    "$argon2id$v=19$m=19456,t=2,p=1$aGdsaWItYm9iLXNhbHQtMQ$AT=\n",
+    "",
+], ids=["password", "argon2i", "t0", "bad-base64", "empty"])
+def test_password_hash_stdin_refuses_other_input(hg, stdin):
+    """Anything but an argon2id encoded hash: exit 1, a reason, no user."""
+    before = hg.hgctl_json("user", "list")
+    r = hg.hgctl("user", "add", "gina", "--password-hash-stdin",
+                 input=stdin)
+    assert r.returncode == 1, r
+    assert "argon2id" in r.stderr or "no hash" in r.stderr, r.stderr
+    assert hg.hgctl_json("user", "list") == before
+
+
+def test_password_hash_stdin_and_password_stdin_exclusive(hg):
+    r = hg.hgctl("user", "add", "gina", "--password-stdin",
+                 "--password-hash-stdin", input="gina-password-1\n")
+    assert r.returncode == 2, r
+    assert "one of" in r.stderr, r.stderr
+    assert "gina" not in [u["name"] for u in hg.hgctl_json("user",
+                                                           "list")]
 
 
 @pytest.mark.parametrize("args,stdin", [
@@ -89,11 +131,11 @@ def test_password_stdin_reads_one_line(shared):
     (["token", "create", "nosuchuser"], None),
     (["token", "revoke", "0000000000000000"], None),
 ])
-def test_errors_exit_1(shared, args, stdin):
-    r = shared.hgctl(*args, input=stdin)
+def test_errors_exit_1(hg, args, stdin):
+    r = hg.hgctl(*args, input=stdin)
     assert r.returncode == 1, (args, r)
     assert r.stderr.strip(), "no message on stderr for %r" % args
-    assert "shorty" not in [u["name"] for u in shared.hgctl_json("user", "list")]
+    assert "shorty" not in [u["name"] for u in hg.hgctl_json("user", "list")]
 
 
 @pytest.mark.parametrize("args", [
@@ -101,41 +143,41 @@ def test_errors_exit_1(shared, args, stdin):
     ["user", "del"], ["token", "revoke"], ["token", "create"],
     ["user", "list", "--bogus"],
 ])
-def test_usage_exit_2(shared, args):
-    r = shared.hgctl(*args)
+def test_usage_exit_2(hg, args):
+    r = hg.hgctl(*args)
     assert r.returncode == 2, (args, r)
     assert r.stderr.strip(), "no usage message for %r" % args
 
 
-def test_root_may_use_control_socket_in_user_mode(shared):
-    if shared.mode != "user" or not hglib.IS_ROOT:
+def test_root_may_use_control_socket_in_user_mode(hg):
+    if hg.mode != "user" or not hglib.IS_ROOT:
         pytest.skip("user mode as root only")
-    r = shared.hgctl("user", "list", "--json", as_user=(0, 0))
+    r = hg.hgctl("user", "list", "--json", as_user=(0, 0))
     assert r.returncode == 0, r
     assert hglib.ADMIN[0] in r.stdout
 
 
-def test_broker_user_may_use_control_socket_in_root_mode(shared):
-    if shared.mode != "root":
+def test_broker_user_may_use_control_socket_in_root_mode(hg):
+    if hg.mode != "root":
         pytest.skip("root mode only")
-    r = shared.hgctl("user", "list", "--json", as_user="hostgate-broker")
+    r = hg.hgctl("user", "list", "--json", as_user="hostgate-broker")
     assert r.returncode == 0, r
     assert hglib.ADMIN[0] in r.stdout
 
 
-def test_other_users_may_not_use_control_socket(shared):
+def test_other_users_may_not_use_control_socket(hg):
     if not hglib.IS_ROOT:
         pytest.skip("needs root to switch users")
     others = ["hostgate-front", "hostgate-sandbox", "hostgate-egress"]
-    if shared.mode == "root":
+    if hg.mode == "root":
         others.append(hglib.TEST_USER)
     else:
         others.append("hostgate-broker")
     for who in others:
         t0 = time.monotonic()
-        r = shared.hgctl("user", "add", "mallory", "--admin",
-                         "--password-stdin", input="mallory-password\n",
-                         as_user=who)
+        r = hg.hgctl("user", "add", "mallory", "--admin",
+                     "--password-stdin", input="mallory-password\n",
+                     as_user=who)
         assert r.returncode == 1, (who, r)
         assert r.stderr.strip(), who
         # Refused, not given up on: hgctl waits 10 s for an answer
@@ -143,12 +185,12 @@ def test_other_users_may_not_use_control_socket(shared):
         assert "timed out" not in r.stderr, (who, r.stderr)
         assert time.monotonic() - t0 < 10, "hgctl waited as %s" % who
     assert "mallory" not in [u["name"]
-                             for u in shared.hgctl_json("user", "list")]
+                             for u in hg.hgctl_json("user", "list")]
 
 
-def test_users_store_mode_and_content(shared):
+def test_users_store_mode_and_content(hg):
     """The users are in store.db (0600): hashes, never a password."""
-    path = os.path.join(shared.state, "store.db")
+    path = os.path.join(hg.state, "store.db")
     st = os.stat(path)
     assert stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
     data = b""
@@ -160,29 +202,29 @@ def test_users_store_mode_and_content(shared):
     assert hglib.USER[1].encode() not in data
     assert b"$argon2id$" in data, "no slow hash in store.db"
     assert hglib.ADMIN[0].encode() in data
-    assert not os.path.exists(os.path.join(shared.state, "users.json"))
+    assert not os.path.exists(os.path.join(hg.state, "users.json"))
 
 
-def test_session_revoke(shared):
-    s = shared.login(*hglib.USER)
+def test_session_revoke(hg):
+    s = hg.login(*hglib.USER)
     tok = s.post("/api/session/tokens").json()["token"]
-    other = shared.login(*hglib.USER)
-    before = {x["id"] for x in shared.hgctl_json("session", "list")}
+    other = hg.login(*hglib.USER)
+    before = {x["id"] for x in hg.hgctl_json("session", "list")}
     # The session just made is the one whose id is not in an older listing.
-    s2 = shared.login(*hglib.USER)
-    new = [x["id"] for x in shared.hgctl_json("session", "list")
+    s2 = hg.login(*hglib.USER)
+    new = [x["id"] for x in hg.hgctl_json("session", "list")
            if x["id"] not in before]
     assert len(new) == 1, new
     tok2 = s2.post("/api/session/tokens").json()["token"]
-    shared.hgctl_ok("session", "revoke", new[0])
+    hg.hgctl_ok("session", "revoke", new[0])
     assert s2.get("/api/status").status == 401
-    assert shared.get("/api/status", bearer=tok2).status == 401
+    assert hg.get("/api/status", bearer=tok2).status == 401
     # The others are untouched.
     assert s.get("/api/status").status == 200
     assert other.get("/api/status").status == 200
-    assert shared.get("/api/status", bearer=tok).status == 200
-    assert new[0] not in [x["id"] for x in shared.hgctl_json("session", "list")]
-    r = shared.hgctl("session", "revoke", new[0])
+    assert hg.get("/api/status", bearer=tok).status == 200
+    assert new[0] not in [x["id"] for x in hg.hgctl_json("session", "list")]
+    r = hg.hgctl("session", "revoke", new[0])
     assert r.returncode == 1 and r.stderr.strip(), r
 
 
@@ -228,26 +270,27 @@ def help_invocations():
 
 
 @pytest.mark.parametrize("args", help_invocations(), ids=" ".join)
-def test_help_on_stdout_exit_0(shared, args):
+def test_help_on_stdout_exit_0(hg, args):
     # No socket to talk to: help never needs brokerd, nor a password.
-    r = bare_hgctl(shared, *args, env={"HOSTGATE_RUN_DIR": "/nonexistent"})
+    r = bare_hgctl(hg, *args, env={"HOSTGATE_RUN_DIR": "/nonexistent"})
     assert r.returncode == 0, (args, r)
     assert r.stdout.startswith("usage:"), r.stdout
     assert r.stderr == "", r.stderr
 
 
-def test_help_names_every_command(shared):
-    text = bare_hgctl(shared, "--help").stdout
+def test_help_names_every_command(hg):
+    text = bare_hgctl(hg, "--help").stdout
     for g, n in COMMANDS:
         assert "hgctl %s" % " ".join(words(g, n)) in text, (g, n)
     assert "--version" in text and "--json" in text
     # One command's help has its synopsis and what it does.
-    text = bare_hgctl(shared, "user", "add", "--help").stdout
-    assert text.splitlines()[0] == \
-        "usage: hgctl user add NAME [--admin] [--password-stdin] " \
-        "[--unix-user UNIXNAME]", text
+    text = bare_hgctl(hg, "user", "add", "--help").stdout
+    assert text.splitlines()[:2] == [
+        "usage: hgctl user add NAME [--admin] [--password-stdin | "
+        "--password-hash-stdin]",
+        "    [--unix-user UNIXNAME]"], text
     assert "--password-stdin" in text
-    text = bare_hgctl(shared, "help", "status").stdout
+    text = bare_hgctl(hg, "help", "status").stdout
     assert "degraded" in text and "3" in text, text
 
 
@@ -265,8 +308,8 @@ def test_help_names_every_command(shared):
     (["help", "frob"], "see hgctl help\n"),
     (["--json", "user", "list"], "see hgctl help\n"),
 ])
-def test_usage_error_hint(shared, args, hint):
-    r = shared.hgctl(*args)
+def test_usage_error_hint(hg, args, hint):
+    r = hg.hgctl(*args)
     assert r.returncode == 2, (args, r)
     assert r.stdout == "", r.stdout
     assert r.stderr.startswith("hgctl: "), r.stderr
@@ -281,8 +324,8 @@ def project_version():
     return m.group(1)
 
 
-def test_version(shared):
-    r = bare_hgctl(shared, "--version")
+def test_version(hg):
+    r = bare_hgctl(hg, "--version")
     assert r.returncode == 0, r
     assert r.stdout == "hgctl (hostgate) %s\n" % project_version(), r.stdout
     assert r.stderr == ""
@@ -297,10 +340,10 @@ def test_version(shared):
                           "CREATED\tLAST_SEEN\tEXPIRES"),
     (["audit", "show"], "TIME\tSEQ\tACTION\tUSER\tRESULT\tREASON\tDETAIL"),
 ])
-def test_tables_have_headers(shared, args, header):
-    shared.login(*hglib.USER)
-    shared.hgctl_ok("token", "create", hglib.USER[0])
-    lines = shared.hgctl_ok(*args).stdout.splitlines()
+def test_tables_have_headers(hg, args, header):
+    hg.login(*hglib.USER)
+    hg.hgctl_ok("token", "create", hglib.USER[0])
+    lines = hg.hgctl_ok(*args).stdout.splitlines()
     assert lines[0] == header, lines
     assert len(lines) > 1, "no rows under the header: %r" % lines
     n = header.count("\t")
@@ -318,25 +361,25 @@ def test_empty_list_prints_nothing(hostgate_factory):
 
 
 @pytest.mark.parametrize("args", JSON_COMMANDS, ids=" ".join)
-def test_json_parses(shared, args):
+def test_json_parses(hg, args):
     if args == ["audit", "show"]:
         # JSON Lines: one record a line.
-        assert pl.audit_show(shared), "no records"
+        assert pl.audit_show(hg), "no records"
         return
-    doc = shared.hgctl_json(*args)
+    doc = hg.hgctl_json(*args)
     assert isinstance(doc, (list, dict)) and doc is not None, doc
 
 
-def test_json_lists_are_arrays(shared):
-    tok = shared.hgctl_json("token", "create", hglib.USER[0])
+def test_json_lists_are_arrays(hg):
+    tok = hg.hgctl_json("token", "create", hglib.USER[0])
     assert set(tok) == {"id", "token", "user"}, tok
-    tokens = shared.hgctl_json("token", "list")
+    tokens = hg.hgctl_json("token", "list")
     assert tok["id"] in [t["id"] for t in tokens], tokens
-    shared.login(*hglib.USER)
-    for s in shared.hgctl_json("session", "list"):
+    hg.login(*hglib.USER)
+    for s in hg.hgctl_json("session", "list"):
         assert set(s) >= {"id", "user", "mode", "expires_at",
                           "remaining_seconds", "created", "last_seen"}, s
-    assert pl.audit_show(shared, "--limit", "2")[-1]["seq"] > 0
+    assert pl.audit_show(hg, "--limit", "2")[-1]["seq"] > 0
 
 
 # -- status -------------------------------------------------------------------
@@ -513,23 +556,23 @@ def test_config_is_brokerds_with_secrets_masked(hostgate_factory):
 
 # -- the environment ----------------------------------------------------------
 
-def test_hostgate_mode_in_environment_is_accepted(shared):
-    env = {"HOSTGATE_RUN_DIR": shared.run, "HOSTGATE_ENV_FILE": shared.envfile,
+def test_hostgate_mode_in_environment_is_accepted(hg):
+    env = {"HOSTGATE_RUN_DIR": hg.run, "HOSTGATE_ENV_FILE": hg.envfile,
            "HOSTGATE_MODE": "sandbox"}
-    r = subprocess.run(shared.wrap([shared.binary("hgctl"), "user", "list"],
-                                   (0, 0) if shared.mode == "root" else None),
-                       env=dict(env, PATH=shared.env["PATH"]),
+    r = subprocess.run(hg.wrap([hg.binary("hgctl"), "user", "list"],
+                               (0, 0) if hg.mode == "root" else None),
+                       env=dict(env, PATH=hg.env["PATH"]),
                        capture_output=True, text=True, timeout=hglib.SLOW)
     assert r.returncode == 0, r
     assert r.stderr == "", r.stderr
     assert hglib.ADMIN[0] in r.stdout
 
 
-def test_unknown_variable_warns_with_suggestion(shared):
-    env = {"HOSTGATE_RUN_DIR": shared.run, "HOSTGATE_ENV_FILE": shared.envfile,
-           "HOSTGATE_RUN_DRI": "/elsewhere", "PATH": shared.env["PATH"]}
-    r = subprocess.run(shared.wrap([shared.binary("hgctl"), "user", "list"],
-                                   (0, 0) if shared.mode == "root" else None),
+def test_unknown_variable_warns_with_suggestion(hg):
+    env = {"HOSTGATE_RUN_DIR": hg.run, "HOSTGATE_ENV_FILE": hg.envfile,
+           "HOSTGATE_RUN_DRI": "/elsewhere", "PATH": hg.env["PATH"]}
+    r = subprocess.run(hg.wrap([hg.binary("hgctl"), "user", "list"],
+                               (0, 0) if hg.mode == "root" else None),
                        env=env, capture_output=True, text=True,
                        timeout=hglib.SLOW)
     assert r.returncode == 0, r

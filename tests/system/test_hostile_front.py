@@ -16,11 +16,8 @@ import hglib
 import policylib as pl
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "hostile",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=30) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=30)
 
 
 @pytest.fixture

@@ -265,15 +265,15 @@ def test_restart_after_kill_accounts_for_its_own(hostgate_factory, pg,
     assert rows(pg, store, "SELECT id FROM live WHERE host = 'hc'") == []
 
 
-def test_embedded_store_host(shared):
+def test_embedded_store_host(hg):
     """Without a PostgreSQL store: host {id, store: embedded}, ids as
     before (16 hex digits), each terminal's host; a HOST.HEX16 id of
     another host is no terminal here."""
-    s = shared.login(*hglib.USER)
+    s = hg.login(*hglib.USER)
     st = s.get("/api/status").json()
     assert st["host"]["store"] == "embedded", st
     assert re.match(r"^[a-z0-9][a-z0-9-]{0,31}$", st["host"]["id"]), st
-    assert "hosts" not in shared.login(*hglib.ADMIN).get(
+    assert "hosts" not in hg.login(*hglib.ADMIN).get(
         "/api/status").json()
     r = s.post("/api/terminals", {"cols": 80, "rows": 24})
     assert r.status == 201, r
@@ -284,7 +284,7 @@ def test_embedded_store_host(shared):
                 if t["id"] == tid]
         assert mine and mine[0]["host"] == st["host"]["id"], mine
         # Its own host's name in front of it still finds it; another's not.
-        assert ws_status(shared, s, "%s.%s" % (st["host"]["id"], tid))[0] \
+        assert ws_status(hg, s, "%s.%s" % (st["host"]["id"], tid))[0] \
             == 101
         assert s.request("DELETE", "/api/terminals/zz-other.%s" % tid
                          ).status == 404

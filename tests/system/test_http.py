@@ -1,5 +1,8 @@
 """HTTP edge cases: routing, bad input, size limits. After each, the chain
-must still answer /healthz 200."""
+must still answer /healthz 200.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because frontd's HTTP parser and router do the same whoever runs it."""
 
 import socket
 import time
@@ -7,6 +10,8 @@ import time
 import pytest
 
 import hglib
+
+MODE_INDEPENDENT = True
 
 
 def assert_alive(hg):
@@ -28,9 +33,9 @@ def assert_json_error(r, status, code=None):
 
 @pytest.mark.parametrize("path", ["/api/nope", "/api/statusx", "/api/login/x",
                                   "/api/", "/api"])
-def test_unknown_api_path_404(shared, path):
-    assert_json_error(shared.get(path), 404, "not_found")
-    assert_alive(shared)
+def test_unknown_api_path_404(hg, path):
+    assert_json_error(hg.get(path), 404, "not_found")
+    assert_alive(hg)
 
 
 def panel_or_not_built(r):
@@ -44,37 +49,37 @@ def panel_or_not_built(r):
 
 
 @pytest.mark.parametrize("path", ["/nope", "/healthz/x", "/login"])
-def test_other_paths_are_the_panel(shared, path):
-    panel_or_not_built(shared.get(path))
-    assert_alive(shared)
+def test_other_paths_are_the_panel(hg, path):
+    panel_or_not_built(hg.get(path))
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("target", [b"/../etc/passwd", b"/api/../healthz/..",
                                     b"/%2e%2e/etc/passwd", b"/..%2fetc/passwd",
                                     b"/assets/../../etc/passwd", b"*",
                                     b"http://x/"])
-def test_odd_targets_never_escape(shared, target):
-    out = shared.raw(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+def test_odd_targets_never_escape(hg, target):
+    out = hg.raw(b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     status, headers, body = hglib.parse_raw(out)
     assert b"root:" not in body, out[:300]
     if status not in (400, 404):
         panel_or_not_built(hglib.Response(status, list(headers.items()),
                                           body))
-    assert_alive(shared)
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("method,path", [
     ("GET", "/api/login"), ("PUT", "/api/login"), ("DELETE", "/api/login"),
     ("GET", "/api/logout"), ("POST", "/healthz"), ("DELETE", "/healthz"),
 ])
-def test_wrong_method_405(shared, method, path):
-    r = shared.request(method, path)
+def test_wrong_method_405(hg, method, path):
+    r = hg.request(method, path)
     assert_json_error(r, 405)
-    assert_alive(shared)
+    assert_alive(hg)
 
 
-def test_keep_alive(shared):
-    conn = shared.connection()
+def test_keep_alive(hg):
+    conn = hg.connection()
     try:
         for _ in range(3):
             conn.request("GET", "/healthz")
@@ -89,16 +94,16 @@ def test_keep_alive(shared):
     b"{not json", b"{", b'{"username": "alice", "password": }', b"",
     b"\xff\xfe garbage", b'{"username": "alice", "password": "x"} trailing',
 ], ids=["unclosed", "brace", "missing-value", "empty", "binary", "trailing"])
-def test_login_malformed_json_400(shared, body):
-    assert_json_error(shared.post("/api/login", body), 400, "bad_request")
-    assert_alive(shared)
+def test_login_malformed_json_400(hg, body):
+    assert_json_error(hg.post("/api/login", body), 400, "bad_request")
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("body", [b"[]", b'"alice"', b"5", b"null", b"true",
                                   b'[{"username": "alice"}]'])
-def test_login_non_object_400(shared, body):
-    assert_json_error(shared.post("/api/login", body), 400, "bad_request")
-    assert_alive(shared)
+def test_login_non_object_400(hg, body):
+    assert_json_error(hg.post("/api/login", body), 400, "bad_request")
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("doc,field", [
@@ -110,10 +115,10 @@ def test_login_non_object_400(shared, body):
     ({"username": "alice", "password": {"a": 1}}, "password"),
     ({"username": "alice"}, "password"),
 ])
-def test_login_bad_fields_400(shared, doc, field):
-    err = assert_json_error(shared.post("/api/login", doc), 400, "bad_request")
+def test_login_bad_fields_400(hg, doc, field):
+    err = assert_json_error(hg.post("/api/login", doc), 400, "bad_request")
     assert field in err["message"], err
-    assert_alive(shared)
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("doc", [
@@ -127,13 +132,13 @@ def test_login_bad_fields_400(shared, doc, field):
     pytest.param({"username": "alice", "password": "alice-password-1\u0000"},
                  id="nul-after-password"),
 ])
-def test_login_nul_byte_is_not_a_terminator(shared, doc):
+def test_login_nul_byte_is_not_a_terminator(hg, doc):
     """JSON strings may hold NUL; a C string must not silently cut them,
     or "secret\\u0000junk" logs in as the owner of "secret"."""
-    r = shared.post("/api/login", doc)
+    r = hg.post("/api/login", doc)
     assert r.status in (400, 401), r
     assert r.cookie() is None
-    assert_alive(shared)
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("doc", [
@@ -144,11 +149,11 @@ def test_login_nul_byte_is_not_a_terminator(shared, doc):
     pytest.param({"username": "\u00e9\u4e2d\U0001f600", "password": "x"},
                  id="non-ascii-username"),
 ])
-def test_login_odd_values_refused(shared, doc):
-    r = shared.post("/api/login", doc)
+def test_login_odd_values_refused(hg, doc):
+    r = hg.post("/api/login", doc)
     assert r.status in (400, 401, 413), r
     assert r.cookie() is None
-    assert_alive(shared)
+    assert_alive(hg)
 
 
 @pytest.mark.parametrize("data,statuses", [
@@ -172,49 +177,49 @@ def test_login_odd_values_refused(shared, doc):
     pytest.param(b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n", (414, 431),
                  id="target-20KiB"),
 ])
-def test_garbage_request(shared, data, statuses):
-    out = shared.raw(data)
+def test_garbage_request(hg, data, statuses):
+    out = hg.raw(data)
     status, _, _ = hglib.parse_raw(out)
     assert status in statuses, out[:300]
-    assert_alive(shared)
+    assert_alive(hg)
 
 
-def test_huge_header_431(shared):
+def test_huge_header_431(hg):
     data = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 17000
             + b"\r\n\r\n")
-    status, _, _ = hglib.parse_raw(shared.raw(data))
+    status, _, _ = hglib.parse_raw(hg.raw(data))
     assert status == 431
-    assert_alive(shared)
+    assert_alive(hg)
 
 
-def test_many_headers_431(shared):
+def test_many_headers_431(hg):
     lines = b"".join(b"X-H%d: %s\r\n" % (i, b"b" * 100) for i in range(200))
     data = b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n"
-    status, _, _ = hglib.parse_raw(shared.raw(data))
+    status, _, _ = hglib.parse_raw(hg.raw(data))
     assert status == 431
-    assert_alive(shared)
+    assert_alive(hg)
 
 
-def test_header_just_under_limit_ok(shared):
+def test_header_just_under_limit_ok(hg):
     data = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 15000
             + b"\r\n\r\n")
-    status, _, _ = hglib.parse_raw(shared.raw(data))
+    status, _, _ = hglib.parse_raw(hg.raw(data))
     assert status == 200
 
 
-def test_chunked_501(shared):
+def test_chunked_501(hg):
     data = (b"POST /api/login HTTP/1.1\r\nHost: x\r\n"
             b"Content-Type: application/json\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
             b"5\r\n{\"a\":\r\n0\r\n\r\n")
-    status, headers, body = hglib.parse_raw(shared.raw(data))
+    status, headers, body = hglib.parse_raw(hg.raw(data))
     assert status == 501, body
-    assert_alive(shared)
+    assert_alive(hg)
 
 
-def test_head_in_pieces(shared):
+def test_head_in_pieces(hg):
     """A head split over several TCP segments is still one request."""
-    s = socket.create_connection(("127.0.0.1", shared.port), timeout=3)
+    s = socket.create_connection(("127.0.0.1", hg.port), timeout=3)
     try:
         for part in (b"GET /hea", b"lthz HTTP/1.1\r\nHo", b"st: x\r\n", b"\r\n"):
             s.sendall(part)
@@ -230,13 +235,13 @@ def test_head_in_pieces(shared):
     assert out.startswith(b"HTTP/1.1 200"), out[:200]
 
 
-def test_client_vanishes_mid_request(shared):
+def test_client_vanishes_mid_request(hg):
     for data in (b"POST /api/login HTTP/1.1\r\nContent-Length: 100\r\n\r\n{",
                  b"GET /heal"):
-        s = socket.create_connection(("127.0.0.1", shared.port), timeout=3)
+        s = socket.create_connection(("127.0.0.1", hg.port), timeout=3)
         s.sendall(data)
         s.close()
-    assert_alive(shared)
+    assert_alive(hg)
 
 
 # -- body limit: a private hostgate with a small HOSTGATE_MAX_BODY_BYTES ----

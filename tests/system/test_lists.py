@@ -1,7 +1,11 @@
 """hgctl token list and session list at any size: brokerd answers
 token_list and session_list a page at a time (after the last id of the
 page before, at most limit items, never more than one datagram holds) and
-hgctl prints every page as one list."""
+hgctl prints every page as one list.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because the paging of the control protocol does not depend on who runs
+brokerd."""
 
 import json
 import os
@@ -13,6 +17,8 @@ import time
 import pytest
 
 import hglib
+
+MODE_INDEPENDENT = True
 
 IPC_MAX_MSG = 64 * 1024
 MANY = 2100     # well past the ~600 rows that once overflowed a datagram

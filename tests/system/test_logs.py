@@ -27,10 +27,8 @@ ACCESS = re.compile(r"\[([0-9a-f]{16})\] access (\S+) (\S+) "
                     r"\"(\S+) (\S+)\" (\d{3}) (\d+) (\d+)ms")
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "logs") as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config()
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,11 @@ writes it: initialize and version negotiation for 2025-06-18 and
 (_meta, mirrored headers, server/discover, subscriptions/listen), the
 tools, the 401 challenge and its metadata, Origin, hostile JSON-RPC, and
 a mode change reaching an open stream, the next result and the next
-instructions."""
+instructions.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because the MCP protocol frontd and brokerd speak does not depend on who
+runs them; spawning in each mode is test_run's and test_sandbox's."""
 
 import base64
 import json
@@ -16,6 +20,8 @@ import pytest
 import hglib
 import policylib as pl
 
+MODE_INDEPENDENT = True
+
 LEGACY = ["2025-06-18", "2025-11-25"]
 MODERN = "2026-07-28"
 ACCEPT = "application/json, text/event-stream"
@@ -26,11 +32,8 @@ TOOLS = ["run_command", "run_python", "read_file", "write_file",
          "list_files", "status"]
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "mcp",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=60) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=60)
 
 
 @pytest.fixture

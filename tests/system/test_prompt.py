@@ -13,11 +13,8 @@ KEYS = {"prompt", "mode", "permission", "workspace", "network", "expires_at",
         "remaining_seconds"}
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "prompt",
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=90) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(HOST_EXECUTION_DIRECT_TTL_SECONDS=90)
 
 
 def prompt(session=None, hg=None, bearer=None):

@@ -3,7 +3,12 @@ Framing): brokerd sends the result of frontd's hot GET requests as an
 envelope, a NUL and the result's JSON text, which frontd writes to the
 client unparsed. The bodies still hold what docs/api.md documents; a
 hostile brokerd's malformed raw replies get a clear error from frontd,
-which lives on."""
+which lives on.
+
+Mode-independent (MODE_INDEPENDENT): run in one mode only, root as root,
+because frontd's handling of raw replies is the same whoever runs it;
+which uid the hostile brokerd stand-in takes is plumbing, and privilege
+separation is test_privsep's."""
 
 import json
 import os
@@ -17,6 +22,8 @@ import pytest
 
 import hglib
 import policylib as pl
+
+MODE_INDEPENDENT = True
 
 STATUS_KEYS = {"user", "role", "auth", "runtime", "backend",
                "execution_mode", "permission", "uid", "limits", "egress",

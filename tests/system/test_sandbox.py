@@ -24,22 +24,20 @@ GiB = 1 << 30
 MiB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def shared(mode):
-    """This module's own hostgate: its fork bombs and runaway writers stay
-    away from the other modules' instance."""
-    with hglib.running(mode, "sandbox") as hg:
-        yield hg
+# The configuration of `hg` (conftest.py): an instance of this module's
+# own ("own": never shared with another module), so that its fork bombs
+# and runaway writers stay away from the other modules' instances.
+HOSTGATE = {"own": "sandbox"}
 
 
 @pytest.fixture(scope="module")
-def bob(shared):
-    return shared.login(*hglib.USER)
+def bob(hg):
+    return hg.login(*hglib.USER)
 
 
 @pytest.fixture(scope="module")
-def alice(shared):
-    return shared.login(*hglib.ADMIN)
+def alice(hg):
+    return hg.login(*hglib.ADMIN)
 
 
 def tag():
@@ -66,7 +64,7 @@ def run(session, command, timeout=int(hglib.SLOW), **kw):
 # -- files: other users, the service's state, the host's system ---------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_other_users_workspace_invisible(shared, alice, bob, channel):
+def test_other_users_workspace_invisible(hg, alice, bob, channel):
     secret = "alice-secret-" + tag()
     doc = run(alice, 'echo %s > secret.txt && printf %%s "$HOME"' % secret)
     alice_home = doc["stdout"]
@@ -102,17 +100,17 @@ def store_text(path):
     return data.decode("utf-8", "ignore")
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_state_dir_unreadable(shared, bob, channel):
-    users = os.path.join(shared.state, "store.db")
+def test_state_dir_unreadable(hg, bob, channel):
+    users = os.path.join(hg.state, "store.db")
     host_users = store_text(users)
     assert "argon2" in host_users or "scrypt" in host_users, host_users[:200]
-    files = [users] + [os.path.join(shared.state, n)
+    files = [users] + [os.path.join(hg.state, n)
                        for n in ("store.db", "sessions.json", "tokens.json", "audit.log")
-                       if os.path.exists(os.path.join(shared.state, n))]
+                       if os.path.exists(os.path.join(hg.state, n))]
     res = sl.run_shell(bob, channel,
                        "for f in %s; do cat \"$f\"; echo \"cat=$?\"; done\n"
                        "ls -a %s | sed 's/^/LS:/'"
-                       % (" ".join(files), shared.state))
+                       % (" ".join(files), hg.state))
     assert "argon2" not in res.output and "scrypt" not in res.output, res
     for f in files:
         with open(f, errors="replace") as fh:
@@ -127,13 +125,13 @@ def test_state_dir_unreadable(shared, bob, channel):
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_writes_outside_workspace_fail(shared, bob, channel):
+def test_writes_outside_workspace_fail(hg, bob, channel):
     t = tag()
     home = home_of(bob)
     targets = ["/etc/hg-%s" % t, "/usr/hg-%s" % t, "/hg-%s" % t,
                "/usr/bin/hg-%s" % t, "/var/tmp/hg-%s" % t, "/run/hg-%s" % t,
                "%s/hg-%s" % (os.path.dirname(home), t),
-               "%s/hg-%s" % (shared.state, t), "%s/hg-%s" % (shared.run, t)]
+               "%s/hg-%s" % (hg.state, t), "%s/hg-%s" % (hg.run, t)]
     res = sl.run_shell(bob, channel,
                        "for p in %s; do\n"
                        "  (echo x > \"$p\") 2>/dev/null && echo \"WROTE $p\"\n"
@@ -166,9 +164,9 @@ def test_writes_outside_workspace_fail(shared, bob, channel):
 
 
 @pytest.fixture(scope="module")
-def bob_ro(shared):
+def bob_ro(hg):
     """A session of bob's on the read-only profile."""
-    s = shared.login(*hglib.USER)
+    s = hg.login(*hglib.USER)
     r = s.get("/api/permission")
     if r.status == 404:
         pytest.skip("GET /api/permission is not implemented yet: the "
@@ -181,7 +179,7 @@ def bob_ro(shared):
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_read_only_profile_cannot_write_workspace(shared, bob_ro, channel):
+def test_read_only_profile_cannot_write_workspace(hg, bob_ro, channel):
     home = home_of(bob_ro)
     t = tag()
     readable = os.path.join(home, "readable-" + t)
@@ -239,13 +237,13 @@ report({"listener": connect(("127.0.0.1", %(port)d)),
 
 
 @pytest.fixture(scope="module")
-def bob_net(shared):
+def bob_net(hg):
     """A session of bob's on the workspace-write+network profile (skipped
     where the machine cannot run it: sl.network_profile_missing)."""
     why = sl.network_profile_missing()
     if why:
         pytest.skip("the network profile cannot run here: " + why)
-    s = shared.login(*hglib.USER)
+    s = hg.login(*hglib.USER)
     r = s.post("/api/permission", {"permission": "workspace-write+network"})
     assert r.status == 200, r
     r = s.post("/api/run_command", {"command": "true"})
@@ -256,7 +254,7 @@ def bob_net(shared):
 @pytest.mark.parametrize("channel", CHANNELS)
 @pytest.mark.parametrize("profile", ["workspace-write",
                                      "workspace-write+network"])
-def test_host_loopback_unreachable(request, shared, bob, channel, profile):
+def test_host_loopback_unreachable(request, hg, bob, channel, profile):
     session = bob if profile == "workspace-write" else \
         request.getfixturevalue("bob_net")
     lst = sl.Listener()
@@ -265,8 +263,8 @@ def test_host_loopback_unreachable(request, shared, bob, channel, profile):
         socket.create_connection(("127.0.0.1", lst.port), timeout=3).close()
         assert lst.accepted(timeout=3) == 1
         res = sl.py_json(session, channel, NET_PROBE % {
-            "port": lst.port, "front": shared.port,
-            "sock": os.path.join(shared.run, hglib.SOCK_FRONT)})
+            "port": lst.port, "front": hg.port,
+            "sock": os.path.join(hg.run, hglib.SOCK_FRONT)})
         assert res["listener"] != "ok", res
         assert res["frontd"] != "ok", res
         assert res["ipc"] != "ok", res
@@ -282,7 +280,7 @@ def test_host_loopback_unreachable(request, shared, bob, channel, profile):
         lst.close()
 
 
-def test_network_profile_spawns_reliably(shared, bob_net):
+def test_network_profile_spawns_reliably(hg, bob_net):
     """Every network-profile spawn starts: twenty in a row, no failure."""
     bad = []
     for _ in range(20):
@@ -293,11 +291,11 @@ def test_network_profile_spawns_reliably(shared, bob_net):
     assert not bad, "%d of 20 failed: %r" % (len(bad), bad[:3])
 
 
-def test_network_helper_ends_with_its_command(shared, bob_net):
+def test_network_helper_ends_with_its_command(hg, bob_net):
     """slirp4netns, sandboxd's child for a network-profile spawn, does not
     outlive the command (control: it is there while the command runs,
     which lasts until the test has seen it and ends the command's sleep)."""
-    sandboxd = shared.pid("sandboxd")
+    sandboxd = hg.pid("sandboxd")
     before = set(sl.children_of(sandboxd, "slirp4netns"))
     dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     box = {}
@@ -336,8 +334,8 @@ report({"pids": pids, "cmds": cmds, "kills": kills})
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_host_processes_invisible(shared, bob, channel):
-    hostpids = [os.getpid()] + [shared.pid(d) for d in hglib.DAEMONS]
+def test_host_processes_invisible(hg, bob, channel):
+    hostpids = [os.getpid()] + [hg.pid(d) for d in hglib.DAEMONS]
     res = sl.py_json(bob, channel, PROC_PROBE % {"pids": hostpids})
     assert 1 < len(res["pids"]) < 20, res["cmds"]
     for pid, cmd in res["cmds"].items():
@@ -400,7 +398,7 @@ def syscall_probe():
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_dangerous_syscalls_denied(shared, bob, channel):
+def test_dangerous_syscalls_denied(hg, bob, channel):
     res = sl.py_json(bob, channel, syscall_probe())
     want = {"ptrace": "EPERM", "mount": "EPERM", "unshare_user": "EPERM",
             "unshare_ns": "EPERM", "keyctl": "EPERM", "bpf": "EPERM",
@@ -429,7 +427,7 @@ def test_syscall_probe_control_outside_sandbox():
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_unshare_and_strace_fail(shared, bob, channel):
+def test_unshare_and_strace_fail(hg, bob, channel):
     res = sl.run_shell(bob, channel,
                        "unshare -U true; echo \"unshare-U=$?\"\n"
                        "unshare -r id -u; echo \"unshare-r=$?\"\n"
@@ -482,7 +480,7 @@ report(res)
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_tiocsti_refused(shared, bob, channel):
+def test_tiocsti_refused(hg, bob, channel):
     if channel != "terminal":
         res = sl.py_json(bob, channel, TIOCSTI_PROBE)
         assert res["isatty"] is False, res
@@ -508,7 +506,7 @@ def test_tiocsti_refused(shared, bob, channel):
 # -- what a spawn inherits ----------------------------------------------------
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_no_inherited_fds_ls(shared, bob, channel):
+def test_no_inherited_fds_ls(hg, bob, channel):
     res = sl.run_shell(bob, channel, "ls -l /proc/self/fd")
     fds = dict(re.findall(r" (\d+) -> (.*)$", res.output, re.M))
     assert {"0", "1", "2"} <= set(fds), res
@@ -534,7 +532,7 @@ report(links)
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_no_inherited_fds_python(shared, bob, channel):
+def test_no_inherited_fds_python(hg, bob, channel):
     links = sl.py_json(bob, channel, FD_PROBE)
     assert {"0", "1", "2"} <= set(links), links
     assert set(links) == {"0", "1", "2"}, links
@@ -547,24 +545,24 @@ ALLOWED_ENV = {"PATH", "HOME", "TERM", "LANG", "TMPDIR", "USER",
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_environment_is_clean(shared, bob, channel):
+def test_environment_is_clean(hg, bob, channel):
     res = sl.run_shell(bob, channel, "env")
     env = dict(re.findall(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", res.output,
                           re.M))
     assert env.get("HOSTGATE_MODE") == "sandbox", res
     assert env.get("HOME") == home_of(bob), res
     # The daemons run with these; none may cross into the sandbox.
-    assert shared.env["HOSTGATE_LOG_LEVEL"] == "debug"
-    for name in shared.env:
+    assert hg.env["HOSTGATE_LOG_LEVEL"] == "debug"
+    for name in hg.env:
         if name not in ("PATH", "LANG"):
             assert name not in env, (name, res)
-    assert shared.state not in env.get("PATH", ""), res
+    assert hg.state not in env.get("PATH", ""), res
     assert [n for n in env if n.startswith("HOSTGATE_")] == \
         ["HOSTGATE_MODE"], res
     assert set(env) <= ALLOWED_ENV, set(env) - ALLOWED_ENV
 
 
-def test_request_env_reaches_the_command_only(shared, bob):
+def test_request_env_reaches_the_command_only(hg, bob):
     doc = run(bob, 'echo "v=$HG_TEST_VAR"', env={"HG_TEST_VAR": "v-1 2"})
     assert doc["stdout"] == "v=v-1 2\n", doc
     doc = run(bob, 'echo "v=${HG_TEST_VAR-unset}"')
@@ -573,7 +571,7 @@ def test_request_env_reaches_the_command_only(shared, bob):
 
 # -- symlinks -----------------------------------------------------------------
 
-def test_cwd_through_symlink_refused(shared, alice, bob):
+def test_cwd_through_symlink_refused(hg, alice, bob):
     alice_home = home_of(alice)
     home = home_of(bob)
     run(bob, "rm -rf hgl && mkdir -p hgl/real/sub && cd hgl && "
@@ -603,8 +601,8 @@ def test_cwd_through_symlink_refused(shared, alice, bob):
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
-def test_symlinks_to_host_secrets(shared, alice, bob, channel):
-    users = os.path.join(shared.state, "store.db")
+def test_symlinks_to_host_secrets(hg, alice, bob, channel):
+    users = os.path.join(hg.state, "store.db")
     host_users = store_text(users)
     secret = "alice-secret-" + tag()
     alice_home = run(alice, 'echo %s > s.txt && printf %%s "$HOME"'
@@ -612,7 +610,7 @@ def test_symlinks_to_host_secrets(shared, alice, bob, channel):
     run(bob, "rm -rf hgs && mkdir hgs && cd hgs && ln -s %s users && "
              "ln -s /etc/shadow shadow && ln -s %s state && "
              "ln -s %s/s.txt alice && ln -s / root"
-             % (users, shared.state, alice_home))
+             % (users, hg.state, alice_home))
     try:
         res = sl.run_shell(bob, channel,
                            "cd $HOME/hgs; cat users shadow alice; "
@@ -649,7 +647,7 @@ BOMBS = [
 
 
 @pytest.mark.parametrize("variant,bomb,held", BOMBS, ids=[b[0] for b in BOMBS])
-def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
+def test_fork_bomb_is_contained(hg, bob, variant, bomb, held):
     t = tag()
     # The command's 5 s limit is the behaviour under test: the answer
     # comes once the limit has fired and the bomb is gone, however long
@@ -664,7 +662,7 @@ def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
     # Nothing of the bomb survives its command on the host.
     left = sl.wait_gone(lambda a: any("hgbomb-" + t in x for x in a))
     assert not left, "fork bomb processes survive: %d" % len(left)
-    shared.wait_status(200)
+    hg.wait_status(200)
 
     def works():
         r = bob.post("/api/run_command", {"command": "echo alive"})
@@ -672,7 +670,7 @@ def test_fork_bomb_is_contained(shared, bob, variant, bomb, held):
     hglib.wait_for(works, interval=0.3, what="a command after the bomb")
 
 
-def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
+def test_fork_bomb_does_not_starve_other_users(hg, alice, bob):
     """Each spawn has a pids cgroup of its own (sandboxd/cgroup.c), so one
     user's fork bomb fills its own pids.max, not the uid's shared
     RLIMIT_NPROC. That needs sandboxd started as root (a cgroup directory
@@ -680,7 +678,7 @@ def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
     The bomb is held by its shell until the test has seen it at its
     ceiling and made the file GO (builtins only, as no fork succeeds
     then): how fast the machine forks decides nothing."""
-    if shared.mode != "root":
+    if hg.mode != "root":
         pytest.skip("per-spawn pids cgroups need sandboxd started as root")
     t = tag()
     match = lambda a: any("hgbomb-" + t in x for x in a)   # noqa: E731
@@ -720,7 +718,7 @@ def test_fork_bomb_does_not_starve_other_users(shared, alice, bob):
     assert r.status == 200 and r.json()["timed_out"] is False, r
 
 
-def test_runaway_writer_workspace(shared, bob):
+def test_runaway_writer_workspace(hg, bob):
     home = home_of(bob)
     doc = run(bob, "dd if=/dev/zero of=big bs=1M count=2000 2>&1; "
                    "echo \"dd=$?\"; stat -c size=%s big; rm -f big")
@@ -732,7 +730,7 @@ def test_runaway_writer_workspace(shared, bob):
     assert not os.path.exists(os.path.join(home, "big"))
 
 
-def test_runaway_writer_tmp(shared, bob):
+def test_runaway_writer_tmp(hg, bob):
     doc = run(bob, "dd if=/dev/zero of=/tmp/big bs=1M count=300 2>&1; "
                    "echo \"dd=$?\"; stat -c size=%s /tmp/big; df -k /tmp")
     out = doc["stdout"]
@@ -757,7 +755,7 @@ ORPHANS = [
 
 @pytest.mark.parametrize("variant,snippet,timeout,times_out", ORPHANS,
                          ids=[o[0] for o in ORPHANS])
-def test_no_process_outlives_its_command(shared, bob, variant, snippet,
+def test_no_process_outlives_its_command(hg, bob, variant, snippet,
                                          timeout, times_out):
     dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     match = lambda a: a[:2] == ["sleep", dur]   # noqa: E731
@@ -794,7 +792,7 @@ def test_no_process_outlives_its_command(shared, bob, variant, snippet,
     assert not left, "%s: orphan survives its command: %r" % (variant, left)
 
 
-def test_no_process_outlives_its_terminal(shared, bob):
+def test_no_process_outlives_its_terminal(hg, bob):
     dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     match = lambda a: a[:2] == ["sleep", dur]   # noqa: E731
     t = sl.Terminal(bob)
@@ -811,7 +809,7 @@ def test_no_process_outlives_its_terminal(shared, bob):
 
 # -- command limits -----------------------------------------------------------
 
-def test_output_cap(shared, bob):
+def test_output_cap(hg, bob):
     doc = run(bob, "yes | head -c 3000000")
     assert doc["truncated"] is True, {k: v for k, v in doc.items()
                                       if k not in ("stdout", "stderr")}
@@ -825,7 +823,7 @@ def test_output_cap(shared, bob):
     assert doc["truncated"] is False and len(doc["stdout"]) == MiB
 
 
-def test_stdin(shared, bob):
+def test_stdin(hg, bob):
     doc = run(bob, "cat", stdin="hello\nwörld ✓\n")
     assert doc["stdout"] == "hello\nwörld ✓\n", doc
     big = "".join("line %d\n" % i for i in range(30000))
@@ -839,7 +837,7 @@ def test_stdin(shared, bob):
     assert r.status == 200 and r.json()["stdout"] == "''\n", r
 
 
-def test_timeout_kills(shared, bob):
+def test_timeout_kills(hg, bob):
     doc = run(bob, "echo before; sleep 30; echo after", timeout=1)
     assert doc["timed_out"] is True, doc
     assert doc["signal"] == 9 and doc["exit_code"] is None, doc
@@ -855,10 +853,10 @@ def test_timeout_kills(shared, bob):
     assert doc["stdout"] == "x\n", doc
 
 
-def test_commands_per_user_limited(shared):
+def test_commands_per_user_limited(hg):
     """HOSTGATE_MAX_COMMANDS_PER_USER (4) running: the next one is 429.
     The four last until the test ends their sleeps."""
-    s = shared.login(*hglib.ADMIN)
+    s = hg.login(*hglib.ADMIN)
     dur = "300.%d" % (uuid.uuid4().int % 10 ** 8)
     match = lambda a: a[:2] == ["sleep", dur]   # noqa: E731
     results = []

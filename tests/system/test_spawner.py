@@ -18,12 +18,10 @@ import policylib as pl
 import sandboxlib as sl
 
 
-@pytest.fixture(scope="module")
-def hg(mode):
-    with pl.module_hostgate(mode, "spawner", carol=True,
-                            HOST_EXECUTION_DIRECT_TTL_SECONDS=120,
-                            HOSTGATE_MAX_COMMANDS_PER_USER=32) as h:
-        yield h
+# The configuration of `hg` (conftest.py): pooled per mode.
+HOSTGATE = pl.config(carol=True,
+                    HOST_EXECUTION_DIRECT_TTL_SECONDS=120,
+                    HOSTGATE_MAX_COMMANDS_PER_USER=32)
 
 
 def tagged(tag):

@@ -15,22 +15,20 @@ from sandboxlib import OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT
 MiB = 1 << 20
 
 
-@pytest.fixture(scope="module")
-def shared(mode):
-    """This module's own hostgate: its fork bombs and runaway writers stay
-    away from the other modules' instance."""
-    with hglib.running(mode, "terminal") as hg:
-        yield hg
+# The configuration of `hg` (conftest.py): an instance of this module's
+# own ("own": never shared with another module), so that its fork bombs
+# and runaway writers stay away from the other modules' instances.
+HOSTGATE = {"own": "terminal"}
 
 
 @pytest.fixture(scope="module")
-def bob(shared):
-    return shared.login(*hglib.USER)
+def bob(hg):
+    return hg.login(*hglib.USER)
 
 
 @pytest.fixture(scope="module")
-def alice(shared):
-    return shared.login(*hglib.ADMIN)
+def alice(hg):
+    return hg.login(*hglib.ADMIN)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +47,7 @@ def round_trip(ws, word="hg"):
 
 # -- what a user sees ---------------------------------------------------------
 
-def test_echo_round_trip(shared, bob):
+def test_echo_round_trip(hg, bob):
     with sl.terminal(bob) as t:
         round_trip(t.ws)
         out, rc = t.run("echo $HOSTGATE_MODE; tty -s && echo is-a-tty")
@@ -57,7 +55,7 @@ def test_echo_round_trip(shared, bob):
         assert rc == 0
 
 
-def test_terminal_listed_for_its_owner_only(shared, alice, bob):
+def test_terminal_listed_for_its_owner_only(hg, alice, bob):
     with sl.terminal(bob, attach=False) as t:
         entry = sl.terminal_listed(bob, t.id)
         assert entry is not None, "terminal %s not listed" % t.id
@@ -66,7 +64,7 @@ def test_terminal_listed_for_its_owner_only(shared, alice, bob):
         assert sl.terminal_listed(alice, t.id) is None
 
 
-def test_initial_size_and_resize(shared, bob):
+def test_initial_size_and_resize(hg, bob):
     with sl.terminal(bob, cols=100, rows=30) as t:
         out, _ = t.run("stty size")
         assert out.split() == ["30", "100"], out
@@ -84,7 +82,7 @@ def test_initial_size_and_resize(shared, bob):
         assert out.split() == ["45", "123"], out
 
 
-def test_delete_kills_the_shell(shared, bob):
+def test_delete_kills_the_shell(hg, bob):
     t = sl.Terminal(bob)
     try:
         ws = t.attach()
@@ -99,7 +97,7 @@ def test_delete_kills_the_shell(shared, bob):
             return e is None or e["running"] is False
         hglib.wait_for(ended, what="the terminal gone or not running")
         # Attaching to it again is refused.
-        st, _, _, w2 = sl.ws_handshake(shared, sl.ws_path(t.id),
+        st, _, _, w2 = sl.ws_handshake(hg, sl.ws_path(t.id),
                                        cookie=bob.cookie)
         if w2:
             w2.close()
@@ -109,7 +107,7 @@ def test_delete_kills_the_shell(shared, bob):
             t.ws.close()
 
 
-def test_shell_exit_closes_with_1000(shared, bob):
+def test_shell_exit_closes_with_1000(hg, bob):
     t = sl.Terminal(bob)
     try:
         ws = t.attach()
@@ -124,7 +122,7 @@ def test_shell_exit_closes_with_1000(shared, bob):
         t.close()
 
 
-def test_reattach_reaches_the_same_shell(shared, bob):
+def test_reattach_reaches_the_same_shell(hg, bob):
     with sl.terminal(bob) as t:
         out, _ = t.run("hgv=abc$((1+1)); echo $$")
         pid = out.strip()
@@ -137,7 +135,7 @@ def test_reattach_reaches_the_same_shell(shared, bob):
         assert out.strip() == "[abc2] %s" % pid, out
 
 
-def test_new_attach_replaces_the_old_viewer(shared, bob):
+def test_new_attach_replaces_the_old_viewer(hg, bob):
     with sl.terminal(bob) as t:
         old = t.ws
         t.attach()
@@ -147,8 +145,8 @@ def test_new_attach_replaces_the_old_viewer(shared, bob):
         round_trip(t.ws)
 
 
-def test_terminals_per_user_limited(shared):
-    s = shared.login(*hglib.ADMIN)
+def test_terminals_per_user_limited(hg):
+    s = hg.login(*hglib.ADMIN)
     made = []
     try:
         for t in s.get("/api/terminals").json()["terminals"]:
@@ -177,17 +175,17 @@ def test_terminals_per_user_limited(shared):
             s.request("DELETE", "/api/terminals/" + tid)
 
 
-def test_other_user_cannot_touch_a_terminal(shared, alice, bob, bob_term):
+def test_other_user_cannot_touch_a_terminal(hg, alice, bob, bob_term):
     r = alice.request("DELETE", "/api/terminals/" + bob_term.id)
     assert r.status == 404, r
     assert sl.terminal_listed(bob, bob_term.id)["running"] is True
 
 
-def test_bearer_token_attaches(shared, bob, bob_term):
+def test_bearer_token_attaches(hg, bob, bob_term):
     r = bob.post("/api/session/tokens")
     assert r.status in (200, 201), r
     token = r.json()["token"]
-    st, _, body, ws = sl.ws_handshake(shared, sl.ws_path(bob_term.id),
+    st, _, body, ws = sl.ws_handshake(hg, sl.ws_path(bob_term.id),
                                       bearer=token)
     assert st == 101, (st, body)
     try:
@@ -220,10 +218,10 @@ HANDSHAKES = [
 
 @pytest.mark.parametrize("case,kw,status", HANDSHAKES,
                          ids=[h[0] for h in HANDSHAKES])
-def test_handshake(shared, bob, bob_term, case, kw, status):
+def test_handshake(hg, bob, bob_term, case, kw, status):
     args = {"cookie": bob.cookie}
-    args.update(kw(shared, bob))
-    st, headers, body, ws = sl.ws_handshake(shared, sl.ws_path(bob_term.id),
+    args.update(kw(hg, bob))
+    st, headers, body, ws = sl.ws_handshake(hg, sl.ws_path(bob_term.id),
                                             **args)
     if ws:
         ws.close()
@@ -234,8 +232,8 @@ def test_handshake(shared, bob, bob_term, case, kw, status):
         assert headers.get("sec-websocket-version") == "13", headers
 
 
-def test_handshake_other_users_terminal(shared, alice, bob_term):
-    st, _, body, ws = sl.ws_handshake(shared, sl.ws_path(bob_term.id),
+def test_handshake_other_users_terminal(hg, alice, bob_term):
+    st, _, body, ws = sl.ws_handshake(hg, sl.ws_path(bob_term.id),
                                       cookie=alice.cookie)
     if ws:
         ws.close()
@@ -244,8 +242,8 @@ def test_handshake_other_users_terminal(shared, alice, bob_term):
 
 @pytest.mark.parametrize("tid", ["0123456789abcdef", "0123456789ABCDEF",
                                  "../../healthz", "0123"])
-def test_handshake_unknown_terminal(shared, bob, tid):
-    st, _, body, ws = sl.ws_handshake(shared, sl.ws_path(tid),
+def test_handshake_unknown_terminal(hg, bob, tid):
+    st, _, body, ws = sl.ws_handshake(hg, sl.ws_path(tid),
                                       cookie=bob.cookie)
     if ws:
         ws.close()
@@ -336,7 +334,7 @@ HOSTILE = [pytest.param(f, id=n[8:], marks=[pytest.mark.xfail(
 
 
 @pytest.mark.parametrize("attack", HOSTILE)
-def test_hostile_frames(shared, bob, bob_term, attack):
+def test_hostile_frames(hg, bob, bob_term, attack):
     ws = bob_term.attach(ready=False)
     try:
         attack(ws)
@@ -347,8 +345,8 @@ def test_hostile_frames(shared, bob, bob_term, attack):
             assert int(how.split()[1]) in (1000, 1002, 1007, 1009), how
     finally:
         ws.close()
-    assert shared.health().status == 200
-    assert shared.alive("frontd")
+    assert hg.health().status == 200
+    assert hg.alive("frontd")
     # The terminal is still there and still works.
     ws = bob_term.attach()
     round_trip(ws, "after")
@@ -358,7 +356,7 @@ def test_hostile_frames(shared, bob, bob_term, attack):
     assert out.strip() == "0", out
 
 
-def test_valid_frames_keep_the_connection(shared, bob, bob_term):
+def test_valid_frames_keep_the_connection(hg, bob, bob_term):
     """Control for the hostile frames: well-formed frames, fragmented data
     and pings between fragments, are served and the connection stays."""
     ws = bob_term.attach()

@@ -228,6 +228,52 @@ test_add_errors(void **state)
 	assert_non_null(auth_verify("carol", "12345678"));
 }
 
+/*
+ * A given argon2id hash is stored as it is and logs in with its password
+ * (made by libargon2's argon2id_hash_encoded: t 1, m 8 KiB, p 1, salt
+ * "somesalt1234", 32 bytes); anything else is refused with a
+ * reason and adds no one.
+ */
+static void
+test_add_hash(void **state)
+{
+	static const char	*good = "$argon2id$v=19$m=8,t=1,p=1$"
+	    "c29tZXNhbHQxMjM0$TPFOs1Rp0379NFmNHYR92CMwNK+5XYUyMFRJM9Rs+dk";
+	static const char	*bad[] = {
+		"correct horse",
+		"$argon2i$v=19$m=8,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=16$m=8,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=19$m=8,t=0,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=19$m=7,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=19$m=8,t=1,p=0$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=19$m= 8,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=19$m=-8,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA",
+		"$argon2id$v=19$m=99999999999,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAA",
+		"$argon2id$v=19$m=8,t=1,p=1$c29tZQ$AAAAAAAAAAA",
+		"$argon2id$v=19$m=8,t=1,p=1$c29tZXNhbHQxMjM0$AA",
+		"$argon2id$v=19$m=8,t=1,p=1$c29tZXNhbHQxMjM0$AAAA=AAAAAA",
+		"$argon2id$v=19$m=8,t=1,p=1$c29tZXNhbHQxMjM0",
+		"$argon2id$v=19$m=8,t=1,p=1$c29tZXNhbHQxMjM0$AAAAAAAAAAA$",
+		"",
+	};
+	struct fixture		*f = *state;
+	size_t			 i;
+
+	for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		assert_false(auth_hash_valid(bad[i], f->err, sizeof f->err));
+		assert_int_equal(auth_user_add_unix("bob", 0, NULL, bad[i],
+		    NULL, -1, -1, f->err, sizeof f->err), -1);
+		assert_non_null(strstr(f->err, "argon2id"));
+		assert_null(auth_find("bob"));
+	}
+	assert_true(auth_hash_valid(good, f->err, sizeof f->err));
+	assert_int_equal(auth_user_add_unix("bob", 0, NULL, good, NULL, -1,
+	    -1, f->err, sizeof f->err), 0);
+	assert_string_equal(auth_find("bob")->hash, good);
+	assert_non_null(auth_verify("bob", "correct horse"));
+	assert_null(auth_verify("bob", "wrong horse"));
+}
+
 /* Deleting and changing passwords, and their errors. */
 static void
 test_del_passwd(void **state)
@@ -438,7 +484,7 @@ map_fails(struct fixture *f, const char *name, int64_t uid, int64_t gid,
     const char *why)
 {
 	f->err[0] = '\0';
-	if (auth_user_add_unix(name, 0, "correct horse", "someone", uid, gid,
+	if (auth_user_add_unix(name, 0, "correct horse", NULL, "someone", uid, gid,
 	    f->err, sizeof f->err) != -1)
 		fail_msg("mapped %s to %lld", name, (long long)uid);
 	if (strstr(f->err, why) == NULL)
@@ -490,7 +536,7 @@ test_unix_user(void **state)
 	map_fails(f, "alice", 0, 1500, "root");
 	map_fails(f, "alice", 998, 998, "hostgate-front");
 	map_fails(f, "alice", 1500, 0, "gid 0");
-	assert_int_equal(auth_user_add_unix("alice", 0, "correct horse",
+	assert_int_equal(auth_user_add_unix("alice", 0, "correct horse", NULL,
 	    "alice", 1500, 1600, f->err, sizeof f->err), 0);
 	map_fails(f, "bob", 1500, 1500, "alice");
 	add_ok(f, "bob", 0, "correct horse");
@@ -632,6 +678,7 @@ main(void)
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_add_errors, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_add_hash, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_del_passwd, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
