@@ -650,9 +650,11 @@ const struct proto_msg proto_msgs[] = {
 
 	/* hgctl -> brokerd */
 	{ MSG_USER_ADD, HB, 0, f_user_add, NULL,
-	    "add a user (`unix_user` needs its `uid` and `gid`, which hgctl "
-	    "looks up): `{uid, gid}`; `conflict` for root, a daemon's uid, a "
-	    "uid another user has" },
+	    "add a user with a `password` or a `hash` (an argon2id encoded "
+	    "hash, stored as it is; one of the two, else `bad_request`; "
+	    "`unix_user` needs its `uid` and `gid`, which hgctl looks up): "
+	    "`{uid, gid}`; `conflict` for root, a daemon's uid, a uid another "
+	    "user has" },
 	{ MSG_USER_DEL, HB, 0, f_user_name, NULL,
 	    "delete a user, its sessions and tokens: `{}`" },
 	{ MSG_USER_PASSWD, HB, 0, f_user_passwd, NULL,
