@@ -6,7 +6,8 @@
  * starts with '?'); brokerd's answer to events_subscribe (absent: a valid
  * one); then events from brokerd, one JSON object each. Besides the
  * sanitizers it checks that frontd asks brokerd for a non-negative id,
- * the very number the client sent when that is a plain decimal.
+ * the very number the client sent when that is a plain decimal of at
+ * most PROTO_COUNT_MAX, and 0 (from the start) for a larger one.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -18,7 +19,8 @@
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 void	fuzz_det_reset(void);
 
-/* The id frontd must ask for: a plain decimal as sent, else none here. */
+/* The id frontd must ask for: a plain decimal as sent (0 above the
+ * protocol's bound), else none here. */
 static int
 fuzz_expect(const uint8_t *v, size_t len, long long *out)
 {
@@ -32,6 +34,8 @@ fuzz_expect(const uint8_t *v, size_t len, long long *out)
 	*out = 0;
 	for (i = 0; i < len; i++)
 		*out = *out * 10 + (v[i] - '0');
+	if (*out > PROTO_COUNT_MAX)	/* beyond the protocol: a fresh stream */
+		*out = 0;
 	return 0;
 }
 
