@@ -353,6 +353,25 @@ auth_hash_password(const char *password, char *out, size_t outsz)
 	return 0;
 }
 
+/*
+ * Put u among the users in the order both stores load them (created, then
+ * name), so that the list reads the same before and after a restart.
+ */
+static void
+auth_insert(struct user *u)
+{
+	struct user	*v;
+
+	/* From the back: a store loads in this order, a new user is last. */
+	TAILQ_FOREACH_REVERSE(v, &auth_users, user_list, entry)
+		if (v->created < u->created || (v->created == u->created &&
+		    strcmp(v->name, u->name) < 0)) {
+			TAILQ_INSERT_AFTER(&auth_users, v, u, entry);
+			return;
+		}
+	TAILQ_INSERT_HEAD(&auth_users, u, entry);
+}
+
 /* The user called name in memory, or NULL. */
 static struct user *
 auth_mem_find(const char *name)
@@ -566,7 +585,7 @@ auth_parse(const char *text, char *err, size_t errsz)
 		    errsz);
 		if (u == NULL)
 			goto out;
-		TAILQ_INSERT_TAIL(&auth_users, u, entry);
+		auth_insert(u);
 	}
 	rc = 0;
 out:
@@ -652,7 +671,7 @@ auth_add_stored(struct user *u, char *why, size_t whysz)
 		log_warnx("user %s: uid %lld is %s; sandboxd will refuse "
 		    "their spawns", u->name, (long long)u->uid,
 		    auth_uid_reserved(u->uid));
-	TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	auth_insert(u);
 	return 0;
 }
 
@@ -719,7 +738,7 @@ auth_fetch(const char *name)
 		auth_user_free(u);
 		return NULL;
 	}
-	TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	auth_insert(u);
 	log_info("user %s: read from the store", u->name);
 	return u;
 }
@@ -748,7 +767,7 @@ auth_notified(const char *name, int own)
 		return;
 	}
 	if (u == NULL) {
-		TAILQ_INSERT_TAIL(&auth_users, row, entry);
+		auth_insert(row);
 		log_info("user %s added on another host", row->name);
 	} else {
 		auth_apply(u, row);
@@ -804,7 +823,7 @@ auth_reconcile(void)
 		if ((u = auth_mem_find(row->name)) != NULL)
 			auth_apply(u, row);
 		else
-			TAILQ_INSERT_TAIL(&auth_users, row, entry);
+			auth_insert(row);
 	}
 	return 0;
 }
@@ -1074,7 +1093,7 @@ again:
 		}
 		goto again;
 	}
-	TAILQ_INSERT_TAIL(&auth_users, u, entry);
+	auth_insert(u);
 	log_info("user %s added (%s, uid %lld%s%s)", name, admin ? "admin" :
 	    "user", (long long)u->uid, unix_user ? ", Unix user " : "",
 	    unix_user ? unix_user : "");

@@ -337,6 +337,57 @@ test_list(void **state)
 	json_object_put(arr);
 }
 
+/* The users as one string, to compare two starts. */
+static char *
+list_text(void)
+{
+	struct json_object	*arr = auth_user_list();
+	char			*s;
+
+	s = strdup(json_object_to_json_string(arr));
+	assert_non_null(s);
+	json_object_put(arr);
+	return s;
+}
+
+/*
+ * The list is in creation order, then by name, and reads the same after a
+ * restart: a users.json listing them otherwise, and users added in the
+ * same second (the store loads them in that order).
+ */
+static void
+test_list_order(void **state)
+{
+	struct fixture	*f = *state;
+	char		 text[1024], hash[256], *before, *after;
+
+	add_ok(f, "zoe", 0, "correct horse");
+	add_ok(f, "amy", 0, "correct horse");
+	snprintf(hash, sizeof hash, "%s", auth_find("zoe")->hash);
+	before = list_text();
+	assert_true(strstr(before, "amy") < strstr(before, "zoe"));
+	restart(f);
+	after = list_text();
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+
+	start_afresh(f);
+	snprintf(text, sizeof text, "{\"version\": 1, \"users\": ["
+	    "{\"name\": \"bob\", \"role\": \"user\", \"hash\": \"%s\", "
+	    "\"created\": 20}, {\"name\": \"alice\", \"role\": \"admin\", "
+	    "\"hash\": \"%s\", \"created\": 10}]}", hash, hash);
+	write_users(f, text);
+	restart(f);
+	before = list_text();
+	assert_true(strstr(before, "alice") < strstr(before, "bob"));
+	restart(f);
+	after = list_text();
+	assert_string_equal(before, after);
+	free(before);
+	free(after);
+}
+
 /* Users survive a restart; store.db is 0600 and holds no password. */
 static void
 test_persistence(void **state)
@@ -682,6 +733,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_del_passwd, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_list, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_order, setup,
+		    teardown),
 		cmocka_unit_test_setup_teardown(test_persistence, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_mode_fixed, setup,
