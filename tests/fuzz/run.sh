@@ -81,8 +81,10 @@ if [ $fail -ne 0 ]; then
 		rc=$(cat $fz/logs/$t.rc 2>/dev/null || echo 1)
 		[ "$rc" = 0 ] && continue
 		echo "== $t:"
-		grep -E -m3 'ERROR:|SUMMARY:|runtime error|Test unit written' \
-		    $fz/logs/$t.log
+		# What it was and where: the report, its first frames, the input.
+		sed -n '/ERROR:\|runtime error/,$p' $fz/logs/$t.log |
+		    grep -E 'ERROR:|runtime error|^ *#[0-9]+ |SUMMARY:|Test unit written' |
+		    sed 's/ (BuildId: [0-9a-f]*)//' | head -30
 	done
 	exit 1
 fi
