@@ -537,6 +537,37 @@ control_problem(struct json_object *problems, const char *who,
 	json_object_array_add(problems, json_object_new_string(buf));
 }
 
+/*
+ * egressd's entry, as sandboxd (its only peer) sees it: down is a problem
+ * under the host runtime, whose +allowlist spawns have no other way out.
+ */
+static void
+control_status_egressd(struct json_object *daemons,
+    struct json_object *problems, struct json_object *health,
+    const char *sandboxd_down)
+{
+	struct json_object	*e = NULL;
+	const char		*why;
+	char			 buf[300];
+	int			 ok = 0;
+
+	if (health == NULL) {
+		snprintf(buf, sizeof(buf), "unknown: sandboxd is down (%s)",
+		    sandboxd_down != NULL ? sandboxd_down : "no answer");
+		why = buf;
+	} else if (json_object_object_get_ex(health, "egress", &e) &&
+	    json_flag(e, "ok", &ok) == 0 && ok)
+		why = NULL;
+	else
+		why = e != NULL && json_str(e, "reason") != NULL ?
+		    json_str(e, "reason") : "not linked to sandboxd";
+	json_object_object_add(daemons, "egressd", control_daemon(why == NULL,
+	    NULL, 0, 0, why));
+	if (why != NULL && health != NULL &&
+	    control_conf->runtime == RUNTIME_HOST)
+		control_problem(problems, "egressd", why);
+}
+
 /* sandboxd's health arrived (or not): complete and send the status. */
 static void
 control_status_done(struct json_object *health, const char *reason,
@@ -568,6 +599,7 @@ control_status_done(struct json_object *health, const char *reason,
 		    control_daemon(0, NULL, 0, 0, reason));
 		control_problem(problems, "sandboxd", reason);
 	}
+	control_status_egressd(daemons, problems, health, reason);
 	up = 0;
 	json_flag(w->front, "up", &up);
 	if (!up)
@@ -596,8 +628,9 @@ control_status_done(struct json_object *health, const char *reason,
 
 /*
  * hgctl status: {"state": "running" | "degraded", "problems": [...],
- * "daemons": {"brokerd", "sandboxd", "frontd": {up, version, started,
- * uptime_seconds, reason}}, "runtime", "backend": {name, ok, reason},
+ * "daemons": {"brokerd", "sandboxd", "frontd", "egressd": {up, version,
+ * started, uptime_seconds, reason}} (egressd's as sandboxd sees it: no
+ * version nor start), "runtime", "backend": {name, ok, reason},
  * "direct_sessions": [{session, user, expires_at, remaining_seconds}],
  * "audit": {seq, hash}, "store": {ok, reason, kind}, "containment": sandboxd's {"uid", "membership",
  * "kill", "memory", "pids", "cpu", "io", "disk_quota", reasons},

@@ -208,7 +208,10 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	    "is (the password masked),\nits schema version and how many users, "
 	    "sessions and tokens (and, in\nPostgreSQL, audit records and hosts) "
 	    "it holds. While brokerd holds store.db\nits schema version is not "
-	    "shown and the counts are brokerd's. --json prints\n{\"kind\", "
+	    "shown and the counts are brokerd's. A running\nbrokerd is asked "
+	    "which store it uses; with none running and no store in\n"
+	    "STATE_DIR, \"no store at PATH\" and exit 1. --json prints\n"
+	    "{\"kind\", "
 	    "\"where\", \"schema\", \"counts\": {\"users\", \"sessions\", "
 	    "\"tokens\", ...}}.\n",
 	    0, OPT_JSON, hgctl_store_status },
@@ -769,6 +772,43 @@ struct hgctl_col {
 	enum col_kind	 kind;
 };
 
+/*
+ * JSON text as a cell: as it is, since json-c already escaped every
+ * control character in its strings, but for any byte outside printable
+ * ASCII (\xHH: no terminal sequence gets through); cut with "..." when it
+ * does not fit.
+ */
+static void
+hgctl_json_cell(const char *s, char *buf, size_t bufsz)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p;
+	size_t			 total = 0, room, pos = 0;
+
+	for (p = (const unsigned char *)s; *p != '\0'; p++)
+		total += *p >= 0x20 && *p < 0x7f ? 1 : 4;
+	room = total < bufsz ? bufsz - 1 : bufsz - 4;	/* "...": bufsz > 4 */
+	for (p = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p >= 0x20 && *p < 0x7f) {
+			if (pos + 1 > room)
+				break;
+			buf[pos++] = *p;
+			continue;
+		}
+		if (pos + 4 > room)
+			break;
+		buf[pos++] = '\\';
+		buf[pos++] = 'x';
+		buf[pos++] = hex[*p >> 4];
+		buf[pos++] = hex[*p & 0xf];
+	}
+	if (*p != '\0') {
+		memcpy(buf + pos, "...", 3);
+		pos += 3;
+	}
+	buf[pos] = '\0';
+}
+
 /* One cell's text: escaped, "-" when missing or null. */
 static void
 hgctl_cell(struct json_object *row, const struct hgctl_col *col, char *buf,
@@ -810,10 +850,9 @@ hgctl_cell(struct json_object *row, const struct hgctl_col *col, char *buf,
 		    json_object_object_length(v) == 0)
 			snprintf(buf, bufsz, "-");
 		else
-			log_escape(json_object_to_json_string_ext(v,
+			hgctl_json_cell(json_object_to_json_string_ext(v,
 			    JSON_C_TO_STRING_PLAIN |
-			    JSON_C_TO_STRING_NOSLASHESCAPE), (size_t)-1, buf,
-			    bufsz);
+			    JSON_C_TO_STRING_NOSLASHESCAPE), buf, bufsz);
 		break;
 	default:
 		log_escape(json_object_get_string(v), (size_t)-1, buf, bufsz);
@@ -1683,7 +1722,10 @@ hgctl_config(char **argv)
 	struct json_object	*res, *cfg = NULL;
 	const char		*source, *file;
 	char			 err[PATH_MAX + 1024], efile[LOG_ESCAPE_MAX];
+	char			*text;
 	int64_t			 pid = 0;
+	size_t			 len;
+	int			 masked;
 
 	if (hgctl_try(hgctl_req(MSG_CONFIG), &res, err, sizeof(err)) == -1) {
 		fprintf(stderr, "hgctl: cannot ask brokerd (%s); showing "
@@ -1722,10 +1764,17 @@ hgctl_config(char **argv)
 	if (json_object_object_get_ex(res, "config", &cfg) &&
 	    json_object_is_type(cfg, json_type_object)) {
 		json_object_object_foreach(cfg, name, v) {
-			printf("%s=", name);
-			if (v != NULL)
-				hgctl_env_value(json_object_get_string(v));
-			printf("\n");
+			/* Room for the value, or for a range of two longs. */
+			len = (v != NULL ? strlen(json_object_get_string(v)) :
+			    0) + 64;
+			if ((text = malloc(len)) == NULL)
+				fatal("%s", __func__);
+			/* Masked ("***"): a comment, lest it be loaded back. */
+			masked = config_env_text(name, v, text, len);
+			printf("%s%s=", masked ? "# " : "", name);
+			hgctl_env_value(text);
+			printf("%s\n", masked ? "  (masked: not shown)" : "");
+			free(text);
 		}
 	}
 	json_object_put(res);
@@ -2026,6 +2075,52 @@ hgctl_count_add(struct json_object *o, const char *key, int64_t n)
 	    json_object_new_int64(n));
 }
 
+/*
+ * The store of the running brokerd, when it answers, rather than what
+ * hgctl's own environment says: its state directory, or its PostgreSQL
+ * store, whose password only hgctl's HOSTGATE_STORE can hold (brokerd
+ * shows it masked). -1 with err when hgctl cannot reach the same store.
+ */
+static int
+hgctl_store_brokerds(char *err, size_t errsz)
+{
+	struct json_object	*res, *cfg;
+	const char		*dir, *theirs;
+	char			 why[PATH_MAX + 1024], *mine;
+	int			 rc = 0;
+
+	if (hgctl_try(hgctl_req(MSG_CONFIG), &res, why, sizeof(why)) == -1)
+		return 0;	/* not running: hgctl's own configuration */
+	if (!json_object_object_get_ex(res, "config", &cfg) ||
+	    (dir = json_str(cfg, "HOSTGATE_STATE_DIR")) == NULL ||
+	    (theirs = json_str(cfg, "HOSTGATE_STORE")) == NULL) {
+		json_object_put(res);
+		return 0;
+	}
+	if (*theirs == '\0') {
+		free(conf.state_dir);
+		if ((conf.state_dir = strdup(dir)) == NULL)
+			fatal("%s", __func__);
+		free(conf.store);
+		conf.store = NULL;
+	} else if (conf.store == NULL) {
+		snprintf(err, errsz, "brokerd uses the PostgreSQL store %s; "
+		    "set HOSTGATE_STORE (with its password, as in brokerd's "
+		    "environment file) for hgctl too", theirs);
+		rc = -1;
+	} else {
+		mine = config_store_mask(conf.store);
+		if (strcmp(mine, theirs) != 0) {
+			snprintf(err, errsz, "hgctl's HOSTGATE_STORE (%s) is "
+			    "not the running brokerd's (%s)", mine, theirs);
+			rc = -1;
+		}
+		free(mine);
+	}
+	json_object_put(res);
+	return rc;
+}
+
 /* hgctl store status: the kind of store, where, its schema, its counts. */
 static int
 hgctl_store_status(char **argv)
@@ -2037,10 +2132,21 @@ hgctl_store_status(char **argv)
 	int			 rc, pg;
 
 	hgctl_conf();
+	if (hgctl_store_brokerds(err, sizeof(err)) == -1) {
+		fprintf(stderr, "hgctl: %s\n", err);
+		return HGCTL_EXIT_FAIL;
+	}
 	pg = conf.store != NULL;
 	kind = pg ? "postgresql" : "embedded";
 	where = pg ? config_store_mask(conf.store) :
 	    path_join(conf.state_dir, STORE_FILE);
+	if (!pg && access(where, F_OK) == -1 && errno == ENOENT) {
+		fprintf(stderr, "hgctl: no store at %s (brokerd is not "
+		    "running, and has never run on HOSTGATE_STATE_DIR %s)\n",
+		    where, conf.state_dir);
+		free(where);
+		return HGCTL_EXIT_FAIL;
+	}
 	if (pg)
 		rc = storeadm_pg_status(conf.store, conf.store_timeout, &c, err,
 		    sizeof(err));

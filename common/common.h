@@ -167,6 +167,7 @@ int	 config_load(struct config *, char *err, size_t errsz);
 void	 config_free(struct config *);
 /* The effective configuration as JSON, secrets masked. */
 struct json_object *config_to_json(const struct config *);
+int	config_env_text(const char *, struct json_object *, char *, size_t);
 /* HOSTGATE_STORE with its password masked (allocated). */
 char	*config_store_mask(const char *store);
 /* Where a variable's value came from: "the environment", "FILE line N"... */

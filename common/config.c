@@ -1761,6 +1761,45 @@ config_to_json(const struct config *cfg)
 	return (obj);
 }
 
+/*
+ * The value v of config_to_json's member name as an environment file
+ * states it, so that config_read_env reads it back the same: a size "max"
+ * (-1), a range "FIRST-LAST", other values as they are. 1 when the value
+ * is masked (a secret, a store's password): stated, it would change it.
+ */
+int
+config_env_text(const char *name, struct json_object *v, char *buf,
+    size_t bufsz)
+{
+	const struct config_var	*var = config_var_find(name, strlen(name));
+	const char		*s = v != NULL ? json_object_get_string(v) : "";
+
+	snprintf(buf, bufsz, "%s", s);
+	if (var == NULL)
+		return (0);
+	switch (var->kind) {
+	case KIND_SIZE:
+		if (json_object_is_type(v, json_type_int) &&
+		    json_object_get_int64(v) == -1)
+			snprintf(buf, bufsz, "max");
+		return (0);
+	case KIND_RANGE:
+		if (json_object_is_type(v, json_type_array) &&
+		    json_object_array_length(v) == 2)
+			snprintf(buf, bufsz, "%lld-%lld", (long long)
+			    json_object_get_int64(json_object_array_get_idx(v,
+			    0)), (long long)json_object_get_int64(
+			    json_object_array_get_idx(v, 1)));
+		return (0);
+	case KIND_SECRET:
+		return (1);
+	case KIND_STORE:
+		return (strstr(s, "***") != NULL);
+	default:
+		return (0);
+	}
+}
+
 /* Load the configuration or exit with the reason. */
 void
 config_load_or_die(struct config *cfg)

@@ -406,6 +406,9 @@ def test_status_running(own):
         assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ",
                             d["started"]), d
     assert doc["daemons"]["brokerd"]["pid"] == own.pid("brokerd")
+    # egressd as sandboxd sees it: up, without a version of its own.
+    assert doc["daemons"]["egressd"]["up"] is True, doc
+    assert doc["daemons"]["egressd"]["reason"] is None, doc
     assert doc["backend"]["name"] == "bwrap" and doc["backend"]["ok"], doc
     assert doc["runtime"] == "host"
     last = pl.audit_show(own, "--limit", "1")[-1]
@@ -466,6 +469,21 @@ def test_status_degraded_and_down(hostgate_factory):
     def status():
         return json.loads(hg.hgctl("status", "--json").stdout)
 
+    # egressd stopped: the +allowlist profiles have no way out.
+    hg.stop("egressd")
+    hglib.wait_for(lambda: not status()["daemons"]["egressd"]["up"],
+                   what="sandboxd to see egressd gone")
+    r = hg.hgctl("status", "--json")
+    assert r.returncode == 1, r
+    doc = json.loads(r.stdout)
+    assert doc["state"] == "degraded", doc
+    assert any(p.startswith("egressd: ") for p in doc["problems"]), doc
+    assert doc["daemons"]["egressd"]["reason"], doc
+    r = hg.hgctl("status")
+    assert r.returncode == 1 and "state: degraded\nproblem: egressd: " \
+        in r.stdout, r
+    assert "\negressd\tno\t" in r.stdout, r.stdout
+
     hg.stop("frontd")
     hglib.wait_for(lambda: not status()["daemons"]["frontd"]["up"],
                    what="brokerd to see frontd gone")
@@ -476,8 +494,8 @@ def test_status_degraded_and_down(hostgate_factory):
     assert any(p.startswith("frontd: ") for p in doc["problems"]), doc
     assert doc["daemons"]["sandboxd"]["up"] is True, doc
     r = hg.hgctl("status")
-    assert r.returncode == 1 and "state: degraded\nproblem: frontd: " \
-        in r.stdout, r
+    assert r.returncode == 1 and r.stdout.startswith("state: degraded\n") \
+        and "\nproblem: frontd: " in r.stdout, r
 
     hg.stop("sandboxd")
     hglib.wait_for(lambda: not status()["daemons"]["sandboxd"]["up"],
@@ -514,10 +532,13 @@ def test_status_degraded_and_down(hostgate_factory):
 # -- config -------------------------------------------------------------------
 
 def parse_env_listing(text):
+    """NAME -> value of each line; masked ones ("# NAME=...") left out."""
     lines = text.splitlines()
     assert lines[0].startswith("# "), lines[0]
     out = {}
     for line in lines[1:]:
+        if line.startswith("# "):
+            continue
         name, _, value = line.partition("=")
         out[name] = value
     return out
@@ -548,10 +569,30 @@ def test_config_is_brokerds_with_secrets_masked(hostgate_factory):
     assert r.stdout.startswith("# the configuration of the running brokerd "
                                "(pid %d)" % hg.pid("brokerd")), r.stdout
     listing = parse_env_listing(r.stdout)
-    assert listing["HOSTGATE_ADMIN_PASSWORD"] == "'***'", listing
+    # Masked, and a comment: loaded back, "***" would be the password.
+    assert "\n# HOSTGATE_ADMIN_PASSWORD='***'  (masked: not shown)\n" in \
+        r.stdout, r.stdout
     assert listing["HOSTGATE_TLS_KEY"] == hg.keyfile, listing
     assert listing["HOSTGATE_COMMAND_TIMEOUT_SECONDS"] == "77", listing
-    assert set(listing) == set(c), set(listing) ^ set(c)
+    assert listing["HOSTGATE_SPAWN_MEMORY_MAX"] == "max", listing
+    assert re.fullmatch(r"\d+-\d+", listing["HOSTGATE_UID_RANGE"]), listing
+    assert set(listing) | {"HOSTGATE_ADMIN_PASSWORD"} == set(c), \
+        set(listing) ^ set(c)
+
+    # The listing loads back as an environment file, to the same values.
+    saved = os.path.join(hg.dir, "saved.env")
+    with open(saved, "w") as f:
+        f.write(r.stdout)
+    hg.stop("brokerd")
+    r2 = bare_hgctl(hg, "config", env={"HOSTGATE_ENV_FILE": saved})
+    assert r2.returncode == 0 and r2.stdout.startswith(
+        "# hgctl's own configuration"), r2
+    again = parse_env_listing(r2.stdout)
+    assert again.pop("HOSTGATE_ENV_FILE") == saved, again
+    listing.pop("HOSTGATE_ENV_FILE")
+    assert again == listing, {k: (listing.get(k), again.get(k))
+                              for k in set(listing) | set(again)
+                              if listing.get(k) != again.get(k)}
 
 
 # -- the environment ----------------------------------------------------------

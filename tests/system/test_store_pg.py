@@ -425,6 +425,11 @@ def test_store_status(pair, store):
     assert doc["counts"]["sessions"] == 1
     r = hgctl_env(a, "store", "status")
     assert r.returncode == 0 and "postgresql" in r.stdout, r
+    # Without HOSTGATE_STORE, hgctl cannot reach brokerd's store: it says
+    # so, rather than showing the embedded one of its state directory.
+    r = hgctl_env(a, "store", "status", env={"HOSTGATE_STORE": ""})
+    assert r.returncode == 1 and "brokerd uses the PostgreSQL store" in \
+        r.stderr, r
     # A password in the URI is not shown (the server trusts the socket).
     db, query = store.split("///")[1].split("?")
     secret = "postgresql://hostgate:s3kr1t-pw@/%s?%s" % (
@@ -444,8 +449,29 @@ def test_store_status_embedded(hostgate_factory):
     assert doc["kind"] == "embedded"
     assert doc["where"].endswith("store.db")
     assert doc["counts"] == {"users": 2, "sessions": 1, "tokens": 0}
+    # hgctl's own HOSTGATE_STATE_DIR elsewhere (README's exports set the
+    # run directory alone): the running brokerd says where its store is.
+    elsewhere = os.path.join(hg.dir, "not-the-state-dir")
+    os.makedirs(elsewhere)
+    r = hgctl_env(hg, "store", "status", "--json",
+                  env={"HOSTGATE_STATE_DIR": elsewhere})
+    assert r.returncode == 0, r
+    doc = json.loads(r.stdout)
+    assert doc["where"] == os.path.join(hg.state, "store.db"), doc
+    assert doc["counts"] == {"users": 2, "sessions": 1, "tokens": 0}, doc
     r = hgctl_env(hg, "store", "migrate")
     assert r.returncode == 0 and "needs no migration" in r.stdout, r
+    # brokerd stopped: hgctl's own directory, where there is no store.
+    hg.stop("frontd")
+    hg.stop("brokerd")
+    for args in (["store", "status"], ["store", "status", "--json"]):
+        r = hgctl_env(hg, *args, env={"HOSTGATE_STATE_DIR": elsewhere})
+        assert r.returncode == 1 and r.stdout == "", r
+        assert "no store at %s/store.db" % elsewhere in r.stderr, r
+    # Its own, stopped: read from the file.
+    r = hgctl_env(hg, "store", "status", "--json")
+    assert r.returncode == 0, r
+    assert json.loads(r.stdout)["counts"]["users"] == 2, r.stdout
 
 
 def test_store_copy(hostgate_factory, pg):
