@@ -2075,6 +2075,39 @@ hgctl_count_add(struct json_object *o, const char *key, int64_t n)
 	    json_object_new_int64(n));
 }
 
+/* One conninfo keyword's value, "" when unset. */
+static const char *
+hgctl_conninfo_get(PQconninfoOption *opts, const char *key)
+{
+	for (; opts != NULL && opts->keyword != NULL; opts++)
+		if (strcmp(opts->keyword, key) == 0)
+			return opts->val != NULL ? opts->val : "";
+	return "";
+}
+
+/*
+ * Whether two PostgreSQL stores, however spelt (a URI, KEY=VALUE, with or
+ * without the password), name the same server, database and user.
+ */
+static int
+hgctl_same_store(const char *a, const char *b)
+{
+	static const char	*keys[] = { "host", "hostaddr", "port", "dbname",
+	    "user", NULL };
+	PQconninfoOption	*oa, *ob;
+	int			 i, same;
+
+	oa = PQconninfoParse(a, NULL);
+	ob = PQconninfoParse(b, NULL);
+	same = oa != NULL && ob != NULL;
+	for (i = 0; same && keys[i] != NULL; i++)
+		same = strcmp(hgctl_conninfo_get(oa, keys[i]),
+		    hgctl_conninfo_get(ob, keys[i])) == 0;
+	PQconninfoFree(oa);
+	PQconninfoFree(ob);
+	return same;
+}
+
 /*
  * The store of the running brokerd, when it answers, rather than what
  * hgctl's own environment says: its state directory, or its PostgreSQL
@@ -2110,7 +2143,7 @@ hgctl_store_brokerds(char *err, size_t errsz)
 		rc = -1;
 	} else {
 		mine = config_store_mask(conf.store);
-		if (strcmp(mine, theirs) != 0) {
+		if (!hgctl_same_store(conf.store, theirs)) {
 			snprintf(err, errsz, "hgctl's HOSTGATE_STORE (%s) is "
 			    "not the running brokerd's (%s)", mine, theirs);
 			rc = -1;

@@ -438,6 +438,12 @@ def test_store_status(pair, store):
         r = hgctl_env(a, *args, env={"HOSTGATE_STORE": secret})
         assert r.returncode == 0, r
         assert "s3kr1t" not in r.stdout and "hostgate:***@" in r.stdout, r
+    # Another database than brokerd's: said, rather than shown.
+    r = hgctl_env(a, "store", "status",
+                  env={"HOSTGATE_STORE": store.replace("///%s?" % db,
+                                                       "///%sx?" % db)})
+    assert r.returncode == 1 and "is not the running brokerd's" in \
+        r.stderr, r
 
 
 def test_store_status_embedded(hostgate_factory):
