@@ -43,7 +43,12 @@ def test_status_cgroup_v2():
 
 
 def test_hgctl_status_config():
-    out = h.sh("hgctl", "status").stdout
+    # Every daemon up, egressd too (as sandboxd sees it, once linked).
+    def running():
+        r = h.sh("hgctl", "status", check=False)
+        return r if r.returncode == 0 else None
+    out = h.wait_for(running, 60, "hgctl status running").stdout
     assert "cgroup v2" in out, out
+    assert "\negressd\tyes\t" in out, out
     out = h.sh("hgctl", "config").stdout
     assert "HOSTGATE_" in out, out
