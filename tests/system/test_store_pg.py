@@ -383,11 +383,11 @@ def test_unmigrated_store_refused(hostgate_factory, pg):
     p.wait(timeout=hglib.SLOW)
     assert p.returncode != 0
     log = hg.log_text("brokerd")
-    assert "is at schema version 0; this hostgate needs 1: run hgctl " \
+    assert "is at schema version 0; this hostgate needs 2: run hgctl " \
         "store migrate" in log, log
     # hgctl store migrate then makes it usable; again: up to date.
     r = hgctl_env(hg, "store", "migrate")
-    assert r.returncode == 0 and "0 -> 1" in r.stdout, r
+    assert r.returncode == 0 and "0 -> 2" in r.stdout, r
     r = hgctl_env(hg, "store", "migrate")
     assert r.returncode == 0 and "up to date" in r.stdout, r
     hg.start_all()
@@ -420,7 +420,7 @@ def test_store_status(pair, store):
     assert r.returncode == 0, r
     doc = json.loads(r.stdout)
     assert doc["kind"] == "postgresql"
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert doc["counts"]["users"] == 2
     assert doc["counts"]["sessions"] == 1
     r = hgctl_env(a, "store", "status")
