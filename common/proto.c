@@ -585,7 +585,8 @@ const struct proto_msg proto_msgs[] = {
 	    "last}`" },
 	{ MSG_PROMPT, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{prompt, mode, permission, workspace, network, expires_at, "
-	    "remaining_seconds}`" },
+	    "remaining_seconds}`, and in a fleet `home`, the host holding "
+	    "the workspace (named in the prompt too)" },
 	{ MSG_ADMIN_SESSIONS, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "every session (admin login session): see docs/api.md" },
 	{ MSG_ADMIN_REVERT, FB, PM_IDENT, f_session, NULL,
