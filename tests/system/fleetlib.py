@@ -45,13 +45,19 @@ def render(bind, stats, servers, check_inter="1s", global_lines=()):
     with open(TEMPLATE) as f:
         text = f.read()
     routes = []
+    homes = []
     lines = []
     for hid, addr in servers:
         routes.append("\tacl to_%s path_beg /api/terminals/%s." % (hid, hid))
         routes.append("\tacl to_%s req.hdr(Mcp-Session-Id) -m beg %s."
                       % (hid, hid))
         routes.append("\tuse-server %s if to_%s" % (hid, hid))
+        # A token names its user's home host: after the spawn routes.
+        homes.append("\tacl home_%s req.hdr(Authorization) -i -m beg "
+                     "\"Bearer hgt_%s.\"" % (hid, hid))
+        homes.append("\tuse-server %s if home_%s" % (hid, hid))
         lines.append("\tserver %s %s cookie %s" % (hid, addr, hid))
+    routes += homes
     for k, v in (("@BIND@", bind), ("@STATS_SOCKET@", stats),
                  ("@CHECK_INTER@", check_inter)):
         text = text.replace(k, v)
