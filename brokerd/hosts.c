@@ -505,8 +505,9 @@ hosts_live_terminals(struct json_object *arr, const char *session)
 }
 
 /*
- * The admin sessions view: each session's host (where it logged in) and
- * its terminals on the other hosts, two queries for the whole view.
+ * The admin sessions view: each session's host (where it logged in), its
+ * user's home host, and its terminals on the other hosts, two queries for
+ * the whole view.
  */
 void
 hosts_admin_sessions(struct json_object *sessions)
@@ -517,13 +518,24 @@ hosts_admin_sessions(struct json_object *sessions)
 	size_t			 i, n = json_object_array_length(sessions), len;
 	size_t			 at;
 	PGresult		*r;
+	struct user		*u;
 	int			 j;
 
 	for (i = 0; i < n; i++)
 		json_object_object_add(json_object_array_get_idx(sessions, i),
 		    "host", pg_enabled() ? NULL :
 		    json_object_new_string(hosts_self()));
-	if (!pg_enabled() || n == 0 || !hosts_linked())
+	if (!pg_enabled())
+		return;
+	/* The user's home host: where their workspace is (null: none yet). */
+	for (i = 0; i < n; i++) {
+		o = json_object_array_get_idx(sessions, i);
+		u = json_str(o, "user") != NULL ? auth_find(json_str(o,
+		    "user")) : NULL;
+		json_object_object_add(o, "home", u != NULL &&
+		    u->home[0] != '\0' ? json_object_new_string(u->home) : NULL);
+	}
+	if (n == 0 || !hosts_linked())
 		return;
 	/* A text array of the ids: hex, nothing to quote. */
 	len = n * 33 + 3;
