@@ -756,7 +756,8 @@ hosts_home_check(struct ipc_peer *p, struct ipc_msg *m, struct user *u)
 		return -1;
 	}
 	if (PQntuples(r) == 0) {
-		ipc_reply_error(p, m, ERR_HOST_DOWN, "host %s is down: it is "
+		ipc_reply_error_host(p, m, ERR_HOST_DOWN, home, "host %s is "
+		    "down: it is "
 		    "not in the fleet (user %s's workspace is there)", home,
 		    u->name);
 		PQclear(r);
@@ -764,18 +765,19 @@ hosts_home_check(struct ipc_peer *p, struct ipc_msg *m, struct user *u)
 	}
 	state = pg_str(r, 0, 0);
 	if (strcmp(state, "up") == 0 && strcmp(pg_str(r, 0, 3), "t") != 0)
-		ipc_reply_error(p, m, ERR_MISDIRECTED, "user %s's workspace is "
+		ipc_reply_error_host(p, m, ERR_MISDIRECTED, home, "user %s's "
+		    "workspace is "
 		    "on host %s; send the request there (the HGHOST cookie of "
 		    "a login, or a token naming it, routes it)", u->name, home);
 	else if (strcmp(state, "lost") == 0) {
 		iso8601(pg_i64(r, 0, 2), when);
-		ipc_reply_error(p, m, ERR_HOST_DOWN, "host %s is down since %s "
-		    "(lost: no heartbeat); user %s's workspace is there",
+		ipc_reply_error_host(p, m, ERR_HOST_DOWN, home, "host %s is "
+		    "down since %s (lost: no heartbeat); user %s's workspace is there",
 		    home, when, u->name);
 	} else {
 		iso8601_ms(pg_i64(r, 0, 1), when);
-		ipc_reply_error(p, m, ERR_HOST_DOWN, "host %s is down since %s "
-		    "(%s); user %s's workspace is there", home, when,
+		ipc_reply_error_host(p, m, ERR_HOST_DOWN, home, "host %s is "
+		    "down since %s (%s); user %s's workspace is there", home, when,
 		    strcmp(state, "up") == 0 ? "no heartbeat" : state, u->name);
 	}
 	PQclear(r);

@@ -1180,7 +1180,9 @@ proto_check_reply(const struct proto_msg *msg, struct json_object *reply,
 {
 	static const struct proto_field	f_error[] = {
 		F_ENUM("code", R, c_error), F_STR("message", O, 0, IPC_MAX_MSG),
-		F_INT("retry_after", O, 0, INT_MAX), F_END
+		F_INT("retry_after", O, 0, INT_MAX),
+		/* misdirected, host_down: the user's home host */
+		F_STR("host", O, 1, 32), F_END
 	};
 	struct json_object		*v;
 

@@ -356,8 +356,8 @@ int
 api_broker_failed(struct http_request *req, struct ipc_msg *m)
 {
 	struct json_object	*err;
-	const char		*code, *msg;
-	char			 hdr[64];
+	const char		*code, *msg, *host;
+	char			 hdr[128];
 	int64_t			 retry;
 
 	/* Who brokerd found the request was from, for the access line. */
@@ -377,6 +377,16 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	if (json_int(err, "retry_after", &retry) == 0)
 		snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n",
 		    (long long)retry);
+	/*
+	 * A workspace request that reached a host other than the user's
+	 * home (a browser HAProxy moved while the home was down): the
+	 * balancer's cookie names the home again, for the next request.
+	 */
+	else if ((host = json_str(err, "host")) != NULL &&
+	    api_host_id_ok(host))
+		snprintf(hdr, sizeof(hdr), "Set-Cookie: " API_HOST_COOKIE
+		    "=%s; Path=/; HttpOnly%s\r\n", host, req->tls ?
+		    "; Secure" : "");
 	http_reply_error(req, proto_error_status(code), code ? code : ERR_INTERNAL,
 	    msg ? msg : "error", hdr[0] ? hdr : NULL);
 	return 1;

@@ -308,6 +308,10 @@ def test_workspace_requests_elsewhere_are_misdirected(fleet, lb):
                   s.on(other).get("/api/files/"),
                   s.on(other).post("/api/run_command", {"command": "true"})):
             pl.assert_error(r, 421, message=want)
+        # A browser sent elsewhere (its home was down a while) is sent
+        # home again: the 421 sets HGHOST to the home.
+        r = s.on(other).get("/api/files/")
+        assert r.status == 421 and r.cookie("HGHOST")[0] == home, r.headers
         assert direct.get("/api/status", bearer=tok).status == 200
         assert status_of(s.on(other)).json()["user"] == "bob"
         # The prompt (the MCP instructions) names the home host.
