@@ -265,6 +265,26 @@ def test_users_placed_on_the_least_loaded_hosts(fleet, lb):
     assert row[2] == added[0], row
 
 
+def test_user_without_home_claimed_by_the_first_host(fleet, lb):
+    """A user of an earlier release has no home: the first host that
+    logs them in claims them (one UPDATE ... WHERE home IS NULL), and the
+    login's HGHOST names it."""
+    fleet.psql("UPDATE users SET home = NULL WHERE name = 'placed0'")
+    for i in range(len(fleet.ids)):
+        hglib.wait_for(lambda: homes(fleet, host=i)["placed0"] is None,
+                       what="placed0 without a home on %s" % fleet.ids[i])
+    s = lb.login("placed0", "placed-password-0", host="h2")
+    assert s.served == "h2" and s.host == "h2", (s.served, s.host)
+    assert fleet.psql("SELECT home FROM users WHERE name = 'placed0'") == \
+        [["h2"]]
+    for i in range(len(fleet.ids)):
+        hglib.wait_for(lambda: homes(fleet, host=i)["placed0"] == "h2",
+                       what="placed0's home h2 seen on %s" % fleet.ids[i])
+    # Another host's login keeps it.
+    s = lb.login("placed0", "placed-password-0", host="h3")
+    assert s.served == "h3" and s.host == "h2", (s.served, s.host)
+
+
 def test_token_client_sees_one_workspace(fleet, lb):
     """A token client has no cookie: its token names its user's home and
     HAProxy sends it there. A file uploaded is in each of 10 listings."""
