@@ -221,11 +221,16 @@ def sleepers(marker):
 
 
 def test_user_deleted_elsewhere_loses_its_spawns_here(pair):
-    """carol's terminal runs on a; deleted through b, she loses it on a:
-    a kills every spawn of hers (a terminal outlives its WebSocket, and
-    her session's end alone would not end it)."""
+    """carol's terminal runs on her home host; deleted through the other,
+    she loses it on her home: it kills every spawn of hers (a terminal
+    outlives its WebSocket, and her session's end alone would not end
+    it)."""
     a, b = pair
     a.add_user("carol", "carol-password-1")
+    # Placed on the least loaded host: b (alice and bob are a's).
+    home = {u["name"]: u["home"] for u in a.hgctl_json("user", "list")}
+    assert home["carol"] == "b", home
+    a, b = b, a
     s = a.login("carol", "carol-password-1")
     marker = str(7000000 + os.getpid() % 1000000)
     t = sl.Terminal(s)
