@@ -76,7 +76,7 @@ def test_concurrent_migrations_take_turns(pg):
     for t in threads:
         t.join()
     assert all(r.returncode == 0 for r in out), [r.stdout for r in out]
-    assert sum("0 -> 1" in r.stdout for r in out) == 1
+    assert sum("0 -> 2" in r.stdout for r in out) == 1
     assert sum("up to date" in r.stdout for r in out) == 3
 
 
@@ -126,10 +126,10 @@ def test_unmigrated_store_refused_at_start(pg, mode):
 def test_newer_store_refused_at_start(pg, mode):
     url = pg.database()
     pg.migrate(url)
-    pg.psql(url, "UPDATE meta SET value = 2 WHERE key = 'schema'")
+    pg.psql(url, "UPDATE meta SET value = 3 WHERE key = 'schema'")
     line = start_refused(mode, {"HOSTGATE_STORE": url})
-    assert "is at schema version 2, but this hostgate knows versions up " \
-        "to 1 (a newer hostgate's store?)" in line
+    assert "is at schema version 3, but this hostgate knows versions up " \
+        "to 2 (a newer hostgate's store?)" in line
 
 
 @pytest.mark.parametrize("mode", hglib.MODES)
