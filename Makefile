@@ -390,7 +390,8 @@ FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
 FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
 FUZZ_STORE_SRC	      = brokerd/store.c brokerd/store_sqlite.c brokerd/store_pg.c \
 			brokerd/pg.c brokerd/audit_pg.c brokerd/audit.c \
-			brokerd/events.c brokerd/ttl.c common/ipc.c common/proto.c
+			brokerd/events.c brokerd/ttl.c brokerd/home.c common/ipc.c \
+			common/proto.c
 FUZZ_SRC_fuzz_session = brokerd/session.c $(FUZZ_STORE_SRC) \
 			tests/fuzz/fuzz_fixture.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c brokerd/session.c $(FUZZ_STORE_SRC) \
