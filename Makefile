@@ -109,7 +109,7 @@ FRONTD	= frontd http api tls ws static sse files mcp mcp_stream \
 	  mcp_tools
 BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  mode events admin prompt audit ttl recording store store_sqlite \
-	  store_pg files egress pg audit_pg hosts
+	  store_pg files egress pg audit_pg hosts home
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
@@ -131,7 +131,7 @@ UNIT	= test_log test_config test_ipc test_util test_http test_auth \
 	  test_policy test_ttl test_audit test_cgroup test_workspace \
 	  test_proto test_maps_brokerd test_maps_sandboxd test_maps_frontd \
 	  test_maps_egressd test_fileops test_egress test_egressd test_storeadm \
-	  test_store
+	  test_store test_home
 UNIT_BINS = $(UNIT:%=$(B)/tests/%)
 
 all: $(BINS) web
@@ -174,7 +174,7 @@ $(B)/tests/test_http: $(O)/tests/unit/test_http.o $(O)/frontd/http.o $(O)/frontd
 STORE_O	= $(O)/brokerd/store.o $(O)/brokerd/store_sqlite.o \
 	  $(O)/brokerd/store_pg.o $(O)/brokerd/pg.o $(O)/brokerd/audit_pg.o \
 	  $(O)/brokerd/audit.o \
-	  $(O)/brokerd/ttl.o $(O)/brokerd/events.o
+	  $(O)/brokerd/ttl.o $(O)/brokerd/events.o $(O)/brokerd/home.o
 $(B)/tests/test_auth: $(O)/tests/unit/test_auth.o $(O)/brokerd/auth.o \
 	$(O)/brokerd/session.o $(STORE_O) $(COMMON_O)
 $(B)/tests/test_session: $(O)/tests/unit/test_session.o $(O)/brokerd/session.o \
@@ -196,6 +196,7 @@ $(B)/tests/test_audit: $(O)/tests/unit/test_audit.o $(O)/brokerd/audit.o \
 $(B)/tests/test_cgroup: $(O)/tests/unit/test_cgroup.o $(O)/sandboxd/cgroup.o \
 	$(O)/sandboxd/ids.o $(COMMON_O)
 $(B)/tests/test_ttl: $(O)/tests/unit/test_ttl.o $(O)/brokerd/ttl.o $(COMMON_O)
+$(B)/tests/test_home: $(O)/tests/unit/test_home.o $(O)/brokerd/home.o $(COMMON_O)
 $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \
 	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o $(COMMON_O)
@@ -389,7 +390,8 @@ FUZZ_SRC_fuzz_static  = $(FZ_FRONT)
 FUZZ_SRC_fuzz_mcp     = $(FZ_FRONT)
 FUZZ_STORE_SRC	      = brokerd/store.c brokerd/store_sqlite.c brokerd/store_pg.c \
 			brokerd/pg.c brokerd/audit_pg.c brokerd/audit.c \
-			brokerd/events.c brokerd/ttl.c common/ipc.c common/proto.c
+			brokerd/events.c brokerd/ttl.c brokerd/home.c common/ipc.c \
+			common/proto.c
 FUZZ_SRC_fuzz_session = brokerd/session.c $(FUZZ_STORE_SRC) \
 			tests/fuzz/fuzz_fixture.c
 FUZZ_SRC_fuzz_auth    = brokerd/auth.c brokerd/session.c $(FUZZ_STORE_SRC) \

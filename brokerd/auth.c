@@ -75,6 +75,7 @@ static struct {
 static size_t		 auth_nreserved;
 
 static void		(*auth_egress_cb)(struct user *);
+static int		(*auth_place_cb)(char *, size_t);
 static struct user *auth_fetch(const char *);
 
 /* Free one user. */
@@ -682,6 +683,13 @@ auth_on_egress(void (*cb)(struct user *))
 	auth_egress_cb = cb;
 }
 
+/* In a fleet (hosts.c): where a new user's home is; none on one host. */
+void
+auth_on_place(int (*place)(char *, size_t))
+{
+	auth_place_cb = place;
+}
+
 /* Give u what another host stored in its row (row is freed). */
 static void
 auth_apply(struct user *u, struct user *row)
@@ -693,6 +701,7 @@ auth_apply(struct user *u, struct user *row)
 	u->created = row->created;
 	u->uid = row->uid;
 	u->gid = row->gid;
+	memcpy(u->home, row->home, sizeof(u->home));
 	tmp = u->hash;
 	u->hash = row->hash;
 	row->hash = tmp;
@@ -1055,6 +1064,9 @@ again:
 	u->gid = unix_user != NULL ? gid : uid;
 	if (unix_user != NULL && (u->unix_user = strdup(unix_user)) == NULL)
 		fatal("%s", __func__);
+	/* A fleet's user gets a home now (none found: claimed at first use). */
+	if (auth_place_cb != NULL)
+		(void)auth_place_cb(u->home, sizeof(u->home));
 	if ((rc = store->user_insert(u)) != 1)
 		auth_user_free(u);
 	if (rc == -1) {
@@ -1094,9 +1106,10 @@ again:
 		goto again;
 	}
 	auth_insert(u);
-	log_info("user %s added (%s, uid %lld%s%s)", name, admin ? "admin" :
-	    "user", (long long)u->uid, unix_user ? ", Unix user " : "",
-	    unix_user ? unix_user : "");
+	log_info("user %s added (%s, uid %lld%s%s%s%s)", name, admin ?
+	    "admin" : "user", (long long)u->uid, unix_user ? ", Unix user " :
+	    "", unix_user ? unix_user : "", u->home[0] ? ", home " : "",
+	    u->home);
 	return 0;
 }
 
@@ -1200,7 +1213,8 @@ auth_user_egress(struct user *u, struct json_object *allow, char *err,
 
 /*
  * The users as [{"name", "role", "created" (ISO 8601), "uid", "gid",
- * "unix_user" (null unless mapped)}], without hashes.
+ * "unix_user" (null unless mapped), and in a fleet "home" (null until
+ * placed)}], without hashes.
  */
 struct json_object *
 auth_user_list(void)
@@ -1222,6 +1236,10 @@ auth_user_list(void)
 		json_object_object_add(o, "gid", json_object_new_int64(u->gid));
 		json_object_object_add(o, "unix_user", u->unix_user != NULL ?
 		    json_object_new_string(u->unix_user) : NULL);
+		/* a fleet's users: the home host, null until placed */
+		if (store->home_claim != NULL)
+			json_object_object_add(o, "home", u->home[0] != '\0' ?
+			    json_object_new_string(u->home) : NULL);
 		json_object_array_add(arr, o);
 	}
 	return arr;

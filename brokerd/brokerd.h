@@ -14,6 +14,8 @@
 #define USER_NAME_MAX	32
 #define PASSWORD_MIN	8
 #define PASSWORD_MAX	1024
+#define HOME_HOST_MAX	32	/* a host id's length (HOSTGATE_HOST_ID) */
+#define TOKEN_PREFIX	"hgt_"	/* every bearer token's */
 
 struct user {
 	char			*name;
@@ -23,6 +25,8 @@ struct user {
 	int64_t			 uid;		/* its own or unix_user's */
 	int64_t			 gid;
 	char			*unix_user;	/* NULL unless mapped */
+	/* a fleet's: the host that holds the workspace ("": none yet) */
+	char			 home[HOME_HOST_MAX + 1];
 	/* an admin's egress additions (egress.c): an array, NULL for none */
 	struct json_object	*egress_allow;
 	TAILQ_ENTRY(user)	 entry;
@@ -130,6 +134,10 @@ struct json_object *session_json(const struct session *);
 struct json_object *token_json(const struct token *);
 struct token *token_create(const char *user, const char *session_id,
 	    char *bearer, size_t);
+/* The same naming host, the user's home in a fleet (NULL: none). */
+#define TOKEN_BEARER_MAX	(4 + HOME_HOST_MAX + 1 + 43 + 1)
+struct token *token_create_home(const char *user, const char *session_id,
+	    const char *host, char *bearer, size_t);
 struct token *token_lookup(const char *bearer);
 int	 token_revoke(const char *id);
 struct json_object *token_list(void);
@@ -241,6 +249,13 @@ struct store_ops {
 	int	 (*grant_claim)(const char *id, int64_t until);
 	/* A session's stored grant (0: none or no session), or -1. */
 	int64_t	 (*grant_stored)(const char *id);
+	/*
+	 * A user's home: host, unless the row names one already (another
+	 * host's claim came first): 1 with the home in out, 0 no such user,
+	 * -1 failed.
+	 */
+	int	 (*home_claim)(const char *name, const char *host, char *out,
+		    size_t outsz);
 	/* Where the audit chain is kept (audit_use_store). */
 	const struct audit_store *audit;
 };
@@ -256,7 +271,7 @@ int	 store_sqlite_open_path(const char *path, char *err, size_t errsz);
  * pg.c: the PostgreSQL store of a fleet (HOSTGATE_STORE). The schema is
  * PG_SCHEMA_VERSION; hgctl store migrate brings a store to it.
  */
-#define PG_SCHEMA_VERSION	1
+#define PG_SCHEMA_VERSION	2
 int	 pg_enabled(void);		/* HOSTGATE_STORE names PostgreSQL */
 /* Connect (bounded), check the schema, LISTEN; -1 with err: refuse start. */
 int	 pg_init(struct config *, char *err, size_t errsz);
@@ -293,6 +308,19 @@ PGconn	*pg_connect_once(const char *conninfo, int timeout, char *err,
 int	 pg_schema_version(PGconn *, char *err, size_t errsz);
 int	 pg_migrate(PGconn *, int *from, int *to, char *err, size_t errsz);
 
+/* home.c: a user's home host, the plain rules */
+int	 home_host_valid(const char *s, size_t len);
+/* The HOST of "hgt_HOST.SECRET": 1; 0 for a token naming none; -1 bad. */
+int	 home_token_host(const char *bearer, char *out, size_t outsz);
+/* A host that is up, as a new user's placement weighs it. */
+struct home_load {
+	char	 id[HOME_HOST_MAX + 1];
+	int64_t	 live;		/* its rows in the live table */
+	int64_t	 users;		/* the users homed there */
+};
+/* The least loaded of n hosts (live, then users, then id); -1: none. */
+int	 home_pick(const struct home_load *, size_t n);
+
 /* hosts.c: this host in a fleet (hosts and live tables) */
 void	 hosts_init(struct event_base *, struct config *);
 void	 hosts_stop(void);
@@ -314,6 +342,10 @@ int	 hosts_term_check(struct ipc_peer *, struct ipc_msg *,
 void	 hosts_live_terminals(struct json_object *arr, const char *session);
 /* Each session's host, and its terminals elsewhere, in the admin view. */
 void	 hosts_admin_sessions(struct json_object *sessions);
+/* A fleet user's home host (claimed here when none); NULL: no fleet. */
+const char *hosts_home(struct user *);
+/* 0: the user's workspace is here; -1 after a 421 or 503 reply. */
+int	 hosts_home_check(struct ipc_peer *, struct ipc_msg *, struct user *);
 struct json_object *hosts_status_json(void);	/* {id, store} */
 struct json_object *hosts_list_json(void);	/* admins: the fleet's hosts */
 
@@ -356,6 +388,8 @@ int	 session_set_egress(struct session *, struct json_object *allow);
 /* Called after another host changed a session's (user's) additions. */
 void	 session_on_egress(void (*)(struct session *));
 void	 auth_on_egress(void (*)(struct user *));
+/* Where a new user's home is (fills it; -1: none found), in a fleet. */
+void	 auth_on_place(int (*)(char *home, size_t));
 /* Called before a session is freed (mode.c drops its timers). */
 void	 session_on_remove(void (*)(struct session *));
 /*

@@ -132,11 +132,17 @@ control_user_add(struct ipc_peer *p, struct ipc_msg *m)
 	if (unix_user != NULL)
 		json_object_object_add(d, "unix_user",
 		    json_object_new_string(unix_user));
+	if (u->home[0] != '\0')
+		json_object_object_add(d, "home",
+		    json_object_new_string(u->home));
 	audit_append("user_added", name, NULL, 1, admin ? "admin" : "user",
 	    d, 0);
 	res = json_object_new_object();
 	json_object_object_add(res, "uid", json_object_new_int64(u->uid));
 	json_object_object_add(res, "gid", json_object_new_int64(u->gid));
+	if (u->home[0] != '\0')
+		json_object_object_add(res, "home",
+		    json_object_new_string(u->home));
 	ipc_reply(p, m, res, NULL, 0);
 }
 
@@ -209,14 +215,17 @@ control_token_create(struct ipc_peer *p, struct ipc_msg *m)
 	struct json_object	*res;
 	struct token		*t;
 	const char		*user;
-	char			 bearer[128];
+	struct user		*u;
+	char			 bearer[TOKEN_BEARER_MAX];
 
 	user = json_str(m->obj, "user");
-	if (auth_find(user) == NULL) {
+	if ((u = auth_find(user)) == NULL) {
 		ipc_reply_error(p, m, ERR_NOT_FOUND, "no such user %s", user);
 		return;
 	}
-	if ((t = token_create(user, "", bearer, sizeof(bearer))) == NULL) {
+	/* In a fleet it names the user's home, for the balancer. */
+	if ((t = token_create_home(user, "", hosts_home(u), bearer,
+	    sizeof(bearer))) == NULL) {
 		ipc_reply_error(p, m, ERR_UNAVAILABLE, "cannot store the token");
 		return;
 	}

@@ -20,6 +20,8 @@
 #define NEED_CSRF	0x4	/* the session's CSRF token (state changes) */
 #define NEED_ANY_CSRF	(NEED_IDENT | NEED_CSRF)	/* CSRF for cookies */
 #define NEED_ADMIN	(0x8 | NEED_SESSION)	/* an admin's login session */
+/* The user's workspace: in a fleet, served by their home host alone. */
+#define NEED_HOME	(0x10 | NEED_IDENT)
 
 struct front_op {
 	const char	*type;
@@ -79,12 +81,13 @@ static const struct front_op front_ops[] = {
 	{ MSG_EGRESS_SET,	NEED_ADMIN | NEED_CSRF,		egress_front_set },
 	{ MSG_PERMISSION_GET, NEED_IDENT,			front_permission_get },
 	{ MSG_PERMISSION_SET, NEED_SESSION | NEED_CSRF,	front_permission_set },
-	{ MSG_RUN,	NEED_ANY_CSRF,			spawn_run },
-	{ MSG_FILE_READ,	NEED_IDENT,			files_read },
-	{ MSG_FILE_LIST,	NEED_IDENT,			files_list },
-	{ MSG_FILE_WRITE,	NEED_ANY_CSRF,			files_write },
-	{ MSG_FILE_DELETE, NEED_ANY_CSRF,			files_delete },
-	{ MSG_TERMINAL_CREATE, NEED_ANY_CSRF,		spawn_terminal_create },
+	{ MSG_RUN,	NEED_ANY_CSRF | NEED_HOME,	spawn_run },
+	{ MSG_FILE_READ,	NEED_HOME,			files_read },
+	{ MSG_FILE_LIST,	NEED_HOME,			files_list },
+	{ MSG_FILE_WRITE,	NEED_ANY_CSRF | NEED_HOME,	files_write },
+	{ MSG_FILE_DELETE, NEED_ANY_CSRF | NEED_HOME,	files_delete },
+	{ MSG_TERMINAL_CREATE, NEED_ANY_CSRF | NEED_HOME,
+	    spawn_terminal_create },
 	{ MSG_TERMINAL_LIST, NEED_IDENT,			spawn_terminal_list },
 	{ MSG_TERMINAL_ATTACH, NEED_IDENT,		spawn_terminal_attach },
 	{ MSG_TERMINAL_DELETE, NEED_ANY_CSRF,		spawn_terminal_delete },
@@ -236,6 +239,10 @@ front_ident(struct ipc_peer *p, struct ipc_msg *m, unsigned need,
 		    "missing or invalid CSRF token (X-CSRF-Token)");
 		return -1;
 	}
+	/* Never served from this host's copy of another host's workspace. */
+	if ((need & NEED_HOME) == NEED_HOME &&
+	    hosts_home_check(p, m, id->user) == -1)
+		return -1;
 	return 0;
 }
 
@@ -290,7 +297,7 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	struct json_object	*res;
 	struct session		*s;
 	struct user		*u;
-	const char		*name, *password, *client;
+	const char		*name, *password, *client, *home;
 	char			 cookie[64], csrf[64];
 	char			 esc[LOG_ESCAPE_MAX];
 	int			 wait;
@@ -347,7 +354,12 @@ front_login(struct ipc_peer *p, struct ipc_msg *m, struct ident *unused)
 	counters.logins++;
 	audit_append("login", u->name, s->id, 1, NULL, front_client(client), 0);
 	mode_login(s, u);
+	home = hosts_home(u);
 	res = json_object_new_object();
+	/* In a fleet: frontd's HGHOST cookie, for the balancer to go home. */
+	if (home != NULL)
+		json_object_object_add(res, "home",
+		    json_object_new_string(home));
 	json_object_object_add(res, "user", json_object_new_string(u->name));
 	json_object_object_add(res, "role",
 	    json_object_new_string(u->admin ? "admin" : "user"));
@@ -802,12 +814,13 @@ front_token_mint(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct json_object	*res, *d;
 	struct token		*t;
-	char			 bearer[128];
+	char			 bearer[TOKEN_BEARER_MAX];
 
 	if (front_record_ok(p, m) == -1)
 		return;
-	if ((t = token_create(id->user->name, id->session->id, bearer,
-	    sizeof(bearer))) == NULL) {
+	/* In a fleet it names the user's home, for the balancer. */
+	if ((t = token_create_home(id->user->name, id->session->id,
+	    hosts_home(id->user), bearer, sizeof(bearer))) == NULL) {
 		ipc_reply_error(p, m, ERR_UNAVAILABLE, "cannot store the token");
 		return;
 	}

@@ -1029,8 +1029,12 @@ hgctl_user_add(char **argv)
 	}
 	res = hgctl_call(req);
 	json_int(res, "uid", &uid);
+	if (json_str(res, "home") != NULL)
+		printf("user %s added (uid %lld, home host %s)\n", argv[0],
+		    (long long)uid, json_str(res, "home"));
+	else
+		printf("user %s added (uid %lld)\n", argv[0], (long long)uid);
 	json_object_put(res);
-	printf("user %s added (uid %lld)\n", argv[0], (long long)uid);
 	return HGCTL_EXIT_OK;
 }
 
@@ -1061,7 +1065,7 @@ hgctl_user_passwd(char **argv)
 	return HGCTL_EXIT_OK;
 }
 
-/* hgctl user list */
+/* hgctl user list: in a fleet, with each user's home host. */
 static int
 hgctl_user_list(char **argv)
 {
@@ -1074,8 +1078,29 @@ hgctl_user_list(char **argv)
 		{ "CREATED", "created", COL_STR },
 		{ NULL, NULL, 0 }
 	};
+	static const struct hgctl_col fleet_cols[] = {
+		{ "NAME", "name", COL_STR },
+		{ "ROLE", "role", COL_STR },
+		{ "HOME", "home", COL_STR },
+		{ "UID", "uid", COL_INT },
+		{ "GID", "gid", COL_INT },
+		{ "UNIX_USER", "unix_user", COL_STR },
+		{ "CREATED", "created", COL_STR },
+		{ NULL, NULL, 0 }
+	};
+	struct json_object	*res, *items = NULL;
 
-	return hgctl_list(MSG_USER_LIST, cols);
+	if (json_out)
+		return hgctl_list(MSG_USER_LIST, cols);
+	res = hgctl_call(hgctl_req(MSG_USER_LIST));
+	json_object_object_get_ex(res, "items", &items);
+	/* brokerd says "home" of every user in a fleet alone. */
+	hgctl_table(items, items != NULL && json_object_is_type(items,
+	    json_type_array) && json_object_array_length(items) > 0 &&
+	    json_object_object_get_ex(json_object_array_get_idx(items, 0),
+	    "home", NULL) ? fleet_cols : cols);
+	json_object_put(res);
+	return HGCTL_EXIT_OK;
 }
 
 /* hgctl token create USER: the bearer token alone, for scripts. */

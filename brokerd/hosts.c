@@ -30,6 +30,7 @@ static int		 hosts_up;	/* our row says up */
 static int64_t		 hosts_since;	/* linked since (mono ms), 0: not */
 
 static void	hosts_lost_record(const char *host, const char *why);
+static int	hosts_place(char *home, size_t homesz);
 
 /* This host's id (HOSTGATE_HOST_ID). */
 const char *
@@ -298,6 +299,7 @@ hosts_init(struct event_base *base, struct config *conf)
 		    "heartbeat)", hosts_self(), conf->host_lost);
 	}
 	pg_on_reconnect(hosts_reconnected);
+	auth_on_place(hosts_place);
 	hosts_ev = event_new(base, -1, EV_PERSIST, hosts_tick, NULL);
 	evtimer_add(hosts_ev, &tv);
 }
@@ -503,8 +505,9 @@ hosts_live_terminals(struct json_object *arr, const char *session)
 }
 
 /*
- * The admin sessions view: each session's host (where it logged in) and
- * its terminals on the other hosts, two queries for the whole view.
+ * The admin sessions view: each session's host (where it logged in), its
+ * user's home host, and its terminals on the other hosts, two queries for
+ * the whole view.
  */
 void
 hosts_admin_sessions(struct json_object *sessions)
@@ -515,13 +518,24 @@ hosts_admin_sessions(struct json_object *sessions)
 	size_t			 i, n = json_object_array_length(sessions), len;
 	size_t			 at;
 	PGresult		*r;
+	struct user		*u;
 	int			 j;
 
 	for (i = 0; i < n; i++)
 		json_object_object_add(json_object_array_get_idx(sessions, i),
 		    "host", pg_enabled() ? NULL :
 		    json_object_new_string(hosts_self()));
-	if (!pg_enabled() || n == 0 || !hosts_linked())
+	if (!pg_enabled())
+		return;
+	/* The user's home host: where their workspace is (null: none yet). */
+	for (i = 0; i < n; i++) {
+		o = json_object_array_get_idx(sessions, i);
+		u = json_str(o, "user") != NULL ? auth_find(json_str(o,
+		    "user")) : NULL;
+		json_object_object_add(o, "home", u != NULL &&
+		    u->home[0] != '\0' ? json_object_new_string(u->home) : NULL);
+	}
+	if (n == 0 || !hosts_linked())
 		return;
 	/* A text array of the ids: hex, nothing to quote. */
 	len = n * 33 + 3;
@@ -632,4 +646,140 @@ hosts_list_json(void)
 	}
 	PQclear(r);
 	return arr;
+}
+
+/*
+ * Where a new user of the fleet is placed (auth_on_place): the least
+ * loaded of the hosts that are up with a fresh heartbeat (home_pick), this
+ * one when the store names none (it is up: it is adding the user). 0 with
+ * home filled, -1 when the store cannot say (the user is then claimed at
+ * first use).
+ */
+static int
+hosts_place(char *home, size_t homesz)
+{
+	struct home_load	*c;
+	const char		*params[1];
+	char			 ms[32];
+	PGresult		*r;
+	int			 i, n, best;
+
+	if (!hosts_linked())
+		return -1;
+	snprintf(ms, sizeof(ms), "%lld", (long long)hosts_conf->host_lost *
+	    1000);
+	params[0] = ms;
+	if ((r = pg_query("SELECT h.id, (SELECT count(*) FROM live l WHERE "
+	    "l.host = h.id), (SELECT count(*) FROM users u WHERE u.home = "
+	    "h.id) FROM hosts h WHERE h.state = 'up' AND h.seen >= "
+	    HOSTS_NOW_MS " - $1::bigint", 1, params)) == NULL)
+		return -1;
+	n = PQntuples(r);
+	if ((c = calloc(n > 0 ? (size_t)n : 1, sizeof(*c))) == NULL)
+		fatal("%s", __func__);
+	for (i = 0; i < n; i++) {
+		snprintf(c[i].id, sizeof(c[i].id), "%s", pg_str(r, i, 0));
+		c[i].live = pg_i64(r, i, 1);
+		c[i].users = pg_i64(r, i, 2);
+	}
+	PQclear(r);
+	best = home_pick(c, (size_t)n);
+	snprintf(home, homesz, "%s", best >= 0 ? c[best].id : hosts_self());
+	free(c);
+	return 0;
+}
+
+/*
+ * A fleet user's home host: the one the store names, or this host when
+ * it names none yet (a user of an earlier release: the first host that
+ * serves them claims them, atomically). NULL with one host, or when the
+ * store cannot be asked.
+ */
+const char *
+hosts_home(struct user *u)
+{
+	char	home[HOME_HOST_MAX + 1];
+
+	if (!pg_enabled())
+		return NULL;
+	if (u->home[0] != '\0')
+		return u->home;
+	if (!hosts_linked() || store->home_claim(u->name, hosts_self(), home,
+	    sizeof(home)) != 1 || !home_host_valid(home, strlen(home)))
+		return NULL;
+	memcpy(u->home, home, sizeof(u->home));
+	log_info("user %s: home host %s%s", u->name, u->home,
+	    strcmp(u->home, hosts_self()) == 0 ? " (claimed here)" : "");
+	return u->home;
+}
+
+/*
+ * A request that needs the caller's workspace: 0 when it is here (or
+ * there is no fleet); else -1 after the answer, never served from this
+ * host's copy: 421 naming the home host while it is up, 503 naming it
+ * and why while it is down, stopped or lost.
+ */
+int
+hosts_home_check(struct ipc_peer *p, struct ipc_msg *m, struct user *u)
+{
+	const char	*home, *params[2], *state;
+	char		 ms[32], when[32], why[256];
+	PGresult	*r;
+
+	if (!pg_enabled())
+		return 0;
+	if ((home = hosts_home(u)) == NULL) {
+		if (pg_ready(why, sizeof(why)) == -1)
+			ipc_reply_error(p, m, ERR_UNAVAILABLE, "%s", why);
+		else
+			ipc_reply_error(p, m, ERR_UNAVAILABLE, "user %s has "
+			    "no home host yet and none could be claimed: %s",
+			    u->name, pg_error());
+		return -1;
+	}
+	if (strcmp(home, hosts_self()) == 0)
+		return 0;
+	if (pg_ready(why, sizeof(why)) == -1) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "user %s's workspace is "
+		    "on host %s, whose state is unknown: %s", u->name, home,
+		    why);
+		return -1;
+	}
+	snprintf(ms, sizeof(ms), "%lld", (long long)hosts_conf->host_lost *
+	    1000);
+	params[0] = home;
+	params[1] = ms;
+	if ((r = pg_query("SELECT state, seen, lost_at, seen < " HOSTS_NOW_MS
+	    " - $2::bigint FROM hosts WHERE id = $1", 2, params)) == NULL) {
+		ipc_reply_error(p, m, ERR_UNAVAILABLE, "the store is "
+		    "unreachable: %s", pg_error());
+		return -1;
+	}
+	if (PQntuples(r) == 0) {
+		ipc_reply_error_host(p, m, ERR_HOST_DOWN, home, "host %s is "
+		    "down: it is "
+		    "not in the fleet (user %s's workspace is there)", home,
+		    u->name);
+		PQclear(r);
+		return -1;
+	}
+	state = pg_str(r, 0, 0);
+	if (strcmp(state, "up") == 0 && strcmp(pg_str(r, 0, 3), "t") != 0)
+		ipc_reply_error_host(p, m, ERR_MISDIRECTED, home, "user %s's "
+		    "workspace is "
+		    "on host %s; send the request there (the HGHOST cookie of "
+		    "a login, or a token naming it, routes it)", u->name, home);
+	else if (strcmp(state, "lost") == 0) {
+		iso8601(pg_i64(r, 0, 2), when);
+		ipc_reply_error_host(p, m, ERR_HOST_DOWN, home, "host %s is "
+		    "down since %s (lost: no heartbeat); user %s's workspace is there",
+		    home, when, u->name);
+	} else {
+		iso8601_ms(pg_i64(r, 0, 1), when);
+		ipc_reply_error_host(p, m, ERR_HOST_DOWN, home, "host %s is "
+		    "down since %s (%s); user %s's workspace is there", home, when,
+		    strcmp(state, "up") == 0 ? "no heartbeat" : state, u->name);
+	}
+	PQclear(r);
+	return -1;
 }

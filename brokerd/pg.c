@@ -129,6 +129,9 @@ static const char *const pg_migrations[] = {
 	"  ON tokens FOR EACH ROW EXECUTE FUNCTION hostgate_notify('id');"
 	"CREATE TRIGGER hosts_notify AFTER INSERT OR UPDATE OF state "
 	"  ON hosts FOR EACH ROW EXECUTE FUNCTION hostgate_notify('id');",
+	/* 2: each user's home host (NULL: not placed yet, claimed at use) */
+	"ALTER TABLE users ADD COLUMN home text;"
+	"CREATE INDEX users_home ON users (home);",
 };
 #define PG_SCHEMA_COUNT \
 	((int)(sizeof(pg_migrations) / sizeof(pg_migrations[0])))

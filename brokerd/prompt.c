@@ -25,6 +25,15 @@
 	"stop and ask the user: an admin can allow it for your user or this\n" \
 	"session."
 
+/* In a fleet, where the workspace is (its {{FLEET}}; %s: the home host). */
+#define PROMPT_FLEET "\n\n" \
+	"This workspace is on host %s of a fleet of hostgate hosts: your " \
+	"files,\nterminals and processes are there and on no other host. A " \
+	"request that\nreaches another host is answered 421 naming %s; " \
+	"while %s is down,\n503 naming it and since when. Keep using the " \
+	"token you were given (it\nnames %s, and the balancer routes it " \
+	"there); do not retry elsewhere."
+
 static struct config	*prompt_conf;
 static char		*prompt_sandbox;
 static char		*prompt_direct;
@@ -132,8 +141,9 @@ void
 prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 {
 	struct json_object	*res, *mode, *b;
-	const char		*perm, *vars[26], *exp, *backend;
+	const char		*perm, *vars[28], *exp, *backend, *home;
 	char			 ws[4096], writable[4200], remaining[32];
+	char			 fleet[sizeof(PROMPT_FLEET) + 4 * HOME_HOST_MAX];
 	char			 timeout[16], *text, *network = NULL;
 	int64_t			 left = 0;
 	int			 direct, net, allowlist;
@@ -181,7 +191,12 @@ prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    "terminated" : "";
 	vars[20] = "USER";	vars[21] = id->user->name;
 	vars[22] = "EGRESS";	vars[23] = allowlist ? PROMPT_EGRESS : "";
-	vars[24] = NULL;
+	fleet[0] = '\0';
+	if ((home = hosts_home(id->user)) != NULL)
+		snprintf(fleet, sizeof(fleet), PROMPT_FLEET, home, home, home,
+		    home);
+	vars[24] = "FLEET";	vars[25] = fleet;
+	vars[26] = NULL;
 	text = prompt_fill(direct ? prompt_direct : prompt_sandbox, vars);
 	res = json_object_new_object();
 	json_object_object_add(res, "prompt", json_object_new_string(text));
@@ -189,6 +204,10 @@ prompt_get(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	    direct ? "direct" : "sandbox"));
 	json_object_object_add(res, "permission", json_object_new_string(perm));
 	json_object_object_add(res, "workspace", json_object_new_string(ws));
+	/* In a fleet: the host that holds it. */
+	if (home != NULL)
+		json_object_object_add(res, "home",
+		    json_object_new_string(home));
 	/* true, false, or "allowlist": only through the egress proxy. */
 	json_object_object_add(res, "network", allowlist ?
 	    json_object_new_string("allowlist") : json_object_new_boolean(net));

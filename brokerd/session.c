@@ -47,7 +47,6 @@
 #define SESSION_SECRET_BYTES	32	/* cookie, CSRF and bearer entropy */
 #define SESSION_ID_BYTES	16
 #define TOKEN_ID_BYTES		8
-#define TOKEN_PREFIX		"hgt_"
 #define SESSION_BATCH		256	/* rows per sweep transaction */
 
 /*
@@ -1425,19 +1424,35 @@ session_list(void)
 	return arr;
 }
 
-/*
- * Mint a bearer token for user, bound to session_id (which must be a live
- * session of that user) or standalone when session_id is NULL or "".
- * Writes "hgt_..." into bearer (at least 49 bytes); stores only its hash.
- */
+/* A token of one host: "hgt_SECRET" (see token_create_home). */
 struct token *
 token_create(const char *user, const char *session_id, char *bearer,
     size_t bearersz)
+{
+	return token_create_home(user, session_id, NULL, bearer, bearersz);
+}
+
+/*
+ * Mint a bearer token for user, bound to session_id (which must be a live
+ * session of that user) or standalone when session_id is NULL or "".
+ * Writes "hgt_SECRET" into bearer (at least 49 bytes), or in a fleet
+ * "hgt_HOST.SECRET" with host, the user's home, for the balancer to route
+ * by (at least 82 bytes); stores only its hash, so the host it names is
+ * as much the token's as its secret.
+ */
+struct token *
+token_create_home(const char *user, const char *session_id, const char *host,
+    char *bearer, size_t bearersz)
 {
 	struct session	*s = NULL;
 	struct token	*t;
 	size_t		 plen = strlen(TOKEN_PREFIX);
 
+	if (host != NULL && *host != '\0') {
+		if (!home_host_valid(host, strlen(host)))
+			return NULL;
+		plen += strlen(host) + 1;
+	}
 	if (!session_open || !session_user_ok(user) || bearer == NULL ||
 	    bearersz <= plen)
 		return NULL;
@@ -1448,7 +1463,9 @@ token_create(const char *user, const char *session_id, char *bearer,
 	}
 	if ((t = calloc(1, sizeof *t)) == NULL)
 		fatal("%s", __func__);
-	memcpy(bearer, TOKEN_PREFIX, plen);
+	snprintf(bearer, bearersz, "%s%s%s", TOKEN_PREFIX, host != NULL &&
+	    *host != '\0' ? host : "", host != NULL && *host != '\0' ? "." :
+	    "");
 	if (rand_token(bearer + plen, bearersz - plen,
 	    SESSION_SECRET_BYTES) == -1 ||
 	    session_rand_hex(t->id, TOKEN_ID_BYTES) == -1) {

@@ -26,7 +26,7 @@
 	"last_seen, expires, permission, direct_until, egress_allow"
 #define STORE_PG_TOKEN_COLS "id, hash, \"user\", session_id, created"
 #define STORE_PG_USER_COLS "name, admin, hash, created, uid, gid, " \
-	"unix_user, egress_allow"
+	"unix_user, egress_allow, home"
 
 static int	store_pg_depth;		/* nested begin calls */
 static int	store_pg_failed;	/* a step of the open one failed */
@@ -431,10 +431,12 @@ store_pg_user_insert(const struct user *u)
 			    store_pg_num(c, u->created),
 			    store_pg_num(uid, u->uid),
 			    store_pg_num(gid, u->gid),
-			    u->unix_user, store_pg_json_text(u->egress_allow) };
+			    u->unix_user, store_pg_json_text(u->egress_allow),
+			    u->home[0] != '\0' ? u->home : NULL };
 
 	return store_pg_run("INSERT INTO users (" STORE_PG_USER_COLS ") VALUES "
-	    "($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING", 8, p);
+	    "($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING", 9,
+	    p);
 }
 
 /* Store a user's changed fields (role, hash, ids, egress): rows or -1. */
@@ -479,6 +481,9 @@ store_pg_user_row(PGresult *res, int i)
 	    (u->unix_user = strdup(pg_str(res, i, 6))) == NULL)
 		fatal("%s", __func__);
 	u->egress_allow = json_tokener_parse(pg_str(res, i, 7));
+	/* Written by hosts only, checked there: one that does not fit is none. */
+	if (strlen(pg_str(res, i, 8)) < sizeof(u->home))
+		memcpy(u->home, pg_str(res, i, 8), strlen(pg_str(res, i, 8)) + 1);
 	return u;
 }
 
@@ -701,6 +706,38 @@ store_pg_grant_stored(const char *id)
 	return until;
 }
 
+/*
+ * Make host the home of user name unless another host's claim came first
+ * (one UPDATE ... WHERE home IS NULL: of hosts claiming at once, one
+ * wins, and the others read its choice): 1 with the home in out, 0 when
+ * there is no such user, -1 when the store failed.
+ */
+static int
+store_pg_home_claim(const char *name, const char *host, char *out,
+    size_t outsz)
+{
+	PGresult	*res;
+	const char	*p[] = { name, host };
+	int		 rc = 0;
+
+	if ((res = store_pg_query("UPDATE users SET home = $2 WHERE name = $1 "
+	    "AND home IS NULL RETURNING home", 2, p)) == NULL)
+		return -1;
+	/* Not ours: read the winner's (a statement of its own sees it). */
+	if (PQntuples(res) == 0) {
+		PQclear(res);
+		if ((res = store_pg_query("SELECT home FROM users WHERE "
+		    "name = $1", 1, p)) == NULL)
+			return -1;
+	}
+	if (PQntuples(res) > 0 && !PQgetisnull(res, 0, 0)) {
+		snprintf(out, outsz, "%s", pg_str(res, 0, 0));
+		rc = 1;
+	}
+	PQclear(res);
+	return rc;
+}
+
 /* Add to err what to do about a row this brokerd cannot use. */
 static void
 store_pg_unusable(char *err, size_t errsz)
@@ -748,5 +785,6 @@ const struct store_ops store_pg = {
 	.rate = store_pg_rate,
 	.grant_claim = store_pg_grant_claim,
 	.grant_stored = store_pg_grant_stored,
+	.home_claim = store_pg_home_claim,
 	.audit = &audit_pg,
 };

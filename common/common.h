@@ -257,6 +257,10 @@ int	 ipc_reply_body(struct ipc_peer *, struct ipc_msg *, const char *body,
 	    size_t len, const int *fds, int nfds);
 int	 ipc_reply_error(struct ipc_peer *, struct ipc_msg *, const char *code,
 	    const char *fmt, ...) HG_PRINTF(4, 5);
+/* Reply error with "host", the user's home host (misdirected, host_down). */
+int	 ipc_reply_error_host(struct ipc_peer *, struct ipc_msg *,
+	    const char *code, const char *host, const char *fmt, ...)
+	    HG_PRINTF(5, 6);
 /* Reply error with "retry_after" seconds (rate limits). */
 int	 ipc_reply_retry(struct ipc_peer *, struct ipc_msg *, int retry_after,
 	    const char *message);

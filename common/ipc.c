@@ -676,10 +676,13 @@ ipc_reply_user(struct json_object *obj)
 		    json_object_new_string(log_ctx_user()));
 }
 
-/* Build {"id", "error": {"code", "message"}} with optional retry_after. */
+/*
+ * Build {"id", "error": {"code", "message"}} with optional retry_after and
+ * host.
+ */
 static int
 ipc_reply_error_obj(struct ipc_peer *p, struct ipc_msg *m, const char *code,
-    const char *message, int retry_after)
+    const char *message, int retry_after, const char *host)
 {
 	struct json_object	*obj, *err;
 
@@ -691,6 +694,9 @@ ipc_reply_error_obj(struct ipc_peer *p, struct ipc_msg *m, const char *code,
 	if (retry_after > 0)
 		json_object_object_add(err, "retry_after",
 		    json_object_new_int(retry_after));
+	if (host != NULL)
+		json_object_object_add(err, "host",
+		    json_object_new_string(host));
 	json_object_object_add(obj, "id", m != NULL && m->id >= 0 ?
 	    json_object_new_int64(m->id) : NULL);
 	json_object_object_add(obj, "error", err);
@@ -710,7 +716,21 @@ ipc_reply_error(struct ipc_peer *p, struct ipc_msg *m, const char *code,
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	return ipc_reply_error_obj(p, m, code, buf, 0);
+	return ipc_reply_error_obj(p, m, code, buf, 0, NULL);
+}
+
+/* Reply with an error about a user's workspace, naming its home host. */
+int
+ipc_reply_error_host(struct ipc_peer *p, struct ipc_msg *m, const char *code,
+    const char *host, const char *fmt, ...)
+{
+	va_list	ap;
+	char	buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return ipc_reply_error_obj(p, m, code, buf, 0, host);
 }
 
 /* Reply with a rate-limit error carrying retry_after seconds. */
@@ -719,7 +739,7 @@ ipc_reply_retry(struct ipc_peer *p, struct ipc_msg *m, int retry_after,
     const char *message)
 {
 	return ipc_reply_error_obj(p, m, ERR_RATE_LIMITED, message,
-	    retry_after < 1 ? 1 : retry_after);
+	    retry_after < 1 ? 1 : retry_after, NULL);
 }
 
 /* Send our hello. */

@@ -113,7 +113,12 @@ static const char *const c_event[] = { "mode_changed", "mode_expiring",
 	E(ERR_GONE, 410, "a terminal lost with its host (another hostgate " \
 	    "of the fleet, now gone)") \
 	E(ERR_MISDIRECTED, 421, "a terminal served by another host of the " \
-	    "fleet") \
+	    "fleet, or a request needing the workspace of a user whose home " \
+	    "is another host that is up (the message names it)") \
+	E(ERR_HOST_DOWN, 503, "a request needing the workspace of a user " \
+	    "whose home host is down, stopped or lost: the message names the " \
+	    "host and since when; nothing was done, and no other host " \
+	    "serves it") \
 	E(ERR_TOO_LARGE, 413, "a body, an upload or a command over its limit") \
 	E(ERR_NO_SPACE, 507, "the user's disk quota, or the disk, is full") \
 	E(ERR_RATE_LIMITED, 429, "over a rate limit; `retry_after` says in " \
@@ -554,7 +559,8 @@ const struct proto_msg proto_msgs[] = {
 	    "reason}, sandboxd: {ok, reason}, backend: {name, ok, reason}}`" },
 	{ MSG_LOGIN, FB, 0, f_login, NULL,
 	    "verify a password, rate limited per user and per client address: "
-	    "`{user, role, csrf_token, cookie, max_age}`" },
+	    "`{user, role, csrf_token, cookie, max_age}`, and in a fleet "
+	    "`home`, the user's home host (frontd's `HGHOST` cookie)" },
 	{ MSG_LOGOUT, FB, PM_IDENT, f_front, NULL,
 	    "end the login session (+ CSRF) and its tokens: `{}`" },
 	{ MSG_STATUS, FB, PM_IDENT | PM_RAW, f_front, NULL,
@@ -579,7 +585,8 @@ const struct proto_msg proto_msgs[] = {
 	    "last}`" },
 	{ MSG_PROMPT, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "`{prompt, mode, permission, workspace, network, expires_at, "
-	    "remaining_seconds}`" },
+	    "remaining_seconds}`, and in a fleet `home`, the host holding "
+	    "the workspace (named in the prompt too)" },
 	{ MSG_ADMIN_SESSIONS, FB, PM_IDENT | PM_RAW, f_front, NULL,
 	    "every session (admin login session): see docs/api.md" },
 	{ MSG_ADMIN_REVERT, FB, PM_IDENT, f_session, NULL,
@@ -653,14 +660,17 @@ const struct proto_msg proto_msgs[] = {
 	    "add a user with a `password` or a `hash` (an argon2id encoded "
 	    "hash, stored as it is; one of the two, else `bad_request`; "
 	    "`unix_user` needs its `uid` and `gid`, which hgctl looks up): "
-	    "`{uid, gid}`; `conflict` for root, a daemon's uid, a uid another "
-	    "user has" },
+	    "`{uid, gid}` (in a fleet also `home`, the host it was placed "
+	    "on); `conflict` for root, a daemon's uid, a uid another user "
+	    "has" },
 	{ MSG_USER_DEL, HB, 0, f_user_name, NULL,
 	    "delete a user, its sessions and tokens: `{}`" },
 	{ MSG_USER_PASSWD, HB, 0, f_user_passwd, NULL,
 	    "set a password; the user's sessions and tokens end: `{}`" },
 	{ MSG_USER_LIST, HB, 0, f_none, NULL,
-	    "`{items: [{name, role, created, uid, gid, unix_user}]}`" },
+	    "`{items: [{name, role, created, uid, gid, unix_user}]}`; in a "
+	    "fleet each also `home`, the user's home host (null until "
+	    "placed)" },
 	{ MSG_TOKEN_CREATE, HB, 0, f_token_create, NULL,
 	    "a standalone agent token: `{id, token, user}`" },
 	{ MSG_TOKEN_LIST, HB, 0, f_token_page, NULL,
@@ -1170,7 +1180,9 @@ proto_check_reply(const struct proto_msg *msg, struct json_object *reply,
 {
 	static const struct proto_field	f_error[] = {
 		F_ENUM("code", R, c_error), F_STR("message", O, 0, IPC_MAX_MSG),
-		F_INT("retry_after", O, 0, INT_MAX), F_END
+		F_INT("retry_after", O, 0, INT_MAX),
+		/* misdirected, host_down: the user's home host */
+		F_STR("host", O, 1, 32), F_END
 	};
 	struct json_object		*v;
 

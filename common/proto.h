@@ -142,6 +142,7 @@ extern const struct proto_role proto_roles[];	/* ended by role 0 */
 #define ERR_CONFLICT		"conflict"		/* 409 */
 #define ERR_GONE		"gone"			/* 410: lost with its host */
 #define ERR_MISDIRECTED		"misdirected"		/* 421: another host's */
+#define ERR_HOST_DOWN		"host_down"		/* 503: the home host's down */
 #define ERR_TOO_LARGE		"too_large"		/* 413 */
 #define ERR_NO_SPACE		"no_space"		/* 507: a quota or the disk is full */
 #define ERR_RATE_LIMITED	"rate_limited"		/* 429, with retry_after */

@@ -18,6 +18,7 @@
 #define API_BROKER_TIMEOUT_MS	5000
 #define API_HEALTH_TIMEOUT_MS	900	/* /healthz answers within a second */
 #define API_COOKIE		"hg_session"
+#define API_HOST_COOKIE		"HGHOST"	/* a fleet balancer's (HAProxy) */
 #define API_MAX_COMMAND		(32 * 1024)	/* fits one IPC message */
 #define API_MAX_OUTPUT		(16 * 1024 * 1024)
 #define API_RUN_TIMEOUT_MS	((api_conf->command_timeout_max + 30) * 1000)
@@ -270,15 +271,31 @@ api_reply_healthz(struct http_request *req, const struct api_route *r,
 	http_reply_json(req, why == NULL ? 200 : 503, o, NULL);
 }
 
+/* Whether s is a host id ([a-z0-9][a-z0-9-]{0,31}), fit for a header. */
+static int
+api_host_id_ok(const char *s)
+{
+	size_t	i, n = strlen(s);
+
+	if (n == 0 || n > 32 || s[0] == '-')
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		    (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
 /* Login: the cookie goes into Set-Cookie, never into the body. */
 static void
 api_reply_login(struct http_request *req, const struct api_route *r,
     struct json_object *res)
 {
 	struct json_object	*o;
-	const char		*cookie;
+	const char		*cookie, *home;
 	char			 hdr[512];
 	int64_t			 max_age = 0;
+	int			 len;
 
 	cookie = json_str(res, "cookie");
 	json_int(res, "max_age", &max_age);
@@ -287,9 +304,20 @@ api_reply_login(struct http_request *req, const struct api_route *r,
 		    "brokerd sent no session", NULL);
 		return;
 	}
-	snprintf(hdr, sizeof(hdr), "Set-Cookie: " API_COOKIE "=%s; Path=/; "
-	    "Max-Age=%lld; HttpOnly; SameSite=Strict%s\r\n", cookie,
+	len = snprintf(hdr, sizeof(hdr), "Set-Cookie: " API_COOKIE "=%s; "
+	    "Path=/; Max-Age=%lld; HttpOnly; SameSite=Strict%s\r\n", cookie,
 	    (long long)max_age, req->tls ? "; Secure" : "");
+	/*
+	 * In a fleet, the balancer's cookie names the user's home host, so
+	 * that the browser's next requests go where the workspace is (HAProxy
+	 * keeps it: "cookie HGHOST ... preserve"). A session cookie, as
+	 * HAProxy's own.
+	 */
+	if ((home = json_str(res, "home")) != NULL && api_host_id_ok(home) &&
+	    len > 0 && (size_t)len < sizeof(hdr))
+		snprintf(hdr + len, sizeof(hdr) - len, "Set-Cookie: "
+		    API_HOST_COOKIE "=%s; Path=/; HttpOnly%s\r\n", home,
+		    req->tls ? "; Secure" : "");
 	o = json_object_new_object();
 	json_object_object_add(o, "user",
 	    json_object_new_string(json_str(res, "user") ?
@@ -328,8 +356,8 @@ int
 api_broker_failed(struct http_request *req, struct ipc_msg *m)
 {
 	struct json_object	*err;
-	const char		*code, *msg;
-	char			 hdr[64];
+	const char		*code, *msg, *host;
+	char			 hdr[128];
 	int64_t			 retry;
 
 	/* Who brokerd found the request was from, for the access line. */
@@ -349,6 +377,16 @@ api_broker_failed(struct http_request *req, struct ipc_msg *m)
 	if (json_int(err, "retry_after", &retry) == 0)
 		snprintf(hdr, sizeof(hdr), "Retry-After: %lld\r\n",
 		    (long long)retry);
+	/*
+	 * A workspace request that reached a host other than the user's
+	 * home (a browser HAProxy moved while the home was down): the
+	 * balancer's cookie names the home again, for the next request.
+	 */
+	else if ((host = json_str(err, "host")) != NULL &&
+	    api_host_id_ok(host))
+		snprintf(hdr, sizeof(hdr), "Set-Cookie: " API_HOST_COOKIE
+		    "=%s; Path=/; HttpOnly%s\r\n", host, req->tls ?
+		    "; Secure" : "");
 	http_reply_error(req, proto_error_status(code), code ? code : ERR_INTERNAL,
 	    msg ? msg : "error", hdr[0] ? hdr : NULL);
 	return 1;

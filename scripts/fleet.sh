@@ -232,6 +232,7 @@ haproxy_start() {
 	[ -n "$HAPROXY" ] || die "haproxy is missing (apt-get install haproxy;" \
 	    "scripts/deps.sh --install fleet does)"
 	local cfg=$FLEET/haproxy.cfg routes="" servers="" id addr glob=""
+	local homes=""
 	if pidfile_alive "$FLEET/haproxy.pid"; then
 		kill "$(cat "$FLEET/haproxy.pid")" 2>/dev/null || true
 	fi
@@ -240,8 +241,13 @@ haproxy_start() {
 		routes+=$'\t'"acl to_$id path_beg /api/terminals/$id."$'\n'
 		routes+=$'\t'"acl to_$id req.hdr(Mcp-Session-Id) -m beg $id."$'\n'
 		routes+=$'\t'"use-server $id if to_$id"$'\n'
+		# a token names its user's home host: after the spawn routes
+		homes+=$'\t'"acl home_$id req.hdr(Authorization) -i -m beg"
+		homes+=" \"Bearer hgt_$id.\""$'\n'
+		homes+=$'\t'"use-server $id if home_$id"$'\n'
 		servers+=$'\t'"server $id $addr cookie $id"$'\n'
 	done
+	routes+=$homes
 	if [ "$(id -u)" = 0 ] && id haproxy >/dev/null 2>&1; then
 		glob=$'\tuser haproxy\n\tgroup haproxy'
 	fi

@@ -45,13 +45,19 @@ def render(bind, stats, servers, check_inter="1s", global_lines=()):
     with open(TEMPLATE) as f:
         text = f.read()
     routes = []
+    homes = []
     lines = []
     for hid, addr in servers:
         routes.append("\tacl to_%s path_beg /api/terminals/%s." % (hid, hid))
         routes.append("\tacl to_%s req.hdr(Mcp-Session-Id) -m beg %s."
                       % (hid, hid))
         routes.append("\tuse-server %s if to_%s" % (hid, hid))
+        # A token names its user's home host: after the spawn routes.
+        homes.append("\tacl home_%s req.hdr(Authorization) -i -m beg "
+                     "\"Bearer hgt_%s.\"" % (hid, hid))
+        homes.append("\tuse-server %s if home_%s" % (hid, hid))
         lines.append("\tserver %s %s cookie %s" % (hid, addr, hid))
+    routes += homes
     for k, v in (("@BIND@", bind), ("@STATS_SOCKET@", stats),
                  ("@CHECK_INTER@", check_inter)):
         text = text.replace(k, v)
@@ -213,8 +219,9 @@ class Balancer:
 
     def login(self, user, password, host=None):
         """Log in through the balancer (on host when given); a Session
-        that sticks to the host that answered, as a browser does with the
-        HGHOST cookie."""
+        that sticks to the user's home host, as a browser does with the
+        HGHOST cookie the answer sets (frontd names the home, HAProxy
+        keeps it); its served is the host that answered."""
         if host is not None:
             # A login forced to a host HAProxy has marked DOWN would be
             # answered by another.
@@ -228,11 +235,11 @@ class Balancer:
         sticky = r.cookie("HGHOST")
         served = served_by(r)
         assert host is None or served == host, (host, served)
-        if host is None:
-            assert sticky and sticky[0] == served, \
-                "HGHOST %r, answered by %r" % (sticky, served)
-        return Session(self, doc["user"], doc["role"], c[0],
-                       doc["csrf_token"], host=sticky[0] if sticky else host)
+        assert sticky and sticky[0], "no HGHOST cookie in %r" % r.headers
+        s = Session(self, doc["user"], doc["role"], c[0], doc["csrf_token"],
+                    host=sticky[0])
+        s.served = served
+        return s
 
 
 def served_by(r):
@@ -247,6 +254,7 @@ class Session(hglib.Session):
     def __init__(self, balancer, user, role, cookie, csrf, host=None):
         super().__init__(balancer, user, role, cookie, csrf)
         self.host = host
+        self.served = host
 
     def on(self, host):
         """The same session sent to another host."""

@@ -6,7 +6,11 @@ session's direct spawns on all of them; the mode-change bucket holds
 fleet-wide under 200 concurrent requests over the three hosts; a host
 killed with kill -9 costs only its own terminals; the store stopped and
 started gives 503s then recovery; and after all of it the one audit chain
-of the fleet verifies. The tests run in this order on one fleet per mode:
+of the fleet verifies. Each user has a home host holding their workspace
+(issue 24): users are placed on the least loaded hosts that are up, a
+token names its user's home and HAProxy routes it there, so a token
+client sees one workspace; another host answers 421 naming the home, or
+503 while the home is down. The tests run in this order on one fleet per mode:
 the later ones kill a host and stop the store."""
 
 import math
@@ -25,6 +29,7 @@ import fleetlib
 import hglib
 import policylib as pl
 import sandboxlib as sl
+from test_mcp_sdk import drivers, mcp_dir  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.skipif(fleetlib.missing() is not None,
                                 reason=fleetlib.missing() or "")
@@ -98,6 +103,27 @@ def audit_show(fleet, *args, host=0):
     return pl.audit_show(fleet.hosts[host], *args)
 
 
+def homes(fleet, host=0):
+    """{user: home host} as hgctl user list --json shows it."""
+    return {u["name"]: u["home"]
+            for u in fleet.hosts[host].hgctl_json("user", "list")}
+
+
+def placement(fleet, up):
+    """Where the next user goes by the rule, from the store's rows: of the
+    hosts up, the fewest live spawns, then the fewest users, then the id."""
+    rows = fleet.psql("SELECT h.id, (SELECT count(*) FROM live l WHERE "
+                      "l.host = h.id), (SELECT count(*) FROM users u WHERE "
+                      "u.home = h.id) FROM hosts h")
+    rows = [r for r in rows if r[0] in up]
+    return min(rows, key=lambda r: (int(r[1]), int(r[2]), r[0]))[0]
+
+
+def file_names(r):
+    assert r.status == 200, r
+    return {e["name"] for e in r.json()["entries"]}
+
+
 class Term:
     """A terminal through the balancer: its WebSocket goes to the host its
     id names, whatever the HGHOST cookie says."""
@@ -155,16 +181,19 @@ def test_login_through_the_balancer_works_on_every_host(fleet, lb):
     seen = set()
     for _ in range(2 * len(fleet.ids)):
         t = lb.login(*hglib.USER)
-        seen.add(t.host)
-        other = fleet.ids[(fleet.ids.index(t.host) + 1) % len(fleet.ids)]
+        seen.add(t.served)
+        # Whoever answered, the HGHOST cookie names bob's home.
+        assert t.host == homes(fleet)["bob"], (t.host, t.served)
+        other = fleet.ids[(fleet.ids.index(t.served) + 1) % len(fleet.ids)]
         assert status_of(t.on(other)).json()["user"] == "bob"
     assert seen == set(fleet.ids), seen
-    # A token minted through one host works through another.
+    # A token minted through one host works on another (asked directly:
+    # through HAProxy it goes to its user's home).
     r = s.on("h2").post("/api/session/tokens")
     assert r.status == 201, r
     tok = r.json()["token"]
-    r = lb.get("/api/status", bearer=tok, host="h3")
-    assert r.status == 200 and fleetlib.served_by(r) == "h3", r
+    r = fleet.host("h3").get("/api/status", bearer=tok)
+    assert r.status == 200 and r.json()["host"]["id"] == "h3", r
     assert r.json()["auth"] == "token", r.json()
     # Revoked on h3, it is refused on h1.
     r = s.on("h3").request("DELETE", "/api/session/tokens/" +
@@ -194,6 +223,149 @@ def test_mcp_session_stays_on_its_host(fleet, lb):
                    {"Cookie": "HGHOST=" + other})
         assert r.status == 200, (other, r)
         assert fleetlib.served_by(r) == host, (other, r.headers)
+    # The token names bob's home: the session was made there.
+    assert tok.startswith("hgt_%s." % homes(fleet)["bob"]), tok[:12]
+    assert host == homes(fleet)["bob"], (host, homes(fleet))
+    # Its id presented to another host itself (past HAProxy): 404, as the
+    # MCP spec says of an unknown session, never served there.
+    for other in fleet.ids:
+        if other == host:
+            continue
+        r = mcp.post(fleet.host(other), mcp.rpc(200, "tools/list"), tok,
+                     {"Mcp-Session-Id": s.sid,
+                      "MCP-Protocol-Version": s.version})
+        assert r.status == 404, (other, r)
+    r = s.send(mcp.rpc(300, "tools/list"))
+    assert r.status == 200 and fleetlib.served_by(r) == host, r
+
+
+# -- one workspace per user: the home host --------------------------------------
+
+def test_users_placed_on_the_least_loaded_hosts(fleet, lb):
+    """Each user added gets the least loaded host that is up as home (the
+    fewest live spawns, then the fewest users, then the id): new users
+    spread over the hosts; hgctl user list shows the homes."""
+    have = homes(fleet)
+    assert set(have.values()) <= set(fleet.ids), have
+    assert None not in have.values(), have
+    added = []
+    for i in range(len(fleet.ids)):
+        name = "placed%d" % i
+        want = placement(fleet, fleet.ids)
+        r = fleet.hosts[i].hgctl("user", "add", name, "--password-stdin",
+                                 input="placed-password-%d\n" % i)
+        assert r.returncode == 0, r
+        assert "home host %s" % want in r.stdout, (want, r.stdout)
+        assert homes(fleet, host=i)[name] == want
+        # Another host learns it from the store's notification.
+        hglib.wait_for(lambda: homes(fleet, host=(i + 1) % len(
+            fleet.ids)).get(name) == want, what="%s's home elsewhere" % name)
+        added.append(want)
+    # Three users on three hosts that carried the same load.
+    assert sorted(added) == fleet.ids, added
+    text = fleet.hosts[0].hgctl("user", "list").stdout.splitlines()
+    assert text[0].split("\t")[:3] == ["NAME", "ROLE", "HOME"], text[0]
+    row = [x.split("\t") for x in text if x.startswith("placed0\t")][0]
+    assert row[2] == added[0], row
+
+
+def test_user_without_home_claimed_by_the_first_host(fleet, lb):
+    """A user of an earlier release has no home: the first host that
+    logs them in claims them (one UPDATE ... WHERE home IS NULL), and the
+    login's HGHOST names it."""
+    fleet.psql("UPDATE users SET home = NULL WHERE name = 'placed0'")
+    for i in range(len(fleet.ids)):
+        hglib.wait_for(lambda: homes(fleet, host=i)["placed0"] is None,
+                       what="placed0 without a home on %s" % fleet.ids[i])
+    s = lb.login("placed0", "placed-password-0", host="h2")
+    assert s.served == "h2" and s.host == "h2", (s.served, s.host)
+    assert fleet.psql("SELECT home FROM users WHERE name = 'placed0'") == \
+        [["h2"]]
+    for i in range(len(fleet.ids)):
+        hglib.wait_for(lambda: homes(fleet, host=i)["placed0"] == "h2",
+                       what="placed0's home h2 seen on %s" % fleet.ids[i])
+    # Another host's login keeps it.
+    s = lb.login("placed0", "placed-password-0", host="h3")
+    assert s.served == "h3" and s.host == "h2", (s.served, s.host)
+
+
+def test_token_client_sees_one_workspace(fleet, lb):
+    """A token client has no cookie: its token names its user's home and
+    HAProxy sends it there. A file uploaded is in each of 10 listings."""
+    home = homes(fleet)["bob"]
+    tok = fleet.hosts[0].hgctl_json("token", "create", "bob")["token"]
+    assert tok.startswith("hgt_%s." % home), tok[:12]
+    r = lb.request("PUT", "/api/files/token-home.txt", body=b"at home\n",
+                   headers={"Content-Type": "application/octet-stream"},
+                   bearer=tok)
+    assert r.status in (200, 201), r
+    assert fleetlib.served_by(r) == home, r.headers
+    for _ in range(10):
+        r = lb.get("/api/files/", bearer=tok)
+        assert "token-home.txt" in file_names(r), r
+        assert fleetlib.served_by(r) == home, r.headers
+    # A token minted by a login session names the home too.
+    s = lb.login(*hglib.USER)
+    r = s.on(s.served).post("/api/session/tokens")
+    assert r.status == 201, r
+    assert r.json()["token"].startswith("hgt_%s." % home), r.json()
+    assert "token-home.txt" in file_names(lb.get("/api/files/",
+                                                 bearer=r.json()["token"]))
+
+
+def test_workspace_requests_elsewhere_are_misdirected(fleet, lb):
+    """Another host never serves a user's workspace from its own copy:
+    421 naming the home host; what needs no workspace works anywhere."""
+    home = homes(fleet)["bob"]
+    tok = fleet.hosts[0].hgctl_json("token", "create", "bob")["token"]
+    s = lb.login(*hglib.USER)
+    want = "user bob's workspace is on host %s; " % home
+    for other in fleet.ids:
+        if other == home:
+            continue
+        direct = fleet.host(other)
+        for r in (direct.get("/api/files/", bearer=tok),
+                  direct.post("/api/run_command", {"command": "true"},
+                              bearer=tok),
+                  direct.post("/api/terminals", {"cols": 80, "rows": 24},
+                              bearer=tok),
+                  s.on(other).get("/api/files/"),
+                  s.on(other).post("/api/run_command", {"command": "true"})):
+            pl.assert_error(r, 421, message=want)
+        # A browser sent elsewhere (its home was down a while) is sent
+        # home again: the 421 sets HGHOST to the home.
+        r = s.on(other).get("/api/files/")
+        assert r.status == 421 and r.cookie("HGHOST")[0] == home, r.headers
+        assert direct.get("/api/status", bearer=tok).status == 200
+        assert status_of(s.on(other)).json()["user"] == "bob"
+        # The prompt (the MCP instructions) names the home host.
+        doc = direct.get("/api/sandbox/prompt", bearer=tok).json()
+        assert doc["home"] == home, doc
+        assert "on host %s of a fleet" % home in doc["prompt"], doc
+    r = s.get("/api/files/")
+    assert r.status == 200 and fleetlib.served_by(r) == home, r
+
+
+def test_mcp_sdk_client_sees_one_workspace(fleet, lb, drivers):
+    """The official MCP SDK client through the balancer, connected five
+    times with one token: the same workspace each time."""
+    tok = fleet.hosts[0].hgctl_json("token", "create", "bob")["token"]
+    seen = []
+    for i in range(5):
+        d = drivers()
+        d.connect(lb, tok)
+        if i == 0:
+            r = d.call("write_file", path="mcp-home/one.txt",
+                       content="one workspace\n")
+            assert not r.get("isError"), r
+        r = d.call("list_files", path="mcp-home")
+        assert not r.get("isError"), r
+        seen.append(sorted(e["name"] for e in
+                           r["structuredContent"]["entries"]))
+        r = d.call("read_file", path="mcp-home/one.txt")
+        assert r["structuredContent"]["content"] == "one workspace\n", r
+        d.close()
+    assert seen == [["one.txt"]] * 5, seen
 
 
 def test_client_address_from_the_balancer(fleet, lb):
@@ -215,15 +387,17 @@ def test_client_address_from_the_balancer(fleet, lb):
 
 def test_grant_on_one_host_honoured_on_the_others(fleet, lb):
     a = lb.login(*hglib.ADMIN, host="h1")
-    g = pl.grant(a)
+    other = [h for h in fleet.ids if h != a.host][-1]
+    g = pl.grant(a.on(other))
     wait_mode(a, fleet.ids, "direct", g["expires_at"])
-    out = pl.run(a.on("h3"), "true")
+    # Granted on another host, honoured by the home host's spawns.
+    out = pl.run(a, "true")
     assert out["mode"] == "direct" and out["backend"] == "direct", out
     # Reverted on h2: sandboxed on all three.
     r = pl.set_mode(a.on("h2"), "sandbox")
     assert r.status == 200 and r.json()["mode"] == "sandbox", r
     wait_mode(a, fleet.ids, "sandbox")
-    assert pl.run(a.on("h1"), "true")["mode"] == "sandbox"
+    assert pl.run(a, "true")["mode"] == "sandbox"
     # A grant left to expire: every host reverts at the same deadline and
     # exactly one writes the expiry record.
     g = pl.grant(a.on("h3"))
@@ -247,22 +421,23 @@ def test_revoke_on_one_host_kills_direct_spawns_on_all(fleet, lb, how):
     d = lb.login(*user, host="h1")
     g = pl.grant(d)
     wait_mode(d, fleet.ids, "direct", g["expires_at"])
-    shells = {}
-    for h, hg in zip(fleet.ids, fleet.hosts):
-        before = direct_shells(hg)
-        t = Term(d.on(h))
-        assert t.mode == "direct" and t.host == h, (t.id, t.mode)
-        shells[h] = hglib.wait_for(lambda: direct_shells(hg) - before,
-                                   what="the direct shell on %s" % h)
+    # The user's spawns run on their home host alone.
+    home = d.host
+    hg = fleet.host(home)
+    before = direct_shells(hg)
+    t = Term(d)
+    assert t.mode == "direct" and t.host == home, (t.id, t.mode)
+    shells = hglib.wait_for(lambda: direct_shells(hg) - before,
+                            what="the direct shell on %s" % home)
+    other = [h for h in fleet.ids if h != home][0]
     if how == "logout":
-        r = d.on("h2").post("/api/logout")
+        r = d.on(other).post("/api/logout")
     else:
-        r = pl.set_mode(d.on("h2"), "sandbox")
+        r = pl.set_mode(d.on(other), "sandbox")
     assert r.status == 200, r
-    for h, hg in zip(fleet.ids, fleet.hosts):
-        hglib.wait_for(lambda: not (direct_shells(hg) & shells[h]),
-                       what="%s's direct shells gone after the %s on h2"
-                       % (h, how))
+    hglib.wait_for(lambda: not (direct_shells(hg) & shells),
+                   what="%s's direct shells gone after the %s on %s"
+                   % (home, how, other))
     if how == "logout":
         for h in fleet.ids:
             hglib.wait_for(lambda: d.on(h).get("/api/status").status == 401,
@@ -297,18 +472,27 @@ def test_mode_changes_limited_fleet_wide(fleet, lb):
 # -- losing a host, losing the store ------------------------------------------
 
 def test_host_killed_costs_only_its_terminals(fleet, lb):
-    b = lb.login(*hglib.USER, host="h3")
-    lost = Term(b).attach()
+    """h3 killed with kill -9: its terminals are lost and its users, whose
+    workspace is there, get 503 naming it (never another host's copy);
+    users homed elsewhere work on, and new users are placed elsewhere."""
+    assert homes(fleet)["carol"] == "h3", homes(fleet)
+    c = lb.login(*CAROL)
+    assert c.host == "h3", c.host
+    lost = Term(c).attach()
     lost.echo()
     assert lost.host == "h3"
-    keep = Term(b.on("h1")).attach()
+    b = lb.login(*hglib.USER)
+    keep = Term(b).attach()
     keep.echo()
+    assert keep.host != "h3", keep.host
+    tok = fleet.hosts[0].hgctl_json("token", "create", "carol")["token"]
+    assert tok.startswith("hgt_h3."), tok[:10]
     try:
         pids = fleet.kill9("h3")
         assert len(pids) == len(hglib.DAEMONS), pids
         # The client stuck to h3 goes on through the others, at once.
         for _ in range(10):
-            r = b.get("/api/status")
+            r = c.get("/api/status")
             assert r.status == 200, r
             assert fleetlib.served_by(r) in ("h1", "h2"), r.headers
         keep.echo()
@@ -317,7 +501,7 @@ def test_host_killed_costs_only_its_terminals(fleet, lb):
         path = sl.ws_path(lost.id)
 
         def gone():
-            st, _, body, ws = sl.ws_handshake(lb, path, cookie=b.cookie)
+            st, _, body, ws = sl.ws_handshake(lb, path, cookie=c.cookie)
             if ws is not None:
                 ws.close()
             return (st, body) if st == 410 else None
@@ -334,13 +518,41 @@ def test_host_killed_costs_only_its_terminals(fleet, lb):
         det = recs[-1]["detail"]
         assert lost.id in det["terminals"], det
         assert det["lost_by"] in ("h1", "h2"), det
-        # The session and the others' terminals are untouched.
+        # carol's workspace is on h3: 503 naming it and since when, by
+        # cookie or by token, never served from another host's copy.
+        down = re.compile(r"host h3 is down since \d{4}-\d\d-\d\dT"
+                          r"\d\d:\d\d:\d\d(\.\d+)?Z \(lost: no heartbeat\); "
+                          r"user carol's workspace is there")
+        for r in (c.get("/api/files/"),
+                  c.post("/api/run_command", {"command": "true"}),
+                  c.post("/api/terminals", {"cols": 80, "rows": 24}),
+                  lb.get("/api/files/", bearer=tok),
+                  lb.post("/api/run_command", {"command": "true"},
+                          bearer=tok)):
+            err = pl.assert_error(r, 503, code="host_down")
+            assert down.fullmatch(err["message"]), err
+            assert fleetlib.served_by(r) in ("h1", "h2"), r.headers
+        # What needs no workspace works on for carol.
+        assert status_of(c).json()["user"] == "carol"
+        # The session and the others' terminals are untouched; bob's and
+        # alice's workspaces work on.
         keep.echo()
         assert status_of(b.on("h2")).json()["user"] == "bob"
+        r = b.post("/api/run_command", {"command": "echo still"})
+        assert r.status == 200 and r.json()["stdout"] == "still\n", r
         a = lb.login(*hglib.ADMIN, host="h2")
+        assert a.post("/api/run_command", {"command": "true"}).status == 200
         hosts = {x["id"]: x for x in status_of(a).json()["hosts"]}
         assert hosts["h3"]["state"] == "lost", hosts
         assert hosts["h1"]["state"] == hosts["h2"]["state"] == "up", hosts
+        # A host that is down gets no new user.
+        for i in range(2):
+            want = placement(fleet, ("h1", "h2"))
+            r = fleet.hosts[0].hgctl("user", "add", "after%d" % i,
+                                     "--password-stdin",
+                                     input="after-password-%d\n" % i)
+            assert r.returncode == 0, r
+            assert homes(fleet)["after%d" % i] == want, homes(fleet)
     finally:
         keep.close()
         lost.close()
@@ -481,8 +693,10 @@ def test_make_fleet_starts_and_stops_it_all(mode):
         for h in ("h1", "h2", "h3"):
             doc = status_of(s.on(h)).json()
             assert doc["host"]["id"] == h and doc["user"] == "admin", doc
-        t = Term(s.on("h2"))
-        assert t.host == "h2"
+        # The admin was placed on h1, the one host up then: its home.
+        assert s.host == "h1", s.host
+        t = Term(s)
+        assert t.host == "h1"
         # Stopped and started again: the same store, the same session,
         # no second admin.
         r = fleet_sh(env, "stop")

@@ -217,8 +217,19 @@ def test_two_hosts_lost_and_back(hostgate_factory, pg, store):
     hosts = {h["id"]: h for h in ad.get("/api/status").json()["hosts"]}
     assert hosts["ha"]["state"] == "lost", hosts
     assert hosts["ha"]["lost_by"] == "hb", hosts
-    # B works on.
+    # bob's workspace is on A (his home: the one host up when he was
+    # added): B never serves it from its own copy, and says why.
     r = sb.post("/api/run_command", {"command": "echo still"})
+    assert r.status == 503 and r.error()["code"] == "host_down", r
+    assert re.match(r"^host ha is down since \d{4}-\d\d-\d\dT\d\d:\d\d:"
+                    r"\d\d(\.\d+)?Z \(lost: no heartbeat\); user bob's "
+                    r"workspace is there$", r.error()["message"]), r
+    # B works on: a user added now is placed on B (A is down), and served.
+    b.add_user("carol", "carol-password-1")
+    assert {u["name"]: u["home"] for u in b.hgctl_json(
+        "user", "list")}["carol"] == "hb"
+    sc = b.login("carol", "carol-password-1")
+    r = sc.post("/api/run_command", {"command": "echo still"})
     assert r.status == 200 and r.json()["stdout"] == "still\n", r
     assert host_state(pg, store, "hb") == ("up", "")
 

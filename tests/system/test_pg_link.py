@@ -50,11 +50,11 @@ def test_migrate_creates_then_keeps_the_schema(pg):
     url = pg.database()
     r = hgctl({"HOSTGATE_STORE": url}, "store", "migrate")
     assert r.returncode == 0, r.stdout
-    assert "schema version 0 -> 1" in r.stdout
+    assert "schema version 0 -> 2" in r.stdout
     r = hgctl({"HOSTGATE_STORE": url}, "store", "migrate")
-    assert r.returncode == 0 and "schema version 1, up to date" in r.stdout
+    assert r.returncode == 0 and "schema version 2, up to date" in r.stdout
     assert pg.psql(url, "SELECT value FROM meta WHERE key = 'schema'") == \
-        [["1"]]
+        [["2"]]
     tables = {row[0] for row in pg.psql(
         url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
     assert tables == {"meta", "users", "sessions", "tokens", "ratelimits",
@@ -76,7 +76,7 @@ def test_concurrent_migrations_take_turns(pg):
     for t in threads:
         t.join()
     assert all(r.returncode == 0 for r in out), [r.stdout for r in out]
-    assert sum("0 -> 1" in r.stdout for r in out) == 1
+    assert sum("0 -> 2" in r.stdout for r in out) == 1
     assert sum("up to date" in r.stdout for r in out) == 3
 
 
@@ -102,7 +102,7 @@ def test_migrate_refuses_a_newer_schema(pg):
     pg.psql(url, "UPDATE meta SET value = 99 WHERE key = 'schema'")
     r = hgctl({"HOSTGATE_STORE": url}, "store", "migrate")
     assert r.returncode == 1
-    assert "schema version 99, but this hostgate knows versions up to 1 " \
+    assert "schema version 99, but this hostgate knows versions up to 2 " \
         "(a newer hostgate's store?)" in r.stdout
 
 
@@ -118,7 +118,7 @@ def test_unmigrated_store_refused_at_start(pg, mode):
     url = pg.database()
     line = start_refused(mode, {"HOSTGATE_STORE": url})
     assert "HOSTGATE_STORE: the store at " in line
-    assert "is at schema version 0; this hostgate needs 1: run hgctl " \
+    assert "is at schema version 0; this hostgate needs 2: run hgctl " \
         "store migrate" in line
 
 
@@ -126,10 +126,10 @@ def test_unmigrated_store_refused_at_start(pg, mode):
 def test_newer_store_refused_at_start(pg, mode):
     url = pg.database()
     pg.migrate(url)
-    pg.psql(url, "UPDATE meta SET value = 2 WHERE key = 'schema'")
+    pg.psql(url, "UPDATE meta SET value = 3 WHERE key = 'schema'")
     line = start_refused(mode, {"HOSTGATE_STORE": url})
-    assert "is at schema version 2, but this hostgate knows versions up " \
-        "to 1 (a newer hostgate's store?)" in line
+    assert "is at schema version 3, but this hostgate knows versions up " \
+        "to 2 (a newer hostgate's store?)" in line
 
 
 @pytest.mark.parametrize("mode", hglib.MODES)

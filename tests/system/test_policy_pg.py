@@ -2,8 +2,9 @@
 (each its own daemons, state, run directory and port) on one real
 PostgreSQL store, talked to directly (no balancer). A grant made on one
 host is honoured on the others with the same deadline; a revoke, a logout
-or the expiry ends the session's direct processes on every host, and the
-expiry is recorded once; the mode-change and login buckets are the
+or the expiry made on any host ends the session's direct processes (on
+its user's home host, the one that runs them), and the expiry is recorded
+once; the mode-change and login buckets are the
 fleet's, so that 200 concurrent requests spread over the hosts admit
 exactly what one bucket allows."""
 
@@ -141,6 +142,15 @@ def login_everywhere(fleet, who=pl.ADMIN):
                           first.csrf) for hg in fleet.hosts]
 
 
+def on_home(fleet, ss, user=pl.ADMIN[0]):
+    """Of a session's copies on each host, the one on its user's home
+    host: the only host that runs the user's spawns (every user has one,
+    placed when hosts[0] added them)."""
+    home = {u["name"]: u["home"] for u in fleet.hosts[0].hgctl_json(
+        "user", "list")}[user]
+    return ss[fleet.ids.index(home)]
+
+
 def session_id(fleet, session):
     """The session's id, from its row (token_hash: sha256 of the cookie)."""
     h = hashlib.sha256(session.cookie.encode()).hexdigest()
@@ -270,8 +280,10 @@ def burst_bounds(elapsed, burst=RATE, rate=RATE):
 def test_grant_honoured_on_every_host_with_one_deadline(fleet):
     """A grant made on h1 is direct mode on h2 and h3 too, with the same
     absolute deadline in /api/execution-mode and the admin view; a command
-    there runs direct; the revert on h1 is seen everywhere."""
+    on the user's home host runs direct; the revert on h1 is seen
+    everywhere."""
     ss = login_everywhere(fleet)
+    home = on_home(fleet, ss)
     sid = session_id(fleet, ss[0])
     for s in ss:
         assert pl.mode_of(s)["mode"] == "sandbox"
@@ -289,7 +301,7 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
             em = st.json()["execution_mode"]
             assert em["mode"] == "direct", em
             assert em["expires_at"] == g["expires_at"], em
-            assert pl.run(s, "true")["mode"] == "direct"
+        assert pl.run(home, "true")["mode"] == "direct"
         ch = es.wait("mode_changed")
         assert ch["data"]["mode"] == "direct", ch
         assert ch["data"]["expires_at"] == g["expires_at"], ch
@@ -306,7 +318,7 @@ def test_grant_honoured_on_every_host_with_one_deadline(fleet):
             wait_mode(s, "sandbox")
         rv = es.wait("mode_reverted")
         assert rv["data"]["reason"] == "other_host", rv
-        assert pl.run(ss[2], "true")["mode"] == "sandbox"
+        assert pl.run(home, "true")["mode"] == "sandbox"
     finally:
         es.close()
     # Granted and reverted once each, by h1 alone.
@@ -337,10 +349,11 @@ def test_renewal_elsewhere_moves_the_deadline_everywhere(fleet):
 @pytest.mark.parametrize("how", ["revert", "admin_revert", "logout",
                                  "revoke"])
 def test_end_on_one_host_kills_direct_processes_on_all(fleet, how):
-    """A long direct sleep on each host; the grant ended on h2 (by its
-    user, by an admin on h3's admin API, or by logging out on h2): every
-    host kills its own, and the end is recorded once. Revoked (hgctl on
-    h3), the session goes with its grant."""
+    """A long direct sleep on the user's home host (h1, where the
+    session's spawns run); the grant ended on h2 (by its user, by an admin
+    on h3's admin API, or by logging out on h2): the home host kills it,
+    and the end is recorded once. Revoked (hgctl on h3), the session goes
+    with its grant."""
     ss = login_everywhere(fleet)
     sid = session_id(fleet, ss[0])
     pl.grant(ss[0])
@@ -348,8 +361,8 @@ def test_end_on_one_host_kills_direct_processes_on_all(fleet, how):
         wait_mode(s, "direct")
     sleeps = []
     try:
-        for s in ss:
-            sleeps.append(DirectSleep(s))
+        assert on_home(fleet, ss) is ss[0]
+        sleeps.append(DirectSleep(ss[0]))
         if how == "revert":
             r = pl.set_mode(ss[1], "sandbox")
             action, reason = "mode_reverted", "manual"
@@ -390,10 +403,10 @@ def test_end_on_one_host_kills_direct_processes_on_all(fleet, how):
 
 
 def test_expiry_on_every_host_recorded_once(mode, pg):
-    """A short grant made on h1, a direct sleep on each host: at the
-    deadline each host kills its own, every host reports sandbox, the
-    stored deadline is cleared, and exactly one mode_expired record is
-    written (by the host whose UPDATE cleared it)."""
+    """A short grant made on h1, a direct sleep on the user's home host:
+    at the deadline it is killed, every host reports sandbox, the stored
+    deadline is cleared, and exactly one mode_expired record is written
+    (by the host whose UPDATE cleared it)."""
     with running_fleet(mode, pg, "expiry",
                        HOST_EXECUTION_DIRECT_TTL_SECONDS=SHORT_TTL) as fleet:
         ss = login_everywhere(fleet)
@@ -403,8 +416,7 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
         try:
             for s in ss[1:]:
                 wait_mode(s, "direct")
-            for s in ss:
-                sleeps.append(DirectSleep(s))
+            sleeps.append(DirectSleep(on_home(fleet, ss)))
             for sl in sleeps:
                 reply = sl.wait_gone(SHORT_TTL + hglib.SLOW)
                 assert not isinstance(reply, Exception), reply
@@ -427,8 +439,8 @@ def test_expiry_on_every_host_recorded_once(mode, pg):
 
 
 def test_expiry_while_the_store_is_down(mode):
-    """The store stopped before a grant's deadline: at the deadline every
-    host kills its own direct processes all the same, and no login gets
+    """The store stopped before a grant's deadline: at the deadline the
+    home host kills the direct processes all the same, and no login gets
     in (503 with the store's reason: no record, no attempt); once the store
     is back, every host settles the expiry and exactly one record is
     written."""
@@ -443,8 +455,7 @@ def test_expiry_while_the_store_is_down(mode):
         try:
             for s in ss[1:]:
                 wait_mode(s, "direct")
-            for s in ss:
-                sleeps.append(DirectSleep(s))
+            sleeps.append(DirectSleep(on_home(fleet, ss)))
             own_pg.stop()
             for sl in sleeps:
                 sl.wait_gone(SHORT_TTL + hglib.SLOW)

@@ -221,11 +221,16 @@ def sleepers(marker):
 
 
 def test_user_deleted_elsewhere_loses_its_spawns_here(pair):
-    """carol's terminal runs on a; deleted through b, she loses it on a:
-    a kills every spawn of hers (a terminal outlives its WebSocket, and
-    her session's end alone would not end it)."""
+    """carol's terminal runs on her home host; deleted through the other,
+    she loses it on her home: it kills every spawn of hers (a terminal
+    outlives its WebSocket, and her session's end alone would not end
+    it)."""
     a, b = pair
     a.add_user("carol", "carol-password-1")
+    # Placed on the least loaded host: b (alice and bob are a's).
+    home = {u["name"]: u["home"] for u in a.hgctl_json("user", "list")}
+    assert home["carol"] == "b", home
+    a, b = b, a
     s = a.login("carol", "carol-password-1")
     marker = str(7000000 + os.getpid() % 1000000)
     t = sl.Terminal(s)
@@ -383,11 +388,11 @@ def test_unmigrated_store_refused(hostgate_factory, pg):
     p.wait(timeout=hglib.SLOW)
     assert p.returncode != 0
     log = hg.log_text("brokerd")
-    assert "is at schema version 0; this hostgate needs 1: run hgctl " \
+    assert "is at schema version 0; this hostgate needs 2: run hgctl " \
         "store migrate" in log, log
     # hgctl store migrate then makes it usable; again: up to date.
     r = hgctl_env(hg, "store", "migrate")
-    assert r.returncode == 0 and "0 -> 1" in r.stdout, r
+    assert r.returncode == 0 and "0 -> 2" in r.stdout, r
     r = hgctl_env(hg, "store", "migrate")
     assert r.returncode == 0 and "up to date" in r.stdout, r
     hg.start_all()
@@ -420,7 +425,7 @@ def test_store_status(pair, store):
     assert r.returncode == 0, r
     doc = json.loads(r.stdout)
     assert doc["kind"] == "postgresql"
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert doc["counts"]["users"] == 2
     assert doc["counts"]["sessions"] == 1
     r = hgctl_env(a, "store", "status")

@@ -483,6 +483,7 @@ test_errors_roles_flags(void **state)
 		{ ERR_MISDIRECTED, 421 }, { ERR_TOO_LARGE, 413 },
 		{ ERR_NO_SPACE, 507 }, { ERR_RATE_LIMITED, 429 },
 		{ ERR_INTERNAL, 500 }, { ERR_UNAVAILABLE, 503 },
+		{ ERR_HOST_DOWN, 503 },
 	};
 	const struct proto_error	*e;
 	const struct proto_role		*r;

@@ -352,6 +352,44 @@ test_csrf(void **state)
 	assert_false(session_csrf_ok(NULL, f->csrf));
 }
 
+/* A fleet's token names its user's home host, and is looked up as any. */
+static void
+test_token_names_its_home(void **state)
+{
+	struct fixture	*f = *state;
+	struct session	*s;
+	struct token	*t;
+	char		 bearer[TOKEN_BEARER_MAX], host[HOME_HOST_MAX + 1];
+	char		 longest[HOME_HOST_MAX + 1];
+
+	s = create_ok(f, "alice");
+	t = token_create_home("alice", s->id, "h2", bearer, sizeof(bearer));
+	assert_non_null(t);
+	assert_true(strncmp(bearer, "hgt_h2.", 7) == 0);
+	assert_int_equal(strlen(bearer), 7 + 43);
+	assert_ptr_equal(token_lookup(bearer), t);
+	assert_int_equal(home_token_host(bearer, host, sizeof(host)), 1);
+	assert_string_equal(host, "h2");
+	/* The host is part of the secret: another one is no token. */
+	bearer[5] = '3';
+	assert_null(token_lookup(bearer));
+	/* No host: one host's form. */
+	assert_non_null(token_create_home("alice", NULL, NULL, bearer,
+	    sizeof(bearer)));
+	assert_int_equal(home_token_host(bearer, host, sizeof(host)), 0);
+	/* The longest host id fits TOKEN_BEARER_MAX; a bad one is refused. */
+	memset(longest, 'a', HOME_HOST_MAX);
+	longest[HOME_HOST_MAX] = '\0';
+	assert_non_null(token_create_home("alice", NULL, longest, bearer,
+	    sizeof(bearer)));
+	assert_int_equal(strlen(bearer), sizeof(bearer) - 1);
+	assert_null(token_create_home("alice", NULL, "H2", bearer,
+	    sizeof(bearer)));
+	assert_null(token_create_home("alice", NULL, "h.2", bearer,
+	    sizeof(bearer)));
+	assert_null(token_create_home("alice", NULL, "h2", bearer, 49));
+}
+
 /* Tokens bound to a session die with it, standalone ones do not. */
 static void
 test_tokens_bound_and_standalone(void **state)
@@ -1204,6 +1242,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_pages, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_tokens_bound_and_standalone, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_token_names_its_home, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_token_create_refused,
 		    setup, teardown),
 		cmocka_unit_test_setup_teardown(test_user_names, setup,

@@ -254,7 +254,7 @@ export class AdminView {
         dateTime(s.last_seen),
         mode,
         s.permission ? permissionLabel(s.permission) : '—',
-        ...(fleet ? [s.host ?? '—'] : []),
+        ...(fleet ? [s.host ?? '—', s.home ?? '—'] : []),
         `${running} running${s.terminals.length > running ? `, ${s.terminals.length - running} ended` : ''}`,
         this.limits
           ? h('span', {
@@ -269,7 +269,7 @@ export class AdminView {
     });
     return table(
       'Login sessions',
-      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', ...(fleet ? ['Host'] : []), 'Terminals', 'Usage', ...(containers ? ['Container'] : []), ''],
+      ['User', 'Session', 'Created', 'Last seen', 'Mode', 'Permission', ...(fleet ? ['Host', 'Home'] : []), 'Terminals', 'Usage', ...(containers ? ['Container'] : []), ''],
       rows,
       'table-sessions',
     );

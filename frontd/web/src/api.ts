@@ -131,6 +131,8 @@ export interface AdminSession {
   remaining_seconds: number | null;
   permission?: Permission;
   host?: string | null;
+  // In a fleet: the user's home host, which holds their workspace.
+  home?: string | null;
   terminals: { id: string; running: boolean; mode: Mode; host?: string; state?: string }[];
   container?: string | null;
   usage?: Usage | null;
