@@ -19,10 +19,7 @@ import sandboxlib as sl
 
 
 # The configuration of `hg` (conftest.py): pooled per mode.
-# Its own ("own"): on an instance other modules had used first, its two
-# user-mode terminal tests waited SLOW for records that never came (the
-# cause is not yet found), as they never did on an instance of its own.
-HOSTGATE = dict(pl.config(), own="recording")
+HOSTGATE = pl.config()
 
 
 def recordings_dir(hg):
