@@ -55,8 +55,19 @@ const struct ipc_handler broker_handlers[] = {
 
 static const struct ipc_peer_cbs broker_cbs = { broker_ready, broker_closed };
 
+/*
+ * The links of brokerd's uid, oldest first. Exit events go to the newest
+ * (a restarted brokerd's); when it goes, to the newest left, since a link
+ * that came and went (a probe of the same uid) leaves brokerd's own open.
+ */
+struct broker_link {
+	struct ipc_peer			*peer;
+	TAILQ_ENTRY(broker_link)	 entry;
+};
+static TAILQ_HEAD(broker_link_head, broker_link) broker_links =
+    TAILQ_HEAD_INITIALIZER(broker_links);
+
 static struct config	*broker_conf;
-static struct ipc_peer	*broker_peer;	/* for exit events */
 static int64_t		 broker_started;	/* wall seconds, for hgctl status */
 
 /*
@@ -640,16 +651,26 @@ broker_egress_update(struct ipc_peer *p, struct ipc_msg *m)
 	egress_update(m->obj);
 }
 
+/* The link exit events and egress records go to, or NULL. */
+static struct ipc_peer *
+broker_peer(void)
+{
+	struct broker_link	*l;
+
+	l = TAILQ_LAST(&broker_links, broker_link_head);
+	return l != NULL ? l->peer : NULL;
+}
+
 /* egressd's egress_log, its user and session sandboxd's: to brokerd. */
 static void
 broker_egress_log(struct json_object *o)
 {
-	if (broker_peer == NULL) {
+	if (broker_peer() == NULL) {
 		log_warnx("egress record of spawn %s lost: brokerd is not "
 		    "linked", json_str(o, "spawn"));
 		return;
 	}
-	if (ipc_send(broker_peer, json_object_get(o), NULL, 0) == -1)
+	if (ipc_send(broker_peer(), json_object_get(o), NULL, 0) == -1)
 		log_warnx("egress record of spawn %s lost: brokerd's queue "
 		    "is full", json_str(o, "spawn"));
 }
@@ -666,7 +687,7 @@ broker_proc_exited(struct proc *pr)
 {
 	struct json_object	*req, *bypass;
 
-	if (broker_peer == NULL)
+	if (broker_peer() == NULL)
 		return;
 	req = json_object_new_object();
 	json_object_object_add(req, "type",
@@ -682,20 +703,33 @@ broker_proc_exited(struct proc *pr)
 	if (spawn_recording(pr) != NULL)
 		json_object_object_add(req, "recording",
 		    json_object_get(spawn_recording(pr)));
-	ipc_request(broker_peer, req, NULL, 0, 5000, broker_event_ack, NULL);
+	ipc_request(broker_peer(), req, NULL, 0, 5000, broker_event_ack, NULL);
 }
 
+/* A link of brokerd's uid said hello: the newest takes the events. */
 static void
 broker_ready(struct ipc_peer *p)
 {
-	broker_peer = p;
+	struct broker_link	*l;
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		fatal("%s", __func__);
+	l->peer = p;
+	TAILQ_INSERT_TAIL(&broker_links, l, entry);
 }
 
+/* A link went: the events go to the newest of those left. */
 static void
 broker_closed(struct ipc_peer *p)
 {
-	if (broker_peer == p)
-		broker_peer = NULL;
+	struct broker_link	*l;
+
+	TAILQ_FOREACH(l, &broker_links, entry)
+		if (l->peer == p) {
+			TAILQ_REMOVE(&broker_links, l, entry);
+			free(l);
+			break;
+		}
 	files_peer_gone(p);
 }
 

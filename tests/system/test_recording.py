@@ -19,10 +19,7 @@ import sandboxlib as sl
 
 
 # The configuration of `hg` (conftest.py): pooled per mode.
-# Its own ("own"): on an instance other modules had used first, its two
-# user-mode terminal tests waited SLOW for records that never came (the
-# cause is not yet found), as they never did on an instance of its own.
-HOSTGATE = dict(pl.config(), own="recording")
+HOSTGATE = pl.config()
 
 
 def recordings_dir(hg):
@@ -122,6 +119,34 @@ def test_direct_terminal_is_recorded(hg):
     bob = hg.login(*pl.USER)
     r = bob.get("/api/admin/recordings/" + t.id)
     assert r.status == 403, r
+
+
+def test_recorded_after_another_brokerd_link_went(hg):
+    """A second link of brokerd's uid to sandboxd that says hello and goes
+    (test_privsep's control probe does, user mode; a brokerd restarted
+    while the old one lingers) leaves brokerd's own link the one told of a
+    terminal's end: the recording record still comes."""
+    gone = "brokerd disconnected"
+    before = hg.log_text("sandboxd").count(gone)
+    other = hglib.SandboxClient(hg)
+    try:
+        res, err = other.call("health")
+        assert err is None and "backend" in res, (res, err)
+    finally:
+        other.close()
+    hglib.wait_for(lambda: hg.log_text("sandboxd").count(gone) > before,
+                   what="sandboxd saw the other link go")
+    alice = hg.login(*pl.ADMIN)
+    pl.grant(alice)
+    with sl.terminal(alice) as t:
+        assert relays(hg), "a recorded terminal has a relay"
+        out, _ = t.run("echo AFTER-LINK-$((3 * 3))")
+        assert out.strip() == "AFTER-LINK-9", out
+    d = recording_record(hg, t.id)["detail"]
+    path = os.path.join(recordings_dir(hg), d["file"])
+    with open(path, "rb") as f:
+        assert d["sha256"] == hashlib.sha256(f.read()).hexdigest(), d
+    assert pl.wait_audit(hg, action="terminal_exited", detail_id=t.id)
 
 
 @pytest.mark.parametrize("path", [
