@@ -107,12 +107,20 @@ static void	front_closed(struct ipc_peer *);
 static const struct ipc_peer_cbs front_cbs = { NULL, front_closed };
 
 static struct config	*front_conf;
-/* What the last frontd told of itself (front_info). */
-static struct {
-	struct ipc_peer	*peer;		/* NULL: no frontd connected */
+/*
+ * What the frontd links told of themselves (front_info), newest last told
+ * first shown. More than one: a link of frontd's uid that says hello and
+ * goes (a probe, a frontd restarted while the old one lingers) must not
+ * hide the frontd still linked.
+ */
+#define FRONT_SEEN_MAX	8
+static struct front_seen {
+	struct ipc_peer	*peer;		/* NULL: a free slot */
 	char		 version[32];
 	int64_t		 started;	/* wall seconds, 0 when not told */
-} front_seen;
+	uint64_t	 order;		/* when it was told, the newest highest */
+} front_seen[FRONT_SEEN_MAX];
+static uint64_t		 front_seen_order;
 static struct rl_table	*front_rl_user;
 static struct rl_table	*front_rl_addr;
 static char		 front_rid[LOG_REQUEST_ID_LEN + 1]; /* of this request */
@@ -899,9 +907,11 @@ static void
 front_closed(struct ipc_peer *p)
 {
 	struct front_pending	*fp;
+	size_t			 i;
 
-	if (front_seen.peer == p)
-		front_seen.peer = NULL;
+	for (i = 0; i < FRONT_SEEN_MAX; i++)
+		if (front_seen[i].peer == p)
+			front_seen[i].peer = NULL;
 	TAILQ_FOREACH(fp, &front_pendings, entry)
 		if (fp->peer == p)
 			fp->peer = NULL;
@@ -915,15 +925,28 @@ front_closed(struct ipc_peer *p)
 static void
 front_info(struct ipc_peer *p, struct ipc_msg *m)
 {
-	const char	*v;
-	int64_t		 started = 0;
+	struct front_seen	*f = &front_seen[0];
+	const char		*v;
+	int64_t			 started = 0;
+	size_t			 i;
 
 	v = json_str(m->obj, "version");
 	json_int(m->obj, "started", &started);
-	front_seen.peer = p;
-	log_escape(v != NULL ? v : "?", (size_t)-1, front_seen.version,
-	    sizeof(front_seen.version));
-	front_seen.started = started;
+	/* Its own slot, else a free one, else the one told longest ago. */
+	for (i = 0; i < FRONT_SEEN_MAX; i++) {
+		if (front_seen[i].peer == p) {
+			f = &front_seen[i];
+			break;
+		}
+		if (f->peer != NULL && (front_seen[i].peer == NULL ||
+		    front_seen[i].order < f->order))
+			f = &front_seen[i];
+	}
+	f->peer = p;
+	log_escape(v != NULL ? v : "?", (size_t)-1, f->version,
+	    sizeof(f->version));
+	f->started = started;
+	f->order = ++front_seen_order;
 }
 
 /*
@@ -941,19 +964,24 @@ struct json_object *
 front_info_json(void)
 {
 	struct json_object	*o;
+	struct front_seen	*f = NULL;
+	size_t			 i;
 
+	for (i = 0; i < FRONT_SEEN_MAX; i++)
+		if (front_seen[i].peer != NULL && (f == NULL ||
+		    front_seen[i].order > f->order))
+			f = &front_seen[i];
 	o = json_object_new_object();
-	json_object_object_add(o, "up",
-	    json_object_new_boolean(front_seen.peer != NULL));
-	if (front_seen.peer == NULL) {
+	json_object_object_add(o, "up", json_object_new_boolean(f != NULL));
+	if (f == NULL) {
 		json_object_object_add(o, "reason",
 		    json_object_new_string("frontd is not connected"));
 		return o;
 	}
 	json_object_object_add(o, "version",
-	    json_object_new_string(front_seen.version));
-	json_object_object_add(o, "started", front_seen.started > 0 ?
-	    json_object_new_int64(front_seen.started) : NULL);
+	    json_object_new_string(f->version));
+	json_object_object_add(o, "started", f->started > 0 ?
+	    json_object_new_int64(f->started) : NULL);
 	return o;
 }
 

@@ -1128,10 +1128,12 @@ class SandboxClient:
     the hello exchanged, then requests and their replies (with fds).
     sandboxd's own requests (proc_exited...) are answered {} on the way."""
 
-    def __init__(self, hg, timeout=SLOW):
-        path = os.path.join(hg.run, SOCK_SANDBOX)
+    def __init__(self, hg, timeout=SLOW, sock=SOCK_SANDBOX, role="brokerd"):
+        """role's end of sock (brokerd's of sandbox.sock by default;
+        frontd's of SOCK_FRONT, say), as role's uid."""
+        path = os.path.join(hg.run, sock)
         if hg.mode == "root":
-            uid, gid = account(SERVICE_USERS["brokerd"])
+            uid, gid = account(SERVICE_USERS[role])
         elif hg.run_as:
             uid, gid = hg.run_as
         else:
@@ -1156,7 +1158,7 @@ class SandboxClient:
                     os.setegid(os.getgid())
             return s
         self.s = wait_for(connected, what="%s listening" % path)
-        self.s.send(hello("brokerd"))
+        self.s.send(hello(role))
         data, fds, _, _ = socket.recv_fds(self.s, 65536, 8)
         for fd in fds:
             os.close(fd)

@@ -427,6 +427,27 @@ def test_status_running(own):
     assert "\nsandboxd\tyes\t%s\t" % version in text, text
 
 
+def test_status_frontd_after_another_frontd_link_went(own):
+    """A second link of frontd's uid that tells brokerd of itself and goes
+    (test_privsep's jailed probe does) leaves frontd's own link the one
+    hgctl status shows: up, its version."""
+    gone = "frontd disconnected"
+    before = own.log_text("brokerd").count(gone)
+    other = hglib.SandboxClient(own, sock=hglib.SOCK_FRONT, role="frontd")
+    try:
+        other.s.send(json.dumps({"type": "front_info", "version": "probe",
+                                 "started": 1}).encode())
+        # Answered after the one-way message: brokerd has taken it.
+        res, err = other.call("health")
+        assert err is None, err
+    finally:
+        other.close()
+    hglib.wait_for(lambda: own.log_text("brokerd").count(gone) > before,
+                   what="brokerd saw the other link go")
+    d = own.hgctl_json("status")["daemons"]["frontd"]
+    assert d["up"] is True and d["version"] == project_version(), d
+
+
 def test_status_audit_head_is_the_last_record(own):
     # Nothing is audited between these two calls of this test's own.
     doc = own.hgctl_json("status")
