@@ -16,6 +16,24 @@ async function type(page, line) {
 
 export default async function ({ main, users, newPage, shot }) {
   const page = await newPage();
+  // Count the panel's own closes of terminal WebSockets: frontd ends them.
+  await page.addInitScript(() => {
+    window.__termCloses = 0;
+    const close = WebSocket.prototype.close;
+    WebSocket.prototype.close = function (...args) {
+      if (this.url.includes('/api/terminals/')) window.__termCloses++;
+      return close.apply(this, args);
+    };
+  });
+  // The frames of each terminal's WebSocket, as the browser received them.
+  const frames = new Map();
+  page.on('websocket', (ws) => {
+    const m = ws.url().match(/\/api\/terminals\/([^/]+)\/ws$/);
+    if (!m) return;
+    const list = [];
+    frames.set(decodeURIComponent(m[1]), list);
+    ws.on('framereceived', (f) => list.push(f.payload));
+  });
   await login(page, main.url, 'bob', users.bob.password);
   await page.locator('.term-host:not([hidden]) .xterm').waitFor();
   let id = await page.locator('.term-item.active').getAttribute('data-id');
@@ -45,6 +63,15 @@ export default async function ({ main, users, newPage, shot }) {
     check(/exited with status 3/.test(banner), `try ${i}: the banner says the status: ${banner}`);
     const state = await page.locator(`.term-item[data-id="${id}"] .term-state`).textContent();
     check(state === 'exited', `try ${i}: listed as ${state}`);
+    // The capture: the exit message is the last frame, after the output.
+    const got = frames.get(id) ?? [];
+    const last = got.length ? got[got.length - 1] : '';
+    check(
+      typeof last === 'string' && JSON.parse(last).message === 'exited with status 3',
+      `try ${i}: the last frame is the exit message: ${String(last).slice(0, 200)}`,
+    );
   }
+  const closes = await page.evaluate(() => window.__termCloses);
+  check(closes === 0, `the panel closed ${closes} terminal WebSockets itself`);
   await shot(page, 'terminal-exit');
 }
