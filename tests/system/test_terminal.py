@@ -149,7 +149,10 @@ def read_to_close(ws, timeout=hglib.SLOW):
 
 
 def numbers(out):
-    """The lines of output that are numbers alone, as ints."""
+    """The lines of output that are numbers alone, as ints (the shell's
+    escape sequences, e.g. bracketed paste's, and carriage returns
+    count as nothing)."""
+    out = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", out).replace(b"\r", b"\n")
     return [int(n) for n in re.findall(rb"^(\d+)$", out, re.M)]
 
 
