@@ -40,7 +40,7 @@ struct term {
 	int			 running;
 	int64_t			 open_seq;	/* its terminal_open record */
 	int64_t			 started;	/* monotonic ms */
-	const char		*end_reason;	/* set by a kill: kill, expiry */
+	const char		*end_reason;	/* kill, admin_kill, expiry */
 	int64_t			 resizes;	/* as frontd reported them */
 	TAILQ_ENTRY(term)	 entry;
 };
@@ -1045,7 +1045,7 @@ spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 		    "take the record of the kill; the terminal is left open");
 		return;
 	}
-	t->end_reason = "kill";
+	t->end_reason = "admin_kill";
 	if (!t->running) {
 		ipc_reply(p, m, NULL, NULL, 0);
 		return;
@@ -1053,15 +1053,22 @@ spawn_admin_kill(struct ipc_peer *p, struct ipc_msg *m, struct ident *id)
 	spawn_terminal_ask(p, m, id, MSG_HANGUP, t);
 }
 
-/* sandboxd went away: its processes died with it (--die-with-parent). */
+/*
+ * sandboxd went away: its processes died with it (--die-with-parent). Their
+ * clients are told, as of any other end.
+ */
 void
 spawn_sandbox_gone(void)
 {
-	struct term	*t;
+	struct json_object	*d;
+	struct term		*t;
 
 	TAILQ_FOREACH(t, &terms, entry)
-		if (t->running)
-			json_object_put(spawn_term_end(t, -1, "restart"));
+		if (t->running) {
+			d = spawn_term_end(t, -1, "restart");
+			hosts_spawn_event(&d, t->id);
+			events_emit(NULL, t->user, "terminal_exited", d);
+		}
 }
 
 /* Our live rows again (another host had declared us lost, and dropped them). */

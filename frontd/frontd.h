@@ -222,6 +222,8 @@ int	 ws_origin_allowed(struct http_request *);
 void	 ws_origins_init(const struct config *, const char *bound);
 /* GET /api/terminals/{id}/ws: authorize, upgrade, bridge to the pty. */
 void	 ws_handle(struct http_request *);
+/* An event from brokerd: a terminal_exited ends its terminal's bridge. */
+void	 ws_deliver(struct json_object *);
 
 /* mcp.c */
 /* JSON-RPC and MCP error codes. */

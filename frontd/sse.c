@@ -107,7 +107,10 @@ sse_match(struct sse *s, struct json_object *ev)
 	return session == NULL || strcmp(session, s->session) == 0;
 }
 
-/* An event from brokerd: deliver it to the streams it is for. */
+/*
+ * An event from brokerd: deliver it to the streams it is for (and to the
+ * MCP streams and terminal bridges it concerns).
+ */
 void
 sse_deliver(struct ipc_peer *p, struct ipc_msg *m)
 {
@@ -117,6 +120,7 @@ sse_deliver(struct ipc_peer *p, struct ipc_msg *m)
 	int		 end;
 
 	mcp_deliver(m->obj);
+	ws_deliver(m->obj);
 	for (s = TAILQ_FIRST(&sse_all); s != NULL; s = next) {
 		next = TAILQ_NEXT(s, entry);
 		if (s->closing || !sse_match(s, m->obj))

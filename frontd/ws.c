@@ -3,13 +3,21 @@
  * attach and relays a dup of the pty master from sandboxd; frontd then
  * bridges WebSocket frames (libwslay) and the pty, so that terminal bytes
  * never pass through brokerd. Binary frames are raw pty bytes both ways;
- * text frames are JSON control messages ({"type":"resize",...}).
+ * text frames are JSON control messages ({"type":"resize",...} from the
+ * client, one {"type":"exit",...} from frontd when the terminal ends).
+ *
+ * A terminal's end reaches frontd twice, in no set order: the pty reads end
+ * of file (every byte of output has been read and queued), and brokerd's
+ * terminal_exited event says how it ended. The bridge closes itself once it
+ * has both, the output first, then the exit message, then a close frame
+ * whose reason says the same in words; clients never need to close it.
  */
 #include <sys/types.h>
 #include <sys/ioctl.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +46,12 @@
 #define WS_INPUT_BUF	(256 * 1024)
 #define WS_PING_SECS	30
 #define WS_ATTACH_MS	5000
+/*
+ * How long one half of a terminal's end waits for the other: the status
+ * after the pty's end (brokerd may be down), or the pty's end after the
+ * status (a process that left the cgroup may hold the pty open).
+ */
+#define WS_END_WAIT_SECS	5
 
 struct ws {
 	struct bufferevent	*bev;
@@ -53,6 +67,10 @@ struct ws {
 	int			 held;		/* client reads stopped: the same */
 	int			 too_big;	/* a frame announced too much */
 	int			 evicted;	/* another viewer took over */
+	int			 pty_done;	/* the pty's end: output all read */
+	int			 ending;	/* the exit and close are queued */
+	struct json_object	*end;		/* terminal_exited's data, once */
+	struct event		*ev_end;	/* the wait for the other half */
 	uint8_t			 hdr[14];	/* ws_track: a header so far */
 	size_t			 hlen;
 	uint64_t		 skip;		/* payload bytes still to come */
@@ -71,6 +89,7 @@ static TAILQ_HEAD(, ws)	ws_all = TAILQ_HEAD_INITIALIZER(ws_all);
 static void	ws_free(struct ws *, const char *);
 static void	ws_track(struct ws *, const uint8_t *, size_t);
 static void	ws_pump(struct ws *);
+static void	ws_end(struct ws *);
 
 /* Sec-WebSocket-Accept for a key (RFC 6455, 4.2.2). */
 static void
@@ -423,7 +442,7 @@ ws_pump(struct ws *w)
 	if (!w->paused && evbuffer_get_length(out) > WS_HIGH_WATER) {
 		w->paused = 1;
 		event_del(w->ev_pty);
-	} else if (w->paused && !w->evicted &&
+	} else if (w->paused && !w->evicted && !w->pty_done && !w->ending &&
 	    evbuffer_get_length(out) < WS_HIGH_WATER / 4) {
 		w->paused = 0;
 		event_add(w->ev_pty, NULL);
@@ -468,11 +487,13 @@ ws_pty_read(evutil_socket_t fd, short ev, void *arg)
 	if (n == -1 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		/* EIO: every slave fd is closed, the shell has exited. */
+		/*
+		 * EIO: every slave fd is closed and what they wrote has been
+		 * read (the kernel keeps it for the master until then).
+		 */
 		event_del(w->ev_pty);
-		wslay_event_queue_close(w->ctx, WSLAY_CODE_NORMAL_CLOSURE,
-		    (const uint8_t *)"terminal exited", 15);
-		ws_pump(w);
+		w->pty_done = 1;
+		ws_end(w);
 		return;
 	}
 	msg.opcode = WSLAY_BINARY_FRAME;
@@ -505,6 +526,174 @@ ws_ping(evutil_socket_t fd, short ev, void *arg)
 	ws_pump(w);
 }
 
+/*
+ * How a terminal ended, in the words its viewer is shown, from the data of
+ * brokerd's terminal_exited event (NULL: frontd never learnt it).
+ */
+static void
+ws_end_words(struct json_object *d, char *buf, size_t len)
+{
+	const char	*reason, *name;
+	int64_t		 code, sig;
+
+	reason = d != NULL ? json_str(d, "reason") : NULL;
+	if (reason == NULL)
+		snprintf(buf, len, "terminal exited");
+	else if (strcmp(reason, "oom") == 0)
+		snprintf(buf, len, "killed: memory limit");
+	else if (strcmp(reason, "expiry") == 0)
+		snprintf(buf, len, "killed: direct mode expired");
+	else if (strcmp(reason, "admin_kill") == 0)
+		snprintf(buf, len, "killed by an admin");
+	else if (strcmp(reason, "kill") == 0)
+		snprintf(buf, len, "closed by its user");
+	else if (strcmp(reason, "restart") == 0)
+		snprintf(buf, len, "ended: hostgate restarted");
+	else if (json_int(d, "signal", &sig) == 0 && sig > 0 && sig < 128) {
+		if ((name = sigabbrev_np(sig)) != NULL)
+			snprintf(buf, len, "killed by signal SIG%s", name);
+		else
+			snprintf(buf, len, "killed by signal %lld",
+			    (long long)sig);
+	} else if (json_int(d, "exit_code", &code) == 0)
+		snprintf(buf, len, "exited with status %lld", (long long)code);
+	else
+		snprintf(buf, len, "terminal exited");
+}
+
+/*
+ * The exit message: {"type": "exit", "reason", "exit_code", "signal",
+ * "signal_name", "message"}, null where not known.
+ */
+static struct json_object *
+ws_end_json(struct json_object *d, const char *words)
+{
+	struct json_object	*o, *v;
+	const char		*name;
+	char			 buf[32];
+	int64_t			 sig;
+
+	o = json_object_new_object();
+	json_object_object_add(o, "type", json_object_new_string("exit"));
+	json_object_object_add(o, "reason", d != NULL &&
+	    json_object_object_get_ex(d, "reason", &v) ?
+	    json_object_get(v) : NULL);
+	json_object_object_add(o, "exit_code", d != NULL &&
+	    json_object_object_get_ex(d, "exit_code", &v) ?
+	    json_object_get(v) : NULL);
+	json_object_object_add(o, "signal", d != NULL &&
+	    json_object_object_get_ex(d, "signal", &v) ?
+	    json_object_get(v) : NULL);
+	name = d != NULL && json_int(d, "signal", &sig) == 0 && sig > 0 &&
+	    sig < 128 ? sigabbrev_np(sig) : NULL;
+	snprintf(buf, sizeof(buf), "SIG%s", name != NULL ? name : "");
+	json_object_object_add(o, "signal_name", name != NULL ?
+	    json_object_new_string(buf) : NULL);
+	json_object_object_add(o, "message", json_object_new_string(words));
+	return o;
+}
+
+/*
+ * The terminal has ended: its exit message after the last output, then a
+ * close frame (1000) whose reason is the same words. The bridge is freed
+ * once the client answers the close (or after the close, on its EOF).
+ */
+static void
+ws_finish(struct ws *w)
+{
+	struct wslay_event_msg	 msg;
+	struct json_object	*o;
+	const char		*text;
+	char			 words[124];	/* a close reason's room */
+
+	w->ending = 1;
+	event_del(w->ev_pty);
+	evtimer_del(w->ev_end);
+	ws_end_words(w->end, words, sizeof(words));
+	log_info("%s: terminal %s ended: %s", w->peer, w->id, words);
+	o = ws_end_json(w->end, words);
+	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	msg.opcode = WSLAY_TEXT_FRAME;
+	msg.msg = (const uint8_t *)text;
+	msg.msg_length = strlen(text);
+	wslay_event_queue_msg(w->ctx, &msg);
+	json_object_put(o);
+	/*
+	 * Sent before the close is queued: wslay sends queued control
+	 * frames ahead of queued messages.
+	 */
+	if (wslay_event_send(w->ctx) != 0) {
+		ws_free(w, "protocol error");
+		return;
+	}
+	wslay_event_queue_close(w->ctx, WSLAY_CODE_NORMAL_CLOSURE,
+	    (const uint8_t *)words, strlen(words));
+	ws_pump(w);
+}
+
+/* The other half of the terminal's end is late: close without it. */
+static void
+ws_end_late(evutil_socket_t fd, short ev, void *arg)
+{
+	struct ws	*w = arg;
+	struct timeval	 tv = { WS_END_WAIT_SECS, 0 };
+
+	if (!w->pty_done && w->paused) {
+		/* Its output still goes out, to a slow client: wait on. */
+		evtimer_add(w->ev_end, &tv);
+		return;
+	}
+	if (!w->pty_done)
+		log_info("%s: terminal %s exited, its pty still open",
+		    w->peer, w->id);
+	else
+		log_info("%s: terminal %s: no exit status from brokerd",
+		    w->peer, w->id);
+	ws_finish(w);
+}
+
+/* One half of the terminal's end is known: finish, or wait for the other. */
+static void
+ws_end(struct ws *w)
+{
+	struct timeval	 tv = { WS_END_WAIT_SECS, 0 };
+
+	if (w->ending || w->evicted)
+		return;
+	if (w->pty_done && w->end != NULL)
+		ws_finish(w);
+	else if (!evtimer_pending(w->ev_end, NULL))
+		evtimer_add(w->ev_end, &tv);
+}
+
+/*
+ * An event from brokerd: a terminal_exited says how the terminal of a
+ * bridge ended. Its id is HEX16, or HOST.HEX16 in a fleet, where a bridge
+ * is always on the terminal's own host.
+ */
+void
+ws_deliver(struct json_object *ev)
+{
+	struct json_object	*d;
+	struct ws		*w;
+	const char		*name, *id, *dot;
+
+	name = json_str(ev, "event");
+	if (name == NULL || strcmp(name, "terminal_exited") != 0 ||
+	    !json_object_object_get_ex(ev, "data", &d) ||
+	    (id = json_str(d, "id")) == NULL)
+		return;
+	if ((dot = strrchr(id, '.')) != NULL)
+		id = dot + 1;
+	TAILQ_FOREACH(w, &ws_all, entry)
+		if (strcmp(w->id, id) == 0 && !w->ending) {
+			json_object_put(w->end);
+			w->end = json_object_get(d);
+			ws_end(w);
+			return;
+		}
+}
+
 /* Close a bridge and free it. */
 static void
 ws_free(struct ws *w, const char *why)
@@ -515,6 +704,8 @@ ws_free(struct ws *w, const char *why)
 	event_free(w->ev_pty);
 	event_free(w->ev_ptyw);
 	event_free(w->ev_ping);
+	event_free(w->ev_end);
+	json_object_put(w->end);
 	evbuffer_free(w->to_pty);
 	wslay_event_context_free(w->ctx);
 	bufferevent_free(w->bev);
@@ -538,6 +729,7 @@ ws_evict(struct ws *w)
 	w->evicted = 1;
 	event_del(w->ev_pty);
 	event_del(w->ev_ptyw);
+	evtimer_del(w->ev_end);
 	/* Its input is for no terminal now: read on, for the close reply. */
 	evbuffer_drain(w->to_pty, evbuffer_get_length(w->to_pty));
 	ws_input_resume(w);
@@ -603,8 +795,9 @@ ws_attached(struct ipc_peer *p, struct ipc_msg *m, void *arg)
 	    ws_pty_write, w);
 	w->ev_ping = event_new(bufferevent_get_base(w->bev), -1, EV_PERSIST,
 	    ws_ping, w);
+	w->ev_end = evtimer_new(bufferevent_get_base(w->bev), ws_end_late, w);
 	if (w->to_pty == NULL || w->ev_pty == NULL || w->ev_ptyw == NULL ||
-	    w->ev_ping == NULL)
+	    w->ev_ping == NULL || w->ev_end == NULL)
 		fatalx("%s: out of memory", __func__);
 	/* One viewer per terminal: a reload takes the terminal over. */
 	TAILQ_FOREACH(old, &ws_all, entry)

@@ -310,7 +310,12 @@ record_relay(struct relay *r, int inner, int outer)
 			record_resize(r, outer, inner);
 		}
 		fflush(r->cast);
-		pfd[0].fd = inner;
+		/*
+		 * While output waits for the outer side, the inner one is
+		 * left alone: its hangup, reported whatever is asked, would
+		 * wake the loop without end (and is read after the wait).
+		 */
+		pfd[0].fd = olen == 0 || ilen > 0 ? inner : -1;
 		pfd[0].events = (olen == 0 ? POLLIN : 0) |
 		    (ilen > 0 ? POLLOUT : 0);
 		pfd[1].fd = outer_gone ? -1 : outer;
@@ -322,8 +327,13 @@ record_relay(struct relay *r, int inner, int outer)
 				continue;
 			break;
 		}
-		if (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-			n = olen == 0 ? read(inner, obuf, sizeof(obuf)) : -1;
+		/*
+		 * Read only with room: the shell's side closed (POLLHUP) ends
+		 * the loop once the read says so (EIO), after what it left.
+		 */
+		if (olen == 0 && (pfd[0].revents & (POLLIN | POLLHUP |
+		    POLLERR))) {
+			n = read(inner, obuf, sizeof(obuf));
 			if (n > 0) {
 				record_output(r, obuf, n);
 				olen = n;
@@ -332,10 +342,13 @@ record_relay(struct relay *r, int inner, int outer)
 			    errno != EINTR))
 				break;	/* the shell's side closed: EIO */
 		}
-		if ((pfd[0].revents & POLLOUT) && ilen > 0) {
+		if ((pfd[0].revents & (POLLOUT | POLLHUP | POLLERR)) &&
+		    ilen > 0) {
 			n = write(inner, ibuf + ioff, ilen - ioff);
 			if (n > 0 && (ioff += n) == ilen)
 				ilen = ioff = 0;
+			else if (n == -1 && errno != EAGAIN && errno != EINTR)
+				ilen = ioff = 0;	/* no shell to take it */
 		}
 		if (pfd[1].revents & POLLIN) {
 			n = read(outer, ibuf, sizeof(ibuf));

@@ -5,12 +5,14 @@ sender its connection."""
 import json
 import re
 import struct
+import time
 
 import pytest
 
 import hglib
+import policylib as pl
 import sandboxlib as sl
-from sandboxlib import OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_TEXT
+from sandboxlib import OP_BINARY, OP_CLOSE, OP_CONT, OP_PING, OP_PONG, OP_TEXT
 
 MiB = 1 << 20
 
@@ -118,6 +120,136 @@ def test_shell_exit_closes_with_1000(hg, bob):
             e = sl.terminal_listed(bob, t.id)
             return e is None or e["running"] is False
         hglib.wait_for(ended, what="the terminal not running")
+    finally:
+        t.close()
+
+
+def read_to_close(ws, timeout=hglib.SLOW):
+    """Every frame until the server's close: (pty output with \\r\\n as
+    \\n, the JSON text messages, close code, close reason). Output after
+    a text message fails: the exit message comes after the last byte."""
+    out, texts = b"", []
+    deadline = time.monotonic() + timeout
+    while True:
+        f = ws.recv_frame(max(0.01, deadline - time.monotonic()))
+        assert f is not None, "EOF without a close frame; got %r, %r" % (
+            out[-300:], texts)
+        _, op, payload = f
+        if op == OP_PING:
+            ws.send_frame(OP_PONG, payload)
+        elif op == OP_BINARY:
+            assert not texts, "output after the exit message: %r" % payload
+            out += payload
+        elif op == OP_TEXT:
+            texts.append(json.loads(payload))
+        elif op == OP_CLOSE:
+            code = struct.unpack(">H", payload[:2])[0]
+            return (out.replace(b"\r\n", b"\n"), texts, code,
+                    payload[2:].decode())
+
+
+def numbers(out):
+    """The lines of output that are numbers alone, as ints (the shell's
+    escape sequences, e.g. bracketed paste's, and carriage returns
+    count as nothing)."""
+    out = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", out).replace(b"\r", b"\n")
+    return [int(n) for n in re.findall(rb"^(\d+)$", out, re.M)]
+
+
+@pytest.mark.parametrize("n", [2000, 100000])
+def test_exit_sends_every_byte_then_the_status(hg, bob, n):
+    """The output written just before the shell exits all arrives, then
+    one exit message with the status, then a close with it in words."""
+    t = sl.Terminal(bob)
+    try:
+        ws = t.attach()
+        ws.send_binary(b"seq 1 %d; exit 3\n" % n)
+        out, texts, code, reason = read_to_close(ws)
+        got = numbers(out)
+        assert got == list(range(1, n + 1)), (
+            "%d numbers, the last %r" % (len(got), got[-3:]))
+        assert texts == [{"type": "exit", "reason": "exit", "exit_code": 3,
+                          "signal": None, "signal_name": None,
+                          "message": "exited with status 3"}], texts
+        assert (code, reason) == (1000, "exited with status 3")
+    finally:
+        t.close()
+
+
+def test_recorded_exit_sends_every_byte(hg):
+    """A direct terminal is recorded (HOSTGATE_RECORD_TERMINALS=direct):
+    its output passes through the recording relay, which must hand on
+    all of it before it leaves."""
+    admin = hg.login(*hglib.ADMIN)
+    pl.grant(admin)
+    try:
+        t = sl.Terminal(admin)
+        try:
+            ws = t.attach()
+            ws.send_binary(b"seq 1 100000; exit 3\n")
+            out, texts, code, reason = read_to_close(ws)
+            got = numbers(out)
+            assert got == list(range(1, 100001)), (
+                "%d numbers, the last %r" % (len(got), got[-3:]))
+            assert [m["exit_code"] for m in texts] == [3], texts
+            assert (code, reason) == (1000, "exited with status 3")
+        finally:
+            t.close()
+    finally:
+        pl.set_mode(admin, "sandbox")
+
+
+def test_kill_by_signal_says_the_signal(hg):
+    """A shell killed by a signal: the close says which. In direct mode,
+    where the shell is sandboxd's own child (under bwrap, bwrap passes a
+    signal on as status 128 + its number)."""
+    admin = hg.login(*hglib.ADMIN)
+    pl.grant(admin)
+    try:
+        t = sl.Terminal(admin)
+        try:
+            ws = t.attach()
+            ws.send_binary(b"echo before-$((6*7)); kill -KILL $$\n")
+            out, texts, code, reason = read_to_close(ws)
+            assert b"before-42" in out, out[-300:]
+            assert texts == [{"type": "exit", "reason": "exit",
+                              "exit_code": None, "signal": 9,
+                              "signal_name": "SIGKILL",
+                              "message": "killed by signal SIGKILL"}], texts
+            assert (code, reason) == (1000, "killed by signal SIGKILL")
+        finally:
+            t.close()
+    finally:
+        pl.set_mode(admin, "sandbox")
+
+
+def test_kill_by_signal_in_the_sandbox(hg, bob):
+    """Sandboxed, the shell's parent is bwrap, which passes a signal on as
+    status 128 + its number: that is what the viewer is told."""
+    t = sl.Terminal(bob)
+    try:
+        ws = t.attach()
+        ws.send_binary(b"echo before-$((6*7)); kill -KILL $$\n")
+        out, texts, code, reason = read_to_close(ws)
+        assert b"before-42" in out, out[-300:]
+        assert [(m["exit_code"], m["signal"]) for m in texts] == \
+            [(128 + 9, None)], texts
+        assert (code, reason) == (1000, "exited with status 137")
+    finally:
+        t.close()
+
+
+def test_admin_kill_says_so(hg, alice, bob):
+    """An admin's kill: the viewer is told who ended the shell."""
+    t = sl.Terminal(bob)
+    try:
+        ws = t.attach()
+        round_trip(ws)
+        r = alice.request("DELETE", "/api/admin/terminals/" + t.id)
+        assert r.status == 200, r
+        _, texts, code, reason = read_to_close(ws)
+        assert [m["reason"] for m in texts] == ["admin_kill"], texts
+        assert (code, reason) == (1000, "killed by an admin")
     finally:
         t.close()
 

@@ -5,6 +5,12 @@
 // shells live. One viewer per terminal: a tab that attaches takes the
 // terminal over, and tabs of this browser tell each other so, so that the
 // one that lost it does not take it back.
+//
+// When a shell ends, frontd sends its last output, then a text frame
+// {"type":"exit",...} and closes the WebSocket with the same words as the
+// reason; the panel shows them. It never closes an open WebSocket because
+// the event stream said the shell exited: that event can come before the
+// last output has arrived.
 
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
@@ -21,6 +27,16 @@ const STORE_KEY = 'hostgate.terminals';
 const TAB_ID = Math.random().toString(36).slice(2);
 
 type Conn = 'connecting' | 'open' | 'lost' | 'elsewhere' | 'exited' | 'failed';
+
+// The exit message frontd sends after a terminal's last output.
+interface ExitMessage {
+  type: 'exit';
+  reason: string | null;
+  exit_code: number | null;
+  signal: number | null;
+  signal_name: string | null;
+  message: string;
+}
 
 interface Saved {
   ids: string[];
@@ -89,6 +105,9 @@ class TermView {
   private retryTimer: number | null = null;
   private opened = false;
   private oomShown = false;
+  // How the shell ended, from frontd's exit message or close reason.
+  endWords: string | null = null;
+  private endKilled = false;
   // In a fleet: the host it ran on, when that host was lost with it.
   lostWith: string | null = null;
   // Whether this tab was attached to the terminal before (a reload counts).
@@ -181,7 +200,10 @@ class TermView {
       }
     };
     ws.onmessage = (ev: MessageEvent<ArrayBuffer | string>) => {
-      if (typeof ev.data === 'string') return; // control messages: none yet
+      if (typeof ev.data === 'string') {
+        this.control(ev.data);
+        return;
+      }
       this.term.write(new Uint8Array(ev.data));
     };
     ws.onclose = (ev) => {
@@ -191,12 +213,26 @@ class TermView {
     };
   }
 
+  // A control message from frontd: the exit message, for now.
+  private control(text: string): void {
+    let msg: Partial<ExitMessage>;
+    try {
+      msg = JSON.parse(text) as Partial<ExitMessage>;
+    } catch {
+      return;
+    }
+    if (msg.type !== 'exit' || typeof msg.message !== 'string') return;
+    this.endWords = msg.message;
+    this.endKilled = msg.reason !== 'exit' || msg.signal != null;
+  }
+
   // The connection ended: the shell exited, another viewer took it, or
   // the network dropped.
   private async closed(ev: CloseEvent): Promise<void> {
     if (this.conn === 'elsewhere' || this.conn === 'exited') return;
-    if (ev.code === 1000 || ev.reason === 'terminal exited') {
-      this.markExited();
+    if (ev.code === 1000 || this.endWords !== null) {
+      // Written after the output: the close comes after its last frame.
+      this.markExited(undefined, this.endWords ?? (ev.reason || null));
       return;
     }
     if (ev.code === 4001 || /elsewhere/i.test(ev.reason)) {
@@ -244,25 +280,39 @@ class TermView {
     ws?.close();
   }
 
-  // The shell is gone; reason (from the terminal_exited event) says why
-  // when it was not its own doing, e.g. "oom": its user's memory limit.
-  markExited(reason?: string): void {
-    if (reason === 'oom' && !this.oomShown) {
-      this.oomShown = true;
-      this.term.write('\r\n\x1b[31m[killed: out of memory (your memory limit)]\x1b[0m\r\n');
-    }
+  // The server says the shell is gone (event stream, terminal list). An
+  // open WebSocket is left to frontd, which closes it after the last
+  // output with the exit status; else the shell's end is shown now.
+  endedElsewhere(reason?: string): void {
+    if (this.ws && (this.conn === 'open' || this.conn === 'connecting')) return;
+    this.markExited(reason);
+  }
+
+  // The shell is gone. words: how, as frontd said it ("exited with status
+  // 3", "killed: memory limit"); else reason (from the terminal_exited
+  // event) says why when it was not its own doing, e.g. "oom".
+  markExited(reason?: string, words?: string | null): void {
     if (this.conn === 'exited') return;
+    if (!words && reason === 'oom' && !this.oomShown) {
+      this.oomShown = true;
+      words = 'killed: memory limit';
+      this.endKilled = true;
+    }
+    if (words) this.endWords = words;
     if (this.retryTimer !== null) window.clearTimeout(this.retryTimer);
     this.retryTimer = null;
     const ws = this.ws;
     this.ws = null;
     ws?.close();
     this.info = { ...this.info, running: false };
-    this.term.write(
-      this.lostWith
-        ? `\r\n\x1b[31m[lost with its host ${this.lostWith}]\x1b[0m\r\n`
-        : '\r\n\x1b[2m[the shell has exited]\x1b[0m\r\n',
-    );
+    const text = this.lostWith
+      ? `lost with its host ${this.lostWith}`
+      : this.endWords && this.endWords !== 'terminal exited'
+        ? this.endWords
+        : 'the shell has exited';
+    // Red for an end the shell did not choose; dim for its own exit.
+    const red = this.lostWith !== null || this.endKilled;
+    this.term.write(`\r\n\x1b[${red ? '31' : '2'}m[${text}]\x1b[0m\r\n`);
     this.setConn('exited');
   }
 
@@ -417,7 +467,7 @@ export class TerminalsView {
     for (const t of this.known) {
       const v = this.views.get(t.id);
       if (v) v.info = t;
-      if (v && !t.running) v.markExited();
+      if (v && !t.running) v.endedElsewhere();
     }
     this.renderList();
   }
@@ -527,7 +577,7 @@ export class TerminalsView {
 
   // The server said a shell exited (event stream).
   terminalExited(id: string, reason?: string): void {
-    this.views.get(id)?.markExited(reason);
+    this.views.get(id)?.endedElsewhere(reason);
     if (reason === 'oom') {
       toast('error', 'Terminal killed', 'It ran out of memory: your memory limit was reached.', `oom-${id}`);
     }
@@ -581,7 +631,11 @@ export class TerminalsView {
         actions.push(this.bannerButton('Show it here', () => v.connect()));
         break;
       case 'exited':
-        text = v.lostWith ? `This terminal was lost with its host ${v.lostWith}.` : 'The shell has exited.';
+        text = v.lostWith
+          ? `This terminal was lost with its host ${v.lostWith}.`
+          : v.endWords && v.endWords !== 'terminal exited'
+            ? `The shell has ended: ${v.endWords}.`
+            : 'The shell has exited.';
         actions.push(this.bannerButton('Close', () => void this.close(v.id)));
         actions.push(this.bannerButton('New terminal', () => void this.create(), true));
         break;
