@@ -7,7 +7,8 @@
 #     scram-sha-256, the role and database hostgate; `hgctl store migrate`;
 #   - three hostgates h1, h2 and h3 (scripts/run.sh each, as `make run`
 #     starts one), each with its own state and run directories and port,
-#     on that store, with one audit.key for the three;
+#     on that store, with one audit.key for the three, each with
+#     HOSTGATE_PUBLIC_URL HAProxy's URL (the Origin browsers send);
 #   - HAProxy (Debian's) on 127.0.0.1:HG_FLEET_PORT (8080) in front, with
 #     etc/haproxy.cfg.in's routing, checked with `haproxy -c` first.
 # It prints the URL and, at the first start, the admin's password.
