@@ -289,11 +289,6 @@ haproxy_start() {
 
 start() {
 	[ -x "$B/brokerd" ] || die "$B/brokerd is not built (run make)"
-	if port_taken; then
-		die "port $PORT is taken (by make run?): HAProxy cannot" \
-		    "listen there; choose another with HG_FLEET_PORT, e.g." \
-		    "make fleet HG_FLEET_PORT=8090"
-	fi
 	mkdir -p -m 0755 "$FLEET"
 	if [ ! -e "$FLEET/audit.key" ]; then
 		(umask 077 && head -c 32 /dev/urandom >"$FLEET/audit.key")
@@ -370,6 +365,12 @@ status() {
 
 case ${1:-start} in
 start)
+	# Before anything starts (nothing to stop then).
+	if port_taken; then
+		die "port $PORT is taken (by make run?): HAProxy cannot" \
+		    "listen there; choose another with HG_FLEET_PORT, e.g." \
+		    "make fleet HG_FLEET_PORT=8090"
+	fi
 	trap 'rc=$?; [ $rc = 0 ] || { say "stopping what started"; stop; }' EXIT
 	start
 	trap - EXIT ;;
