@@ -446,7 +446,7 @@ def test_ws_public_url(hostgate_factory):
 @pytest.mark.parametrize("value,why", [
     ("https://hg.example.org/hostgate", "has a path"),
     ("hg.example.org", "not an http:// or https:// URL"),
-    ("https://u@hg.example.org", "user information")])
+    ("https://u@hg.example.org", "has user information")])
 def test_public_url_validated(hostgate_factory, value, why):
     hg = hostgate_factory(start=False)
     hg.env["HOSTGATE_PUBLIC_URL"] = value
