@@ -2,7 +2,7 @@
 (tests/system/fleetlib.py: a PostgreSQL of its own, N hostgates, HAProxy
 in front on a port bound at 0, every host's HOSTGATE_PUBLIC_URL HAProxy's
 URL), started in the mode test_fleet.py runs (root as root), with the
-usual alice and bob.
+usual alice and bob and the built panel.
 
     /usr/bin/python3 tests/browser/fleet.py [N]
 
@@ -13,6 +13,7 @@ its directories and prints its logs (to stderr, like everything else)."""
 
 import json
 import os
+import shutil
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -31,6 +32,15 @@ def main():
         print(json.dumps({"error": why}), file=out, flush=True)
         return 1
     fleet = fleetlib.Fleet(hglib.MODES[0], n=n, name="browser-fleet")
+    # The built panel, in a copy every daemon user can read (as
+    # tests/browser/lib.mjs does).
+    web = os.path.join(fleet.dir, "web")
+    shutil.copytree(os.path.join(hglib.REPO, "frontd", "web", "dist"), web)
+    for d, _, files in os.walk(web):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+    fleet.env["HOSTGATE_WEB_DIR"] = web
     try:
         fleet.start()
     except BaseException as e:
