@@ -48,7 +48,7 @@ DEPS_LISTS = $(strip \
 	$(if $(filter unit system fuzz fuzz-build fuzz-check build-check \
 	    check,$(GOALS)),test) \
 	$(if $(filter browser check,$(GOALS)),browser) \
-	$(if $(filter system fleet check,$(GOALS)),fleet) \
+	$(if $(filter system browser fleet check,$(GOALS)),fleet) \
 	$(if $(filter bench,$(GOALS)),bench) \
 	$(if $(and $(filter bench,$(GOALS)),$(filter fleet,$(BENCH_ONLY))),fleet) \
 	$(if $(filter deb vm build-check check,$(GOALS)),deb) \

@@ -99,6 +99,8 @@ struct config {
 	int		 max_conns_per_addr;	/* ..._PER_ADDRESS */
 	int		 header_timeout;	/* HOSTGATE_HEADER_TIMEOUT_SECONDS */
 	char		*allowed_origins;	/* HOSTGATE_ALLOWED_ORIGINS */
+	char		*public_url;		/* HOSTGATE_PUBLIC_URL, no '/' at
+						   the end; NULL: unset */
 	int		 login_rate;		/* HOSTGATE_LOGIN_RATE_PER_MINUTE */
 	int		 login_burst;		/* HOSTGATE_LOGIN_BURST */
 	int		 session_lifetime;	/* HOSTGATE_SESSION_LIFETIME_SECONDS */

@@ -56,6 +56,7 @@ enum config_kind {
 	KIND_PATHS,	/* colon-separated canonical absolute paths */
 	KIND_LISTEN,	/* host:port */
 	KIND_ORIGINS,	/* web origins scheme://host[:port], by ',' */
+	KIND_URL,	/* one origin as a URL: a trailing '/' dropped */
 	KIND_DOMAINS,	/* domain patterns name or *.name, by ',' or spaces */
 	KIND_NETS,	/* CIDRs ADDRESS/PREFIX, by ',' or spaces */
 	KIND_PORTS,	/* TCP ports, by ',' or spaces */
@@ -164,6 +165,7 @@ static const struct config_var config_vars[] = {
 	    F(header_timeout), 1, 300, NULL },
 	{ "HOSTGATE_ALLOWED_ORIGINS", "", KIND_ORIGINS,
 	    F(allowed_origins), 0, 0, NULL },
+	{ "HOSTGATE_PUBLIC_URL", NULL, KIND_URL, F(public_url), 0, 0, NULL },
 	{ "HOSTGATE_LOGIN_RATE_PER_MINUTE", "10", KIND_INT,
 	    F(login_rate), 1, 10000, NULL },
 	{ "HOSTGATE_LOGIN_BURST", "5", KIND_INT,
@@ -301,6 +303,7 @@ config_is_string(const struct config_var *var)
 	case KIND_PATHS:
 	case KIND_LISTEN:
 	case KIND_ORIGINS:
+	case KIND_URL:
 	case KIND_DOMAINS:
 	case KIND_NETS:
 	case KIND_PORTS:
@@ -357,6 +360,11 @@ config_allowed(const struct config_var *var, char *buf, size_t bufsz)
 	case KIND_ORIGINS:
 		snprintf(buf, bufsz, "origins separated by ',', each "
 		    "http://HOST or https://HOST, maybe with :PORT, no path");
+		break;
+	case KIND_URL:
+		snprintf(buf, bufsz, "empty, or http://HOST or https://HOST, "
+		    "maybe with :PORT, no path, e.g. "
+		    "https://hostgate.example.org");
 		break;
 	case KIND_DOMAINS:
 		snprintf(buf, bufsz, "domain names or *.NAME patterns (sub-"
@@ -662,6 +670,44 @@ config_valid_origins(const char *s)
 			return (0);
 	}
 	return (1);
+}
+
+/*
+ * Why s is not a public URL (scheme://host[:port], maybe a trailing '/'),
+ * or NULL. The path, the query and user information each get a reason of
+ * their own: hostgate serves at the root of its address.
+ */
+static const char *
+config_check_url(const char *s)
+{
+	struct web_origin	 o;
+	const char		*host, *slash;
+	size_t			 len = strlen(s);
+
+	if (config_has_control(s))
+		return ("contains a control character");
+	if (strncmp(s, "https://", 8) == 0)
+		host = s + 8;
+	else if (strncmp(s, "http://", 7) == 0)
+		host = s + 7;
+	else
+		return ("not an http:// or https:// URL");
+	if (strpbrk(host, "?#") != NULL)
+		return ("has a query or a fragment: give scheme://HOST[:PORT] "
+		    "only");
+	if ((slash = strchr(host, '/')) != NULL) {
+		if (slash[1] != '\0')
+			return ("has a path: hostgate is served at the root of "
+			    "its address, give scheme://HOST[:PORT] only");
+		len--;
+	}
+	if (memchr(host, '@', s + len - host) != NULL)
+		return ("has user information ('@'): give "
+		    "scheme://HOST[:PORT] only");
+	if (config_parse_web_origin(s, len, &o) == -1)
+		return ("not scheme://HOST[:PORT] with a host name or address "
+		    "and a port from 1 to 65535");
+	return (NULL);
 }
 
 /* Whether s is a host id: [a-z0-9][a-z0-9-]{0,31}. */
@@ -1001,6 +1047,8 @@ config_check_string(struct config *cfg, const struct config_var *var,
 		if (!config_valid_origins(value))
 			return ("not a list of web origins");
 		break;
+	case KIND_URL:
+		return (config_check_url(value));
 	case KIND_DOMAINS: {
 		char	bad[300];
 
@@ -1145,6 +1193,17 @@ config_set(struct config *cfg, const struct config_var *var,
 		if (value[0] == '\0')
 			return (0);	/* embedded: the field stays NULL */
 		break;
+	case KIND_URL:
+		if (value == NULL || value[0] == '\0')
+			return (0);	/* unset: the field stays NULL */
+		if ((why = config_check_url(value)) != NULL)
+			return (config_error(err, errsz, where, var, value, why,
+			    NULL));
+		/* Stored without its trailing '/', ready for a path. */
+		if ((*(char **)field = strndup(value, strlen(value) -
+		    (value[strlen(value) - 1] == '/'))) == NULL)
+			fatal("%s", __func__);
+		return (0);
 	case KIND_HOSTID:
 		if (!defaulted)
 			break;

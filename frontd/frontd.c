@@ -341,6 +341,7 @@ main(int argc, char *argv[])
 	api_init(frontd_base, &conf, broker);
 	if (conf.store != NULL)
 		mcp_set_host(conf.host_id);
+	mcp_set_public_url(conf.public_url);
 	ws_init();
 	ws_origins_init(&conf, bound);
 	sse_init(frontd_base);

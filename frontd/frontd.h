@@ -60,6 +60,7 @@ struct http_request {
 	long			 content_length; /* -1 when absent */
 	int			 keep_alive;
 	int			 tls;
+	int			 proxied;	/* from HOSTGATE_TRUSTED_PROXIES */
 	char			 peer[64];	/* client address, numeric */
 	void			*pending;	/* brokerd request in flight */
 	/* for the X-Request-Id header and the access line */
@@ -113,6 +114,12 @@ void	 http_server_set_limits(struct http_server *,
 void	 http_server_set_trusted(struct http_server *, struct egress_nets *);
 /* A trusted proxy's client: the last X-Forwarded-For entry; -1: none. */
 int	 http_forwarded_for(struct http_request *, char *out, size_t outsz);
+/*
+ * The scheme://host[:port] a client reached a request by: a trusted
+ * proxy's X-Forwarded-Proto and -Host when it sent them, else frontd's
+ * scheme and the Host header. For URLs handed to clients, never origins.
+ */
+void	 http_base_url(struct http_request *, char *out, size_t outsz);
 /*
  * Spool the bodies the hook picks into memfds as they arrive: 411 without
  * Content-Length, 413 over the cap before any of it is read.
@@ -214,8 +221,9 @@ void	 sse_deliver(struct ipc_peer *, struct ipc_msg *);
 /* ws.c */
 void	 ws_init(void);
 /*
- * Whether a request's Origin (when it sends one) is this site's or one of
- * HOSTGATE_ALLOWED_ORIGINS: the DNS-rebinding and cross-site check.
+ * Whether a request's Origin (when it sends one) is this site's, that of
+ * HOSTGATE_PUBLIC_URL or one of HOSTGATE_ALLOWED_ORIGINS: the
+ * DNS-rebinding and cross-site check.
  */
 int	 ws_origin_allowed(struct http_request *);
 /* The origins allowed to open terminals, from the address bound. */
@@ -284,6 +292,8 @@ int	 mcp_session_subscribed(const char *id);
 void	 mcp_session_forget_token(const char *token);
 /* In a fleet: the host id that prefixes the session ids minted here. */
 void	 mcp_set_host(const char *host_id);
+/* HOSTGATE_PUBLIC_URL (NULL: unset): the base of the URLs built. */
+void	 mcp_set_public_url(const char *url);
 
 /* mcp_stream.c */
 /* The brokerd reply of a GET stream or a listen (whoami): open it. */

@@ -571,23 +571,21 @@ http_header(struct http_request *req, const char *name)
 }
 
 /*
- * The client a trusted proxy names: the last entry of the last
- * X-Forwarded-For header (the one our proxy appended; those before it are
- * the client's to forge), numeric, into out as a peer is written. -1 when
- * there is none or it is not an address.
+ * The entry a proxy appended to the forwarded header name: the last entry
+ * of the last such header (those before it are the client's to forge),
+ * without blanks, into out. -1 when there is none, it is empty or holds a
+ * blank, or it does not fit.
  */
-int
-http_forwarded_for(struct http_request *req, char *out, size_t outsz)
+static int
+http_forwarded_last(struct http_request *req, const char *name, char *out,
+    size_t outsz)
 {
 	struct http_header	*h;
-	struct in6_addr		 a6;
-	struct in_addr		 a4;
 	const char		*v = NULL, *e;
-	char			 buf[INET6_ADDRSTRLEN + 1];
 	size_t			 n;
 
 	TAILQ_FOREACH(h, &req->headers, entry)
-		if (strcasecmp(h->name, "X-Forwarded-For") == 0)
+		if (strcasecmp(h->name, name) == 0)
 			v = h->value;
 	if (v == NULL)
 		return (-1);
@@ -595,10 +593,27 @@ http_forwarded_for(struct http_request *req, char *out, size_t outsz)
 		v = e + 1;
 	v += strspn(v, " \t");
 	n = strcspn(v, " \t");
-	if (n == 0 || n >= sizeof buf || v[n + strspn(v + n, " \t")] != '\0')
+	if (n == 0 || n >= outsz || v[n + strspn(v + n, " \t")] != '\0')
 		return (-1);
-	memcpy(buf, v, n);
-	buf[n] = '\0';
+	memcpy(out, v, n);
+	out[n] = '\0';
+	return (0);
+}
+
+/*
+ * The client a trusted proxy names: the last entry of the last
+ * X-Forwarded-For header, numeric, into out as a peer is written. -1 when
+ * there is none or it is not an address.
+ */
+int
+http_forwarded_for(struct http_request *req, char *out, size_t outsz)
+{
+	struct in6_addr		 a6;
+	struct in_addr		 a4;
+	char			 buf[INET6_ADDRSTRLEN + 1];
+
+	if (http_forwarded_last(req, "X-Forwarded-For", buf, sizeof buf) == -1)
+		return (-1);
 	if (inet_pton(AF_INET, buf, &a4) == 1)
 		return (inet_ntop(AF_INET, &a4, out, outsz) != NULL ? 0 : -1);
 	if (inet_pton(AF_INET6, buf, &a6) != 1)
@@ -608,6 +623,55 @@ http_forwarded_for(struct http_request *req, char *out, size_t outsz)
 		return (inet_ntop(AF_INET, &a4, out, outsz) != NULL ? 0 : -1);
 	}
 	return (inet_ntop(AF_INET6, &a6, out, outsz) != NULL ? 0 : -1);
+}
+
+/*
+ * Whether "scheme://host" is an origin (host as a Host header writes it:
+ * a name or address, maybe a port); 1 and the URL in out if so.
+ */
+static int
+http_base_try(int https, const char *host, char *out, size_t outsz)
+{
+	struct web_origin	o;
+	int			n;
+
+	n = snprintf(out, outsz, "%s://%s", https ? "https" : "http", host);
+	return (n > 0 && (size_t)n < outsz &&
+	    config_parse_web_origin(out, n, &o) == 0);
+}
+
+/*
+ * The scheme://host[:port] a client reached req by, for the URLs built for
+ * it. From a trusted proxy, the scheme of its X-Forwarded-Proto and the
+ * host of its X-Forwarded-Host, each when it sent one; otherwise frontd's
+ * own scheme and the Host header; "localhost" for a Host that is not one.
+ * Never a reason to trust an origin: a Host is whatever the page's DNS
+ * name is.
+ */
+void
+http_base_url(struct http_request *req, char *out, size_t outsz)
+{
+	const char	*host;
+	char		 proto[8], fhost[256];
+	int		 https = req->tls;
+
+	host = http_header(req, "Host");
+	if (req->proxied) {
+		if (http_forwarded_last(req, "X-Forwarded-Proto", proto,
+		    sizeof proto) == 0) {
+			if (strcasecmp(proto, "https") == 0)
+				https = 1;
+			else if (strcasecmp(proto, "http") == 0)
+				https = 0;
+		}
+		if (http_forwarded_last(req, "X-Forwarded-Host", fhost,
+		    sizeof fhost) == 0 && http_base_try(https, fhost, out,
+		    outsz))
+			return;
+	}
+	if (host != NULL && http_base_try(https, host, out, outsz))
+		return;
+	snprintf(out, outsz, "%s://localhost", https ? "https" : "http");
 }
 
 /* Whether a client waits for a 100 Continue before it sends the body. */
@@ -750,6 +814,7 @@ http_request_new(struct http_conn *conn)
 	http_request_init(req);
 	req->conn = conn;
 	req->tls = conn->tls;
+	req->proxied = conn->trusted;
 	memcpy(req->peer, conn->peer, sizeof req->peer);
 	log_reqid_new(req->request_id);
 	req->started = now_mono_ms();

@@ -52,6 +52,7 @@ struct mcp_session {
 static struct mcp_session	 mcp_sessions[MCP_MAX_SESSIONS];
 /* In a fleet, this host's id: the prefix of the session ids it mints. */
 static char			 mcp_host_id[33];
+static char			*mcp_public_url;	/* HOSTGATE_PUBLIC_URL */
 
 static void	mcp_dispatch(struct mcp_call *);
 static struct json_object *mcp_parse_len(const char *, size_t);
@@ -116,6 +117,16 @@ void
 mcp_set_host(const char *host_id)
 {
 	snprintf(mcp_host_id, sizeof(mcp_host_id), "%s", host_id);
+}
+
+/* The address clients use (HOSTGATE_PUBLIC_URL), for the URLs built. */
+void
+mcp_set_public_url(const char *url)
+{
+	free(mcp_public_url);
+	mcp_public_url = NULL;
+	if (url != NULL && (mcp_public_url = strdup(url)) == NULL)
+		fatal("%s", __func__);
 }
 
 /* Whether the session called id subscribed to the prompt resource. */
@@ -222,19 +233,17 @@ mcp_bearer(struct http_request *req)
 }
 
 /*
- * The Host of a request if it is a plain host[:port] (it goes into a
- * header and a document), else the loopback name.
+ * The scheme://host[:port] of the URLs handed to a client (it goes into a
+ * header and a document): HOSTGATE_PUBLIC_URL when set, else the address
+ * the client reached (http_base_url).
  */
-static const char *
-mcp_host(struct http_request *req)
+static void
+mcp_base(struct http_request *req, char *out, size_t outsz)
 {
-	const char	*h = http_header(req, "Host");
-
-	if (h == NULL || *h == '\0' || strlen(h) > 255 ||
-	    strspn(h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-	    "0123456789.-:[]") != strlen(h))
-		return "localhost";
-	return h;
+	if (mcp_public_url != NULL)
+		snprintf(out, outsz, "%s", mcp_public_url);
+	else
+		http_base_url(req, out, outsz);
 }
 
 /* Append the raw credentials /mcp forwards: the bearer token alone. */
@@ -313,11 +322,12 @@ static void
 mcp_unauthorized(struct http_request *req, const char *id,
     const char *message)
 {
-	char	hdr[512];
+	char	hdr[512], base[300];
 
+	mcp_base(req, base, sizeof(base));
 	snprintf(hdr, sizeof(hdr), "WWW-Authenticate: Bearer "
-	    "resource_metadata=\"%s://%s/.well-known/oauth-protected-resource"
-	    "/mcp\"\r\n", req->tls ? "https" : "http", mcp_host(req));
+	    "resource_metadata=\"%s/.well-known/oauth-protected-resource"
+	    "/mcp\"\r\n", base);
 	mcp_reply(req, 401, id, 0, "error", mcp_error_obj(MCP_INVALID_REQUEST,
 	    message, NULL), hdr);
 }
@@ -1385,7 +1395,7 @@ void
 mcp_wellknown(struct http_request *req)
 {
 	struct json_object	*o, *a;
-	char			 res[300];
+	char			 res[320], base[300];
 
 	if (strcmp(req->method, "GET") != 0 &&
 	    strcmp(req->method, "HEAD") != 0) {
@@ -1400,8 +1410,8 @@ mcp_wellknown(struct http_request *req)
 		    NULL);
 		return;
 	}
-	snprintf(res, sizeof(res), "%s://%s/mcp", req->tls ? "https" : "http",
-	    mcp_host(req));
+	mcp_base(req, base, sizeof(base));
+	snprintf(res, sizeof(res), "%s/mcp", base);
 	o = json_object_new_object();
 	json_object_object_add(o, "resource", json_object_new_string(res));
 	a = json_object_new_array();

@@ -125,9 +125,11 @@ ws_has_token(const char *value, const char *token)
 
 /*
  * The origins whose pages may open a terminal: the listen address with
- * frontd's scheme (and localhost for a loopback one), then those of
- * HOSTGATE_ALLOWED_ORIGINS. For a wildcard listen address (0.0.0.0, ::)
- * the host is whatever the request's Host names, on the listen port.
+ * frontd's scheme (and localhost for a loopback one), then that of
+ * HOSTGATE_PUBLIC_URL (a balancer's) and those of HOSTGATE_ALLOWED_ORIGINS.
+ * For a wildcard listen address (0.0.0.0, ::) the host is whatever the
+ * request's Host names, on the listen port. A trusted proxy's
+ * X-Forwarded-Host allows nothing: it carries the Host a page chose.
  */
 static struct web_origin	*ws_origins;
 static size_t			 ws_norigins;
@@ -214,6 +216,12 @@ ws_origins_init(const struct config *conf, const char *bound)
 	if (conf->listen_loopback) {
 		o = ws_listen;
 		snprintf(o.host, sizeof(o.host), "localhost");
+		ws_origin_add(&o);
+	}
+	if (conf->public_url != NULL) {
+		if (config_parse_web_origin(conf->public_url,
+		    strlen(conf->public_url), &o) == -1)
+			fatalx("HOSTGATE_PUBLIC_URL: not an origin");
 		ws_origin_add(&o);
 	}
 	for (p = conf->allowed_origins; p != NULL && *p != '\0'; p = end) {

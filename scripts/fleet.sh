@@ -7,7 +7,8 @@
 #     scram-sha-256, the role and database hostgate; `hgctl store migrate`;
 #   - three hostgates h1, h2 and h3 (scripts/run.sh each, as `make run`
 #     starts one), each with its own state and run directories and port,
-#     on that store, with one audit.key for the three;
+#     on that store, with one audit.key for the three, each with
+#     HOSTGATE_PUBLIC_URL HAProxy's URL (the Origin browsers send);
 #   - HAProxy (Debian's) on 127.0.0.1:HG_FLEET_PORT (8080) in front, with
 #     etc/haproxy.cfg.in's routing, checked with `haproxy -c` first.
 # It prints the URL and, at the first start, the admin's password.
@@ -28,6 +29,7 @@ PORT=${HG_FLEET_PORT:-8080}
 PG_PORT=${HG_FLEET_PG_PORT:-55432}
 BIND=${HG_FLEET_BIND:-127.0.0.1:$PORT}
 HOSTS=${HG_FLEET_HOSTS:-"h1 h2 h3"}
+PUBLIC_URL=${HOSTGATE_PUBLIC_URL:-http://127.0.0.1:$PORT}
 PG_BIN=/usr/lib/postgresql/15/bin
 HAPROXY=$(PATH=/usr/sbin:/usr/bin:/sbin:/bin:$PATH command -v haproxy || true)
 timeout=${HG_RUN_TIMEOUT:-60}
@@ -44,6 +46,14 @@ case $BIND in
 fd@[0-9]|fd@[0-9][0-9]|*:[0-9]*) ;;
 *) die "HG_FLEET_BIND: not ADDR:PORT or fd@N: $BIND" ;;
 esac
+
+# port_taken: whether something other than this fleet's HAProxy listens
+# on HAProxy's port (make run's frontd, by default on 8080 too).
+port_taken() {
+	case $BIND in fd@*) return 1 ;; esac
+	pidfile_alive "$FLEET/haproxy.pid" && return 1
+	[ -n "$(ss -Hltn "sport = :$PORT" 2>/dev/null)" ]
+}
 
 # HG_FLEET_PG_PORT=0: the unix socket alone; its name still has a port.
 PG_SOCKET_ONLY=0
@@ -195,6 +205,9 @@ host_start() {
 		export HOSTGATE_RUN_DIR=$d/run
 		export HOSTGATE_LISTEN=127.0.0.1:0
 		export HOSTGATE_TRUSTED_PROXIES=127.0.0.1/32
+		# The address browsers use: HAProxy's (its origin opens
+		# terminals on every host).
+		export HOSTGATE_PUBLIC_URL=$PUBLIC_URL
 		export HOSTGATE_ADMIN_PASSWORD=${HOSTGATE_ADMIN_PASSWORD:-}
 		export HG_BUILD=$B
 		[ -n "$HOSTGATE_ADMIN_PASSWORD" ] || unset HOSTGATE_ADMIN_PASSWORD
@@ -260,9 +273,13 @@ haproxy_start() {
 	      gsub(/@CHECK_INTER@/, "1s"); print }' \
 	    etc/haproxy.cfg.in >"$cfg"
 	"$HAPROXY" -c -q -f "$cfg" || die "haproxy -c refused $cfg"
-	"$HAPROXY" -D -p "$FLEET/haproxy.pid" -f "$cfg" \
-	    >>"$FLEET/haproxy.log" 2>&1 ||
+	if ! "$HAPROXY" -D -p "$FLEET/haproxy.pid" -f "$cfg" \
+	    >>"$FLEET/haproxy.log" 2>&1; then
+		grep -q "cannot bind socket" "$FLEET/haproxy.log" &&
+			die "HAProxy cannot listen on $BIND: choose another" \
+			    "port with HG_FLEET_PORT ($(tail -n 1 "$FLEET/haproxy.log"))"
 		die "haproxy did not start: $(tail -n 3 "$FLEET/haproxy.log")"
+	fi
 	echo "http://127.0.0.1:$PORT/" >"$FLEET/url"
 	# Up once it answers /healthz through a host.
 	local deadline=$((SECONDS + timeout)) code=""
@@ -354,6 +371,12 @@ status() {
 
 case ${1:-start} in
 start)
+	# Before anything starts (nothing to stop then).
+	if port_taken; then
+		die "port $PORT is taken (by make run?): HAProxy cannot" \
+		    "listen there; choose another with HG_FLEET_PORT, e.g." \
+		    "make fleet HG_FLEET_PORT=8090"
+	fi
 	trap 'rc=$?; [ $rc = 0 ] || { say "stopping what started"; stop; }' EXIT
 	start
 	trap - EXIT ;;

@@ -9,9 +9,10 @@
 set -eu
 cd "$(dirname "$0")/../.."
 
-# make check installs chromium (scripts/deps.sh --install browser); run
+# make check installs chromium, and PostgreSQL and HAProxy for test_fleet
+# (scripts/deps.sh --install browser fleet); run
 # directly, this names what is missing.
-scripts/deps.sh --check browser
+scripts/deps.sh --check browser fleet
 if [ "$(id -u)" -eq 0 ]; then
 	scripts/users.sh
 fi

@@ -2,9 +2,10 @@
 a unix socket of its own, no TCP port), N hostgates (hglib.Hostgate, each
 with its own state and run directories and port) sharing HOSTGATE_STORE
 and one audit.key, and HAProxy (Debian's) in front with the routing of
-etc/haproxy.cfg.in, listening on a socket bound here (port 0) and handed
-over as `bind fd@N`. Ready once HAProxy's stats socket says every server
-is UP. Standard library only."""
+etc/haproxy.cfg.in, listening on a socket bound here (port 0) before the
+hosts start (each has HOSTGATE_PUBLIC_URL, HAProxy's URL) and handed over
+as `bind fd@N`. Ready once HAProxy's stats socket says every server is UP.
+Standard library only."""
 
 import contextlib
 import csv
@@ -83,13 +84,27 @@ class Balancer:
         self.log = os.path.join(directory, "haproxy.log")
         self.proc = None
         self.port = None
+        self.sock = None
+
+    @property
+    def url(self):
+        """The address clients use: the hosts' HOSTGATE_PUBLIC_URL."""
+        return "http://127.0.0.1:%d" % self.port
+
+    def bind(self):
+        """Bind HAProxy's socket (port 0) now, so that self.port is known
+        before the hosts start; start() hands it over."""
+        if self.sock is None:
+            self.sock = socket.socket()
+            self.sock.bind(("127.0.0.1", 0))
+            self.sock.listen(1024)
+            self.port = self.sock.getsockname()[1]
+        return self
 
     def start(self, timeout=hglib.SLOW):
-        sock = socket.socket()
+        self.bind()
+        sock, self.sock = self.sock, None
         try:
-            sock.bind(("127.0.0.1", 0))
-            sock.listen(1024)
-            self.port = sock.getsockname()[1]
             with open(self.cfg, "w") as f:
                 f.write(render("fd@%d" % sock.fileno(), self.stats,
                                self.servers, self.check_inter))
@@ -110,6 +125,9 @@ class Balancer:
         return self
 
     def stop(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -305,6 +323,8 @@ class Fleet:
             if self.pg is None:
                 self.pg = pglib.Postgres()
             self.url = self.pg.database()
+            # HAProxy's port first: every host names it as its public URL.
+            self.lb = Balancer(self.dir, [], self.check_inter).bind()
             for hid in self.ids:
                 self.hosts.append(self._host(hid))
             r = self.hosts[0].hgctl("store", "migrate")
@@ -315,10 +335,8 @@ class Fleet:
             if users:
                 self.hosts[0].add_user(*hglib.ADMIN, admin=True)
                 self.hosts[0].add_user(*hglib.USER)
-            self.lb = Balancer(self.dir, [(h, "127.0.0.1:%d" % hg.port)
-                                          for h, hg in zip(self.ids,
-                                                           self.hosts)],
-                               self.check_inter)
+            self.lb.servers = [(h, "127.0.0.1:%d" % hg.port)
+                               for h, hg in zip(self.ids, self.hosts)]
             self.lb.start()
         except BaseException:
             self.failed = True
@@ -332,6 +350,8 @@ class Fleet:
         fleet's audit key in its configuration and state."""
         env = dict(self.env, HOSTGATE_STORE=self.url,
                    HOSTGATE_HOST_ID=hid)
+        if "HOSTGATE_PUBLIC_URL" not in self.unset:
+            env.setdefault("HOSTGATE_PUBLIC_URL", self.lb.url)
         hg = hglib.Hostgate(self.mode, env=env,
                             name="%s-%s" % (self.name, hid))
         for k in self.unset:

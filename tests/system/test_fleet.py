@@ -383,6 +383,52 @@ def test_client_address_from_the_balancer(fleet, lb):
     assert recs[-1]["detail"]["client"] == "127.0.0.2", recs[-1]
 
 
+def test_terminal_origin_is_the_balancers(fleet, lb):
+    """Issue 24: a browser behind HAProxy sends HAProxy's address as its
+    Origin. Every host has it as HOSTGATE_PUBLIC_URL, so a terminal of h2
+    (not the first host) upgrades through the balancer with that Origin
+    (101, and the shell answers) and refuses any other (403): another
+    site, the other scheme, h1's own address. /mcp checks the same Origin,
+    and the MCP metadata of every host names the balancer, even asked
+    directly."""
+    s = lb.login(*hglib.USER, host="h2")
+    t = Term(s)
+    assert t.host == "h2", t.id
+    path = sl.ws_path(t.id)
+    try:
+        st, h, body, ws = sl.ws_handshake(lb, path, cookie=s.cookie,
+                                          origin=lb.url)
+        assert st == 101, "attach with Origin %s: %d %r" % (lb.url, st, body)
+        t.ws = ws
+        ws.send_binary(b"PS1='__HG''PS__ '\n")
+        ws.read_until(re.escape(Term.PROMPT))
+        t.echo()
+        t.close()
+        for origin in ("http://evil.example", lb.url.replace("http:", "https:"),
+                       "http://127.0.0.1:%d" % fleet.host("h1").port,
+                       "http://localhost:%d" % lb.port):
+            st, h, body, ws = sl.ws_handshake(lb, path, cookie=s.cookie,
+                                              origin=origin)
+            assert st == 403 and ws is None, (origin, st, body)
+        # /mcp: the balancer's Origin passes (then the token is asked for).
+        r = lb.post("/mcp", {}, headers={"Origin": lb.url}, host="h2")
+        assert r.status == 401 and fleetlib.served_by(r) == "h2", r
+        assert r.header("WWW-Authenticate") == (
+            'Bearer resource_metadata="%s/.well-known/oauth-protected-'
+            'resource/mcp"' % lb.url), r.headers
+        r = lb.post("/mcp", {}, headers={"Origin": "http://evil.example"},
+                    host="h2")
+        assert r.status == 403, r
+        for hg in fleet.hosts:
+            # Even asked directly, with another Host: the public URL.
+            r = hg.get("/.well-known/oauth-protected-resource/mcp")
+            assert r.status == 200, r
+            assert r.json()["resource"] == lb.url + "/mcp", r.json()
+    finally:
+        t.close()
+        assert s.request("DELETE", "/api/terminals/" + t.id).status == 200
+
+
 # -- one policy across the hosts -------------------------------------------------
 
 def test_grant_on_one_host_honoured_on_the_others(fleet, lb):
@@ -682,6 +728,13 @@ def test_make_fleet_starts_and_stops_it_all(mode):
         assert r.returncode != 0 and "not a port number: 80a" in r.stderr, r
         assert not os.path.exists(os.path.join(d, "pg")), os.listdir(d) \
             if os.path.isdir(d) else None
+        # HAProxy's port taken (here by our socket, as make run takes
+        # 8080): refused before anything starts, naming the variable.
+        nobind = {k: v for k, v in env.items() if k != "HG_FLEET_BIND"}
+        r = fleet_sh(nobind, "start")
+        assert r.returncode != 0 and "port %d is taken" % port in r.stderr \
+            and "HG_FLEET_PORT" in r.stderr, r
+        assert not os.path.exists(os.path.join(d, "pg")), os.listdir(d)
         r = fleet_sh(env, "start", fds=(fd,))
         assert r.returncode == 0, r.stderr
         assert "the fleet is up: http://127.0.0.1:%d/" % port in r.stderr
@@ -697,6 +750,15 @@ def test_make_fleet_starts_and_stops_it_all(mode):
         assert s.host == "h1", s.host
         t = Term(s)
         assert t.host == "h1"
+        # Its WebSocket through HAProxy, with HAProxy's URL as the Origin
+        # a browser sends (HOSTGATE_PUBLIC_URL on every host); no other.
+        for origin, want in (("http://127.0.0.1:%d" % port, 101),
+                             ("http://evil.example", 403)):
+            st, _, body, ws = sl.ws_handshake(lb, sl.ws_path(t.id),
+                                              cookie=s.cookie, origin=origin)
+            assert st == want, (origin, st, body)
+            if ws is not None:
+                ws.close()
         # Stopped and started again: the same store, the same session,
         # no second admin.
         r = fleet_sh(env, "stop")

@@ -413,6 +413,49 @@ def test_ws_allowed_origins(hostgate_factory):
         t.close()
 
 
+def test_ws_public_url(hostgate_factory):
+    """HOSTGATE_PUBLIC_URL (a balancer's address): its origin may open a
+    terminal and use /mcp, as frontd's own may; every other is refused as
+    before; and the MCP URLs handed to clients name it, whatever the Host
+    or a proxy's (here untrusted) forwarded headers say."""
+    hg = hostgate_factory(env={"HOSTGATE_PUBLIC_URL":
+                               "https://hg.example.org:8443/"})
+    bob = hg.login(*hglib.USER)
+    t = sl.Terminal(bob)
+    try:
+        for origin, status in [("https://hg.example.org:8443", 101),
+                               ("http://127.0.0.1:%d" % hg.port, 101),
+                               ("https://hg.example.org", 403),
+                               ("http://hg.example.org:8443", 403),
+                               ("https://evil.example.org:8443", 403)]:
+            assert upgrade(hg, bob, t.id, origin) == status, origin
+    finally:
+        t.close()
+    r = hg.post("/mcp", {}, headers={"Origin": "https://hg.example.org:8443"})
+    assert r.status == 401, r
+    assert r.header("WWW-Authenticate") == (
+        'Bearer resource_metadata="https://hg.example.org:8443/.well-known/'
+        'oauth-protected-resource/mcp"'), r.headers
+    assert hg.post("/mcp", {}, headers={"Origin": "https://evil.example"}
+                   ).status == 403
+    r = hg.get("/.well-known/oauth-protected-resource/mcp",
+               headers={"X-Forwarded-Host": "evil.example"})
+    assert r.json()["resource"] == "https://hg.example.org:8443/mcp", r
+
+
+@pytest.mark.parametrize("value,why", [
+    ("https://hg.example.org/hostgate", "has a path"),
+    ("hg.example.org", "not an http:// or https:// URL"),
+    ("https://u@hg.example.org", "has user information")])
+def test_public_url_validated(hostgate_factory, value, why):
+    hg = hostgate_factory(start=False)
+    hg.env["HOSTGATE_PUBLIC_URL"] = value
+    p = hg.start("frontd")
+    assert p.wait(timeout=hglib.SLOW) != 0
+    assert "HOSTGATE_PUBLIC_URL=%s: %s" % (value, why) in \
+        hg.log_text("frontd"), hg.log_text("frontd")
+
+
 def test_ws_origin_wildcard_listen(hostgate_factory):
     """Listening on 0.0.0.0, the own origin is the Host asked for, on the
     listen port, with frontd's scheme."""

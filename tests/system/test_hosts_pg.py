@@ -5,8 +5,9 @@ host asked for another's terminal and 410 once that host is lost; a host
 killed with SIGKILL declared lost by the other within
 HOSTGATE_HOST_LOST_SECONDS, one host_lost record naming its terminal and
 running command; /api/status's host and hosts. Also, without a store:
-HOSTGATE_TRUSTED_PROXIES, the client address from X-Forwarded-For only
-when the peer is a trusted proxy."""
+HOSTGATE_TRUSTED_PROXIES, the client address from X-Forwarded-For and the
+URLs' scheme and host from X-Forwarded-Proto and -Host only when the peer
+is a trusted proxy."""
 
 import contextlib
 import http.client
@@ -309,8 +310,9 @@ def test_embedded_store_host(hg):
 @pytest.mark.parametrize("trusted", [False, True])
 def test_forwarded_for_only_from_trusted_proxies(hostgate_factory, trusted):
     """X-Forwarded-For names the client (its login rate limit, its
-    records) only when the TCP peer is in HOSTGATE_TRUSTED_PROXIES; from
-    any other peer the header is ignored."""
+    records), and X-Forwarded-Proto and -Host the base of the URLs built
+    for it, only when the TCP peer is in HOSTGATE_TRUSTED_PROXIES; from
+    any other peer the headers are ignored."""
     env = {"HOSTGATE_LOGIN_RATE_PER_MINUTE": "1", "HOSTGATE_LOGIN_BURST": "2",
            "HOSTGATE_TRUSTED_PROXIES": "127.0.0.0/8" if trusted
            else "10.0.0.0/8"}
@@ -338,6 +340,22 @@ def test_forwarded_for_only_from_trusted_proxies(hostgate_factory, trusted):
         assert "198.51.100.1" not in seen, recs   # the client's own entry
     else:
         assert "203.0.113" not in seen and "127.0.0.1" in seen, recs
+    # X-Forwarded-Proto and -Host make the URLs built for the client (the
+    # MCP metadata, the 401 challenge) only from a trusted proxy; they
+    # never allow an Origin.
+    own = "http://127.0.0.1:%d" % hg.port
+    fwd = {"X-Forwarded-Proto": "http, https",
+           "X-Forwarded-Host": "evil.example, hg.example.org"}
+    base = "https://hg.example.org" if trusted else own
+    r = hg.get("/.well-known/oauth-protected-resource/mcp", headers=fwd)
+    assert r.status == 200 and r.json()["resource"] == base + "/mcp", r
+    r = hg.post("/mcp", {}, headers=fwd)
+    assert r.status == 401, r
+    assert r.header("WWW-Authenticate") == (
+        'Bearer resource_metadata="%s/.well-known/oauth-protected-resource'
+        '/mcp"' % base), r.headers
+    r = hg.post("/mcp", {}, headers=dict(fwd, Origin=base))
+    assert r.status == (403 if trusted else 401), r
 
 
 def seen_ms(pg, url, name):

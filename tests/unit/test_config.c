@@ -975,6 +975,57 @@ test_fleet_values(void **state)
 	free(m);
 }
 
+/*
+ * HOSTGATE_PUBLIC_URL: unset by default; an origin written as a URL, a
+ * trailing '/' dropped; a path, a query, user information or another
+ * scheme refused, each with its reason.
+ */
+static void
+test_public_url(void **state)
+{
+	struct config	cfg;
+
+	load_ok(&cfg);
+	assert_null(cfg.public_url);
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_PUBLIC_URL=https://hostgate.example.org\n");
+	load_ok(&cfg);
+	assert_string_equal(cfg.public_url, "https://hostgate.example.org");
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_PUBLIC_URL=http://127.0.0.1:8080/\n");
+	load_ok(&cfg);
+	assert_string_equal(cfg.public_url, "http://127.0.0.1:8080");
+	config_free(&cfg);
+	write_file(".env", "HOSTGATE_PUBLIC_URL=\n");
+	load_ok(&cfg);
+	assert_null(cfg.public_url);
+	config_free(&cfg);
+	write_file(".env", "");
+	expect_accepted("HOSTGATE_PUBLIC_URL", "https://[2001:db8::1]:8443");
+	expect_accepted("HOSTGATE_PUBLIC_URL", "https://Hg.Example.org");
+	expect_refused("HOSTGATE_PUBLIC_URL", "HTTPS://hg.example.org");
+	expect_error("HOSTGATE_PUBLIC_URL", "https://hg.example.org/hostgate",
+	    "HOSTGATE_PUBLIC_URL=https://hg.example.org/hostgate: has a "
+	    "path: hostgate is served at the root of its address, give "
+	    "scheme://HOST[:PORT] only (allowed: empty, or http://HOST or "
+	    "https://HOST, maybe with :PORT, no path, e.g. "
+	    "https://hostgate.example.org)");
+	expect_refused("HOSTGATE_PUBLIC_URL", "hg.example.org");
+	expect_refused("HOSTGATE_PUBLIC_URL", "ftp://hg.example.org");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://hg.example.org?x=1");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://u:p@hg.example.org");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://hg.example.org:0");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://hg.example.org:99999");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https:///");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://hg example.org");
+	expect_refused("HOSTGATE_PUBLIC_URL", "https://hg.example.org//");
+	assert_non_null(strstr((expect_refused("HOSTGATE_PUBLIC_URL",
+	    "https://u@hg.example.org"), err), "user information"));
+	assert_non_null(strstr((expect_refused("HOSTGATE_PUBLIC_URL",
+	    "https://hg.example.org/#x"), err), "query or a fragment"));
+}
+
 /* The .env parser on its own: quoting and escapes. */
 static void
 test_env_parse(void **state)
@@ -1157,6 +1208,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_egress_values, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_fleet_values, setup,
+		    teardown),
+		cmocka_unit_test_setup_teardown(test_public_url, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_env_parse, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_to_json, setup, teardown),

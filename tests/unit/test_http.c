@@ -436,6 +436,55 @@ test_forwarded_for(void **state)
 }
 
 /*
+ * The base of the URLs built for a client: a trusted proxy's
+ * X-Forwarded-Proto and -Host (each the last entry), else frontd's scheme
+ * and the Host; a malformed one is passed over.
+ */
+static void
+test_base_url(void **state)
+{
+	static const char *const	 fwd = "GET / HTTP/1.1\r\n"
+	    "Host: 127.0.0.1:8081\r\nX-Forwarded-Proto: http, https\r\n"
+	    "X-Forwarded-Host: evil.example, hg.example.org\r\n\r\n";
+	struct http_request	 req;
+	char			 out[300];
+
+	/* Not from a trusted proxy: its headers count for nothing. */
+	assert_true(parse(fwd, &req) > 0);
+	http_base_url(&req, out, sizeof out);
+	assert_string_equal(out, "http://127.0.0.1:8081");
+	req.tls = 1;
+	http_base_url(&req, out, sizeof out);
+	assert_string_equal(out, "https://127.0.0.1:8081");
+	req.tls = 0;
+	req.proxied = 1;
+	http_base_url(&req, out, sizeof out);
+	assert_string_equal(out, "https://hg.example.org");
+	http_request_clear(&req);
+	/* The proxy sent the scheme alone: the Host it passed on. */
+	assert_true(parse("GET / HTTP/1.1\r\nHost: Hg.Example.org:8443\r\n"
+	    "X-Forwarded-Proto: HTTPS\r\n\r\n", &req) > 0);
+	req.proxied = 1;
+	http_base_url(&req, out, sizeof out);
+	assert_string_equal(out, "https://Hg.Example.org:8443");
+	http_request_clear(&req);
+	/* Malformed values are passed over, a bad Host too. */
+	assert_true(parse("GET / HTTP/1.1\r\nHost: a/b\r\n"
+	    "X-Forwarded-Proto: ftp\r\nX-Forwarded-Host: x y\r\n\r\n",
+	    &req) > 0);
+	req.proxied = 1;
+	http_base_url(&req, out, sizeof out);
+	assert_string_equal(out, "http://localhost");
+	http_request_clear(&req);
+	assert_true(parse("GET / HTTP/1.1\r\nHost: h:1\r\n"
+	    "X-Forwarded-Host: bad_host!\r\n\r\n", &req) > 0);
+	req.proxied = 1;
+	http_base_url(&req, out, sizeof out);
+	assert_string_equal(out, "http://h:1");
+	http_request_clear(&req);
+}
+
+/*
  * End to end. One event base and two servers (plain and TLS) for the whole
  * binary: http.c has no way to free a server, and keeping them in globals
  * keeps them reachable for the leak checker.
@@ -1524,6 +1573,7 @@ main(void)
 		cmocka_unit_test(test_cookie),
 		cmocka_unit_test(test_status_text),
 		cmocka_unit_test(test_forwarded_for),
+		cmocka_unit_test(test_base_url),
 		cmocka_unit_test(test_server_get),
 		cmocka_unit_test(test_server_body_pieces),
 		cmocka_unit_test(test_server_pipelined),

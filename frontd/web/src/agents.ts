@@ -27,8 +27,16 @@ export interface Snippet {
   text: string;
 }
 
-// The MCP endpoint of this host, as an agent reaches it.
-export function mcpUrl(): string {
+// The MCP endpoint as agents reach it: the resource of the server's
+// protected resource metadata (RFC 9728), which names HOSTGATE_PUBLIC_URL
+// when it is set (a balancer's address); else this page's origin.
+export async function mcpUrl(): Promise<string> {
+  try {
+    const doc = await get<{ resource?: unknown }>('/.well-known/oauth-protected-resource/mcp');
+    if (typeof doc?.resource === 'string' && /^https?:\/\/[^/]+\/mcp$/.test(doc.resource)) return doc.resource;
+  } catch {
+    // The page's own origin is right whenever no public URL differs.
+  }
   return `${location.origin}/mcp`;
 }
 
@@ -140,8 +148,7 @@ export function openAgents(): void {
   const list = h('ul', { class: 'agent-tokens', id: 'agent-tokens' });
   const empty = h('p', { class: 'agent-empty', text: 'This session has no agent tokens.' });
 
-  const showMinted = (m: Minted): void => {
-    const url = mcpUrl();
+  const showMinted = (m: Minted, url: string): void => {
     reveal.replaceChildren(
       h(
         'p',
@@ -208,9 +215,9 @@ export function openAgents(): void {
   const mint = async (): Promise<void> => {
     create.disabled = true;
     try {
-      const m = await post<Minted>('/api/session/tokens');
+      const [m, url] = await Promise.all([post<Minted>('/api/session/tokens'), mcpUrl()]);
       shown = m;
-      showMinted(m);
+      showMinted(m, url);
       await reload();
       say('A new token is shown: copy it now.');
       reveal.querySelector<HTMLButtonElement>('[data-copy=token]')?.focus();
