@@ -1520,6 +1520,33 @@ audit_verify_chain(int64_t head_seq, const char *head_hash,
 	return 0;
 }
 
+/*
+ * A verdict as hgctl prints it: {"ok", "records", "first_seq", "last_seq",
+ * "anchor_seq", "bad_seq", "error"}; anchor_seq null when no files were
+ * archived, the last two null when ok.
+ */
+struct json_object *
+audit_verdict_json(const struct audit_verdict *vd, int ok, const char *err)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "ok", json_object_new_boolean(ok));
+	json_object_object_add(res, "records",
+	    json_object_new_int64(vd->records));
+	json_object_object_add(res, "first_seq",
+	    json_object_new_int64(vd->first_seq));
+	json_object_object_add(res, "last_seq",
+	    json_object_new_int64(vd->last_seq));
+	json_object_object_add(res, "anchor_seq", vd->anchor_seq > 0 ?
+	    json_object_new_int64(vd->anchor_seq) : NULL);
+	json_object_object_add(res, "bad_seq", ok ? NULL :
+	    json_object_new_int64(vd->bad_seq));
+	json_object_object_add(res, "error", ok ? NULL :
+	    json_object_new_string(err));
+	return res;
+}
+
 /* Parse two digits at s into *out; -1 when they are not digits. */
 static int
 audit_2digits(const char *s, int *out)

@@ -583,6 +583,8 @@ struct audit_verdict {
 };
 int	 audit_verify_chain(int64_t head_seq, const char *head_hash,
 	    struct audit_verdict *, char *err, size_t errsz);
+struct json_object *audit_verdict_json(const struct audit_verdict *, int ok,
+	    const char *err);
 /* Open a copy's audit log in dir to verify it, read-only (hgctl). */
 int	 audit_open_dir(const char *dir, char *err, size_t errsz);
 /* Move the rotated files older than before_ms to to (NULL: the default). */
