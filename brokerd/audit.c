@@ -588,7 +588,12 @@ audit_key_load(int have_log, char *err, size_t errsz)
 
 	path = path_join(audit_dir, AUDIT_KEY_FILE);
 	if (stat(path, &st) == -1) {
-		if (errno != ENOENT || audit_offline) {
+		if (audit_offline) {
+			snprintf(err, errsz, "audit: cannot read the key %s: %s",
+			    path, strerror(errno));
+			goto done;
+		}
+		if (errno != ENOENT) {
 			snprintf(err, errsz, "audit: %s: %s", path,
 			    strerror(errno));
 			goto done;

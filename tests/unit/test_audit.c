@@ -1125,6 +1125,86 @@ test_archive(void **state)
 	free(arch);
 }
 
+/* The names and sizes of a directory's entries, one "name size" a line. */
+static char *
+dir_listing(const char *dir)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	char		*out = NULL, *p, line[512];
+	size_t		 len = 0;
+
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL) {
+		p = path_join(dir, de->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		free(p);
+		snprintf(line, sizeof line, "%s %lld %o %lld.%09ld\n",
+		    de->d_name, (long long)st.st_size, (unsigned)st.st_mode,
+		    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		out = realloc(out, len + strlen(line) + 1);
+		memcpy(out + len, line, strlen(line) + 1);
+		len += strlen(line);
+	}
+	closedir(d);
+	return out;
+}
+
+/* audit_open_dir: a copy is checked and left exactly as it was. */
+static void
+test_open_dir(void **state)
+{
+	struct fixture		*f = *state;
+	struct audit_verdict	 vd;
+	struct lines		 l;
+	char			*before, *after, *key;
+
+	audit_close();
+	assert_int_equal(audit_init(f->dir, 1000, 0, f->err, sizeof f->err),
+	    0);
+	append_n(12);
+	audit_close();
+	before = dir_listing(f->dir);
+	assert_int_equal(audit_open_dir(f->dir, f->err, sizeof f->err), 0);
+	if (audit_verify_chain(0, NULL, &vd, f->err, sizeof f->err) != 0)
+		fail_msg("verify: %s", f->err);
+	assert_int_equal(vd.last_seq, 12);
+	assert_int_equal(vd.first_seq, 1);
+	/* Nothing can be written to it. */
+	assert_int_equal(audit_append("login", "alice", NULL, 1, NULL, NULL,
+	    0), -1);
+	l = read_lines(f->log);
+	audit_close();
+	after = dir_listing(f->dir);
+	assert_string_equal(before, after);
+	free(after);
+
+	/* An edit: the same answer as brokerd's. */
+	l.v[0][strlen(l.v[0]) - 5] ^= 1;
+	write_lines(f->log, &l, 0);
+	free_lines(&l);
+	free(before);
+	before = dir_listing(f->dir);
+	assert_int_equal(audit_open_dir(f->dir, f->err, sizeof f->err), 0);
+	assert_int_equal(audit_verify_chain(0, NULL, &vd, f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "HMAC does not match"));
+	audit_close();
+	after = dir_listing(f->dir);
+	assert_string_equal(before, after);
+	free(after);
+
+	/* No key: refused, and none made. */
+	key = path_join(f->dir, "audit.key");
+	assert_int_equal(unlink(key), 0);
+	assert_int_equal(audit_open_dir(f->dir, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "cannot read the key"));
+	assert_int_equal(access(key, F_OK), -1);
+	free(key);
+	free(before);
+}
+
 int
 main(void)
 {
@@ -1157,6 +1237,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_blank_line, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_no_reuse, setup,
