@@ -114,7 +114,7 @@ SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_maco
 	  backend_wsl spawn spawner policy cgroup grant ids record \
 	  workspace disk fileops files egress
 EGRESSD	= egressd proxy request hosts sandbox
-HGCTL	= hgctl pg storeadm
+HGCTL	= hgctl pg storeadm audit
 
 O	 = $(B)/obj
 COMMON_O   = $(COMMON:%=$(O)/common/%.o)

@@ -71,6 +71,15 @@ struct audit_verify_state {
 	int		 head_seen;	/* the anchor's record was found */
 	char		*err;
 	size_t		 errsz;
+	/*
+	 * The oldest record here has seq gap_seq > 1 (older files archived):
+	 * the gap stands only once a verified audit_archived record vouches
+	 * for it (anchor_seq); until then its error (gap_err) is the answer.
+	 */
+	int64_t		 gap_seq;
+	char		 gap_prev[65];	/* that record's prev */
+	char		 gap_err[512];
+	int64_t		 anchor_seq;
 };
 
 struct audit_query_state {
@@ -107,6 +116,7 @@ static unsigned long long audit_next_num; /* of the next rotated file */
 static char		 audit_host[33];	/* "host" of each record */
 static const struct audit_store *audit_store = &audit_file;
 static int		 audit_open_store;	/* audit_store opened */
+static int		 audit_offline;	/* audit_open_dir: read, never write */
 
 /* Lowercase hex of n bytes into out (2n + 1 bytes). */
 static void
@@ -578,6 +588,11 @@ audit_key_load(int have_log, char *err, size_t errsz)
 
 	path = path_join(audit_dir, AUDIT_KEY_FILE);
 	if (stat(path, &st) == -1) {
+		if (audit_offline) {
+			snprintf(err, errsz, "audit: cannot read the key %s: %s",
+			    path, strerror(errno));
+			goto done;
+		}
 		if (errno != ENOENT) {
 			snprintf(err, errsz, "audit: %s: %s", path,
 			    strerror(errno));
@@ -610,7 +625,8 @@ audit_key_load(int have_log, char *err, size_t errsz)
 		rv = 0;
 		goto done;
 	}
-	if (st.st_mode & 077) {
+	/* A copy's mode is its holder's business: it is only read. */
+	if ((st.st_mode & 077) && !audit_offline) {
 		snprintf(err, errsz, "audit: the key %s is open to others "
 		    "(mode %03o); chmod 600 it", path,
 		    (unsigned)(st.st_mode & 0777));
@@ -688,6 +704,36 @@ audit_init(const char *state_dir, long rotate_bytes, int syslog_mirror,
 	audit_open_store = 1;
 	log_debug("audit: %s, last seq %lld", audit_store->where,
 	    (long long)audit_seq);
+	return 0;
+fail:
+	audit_close();
+	return -1;
+}
+
+/*
+ * Open the audit log of a copy or backup in dir to check it, read-only:
+ * the key must be there, and nothing in dir is created, rotated or
+ * written (hgctl audit verify --state-dir). The chain's tail is not
+ * known, so a verify cannot tell records cut from the end.
+ */
+int
+audit_open_dir(const char *dir, char *err, size_t errsz)
+{
+	audit_close();
+	audit_offline = 1;
+	audit_store = &audit_file;
+	if ((audit_dir = strdup(dir)) == NULL) {
+		snprintf(err, errsz, "audit: out of memory");
+		goto fail;
+	}
+	audit_path = path_join(dir, AUDIT_FILE);
+	if (audit_key_load(1, err, errsz) == -1)
+		goto fail;
+	if (audit_mac_setup() == -1) {
+		snprintf(err, errsz, "audit: HMAC-SHA256 is not available");
+		goto fail;
+	}
+	audit_open_store = 1;
 	return 0;
 fail:
 	audit_close();
@@ -790,6 +836,7 @@ audit_close(void)
 	memcpy(audit_prev, AUDIT_ZERO_HASH, sizeof audit_prev);
 	audit_dirty = 0;
 	audit_failed = 0;
+	audit_offline = 0;
 }
 
 /* The seq of the last record written, 0 before the first. */
@@ -1115,7 +1162,7 @@ audit_append(const char *action, const char *user, const char *session,
 	    !json_object_object_get_ex(detail, "request_id", NULL))
 		json_object_object_add(detail, "request_id",
 		    json_object_new_string(log_ctx_request_id()));
-	if (!audit_open_store || action == NULL) {
+	if (!audit_open_store || audit_offline || action == NULL) {
 		log_warnx("audit: log not open; a %s record is lost",
 		    action != NULL ? action : "(null)");
 		json_object_put(detail);
@@ -1224,11 +1271,69 @@ audit_file_ready(char *why, size_t whysz)
 	return 0;
 }
 
+/* Whether an anchor's (or a file's) last_seq and last_hash are seq, hash. */
+static int
+audit_archived_names(struct json_object *o, int64_t seq, const char *hash)
+{
+	const char	*h;
+	int64_t		 last;
+
+	return json_int(o, "last_seq", &last) == 0 && last == seq &&
+	    (h = json_str(o, "last_hash")) != NULL && strcmp(h, hash) == 0;
+}
+
+/*
+ * Whether a verified line is an audit_archived record that vouches for
+ * seq 1 to seq: its detail (or one of its files, all of which a move cut
+ * short may not have taken) names seq as the last archived, with hash
+ * the chain hash of that record (the prev of the oldest record left).
+ */
+static int
+audit_archived_covers(const char *line, size_t len, int64_t seq,
+    const char *hash)
+{
+	struct json_tokener	*tok;
+	struct json_object	*obj, *detail, *files;
+	const char		*action;
+	size_t			 i, n;
+	int			 yes = 0;
+
+	/* Cheap first: most records are something else. */
+	if (memmem(line, len, "\"audit_archived\"", 16) == NULL)
+		return 0;
+	if ((tok = json_tokener_new()) == NULL)
+		return 0;
+	obj = json_tokener_parse_ex(tok, line, len);
+	if (obj != NULL && (action = json_str(obj, "action")) != NULL &&
+	    strcmp(action, "audit_archived") == 0 &&
+	    json_object_object_get_ex(obj, "detail", &detail) &&
+	    json_object_is_type(detail, json_type_object)) {
+		yes = audit_archived_names(detail, seq, hash);
+		if (!yes && json_object_object_get_ex(detail, "files",
+		    &files) && json_object_is_type(files, json_type_array)) {
+			n = json_object_array_length(files);
+			for (i = 0; i < n && !yes; i++)
+				yes = audit_archived_names(
+				    json_object_array_get_idx(files, i), seq,
+				    hash);
+		}
+	}
+	json_object_put(obj);
+	json_tokener_free(tok);
+	return yes;
+}
+
 /* Record what is wrong with the record the verifier expected next. */
 static int
 audit_verify_bad(struct audit_verify_state *v, const char *file,
     int64_t lineno, const char *what)
 {
+	if (v->gap_seq > 0 && v->anchor_seq == 0) {
+		/* An error past a gap no anchor vouched for yet: the gap. */
+		v->bad_seq = 1;
+		snprintf(v->err, v->errsz, "%s", v->gap_err);
+		return 1;
+	}
 	v->bad_seq = v->expect;
 	if (audit_store->shared)
 		snprintf(v->err, v->errsz, "%s (%s, seq %lld)", what, file,
@@ -1266,6 +1371,19 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
 	}
 	if (audit_check(line, len, &r, msg, sizeof msg) == -1)
 		return audit_verify_bad(v, file, lineno, msg);
+	if (v->expect == 1 && r.seq > 1 && v->gap_seq == 0) {
+		/* Older files archived, or removed: an anchor must tell. */
+		snprintf(msg, sizeof msg, "missing (deleted, or records out of "
+		    "order): the next record has seq %lld", (long long)r.seq);
+		audit_verify_bad(v, file, lineno, msg);
+		snprintf(v->gap_err, sizeof v->gap_err, "%s", v->err);
+		v->bad_seq = 0;
+		v->err[0] = '\0';
+		v->gap_seq = r.seq;
+		memcpy(v->gap_prev, r.prev, sizeof v->gap_prev);
+		v->expect = r.seq;
+		memcpy(v->prev, r.prev, sizeof v->prev);
+	}
 	if (r.seq > v->expect) {
 		snprintf(msg, sizeof msg, "missing (deleted, or records out of "
 		    "order): the next record has seq %lld", (long long)r.seq);
@@ -1291,6 +1409,9 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
 			return audit_verify_bad(v, file, lineno, msg);
 		}
 	}
+	if (v->gap_seq > 0 && v->anchor_seq == 0 &&
+	    audit_archived_covers(line, len, v->gap_seq - 1, v->gap_prev))
+		v->anchor_seq = r.seq;
 	memcpy(v->prev, r.hash, sizeof v->prev);
 	v->expect++;
 	return 0;
@@ -1300,7 +1421,7 @@ audit_verify_line(const char *file, int64_t lineno, const char *line,
  * Walk the whole chain. 0 when valid; -1 with *bad_seq the first bad
  * sequence number (that of a missing record, or the one after the last
  * when records were cut from the end) and err saying what is wrong, or
- * *bad_seq 0 when the log is not open.
+ * *bad_seq 0 when the log is not open. *nrecords: the last seq.
  */
 int
 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
@@ -1308,20 +1429,36 @@ audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz)
 	return audit_verify_head(0, NULL, nrecords, bad_seq, err, errsz);
 }
 
-/*
- * audit_verify, and with head_seq > 0 also against an anchor kept off the
- * file: the record with seq head_seq must have the chain hash head_hash,
- * and the log must reach it (records cut from the end and a restart since
- * leave a chain that is whole but shorter than the anchor).
- */
+/* audit_verify_chain, in audit_verify's terms. */
 int
 audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
     int64_t *bad_seq, char *err, size_t errsz)
 {
+	struct audit_verdict	vd;
+	int			rv;
+
+	rv = audit_verify_chain(head_seq, head_hash, &vd, err, errsz);
+	*nrecords = vd.last_seq;
+	*bad_seq = vd.bad_seq;
+	return rv;
+}
+
+/*
+ * Walk the whole chain, and with head_seq > 0 also check it against an
+ * anchor kept off the file: the record with seq head_seq must have the
+ * chain hash head_hash, and the log must reach it (records cut from the
+ * end and a restart since leave a chain that is whole but shorter than
+ * the anchor). The oldest record may be past seq 1 when the files before
+ * it were archived and an audit_archived record later in the chain says
+ * so. 0 when valid, else -1 (see audit_verify) with vd filled either way.
+ */
+int
+audit_verify_chain(int64_t head_seq, const char *head_hash,
+    struct audit_verdict *vd, char *err, size_t errsz)
+{
 	struct audit_verify_state	v;
 
-	*nrecords = 0;
-	*bad_seq = 0;
+	memset(vd, 0, sizeof *vd);
 	if (!audit_open_store) {
 		snprintf(err, errsz, "the audit log is not open");
 		return -1;
@@ -1337,16 +1474,34 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 	v.errsz = errsz;
 	if (audit_walk(audit_verify_line, &v) == -1) {
 		snprintf(err, errsz, "cannot read %s", audit_store->where);
-		*bad_seq = 1;
+		vd->bad_seq = 1;
 		return -1;
 	}
-	*nrecords = v.expect - 1;
-	if (v.bad_seq == 0 && v.expect - 1 < audit_seq) {
+	if (v.bad_seq == 0 && v.gap_seq > 0 && v.anchor_seq == 0) {
+		/* No anchor for the gap: files removed, not archived. */
+		v.bad_seq = 1;
+		snprintf(err, errsz, "%s", v.gap_err);
+	}
+	vd->first_seq = v.gap_seq > 0 ? v.gap_seq : 1;
+	vd->last_seq = v.expect - 1;
+	vd->records = v.bad_seq == 1 && v.gap_seq > 0 && v.anchor_seq == 0 ?
+	    0 : v.expect - vd->first_seq;
+	if (v.bad_seq == 1 && vd->records == 0)
+		vd->last_seq = 0;
+	vd->anchor_seq = v.anchor_seq;
+	if (v.bad_seq == 0 && !audit_offline && v.expect - 1 < audit_seq) {
 		/* brokerd knows what it wrote: the end was cut off. */
 		v.bad_seq = v.expect;
 		snprintf(err, errsz, "the log ends at seq %lld but seq %lld "
 		    "was written (records removed from the end: truncated)",
 		    (long long)v.expect - 1, (long long)audit_seq);
+	} else if (v.bad_seq == 0 && v.head_seq > 0 && v.gap_seq > 0 &&
+	    v.head_seq < v.gap_seq) {
+		v.bad_seq = v.head_seq;
+		snprintf(err, errsz, "the anchor names seq %lld, which is "
+		    "archived (seq 1 to %lld): check it against the archive "
+		    "(hgctl audit verify --state-dir)", (long long)v.head_seq,
+		    (long long)v.gap_seq - 1);
 	} else if (v.bad_seq == 0 && v.head_seq > 0 && !v.head_seen) {
 		v.bad_seq = v.expect;
 		snprintf(err, errsz, "the log ends at seq %lld but the anchor "
@@ -1354,8 +1509,8 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 		    "from the end: truncated)", (long long)v.expect - 1,
 		    (long long)v.head_seq, (long long)v.expect,
 		    (long long)v.head_seq);
-	} else if (v.bad_seq == 0 && v.expect - 1 > audit_seq &&
-	    !audit_store->shared) {
+	} else if (v.bad_seq == 0 && !audit_offline &&
+	    v.expect - 1 > audit_seq && !audit_store->shared) {
 		/* (The other hosts of a store write too.) */
 		v.bad_seq = audit_seq + 1;
 		snprintf(err, errsz, "the log goes on past seq %lld, the last "
@@ -1363,11 +1518,38 @@ audit_verify_head(int64_t head_seq, const char *head_hash, int64_t *nrecords,
 		    (long long)audit_seq);
 	}
 	if (v.bad_seq != 0) {
-		*bad_seq = v.bad_seq;
+		vd->bad_seq = v.bad_seq;
 		return -1;
 	}
 	err[0] = '\0';
 	return 0;
+}
+
+/*
+ * A verdict as hgctl prints it: {"ok", "records", "first_seq", "last_seq",
+ * "anchor_seq", "bad_seq", "error"}; anchor_seq null when no files were
+ * archived, the last two null when ok.
+ */
+struct json_object *
+audit_verdict_json(const struct audit_verdict *vd, int ok, const char *err)
+{
+	struct json_object	*res;
+
+	res = json_object_new_object();
+	json_object_object_add(res, "ok", json_object_new_boolean(ok));
+	json_object_object_add(res, "records",
+	    json_object_new_int64(vd->records));
+	json_object_object_add(res, "first_seq",
+	    json_object_new_int64(vd->first_seq));
+	json_object_object_add(res, "last_seq",
+	    json_object_new_int64(vd->last_seq));
+	json_object_object_add(res, "anchor_seq", vd->anchor_seq > 0 ?
+	    json_object_new_int64(vd->anchor_seq) : NULL);
+	json_object_object_add(res, "bad_seq", ok ? NULL :
+	    json_object_new_int64(vd->bad_seq));
+	json_object_object_add(res, "error", ok ? NULL :
+	    json_object_new_string(err));
+	return res;
 }
 
 /* Parse two digits at s into *out; -1 when they are not digits. */
@@ -1385,7 +1567,7 @@ audit_2digits(const char *s, int *out)
  * then optionally T (or a space) HH:MM[:SS[.fff]], then Z or +HH:MM or
  * -HH:MM (UTC when absent).
  */
-static int
+int
 audit_time_ms(const char *s, int64_t *ms)
 {
 	struct tm	 tm;
@@ -1908,6 +2090,264 @@ audit_filter_parse(struct json_object *obj, struct audit_filter *f,
 	return 0;
 }
 
+/* What audit_file_archive learned of one rotated file. */
+struct audit_archive_file {
+	int64_t		 first_seq;	/* 0: no record */
+	int64_t		 last_seq;
+	int64_t		 last_ms;	/* the newest record's time */
+	char		 last_hash[65];
+	int		 bad;		/* a line that is not a timed record */
+};
+
+/* Note one line of a rotated file: its seq, hash and time. */
+static int
+audit_archive_line(const char *file, int64_t lineno, const char *line,
+    size_t len, enum audit_kind kind, void *arg)
+{
+	struct audit_archive_file	*a = arg;
+	struct audit_rec		 r;
+	struct json_tokener		*tok;
+	struct json_object		*obj;
+	char				 msg[256];
+	int64_t				 ms = 0;
+	int				 timed = 0;
+
+	if (kind != AUDIT_WHOLE || audit_check(line, len, &r, msg,
+	    sizeof msg) == -1 || (tok = json_tokener_new()) == NULL) {
+		a->bad = 1;
+		return 1;
+	}
+	obj = json_tokener_parse_ex(tok, line, len);
+	if (obj != NULL && audit_time_ms(json_str(obj, "time"), &ms) == 0)
+		timed = 1;
+	json_object_put(obj);
+	json_tokener_free(tok);
+	if (!timed) {
+		a->bad = 1;
+		return 1;
+	}
+	if (a->first_seq == 0) {
+		a->first_seq = r.seq;
+		a->last_ms = ms;
+	}
+	a->last_seq = r.seq;
+	if (ms > a->last_ms)
+		a->last_ms = ms;
+	memcpy(a->last_hash, r.hash, sizeof a->last_hash);
+	return 0;
+}
+
+/* Fsync a directory, so that the renames into or out of it are durable. */
+static void
+audit_sync_path(const char *dir)
+{
+	int	fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(fd) == -1)
+		log_warn("audit: fsync %s", dir);
+	if (fd != -1)
+		close(fd);
+}
+
+/* {"file", "first_seq", "last_seq", "last_hash"} of an archived file. */
+static struct json_object *
+audit_archive_json(const char *name, const struct audit_archive_file *a)
+{
+	struct json_object	*o;
+
+	o = json_object_new_object();
+	if (name != NULL)
+		json_object_object_add(o, "file",
+		    json_object_new_string(name));
+	json_object_object_add(o, "first_seq",
+	    json_object_new_int64(a->first_seq));
+	json_object_object_add(o, "last_seq",
+	    json_object_new_int64(a->last_seq));
+	json_object_object_add(o, "last_hash",
+	    json_object_new_string(a->last_hash));
+	return o;
+}
+
+/*
+ * audit_archive of the files: the oldest rotated files whose records are
+ * all older than before_ms (never audit.log, never one with a record at
+ * or after it) are moved to dir, once the audit_archived record that
+ * names them (each file's last seq and chain hash, and the whole set's)
+ * is on disk: a move cut short leaves files that record still vouches
+ * for. Refused when the chain is not whole, so that an archive never
+ * hides a break. *resp: {anchor_seq, to, files, first_seq, last_seq,
+ * last_hash}, anchor_seq null when nothing was old enough.
+ */
+static int
+audit_file_archive(int64_t before_ms, const char *to,
+    struct json_object **resp, char *err, size_t errsz)
+{
+	struct audit_verdict		 vd;
+	struct audit_archive_file	*a = NULL, all;
+	struct stat			 st, dst;
+	struct json_object		*detail, *files, *moved, *res;
+	unsigned long long		 maxnum;
+	char				**paths = NULL, *dir = NULL, *target;
+	char				*buf = NULL, msg[512];
+	size_t				 n = 0, i, k;
+	int64_t				 seq;
+	int				 rv = -1, rc;
+
+	*resp = NULL;
+	if (audit_verify_chain(0, NULL, &vd, msg, sizeof msg) == -1) {
+		snprintf(err, errsz, "the audit log is not whole (first bad "
+		    "record at seq %lld: %s): nothing archived; see hgctl "
+		    "audit verify", (long long)vd.bad_seq, msg);
+		return -1;
+	}
+	dir = to != NULL ? strdup(to) : path_join(audit_dir, "audit-archive");
+	if (dir == NULL || dir[0] != '/') {
+		snprintf(err, errsz, "the archive directory must be an "
+		    "absolute path");
+		goto done;
+	}
+	if (audit_files(&paths, &n, &maxnum) == -1 ||
+	    (a = calloc(n, sizeof *a)) == NULL ||
+	    (buf = malloc(AUDIT_BUF_SIZE)) == NULL) {
+		snprintf(err, errsz, "cannot list %s: %s", audit_dir,
+		    strerror(errno));
+		goto done;
+	}
+	/* paths[n - 1] is audit.log: the chain's head stays. */
+	for (k = 0; k + 1 < n; k++) {
+		audit_walk_file(paths[k], buf, audit_archive_line, &a[k]);
+		if (a[k].bad || a[k].first_seq == 0 ||
+		    a[k].last_ms >= before_ms)
+			break;
+	}
+	res = json_object_new_object();
+	*resp = res;
+	json_object_object_add(res, "to", json_object_new_string(dir));
+	if (k == 0) {
+		json_object_object_add(res, "anchor_seq", NULL);
+		json_object_object_add(res, "files", json_object_new_array());
+		rv = 0;
+		goto done;
+	}
+
+	/* Everything that can be checked, before the record is written. */
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errsz, "cannot make %s: %s", dir,
+		    strerror(errno));
+		goto done;
+	}
+	if (stat(dir, &dst) == -1 || !S_ISDIR(dst.st_mode)) {
+		snprintf(err, errsz, "%s is not a directory", dir);
+		goto done;
+	}
+	if (stat(audit_dir, &st) == -1 || st.st_dev != dst.st_dev) {
+		snprintf(err, errsz, "%s is not on the file system of %s: "
+		    "archive there, then copy the files away", dir, audit_dir);
+		goto done;
+	}
+	for (i = 0; i < k; i++) {
+		target = path_join(dir, audit_base(paths[i]));
+		rc = lstat(target, &st);
+		free(target);
+		if (rc == 0) {
+			snprintf(err, errsz, "%s already holds a %s: nothing "
+			    "archived", dir, audit_base(paths[i]));
+			goto done;
+		}
+	}
+
+	all = a[0];
+	all.last_seq = a[k - 1].last_seq;
+	memcpy(all.last_hash, a[k - 1].last_hash, sizeof all.last_hash);
+	detail = audit_archive_json(NULL, &all);
+	files = json_object_new_array();
+	for (i = 0; i < k; i++)
+		json_object_array_add(files,
+		    audit_archive_json(audit_base(paths[i]), &a[i]));
+	json_object_object_add(detail, "files", files);
+	json_object_object_add(detail, "to", json_object_new_string(dir));
+	if ((seq = audit_append("audit_archived", NULL, NULL, 1, "hgctl",
+	    detail, 1)) < 0) {
+		snprintf(err, errsz, "the audit_archived record could not be "
+		    "written: nothing archived");
+		goto done;
+	}
+	json_object_object_add(res, "anchor_seq", json_object_new_int64(seq));
+	json_object_object_add(res, "first_seq",
+	    json_object_new_int64(all.first_seq));
+	json_object_object_add(res, "last_seq",
+	    json_object_new_int64(all.last_seq));
+	json_object_object_add(res, "last_hash",
+	    json_object_new_string(all.last_hash));
+	moved = json_object_new_array();
+	json_object_object_add(res, "files", moved);
+	for (i = 0; i < k; i++) {
+		target = path_join(dir, audit_base(paths[i]));
+		rc = renameat2(AT_FDCWD, paths[i], AT_FDCWD, target,
+		    RENAME_NOREPLACE);
+		if (rc == -1 && errno == EINVAL) {
+			/* No RENAME_NOREPLACE on this file system. */
+			if (lstat(target, &st) == 0)
+				errno = EEXIST;
+			else
+				rc = rename(paths[i], target);
+		}
+		free(target);
+		if (rc == -1) {
+			snprintf(err, errsz, "moved %zu of %zu files to %s, "
+			    "then %s: %s (the audit_archived record at seq "
+			    "%lld names every file: move the rest by hand)",
+			    i, k, dir, audit_base(paths[i]), strerror(errno),
+			    (long long)seq);
+			break;
+		}
+		json_object_array_add(moved,
+		    json_object_new_string(audit_base(paths[i])));
+		log_info("audit: archived %s to %s", audit_base(paths[i]), dir);
+	}
+	audit_sync_path(dir);
+	audit_sync_path(audit_dir);
+	rv = i == k ? 0 : -1;
+done:
+	if (rv == -1 && *resp != NULL) {
+		json_object_put(*resp);
+		*resp = NULL;
+	}
+	free(buf);
+	free(a);
+	if (paths != NULL)
+		audit_files_free(paths, n);
+	free(dir);
+	return rv;
+}
+
+/*
+ * Move the rotated files of the chain whose records are all older than
+ * before_ms out of the state directory, into to (NULL: its
+ * audit-archive/), and append an audit_archived record, which lets a
+ * verify accept that they are gone. -1 with err, also when the chain is
+ * kept elsewhere than in files.
+ */
+int
+audit_archive(int64_t before_ms, const char *to, struct json_object **resp,
+    char *err, size_t errsz)
+{
+	*resp = NULL;
+	if (!audit_open_store || audit_offline) {
+		snprintf(err, errsz, "the audit log is not open");
+		return -1;
+	}
+	if (audit_store->archive == NULL) {
+		snprintf(err, errsz, "the audit chain is kept in %s, not in "
+		    "rotated files: there is nothing to archive (see "
+		    "docs/audit.md, One chain for a fleet)",
+		    audit_store->where);
+		return -1;
+	}
+	return audit_store->archive(before_ms, to, resp, err, errsz);
+}
+
 /* The chain in STATE_DIR/audit.log and its rotated files. */
 const struct audit_store audit_file = {
 	.where = AUDIT_FILE,
@@ -1918,5 +2358,6 @@ const struct audit_store audit_file = {
 	.ready = audit_file_ready,
 	.walk = audit_file_walk,
 	.query = audit_file_query,
+	.archive = audit_file_archive,
 	.close = audit_file_close,
 };

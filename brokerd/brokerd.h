@@ -607,6 +607,23 @@ int	 audit_verify_head(int64_t head_seq, const char *head_hash,
 	    int64_t *nrecords, int64_t *bad_seq, char *err, size_t errsz);
 int	 audit_verify(int64_t *nrecords, int64_t *bad_seq, char *err,
 	    size_t errsz);
+/* What a check of the chain found (audit_verify_chain). */
+struct audit_verdict {
+	int64_t	 records;	/* records checked */
+	int64_t	 first_seq;	/* the oldest here: 1, or past archived ones */
+	int64_t	 last_seq;
+	int64_t	 bad_seq;	/* 0 when whole */
+	int64_t	 anchor_seq;	/* the audit_archived record of the gap, or 0 */
+};
+int	 audit_verify_chain(int64_t head_seq, const char *head_hash,
+	    struct audit_verdict *, char *err, size_t errsz);
+struct json_object *audit_verdict_json(const struct audit_verdict *, int ok,
+	    const char *err);
+/* Open a copy's audit log in dir to verify it, read-only (hgctl). */
+int	 audit_open_dir(const char *dir, char *err, size_t errsz);
+/* Move the rotated files older than before_ms to to (NULL: the default). */
+int	 audit_archive(int64_t before_ms, const char *to,
+	    struct json_object **resp, char *err, size_t errsz);
 /*
  * Records by user and action (NULL: any) and time (Unix seconds, both
  * inclusive, 0: open): the newest limit of them, newest last.
@@ -635,6 +652,7 @@ struct json_object *audit_query_page(const char *user, const char *action,
 size_t	 audit_trim(struct json_object *items, size_t maxbytes);
 /* An ISO 8601 time ("2026-11-29", "2026-11-29T17:20:13Z", ...) in seconds. */
 int	 audit_time_parse(const char *, int64_t *secs);
+int	 audit_time_ms(const char *, int64_t *ms);
 /*
  * 0 when the next record can be written (log open, room on its file
  * system, no failed write pending); -1 with the reason. Every state
@@ -682,6 +700,9 @@ struct audit_store {
 	struct json_object *(*query)(const struct audit_filter *,
 		    int64_t since_ms, int64_t until_ms, int64_t before_seq,
 		    size_t cap, int *more);
+	/* audit_archive; NULL: the chain is not in files to move. */
+	int	 (*archive)(int64_t before_ms, const char *to,
+		    struct json_object **resp, char *err, size_t errsz);
 	void	 (*close)(void);
 };
 void	 audit_use_store(const struct audit_store *);

@@ -53,6 +53,7 @@ static void	control_session_revoke(struct ipc_peer *, struct ipc_msg *);
 static void	control_session_revert(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_verify(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_flush(struct ipc_peer *, struct ipc_msg *);
+static void	control_audit_archive(struct ipc_peer *, struct ipc_msg *);
 static void	control_audit_show(struct ipc_peer *, struct ipc_msg *);
 static void	control_status(struct ipc_peer *, struct ipc_msg *);
 static void	control_config(struct ipc_peer *, struct ipc_msg *);
@@ -74,6 +75,7 @@ const struct ipc_handler control_handlers[] = {
 	{ MSG_AUDIT_VERIFY,	control_audit_verify },
 	{ MSG_AUDIT_SHOW,		control_audit_show },
 	{ MSG_AUDIT_FLUSH,	control_audit_flush },
+	{ MSG_AUDIT_ARCHIVE,	control_audit_archive },
 	{ MSG_STATUS,		control_status },
 	{ MSG_CONFIG,		control_config },
 	{ MSG_AUDIT_REPLAY,	recording_replay },
@@ -383,16 +385,17 @@ control_session_revoke(struct ipc_peer *p, struct ipc_msg *m)
 
 /*
  * Check the audit chain, against an anchor when "head_seq" and "head_hash"
- * are given: {"ok", "records", "last_seq", "bad_seq", "error"}, the last
- * two null when ok. A broken chain is an answer, not an error.
+ * are given: audit_verdict_json's {"ok", "records", "first_seq",
+ * "last_seq", "anchor_seq", "bad_seq", "error"}. A broken chain is an
+ * answer, not an error.
  */
 static void
 control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 {
-	struct json_object	*res;
+	struct audit_verdict	 vd;
 	const char		*hash = NULL;
 	char			 err[512];
-	int64_t			 n, bad, head = 0;
+	int64_t			 bad, head = 0;
 	int			 ok;
 
 	/* Shapes checked by the protocol table: here, both or neither. */
@@ -403,7 +406,8 @@ control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 		    "together");
 		return;
 	}
-	ok = audit_verify_head(head, hash, &n, &bad, err, sizeof(err)) == 0;
+	ok = audit_verify_chain(head, hash, &vd, err, sizeof(err)) == 0;
+	bad = vd.bad_seq;
 	if (!ok && bad == 0) {
 		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
 		return;
@@ -411,14 +415,36 @@ control_audit_verify(struct ipc_peer *p, struct ipc_msg *m)
 	if (!ok)
 		log_warnx("hgctl: audit log: first bad record at seq %lld: %s",
 		    (long long)bad, err);
-	res = json_object_new_object();
-	json_object_object_add(res, "ok", json_object_new_boolean(ok));
-	json_object_object_add(res, "records", json_object_new_int64(n));
-	json_object_object_add(res, "last_seq", json_object_new_int64(n));
-	json_object_object_add(res, "bad_seq", ok ? NULL :
-	    json_object_new_int64(bad));
-	json_object_object_add(res, "error", ok ? NULL :
-	    json_object_new_string(err));
+	ipc_reply(p, m, audit_verdict_json(&vd, ok, err), NULL, 0);
+}
+
+/*
+ * Move the rotated audit files older than "before" to "to" (absolute;
+ * default STATE_DIR/audit-archive): audit_archive's answer, or an error.
+ */
+static void
+control_audit_archive(struct ipc_peer *p, struct ipc_msg *m)
+{
+	struct json_object	*res;
+	const char		*to = json_str(m->obj, "to");
+	char			 err[1024];
+	int64_t			 before;
+
+	if (audit_time_ms(json_str(m->obj, "before"), &before) == -1) {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"before\" must be an "
+		    "ISO 8601 time such as 2026-11-29T17:20:13Z or 2026-11-29");
+		return;
+	}
+	if (to != NULL && to[0] != '/') {
+		ipc_reply_error(p, m, ERR_BAD_REQUEST, "\"to\" must be an "
+		    "absolute path");
+		return;
+	}
+	if (audit_archive(before, to, &res, err, sizeof(err)) == -1) {
+		log_warnx("hgctl: audit archive: %s", err);
+		ipc_reply_error(p, m, ERR_INTERNAL, "%s", err);
+		return;
+	}
 	ipc_reply(p, m, res, NULL, 0);
 }
 

@@ -4,6 +4,7 @@
  * hgctl_cmds below: its synopsis, its help, the options it takes and its
  * function, so that usage, help and parsing cannot disagree.
  */
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -42,6 +43,8 @@
 #define OPT_MORE	0x80	/* nargs or more positional arguments */
 #define OPT_TO		0x100	/* store copy's --to */
 #define OPT_HASHSTDIN	0x200	/* user add's --password-hash-stdin */
+#define OPT_STATEDIR	0x400	/* audit verify's --state-dir */
+#define OPT_ARCHIVE	0x800	/* audit archive's --before, --to */
 
 /* How hgctl audit verify --journal asks the journal for anchors. */
 #define HGCTL_JOURNALCTL \
@@ -72,6 +75,9 @@ static int	hgctl_audit_verify(char **);
 static int	hgctl_audit_show(char **);
 static int	hgctl_audit_replay(char **);
 static int	hgctl_audit_flush(char **);
+static int	hgctl_audit_archive(char **);
+static struct json_object *hgctl_verify_dir(const char *, int64_t,
+		    const char *);
 static int	hgctl_status(char **);
 static int	hgctl_config(char **);
 static int	hgctl_egress_show(char **);
@@ -129,15 +135,39 @@ static const struct hgctl_cmd hgctl_cmds[] = {
 	{ "session", "revert", "ID",
 	    "end a session's direct-mode grant now; the session stays", NULL,
 	    1, 0, hgctl_session_revert },
-	{ "audit", "verify", "[--head SEQ:HASH | --journal] [--json]",
+	{ "audit", "verify", "[--head SEQ:HASH | --journal] [--state-dir DIR] "
+	    "[--json]",
 	    "check the audit log's hash chain",
 	    "Exits 0 when the chain is whole, 1 at the first bad record.\n"
 	    "--head SEQ:HASH also checks it against an anchor kept off the "
 	    "file (from\n`hgctl status`, syslog or a collector): record SEQ "
 	    "must have chain hash\nHASH, and the log must reach SEQ, which "
 	    "finds records cut from the end\neven after a restart. --journal "
-	    "takes the newest anchor brokerd sent to\nthe journal (" HGCTL_JOURNALCTL ").\n",
-	    0, OPT_JSON | OPT_ANCHOR, hgctl_audit_verify },
+	    "takes the newest anchor brokerd sent to\nthe journal (" HGCTL_JOURNALCTL ").\n"
+	    "Files archived by `hgctl audit archive` are not missing: the "
+	    "check starts\nat the oldest record left, which the "
+	    "audit_archived record must vouch for.\n--state-dir DIR checks "
+	    "a copy or backup (DIR holding audit.key and\naudit.log*) in "
+	    "hgctl itself, without brokerd, and writes nothing there; it\n"
+	    "cannot tell records cut from the end without an anchor.\n"
+	    "--json prints {\"ok\", \"records\", \"first_seq\", "
+	    "\"last_seq\", \"anchor_seq\",\n\"bad_seq\", \"error\"}.\n",
+	    0, OPT_JSON | OPT_ANCHOR | OPT_STATEDIR, hgctl_audit_verify },
+	{ "audit", "archive", "--before TIME [--to DIR] [--json]",
+	    "move old rotated audit files out of the state directory",
+	    "brokerd moves the rotated files (audit.log.NNNNNN) whose records "
+	    "are all\nolder than TIME (ISO 8601, e.g. 2026-11-01 or "
+	    "2026-11-01T00:00:00Z), oldest\nfirst, never audit.log, into DIR "
+	    "(an absolute path on the state directory's\nfile system, "
+	    "writable by brokerd; default STATE_DIR/audit-archive, made\n"
+	    "0700), after writing an audit_archived record that names them. "
+	    "`hgctl\naudit verify` then accepts them as archived. Copy DIR "
+	    "and audit.key off the\nhost, check the copy with `hgctl audit "
+	    "verify --state-dir`, then remove DIR's\nfiles. Refused when the "
+	    "chain is broken, and with a PostgreSQL store.\n--json prints "
+	    "{\"anchor_seq\", \"to\", \"files\", \"first_seq\", "
+	    "\"last_seq\", \"last_hash\"}.\n",
+	    0, OPT_JSON | OPT_ARCHIVE, hgctl_audit_archive },
 	{ "audit", "show", "[--user USER] [--type|--action ACTION] "
 	    "[--session ID]\n        [--decision allowed|refused] "
 	    "[--request-id RID] [--since TIME]\n        [--until TIME] "
@@ -281,6 +311,9 @@ static struct {
 	const char	*request_id;
 	const char	*head;
 	int		 journal;
+	const char	*state_dir;	/* verify --state-dir */
+	const char	*before;	/* archive --before */
+	const char	*to;		/* archive --to */
 } show;
 
 /* Print the synopsis of one command. */
@@ -532,7 +565,22 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 		} else if (strcmp(argv[i], "--journal") == 0 &&
 		    (c->opts & OPT_ANCHOR))
 			show.journal = 1;
-		else if (strcmp(argv[i], "--head") == 0 &&
+		else if (strcmp(argv[i], "--state-dir") == 0 &&
+		    (c->opts & OPT_STATEDIR)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c,
+				    "--state-dir needs a value");
+			show.state_dir = argv[++i];
+		} else if ((strcmp(argv[i], "--before") == 0 ||
+		    strcmp(argv[i], "--to") == 0) && (c->opts & OPT_ARCHIVE)) {
+			if (i + 1 == argc)
+				hgctl_usage(c->group, c, "%s needs a value",
+				    argv[i]);
+			if (argv[i][2] == 'b')
+				show.before = argv[++i];
+			else
+				show.to = argv[++i];
+		} else if (strcmp(argv[i], "--head") == 0 &&
 		    (c->opts & OPT_ANCHOR)) {
 			if (i + 1 == argc)
 				hgctl_usage(c->group, c, "--head needs a value");
@@ -554,6 +602,8 @@ hgctl_parse(const struct hgctl_cmd *c, int argc, char **argv)
 	if (pwstdin_flag && hashstdin_flag)
 		hgctl_usage(c->group, c, "give one of --password-stdin and "
 		    "--password-hash-stdin");
+	if ((c->opts & OPT_ARCHIVE) && show.before == NULL)
+		hgctl_usage(c->group, c, "give --before TIME");
 	if ((c->opts & OPT_TO) && store_to == NULL)
 		hgctl_usage(c->group, c, "give --to URL");
 	if ((c->opts & OPT_TARGET) && target_user == NULL &&
@@ -1267,7 +1317,8 @@ hgctl_audit_verify(char **argv)
 	struct json_object	*res, *req;
 	const char		*err;
 	char			 hash[65];
-	int64_t			 n = 0, bad = 0, head = 0;
+	int64_t			 n = 0, bad = 0, head = 0, first, last;
+	int64_t			 anchor = 0;
 	int			 ok = 0;
 
 	if (show.head != NULL && show.journal)
@@ -1280,33 +1331,122 @@ hgctl_audit_verify(char **argv)
 		    "digits");
 	if (show.journal)
 		hgctl_anchor_journal(&head, hash);
-	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
-	req = hgctl_req(MSG_AUDIT_VERIFY);
-	if (head > 0) {
-		json_object_object_add(req, "head_seq",
-		    json_object_new_int64(head));
-		json_object_object_add(req, "head_hash",
-		    json_object_new_string(hash));
+	if (show.state_dir != NULL)
+		res = hgctl_verify_dir(show.state_dir, head, hash);
+	else {
+		hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
+		req = hgctl_req(MSG_AUDIT_VERIFY);
+		if (head > 0) {
+			json_object_object_add(req, "head_seq",
+			    json_object_new_int64(head));
+			json_object_object_add(req, "head_hash",
+			    json_object_new_string(hash));
+		}
+		res = hgctl_call(req);
 	}
-	res = hgctl_call(req);
 	json_flag(res, "ok", &ok);
 	json_int(res, "records", &n);
 	json_int(res, "bad_seq", &bad);
+	if (json_int(res, "first_seq", &first) == -1)
+		first = 1;
+	if (json_int(res, "last_seq", &last) == -1)
+		last = n;
+	json_int(res, "anchor_seq", &anchor);
 	err = json_str(res, "error");
 	if (json_out)
 		hgctl_print_json(res);
-	else if (ok && head > 0)
-		printf("audit log OK: %lld records, last seq %lld; anchor "
-		    "seq %lld matches\n", (long long)n, (long long)n,
-		    (long long)head);
-	else if (ok)
-		printf("audit log OK: %lld records, last seq %lld\n",
-		    (long long)n, (long long)n);
-	else
+	else if (ok) {
+		if (first > 1)
+			printf("audit log OK: %lld records, seq %lld to %lld; "
+			    "seq 1 to %lld archived (anchor at seq %lld)",
+			    (long long)n, (long long)first, (long long)last,
+			    (long long)first - 1, (long long)anchor);
+		else
+			printf("audit log OK: %lld records, last seq %lld",
+			    (long long)n, (long long)last);
+		if (head > 0)
+			printf("; anchor seq %lld matches", (long long)head);
+		printf("\n");
+	} else
 		printf("audit log: first bad record at seq %lld: %s\n",
 		    (long long)bad, err != NULL ? err : "unknown error");
 	json_object_put(res);
 	return ok ? 0 : 1;
+}
+
+/*
+ * audit verify --state-dir: check the copy in dir here, read-only, with
+ * audit.c's own checks; the verdict as brokerd would answer it. Exits 1
+ * when dir's log cannot be opened (no key, not a directory).
+ */
+static struct json_object *
+hgctl_verify_dir(const char *dir, int64_t head, const char *hash)
+{
+	struct audit_verdict	 vd;
+	struct json_object	*res;
+	struct stat		 st;
+	char			 err[1024];
+	int			 ok;
+
+	if (stat(dir, &st) == -1 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "hgctl: %s: not a directory\n", dir);
+		exit(HGCTL_EXIT_FAIL);
+	}
+	if (audit_open_dir(dir, err, sizeof(err)) == -1) {
+		fprintf(stderr, "hgctl: %s\n", err);
+		exit(HGCTL_EXIT_FAIL);
+	}
+	ok = audit_verify_chain(head, head > 0 ? hash : NULL, &vd, err,
+	    sizeof(err)) == 0;
+	if (!ok && vd.bad_seq == 0) {
+		fprintf(stderr, "hgctl: %s\n", err);
+		exit(HGCTL_EXIT_FAIL);
+	}
+	res = audit_verdict_json(&vd, ok, err);
+	audit_close();
+	return res;
+}
+
+/* hgctl audit archive --before TIME [--to DIR] */
+static int
+hgctl_audit_archive(char **argv)
+{
+	struct json_object	*req, *res, *files;
+	int64_t			 anchor = 0, first = 0, last = 0;
+	size_t			 i, n = 0;
+
+	req = hgctl_req(MSG_AUDIT_ARCHIVE);
+	json_object_object_add(req, "before",
+	    json_object_new_string(show.before));
+	if (show.to != NULL)
+		json_object_object_add(req, "to",
+		    json_object_new_string(show.to));
+	hgctl_timeout = HGCTL_AUDIT_TIMEOUT_MS;
+	res = hgctl_call(req);
+	if (json_out) {
+		hgctl_print_json(res);
+		json_object_put(res);
+		return 0;
+	}
+	if (json_object_object_get_ex(res, "files", &files) &&
+	    json_object_is_type(files, json_type_array))
+		n = json_object_array_length(files);
+	if (json_int(res, "anchor_seq", &anchor) == -1 || n == 0) {
+		printf("nothing to archive: no rotated file holds only records "
+		    "older than %s\n", show.before);
+		json_object_put(res);
+		return 0;
+	}
+	json_int(res, "first_seq", &first);
+	json_int(res, "last_seq", &last);
+	for (i = 0; i < n; i++)
+		printf("%s\n", json_object_get_string(
+		    json_object_array_get_idx(files, i)));
+	printf("archived %zu file%s (seq %lld to %lld) to %s; anchor at seq "
+	    "%lld\n", n, n == 1 ? "" : "s", (long long)first,
+	    (long long)last, json_str(res, "to"), (long long)anchor);
+	json_object_put(res);
+	return 0;
 }
 
 /* hgctl audit replay ID: a terminal recording, as asciicast v2, to stdout. */

@@ -359,6 +359,10 @@ static const struct proto_field f_audit_show[] = {
 	F_INT("before_seq", O, 0, PROTO_COUNT_MAX),
 	F_END
 };
+/* audit_archive: before an ISO 8601 time, to an absolute directory. */
+static const struct proto_field f_audit_archive[] = {
+	F_STR("before", R, 1, 64), F_PATH("to", O, 4096), F_END
+};
 static const struct proto_field f_audit_replay[] = {
 	F_HEX("recording", R, 16), F_INT("offset", O, 0, RECORDING_MAX), F_END
 };
@@ -697,6 +701,12 @@ const struct proto_msg proto_msgs[] = {
 	    "`{items: [record...], more}`" },
 	{ MSG_AUDIT_FLUSH, HB, 0, f_none, NULL,
 	    "write the counted refused requests now: `{records}`" },
+	{ MSG_AUDIT_ARCHIVE, HB, 0, f_audit_archive, NULL,
+	    "move the rotated audit files whose records are all older than "
+	    "`before` (ISO 8601) to `to` (default STATE_DIR/audit-archive), "
+	    "after an `audit_archived` record naming them; refused with a "
+	    "PostgreSQL store: `{anchor_seq, to, files, first_seq, last_seq, "
+	    "last_hash}`, `anchor_seq` null when nothing was old enough" },
 	{ MSG_STATUS, HB, 0, f_none, NULL,
 	    "`{state, problems, daemons: {brokerd, sandboxd, frontd}, runtime, "
 	    "backend, direct_sessions, audit: {seq, hash}, containment, "

@@ -91,6 +91,7 @@
 #define MSG_AUDIT_VERIFY	"audit_verify"
 #define MSG_AUDIT_SHOW		"audit_show"
 #define MSG_AUDIT_FLUSH		"audit_flush"
+#define MSG_AUDIT_ARCHIVE	"audit_archive"
 #define MSG_CONFIG		"config"
 #define MSG_AUDIT_REPLAY	"audit_replay"
 #define MSG_SPAWN		"spawn"

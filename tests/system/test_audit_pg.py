@@ -174,6 +174,12 @@ def test_two_hosts_one_chain(mode, pg, store):
         assert "STORE" in text and "postgresql" in text, text
         # No audit.log beside the table.
         assert not os.path.exists(os.path.join(h1.state, "audit.log"))
+        # Nothing to archive in a table: refused, and nothing written.
+        n = len(rows(pg, store))
+        r = h1.hgctl("audit", "archive", "--before", "2100-01-01")
+        assert r.returncode == 1, r
+        assert "not in rotated files" in r.stderr, r.stderr
+        assert len(rows(pg, store)) == n
 
 
 def test_tampered_row_found(mode, pg, store):

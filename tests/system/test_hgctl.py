@@ -235,6 +235,7 @@ COMMANDS = [("user", "add"), ("user", "del"), ("user", "passwd"),
             ("user", "list"), ("token", "create"), ("token", "list"),
             ("token", "revoke"), ("session", "list"), ("session", "revoke"),
             ("session", "revert"), ("audit", "verify"), ("audit", "show"),
+            ("audit", "archive"),
             (None, "status"), (None, "config")]
 GROUPS = ["user", "token", "session", "audit"]
 # Every list and show, with --json.

@@ -987,6 +987,224 @@ test_line_make_check(void **state)
 	assert_memory_equal(id, want, 16);
 }
 
+/* The path of the lowest-numbered rotated file in dir, or NULL. */
+static char *
+oldest_rotated(const char *dir)
+{
+	struct dirent		*de;
+	DIR			*d;
+	unsigned long long	 num, best = 0;
+
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL)
+		if (strncmp(de->d_name, "audit.log.", 10) == 0) {
+			num = strtoull(de->d_name + 10, NULL, 10);
+			if (best == 0 || num < best)
+				best = num;
+		}
+	closedir(d);
+	if (best == 0)
+		return NULL;
+	d = NULL;
+	{
+		char	name[64];
+
+		snprintf(name, sizeof name, "audit.log.%06llu", best);
+		return path_join(dir, name);
+	}
+}
+
+/* Remove a directory of archived files. */
+static void
+remove_dir(const char *dir)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		*p;
+
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		p = path_join(dir, de->d_name);
+		unlink(p);
+		free(p);
+	}
+	closedir(d);
+	assert_int_equal(rmdir(dir), 0);
+}
+
+/*
+ * Archiving: the old rotated files move out, an audit_archived record
+ * names them, and verify accepts the gap it names and no other.
+ */
+static void
+test_archive(void **state)
+{
+	struct fixture		*f = *state;
+	struct audit_verdict	 vd;
+	struct json_object	*res, *files;
+	struct lines		 l;
+	const char		*name;
+	char			*arch, *p1, *moved, *extra;
+	size_t			 i;
+	int64_t			 anchor, last;
+	int			 rotated;
+
+	audit_close();
+	assert_int_equal(audit_init(f->dir, 1000, 0, f->err, sizeof f->err),
+	    0);
+	append_n(20);
+	rotated = count_rotated(f->dir);
+	assert_true(rotated >= 3);
+	arch = path_join(f->dir, "arch");
+
+	/* Nothing older than 2000: nothing moves, nothing is written. */
+	assert_int_equal(audit_archive(INT64_C(946684800000), arch, &res,
+	    f->err, sizeof f->err), 0);
+	assert_non_null(json_object_object_get_ex(res, "files", &files));
+	assert_int_equal(json_object_array_length(files), 0);
+	json_object_put(res);
+	assert_int_equal(audit_last_seq(), 20);
+
+	/* Everything older than tomorrow: every rotated file, not the head. */
+	if (audit_archive(now_wall_ms() + 86400000, arch, &res, f->err,
+	    sizeof f->err) != 0)
+		fail_msg("archive: %s", f->err);
+	assert_int_equal(json_int(res, "anchor_seq", &anchor), 0);
+	assert_int_equal(anchor, 21);
+	assert_int_equal(json_int(res, "last_seq", &last), 0);
+	assert_non_null(json_object_object_get_ex(res, "files", &files));
+	assert_int_equal(json_object_array_length(files), rotated);
+	for (i = 0; i < (size_t)rotated; i++) {
+		name = json_object_get_string(
+		    json_object_array_get_idx(files, i));
+		p1 = path_join(f->dir, name);
+		moved = path_join(arch, name);
+		assert_int_equal(access(p1, F_OK), -1);
+		assert_int_equal(access(moved, F_OK), 0);
+		free(p1);
+		free(moved);
+	}
+	json_object_put(res);
+	/* (The anchor itself may have rotated audit.log once more.) */
+	assert_true(count_rotated(f->dir) <= 1);
+
+	/* verify: from the first record left, vouched for by the anchor. */
+	if (audit_verify_chain(0, NULL, &vd, f->err, sizeof f->err) != 0)
+		fail_msg("verify: %s", f->err);
+	assert_int_equal(vd.first_seq, last + 1);
+	assert_int_equal(vd.last_seq, 21);
+	assert_int_equal(vd.records, 21 - last);
+	assert_int_equal(vd.anchor_seq, 21);
+	append_n(3);
+	expect_ok(f, 24);
+
+	/* A line appended after, with a wrong HMAC: still an error. */
+	l = read_lines(f->log);
+	extra = strdup(l.v[l.n - 1]);
+	extra[strlen(extra) - 3] = extra[strlen(extra) - 3] == '0' ? '1' : '0';
+	l.v = realloc(l.v, (l.n + 1) * sizeof *l.v);
+	l.v[l.n++] = extra;
+	write_lines(f->log, &l, 0);
+	expect_bad(f, 25, "HMAC does not match");
+	l.n--;
+	write_lines(f->log, &l, 0);
+	expect_ok(f, 24);
+
+	free_lines(&l);
+
+	/* More rotations, then the oldest file left removed: the gap. */
+	append_n(20);
+	p1 = oldest_rotated(f->dir);
+	assert_non_null(p1);
+	assert_int_equal(unlink(p1), 0);
+	expect_bad(f, 1, "missing (deleted, or records out of order)");
+	free(p1);
+	remove_dir(arch);
+	free(arch);
+}
+
+/* The names and sizes of a directory's entries, one "name size" a line. */
+static char *
+dir_listing(const char *dir)
+{
+	struct dirent	*de;
+	struct stat	 st;
+	DIR		*d;
+	char		*out = NULL, *p, line[512];
+	size_t		 len = 0;
+
+	assert_non_null(d = opendir(dir));
+	while ((de = readdir(d)) != NULL) {
+		p = path_join(dir, de->d_name);
+		assert_int_equal(lstat(p, &st), 0);
+		free(p);
+		snprintf(line, sizeof line, "%s %lld %o %lld.%09ld\n",
+		    de->d_name, (long long)st.st_size, (unsigned)st.st_mode,
+		    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		out = realloc(out, len + strlen(line) + 1);
+		memcpy(out + len, line, strlen(line) + 1);
+		len += strlen(line);
+	}
+	closedir(d);
+	return out;
+}
+
+/* audit_open_dir: a copy is checked and left exactly as it was. */
+static void
+test_open_dir(void **state)
+{
+	struct fixture		*f = *state;
+	struct audit_verdict	 vd;
+	struct lines		 l;
+	char			*before, *after, *key;
+
+	audit_close();
+	assert_int_equal(audit_init(f->dir, 1000, 0, f->err, sizeof f->err),
+	    0);
+	append_n(12);
+	audit_close();
+	before = dir_listing(f->dir);
+	assert_int_equal(audit_open_dir(f->dir, f->err, sizeof f->err), 0);
+	if (audit_verify_chain(0, NULL, &vd, f->err, sizeof f->err) != 0)
+		fail_msg("verify: %s", f->err);
+	assert_int_equal(vd.last_seq, 12);
+	assert_int_equal(vd.first_seq, 1);
+	/* Nothing can be written to it. */
+	assert_int_equal(audit_append("login", "alice", NULL, 1, NULL, NULL,
+	    0), -1);
+	l = read_lines(f->log);
+	audit_close();
+	after = dir_listing(f->dir);
+	assert_string_equal(before, after);
+	free(after);
+
+	/* An edit: the same answer as brokerd's. */
+	l.v[0][strlen(l.v[0]) - 5] ^= 1;
+	write_lines(f->log, &l, 0);
+	free_lines(&l);
+	free(before);
+	before = dir_listing(f->dir);
+	assert_int_equal(audit_open_dir(f->dir, f->err, sizeof f->err), 0);
+	assert_int_equal(audit_verify_chain(0, NULL, &vd, f->err,
+	    sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "HMAC does not match"));
+	audit_close();
+	after = dir_listing(f->dir);
+	assert_string_equal(before, after);
+	free(after);
+
+	/* No key: refused, and none made. */
+	key = path_join(f->dir, "audit.key");
+	assert_int_equal(unlink(key), 0);
+	assert_int_equal(audit_open_dir(f->dir, f->err, sizeof f->err), -1);
+	assert_non_null(strstr(f->err, "cannot read the key"));
+	assert_int_equal(access(key, F_OK), -1);
+	free(key);
+	free(before);
+}
+
 int
 main(void)
 {
@@ -1018,6 +1236,8 @@ main(void)
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_blank_line, setup,
 		    teardown),
+		cmocka_unit_test_setup_teardown(test_archive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rotation, setup,
 		    teardown),
 		cmocka_unit_test_setup_teardown(test_rotation_no_reuse, setup,
