@@ -2170,6 +2170,90 @@ audit_archive_json(const char *name, const struct audit_archive_file *a)
 }
 
 /*
+ * Whether dir can take the first k of paths: made 0700 when missing, a
+ * directory on the state directory's file system (the move is a rename),
+ * holding none of their names. -1 with err.
+ */
+static int
+audit_archive_dir_ok(const char *dir, char **paths, size_t k, char *err,
+    size_t errsz)
+{
+	struct stat	 st, dst;
+	char		*target;
+	size_t		 i;
+	int		 rc;
+
+	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
+		snprintf(err, errsz, "cannot make %s: %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	if (stat(dir, &dst) == -1 || !S_ISDIR(dst.st_mode)) {
+		snprintf(err, errsz, "%s is not a directory", dir);
+		return -1;
+	}
+	if (stat(audit_dir, &st) == -1 || st.st_dev != dst.st_dev) {
+		snprintf(err, errsz, "%s is not on the file system of %s: "
+		    "archive there, then copy the files away", dir, audit_dir);
+		return -1;
+	}
+	for (i = 0; i < k; i++) {
+		target = path_join(dir, audit_base(paths[i]));
+		rc = lstat(target, &st);
+		free(target);
+		if (rc == 0) {
+			snprintf(err, errsz, "%s already holds a %s: nothing "
+			    "archived", dir, audit_base(paths[i]));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Move the first k of paths into dir, never over a file, each name added
+ * to moved; the record at seq names them all. 0, or -1 with err saying
+ * how far it got.
+ */
+static int
+audit_archive_move(const char *dir, char **paths, size_t k, int64_t seq,
+    struct json_object *moved, char *err, size_t errsz)
+{
+	struct stat	 st;
+	char		*target;
+	size_t		 i;
+	int		 rc;
+
+	for (i = 0; i < k; i++) {
+		target = path_join(dir, audit_base(paths[i]));
+		rc = renameat2(AT_FDCWD, paths[i], AT_FDCWD, target,
+		    RENAME_NOREPLACE);
+		if (rc == -1 && errno == EINVAL) {
+			/* No RENAME_NOREPLACE on this file system. */
+			if (lstat(target, &st) == 0)
+				errno = EEXIST;
+			else
+				rc = rename(paths[i], target);
+		}
+		free(target);
+		if (rc == -1) {
+			snprintf(err, errsz, "moved %zu of %zu files to %s, "
+			    "then %s: %s (the audit_archived record at seq "
+			    "%lld names every file: move the rest by hand)",
+			    i, k, dir, audit_base(paths[i]), strerror(errno),
+			    (long long)seq);
+			break;
+		}
+		json_object_array_add(moved,
+		    json_object_new_string(audit_base(paths[i])));
+		log_info("audit: archived %s to %s", audit_base(paths[i]), dir);
+	}
+	audit_sync_path(dir);
+	audit_sync_path(audit_dir);
+	return i == k ? 0 : -1;
+}
+
+/*
  * audit_archive of the files: the oldest rotated files whose records are
  * all older than before_ms (never audit.log, never one with a record at
  * or after it) are moved to dir, once the audit_archived record that
@@ -2185,14 +2269,13 @@ audit_file_archive(int64_t before_ms, const char *to,
 {
 	struct audit_verdict		 vd;
 	struct audit_archive_file	*a = NULL, all;
-	struct stat			 st, dst;
 	struct json_object		*detail, *files, *moved, *res;
 	unsigned long long		 maxnum;
-	char				**paths = NULL, *dir = NULL, *target;
+	char				**paths = NULL, *dir = NULL;
 	char				*buf = NULL, msg[512];
 	size_t				 n = 0, i, k;
 	int64_t				 seq;
-	int				 rv = -1, rc;
+	int				 rv = -1;
 
 	*resp = NULL;
 	if (audit_verify_chain(0, NULL, &vd, msg, sizeof msg) == -1) {
@@ -2232,30 +2315,8 @@ audit_file_archive(int64_t before_ms, const char *to,
 	}
 
 	/* Everything that can be checked, before the record is written. */
-	if (mkdir(dir, 0700) == -1 && errno != EEXIST) {
-		snprintf(err, errsz, "cannot make %s: %s", dir,
-		    strerror(errno));
+	if (audit_archive_dir_ok(dir, paths, k, err, errsz) == -1)
 		goto done;
-	}
-	if (stat(dir, &dst) == -1 || !S_ISDIR(dst.st_mode)) {
-		snprintf(err, errsz, "%s is not a directory", dir);
-		goto done;
-	}
-	if (stat(audit_dir, &st) == -1 || st.st_dev != dst.st_dev) {
-		snprintf(err, errsz, "%s is not on the file system of %s: "
-		    "archive there, then copy the files away", dir, audit_dir);
-		goto done;
-	}
-	for (i = 0; i < k; i++) {
-		target = path_join(dir, audit_base(paths[i]));
-		rc = lstat(target, &st);
-		free(target);
-		if (rc == 0) {
-			snprintf(err, errsz, "%s already holds a %s: nothing "
-			    "archived", dir, audit_base(paths[i]));
-			goto done;
-		}
-	}
 
 	all = a[0];
 	all.last_seq = a[k - 1].last_seq;
@@ -2282,33 +2343,7 @@ audit_file_archive(int64_t before_ms, const char *to,
 	    json_object_new_string(all.last_hash));
 	moved = json_object_new_array();
 	json_object_object_add(res, "files", moved);
-	for (i = 0; i < k; i++) {
-		target = path_join(dir, audit_base(paths[i]));
-		rc = renameat2(AT_FDCWD, paths[i], AT_FDCWD, target,
-		    RENAME_NOREPLACE);
-		if (rc == -1 && errno == EINVAL) {
-			/* No RENAME_NOREPLACE on this file system. */
-			if (lstat(target, &st) == 0)
-				errno = EEXIST;
-			else
-				rc = rename(paths[i], target);
-		}
-		free(target);
-		if (rc == -1) {
-			snprintf(err, errsz, "moved %zu of %zu files to %s, "
-			    "then %s: %s (the audit_archived record at seq "
-			    "%lld names every file: move the rest by hand)",
-			    i, k, dir, audit_base(paths[i]), strerror(errno),
-			    (long long)seq);
-			break;
-		}
-		json_object_array_add(moved,
-		    json_object_new_string(audit_base(paths[i])));
-		log_info("audit: archived %s to %s", audit_base(paths[i]), dir);
-	}
-	audit_sync_path(dir);
-	audit_sync_path(audit_dir);
-	rv = i == k ? 0 : -1;
+	rv = audit_archive_move(dir, paths, k, seq, moved, err, errsz);
 done:
 	if (rv == -1 && *resp != NULL) {
 		json_object_put(*resp);
