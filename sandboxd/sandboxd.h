@@ -205,6 +205,9 @@ struct spawner_job {
 	 * the workspace to keep; NULL: the host's mounts as they are */
 	const char *const *hide;
 	const char	*workspace;
+	/* with hide: the user's /etc/passwd and /etc/group to bind, or NULL */
+	const char	*passwd;
+	const char	*group;
 	int		 nproc;		/* RLIMIT_NPROC */
 	char *const	*argv;
 	char *const	*envp;
