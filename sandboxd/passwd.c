@@ -12,9 +12,12 @@
  *
  * sandboxd writes them per user in WORKSPACE_ROOT/.etc (its own, 0711; no
  * user name starts with a dot, so no workspace can be called that), files
- * of its own, 0644, replaced whole by rename: a user can neither write
- * them nor put anything in their place, and a spawn starting while one is
- * replaced sees the old file or the new one. bwrap binds them read-only.
+ * of its own, 0644, replaced whole by rename, so that a spawn starting
+ * while one is replaced sees the old file or the new one. In root mode a
+ * user's uid can neither write them nor put anything in their place.
+ * Rootless they share the users' one uid, and no spawn's tree holds the
+ * directory: a sandbox does not mount it, a direct spawn's hider covers
+ * the workspace root. Both bind the files read-only.
  */
 #include <sys/types.h>
 #include <sys/stat.h>
