@@ -112,7 +112,7 @@ BROKERD	= brokerd front control sandbox auth session ratelimit spawn \
 	  store_pg files egress pg audit_pg hosts home
 SANDBOXD= sandboxd broker backend argv backend_bwrap backend_docker backend_macos \
 	  backend_wsl spawn spawner policy cgroup grant ids record \
-	  workspace disk fileops files egress
+	  workspace disk fileops files egress passwd
 EGRESSD	= egressd proxy request hosts sandbox
 HGCTL	= hgctl pg storeadm audit
 
@@ -199,7 +199,8 @@ $(B)/tests/test_ttl: $(O)/tests/unit/test_ttl.o $(O)/brokerd/ttl.o $(COMMON_O)
 $(B)/tests/test_home: $(O)/tests/unit/test_home.o $(O)/brokerd/home.o $(COMMON_O)
 $(B)/tests/test_backend: $(O)/tests/unit/test_backend.o \
 	$(O)/tests/unit/golden.o $(O)/sandboxd/backend_bwrap.o \
-	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o $(COMMON_O)
+	$(O)/sandboxd/backend_docker.o $(O)/sandboxd/argv.o \
+	$(O)/sandboxd/passwd.o $(COMMON_O)
 $(B)/tests/test_workspace: $(O)/tests/unit/test_workspace.o \
 	$(O)/sandboxd/workspace.o $(O)/sandboxd/disk.o $(COMMON_O)
 $(B)/tests/test_proto: $(O)/tests/unit/test_proto.o $(COMMON_O)

@@ -213,6 +213,7 @@ static void
 backend_probe_bwrap(void)
 {
 	struct spawn_spec	 s;
+	struct passwd_files	 files;
 	struct strv		 argv;
 	char			 ws[4096], script[4096], pid[16], out[2048];
 	char			 err[512], pidns[64], *nl;
@@ -252,6 +253,15 @@ backend_probe_bwrap(void)
 	s.cwd = ws;
 	s.argv = args;
 	s.extra = extra;
+	if (passwd_ensure(s.user, getuid(), getgid(), ws, &files, err,
+	    sizeof(err)) == -1) {
+		backend.ok = 0;
+		snprintf(backend.reason, sizeof(backend.reason), "%s", err);
+		return;
+	}
+	s.passwd = files.passwd;
+	s.group = files.group;
+	s.mailname = files.mailname;
 	if ((bpf = policy_bpf_fd(backend_policy, err, sizeof(err))) == -1) {
 		backend.ok = 0;
 		snprintf(backend.reason, sizeof(backend.reason), "%s", err);
@@ -442,6 +452,7 @@ backend_direct_env(const struct spawn_spec *s, struct strv *envp)
 	strv_addf(envp, "TERM=%s", s->term != NULL ? s->term : "dumb");
 	strv_add(envp, "LANG=C.UTF-8");
 	strv_addf(envp, "USER=%s", s->user);
+	strv_addf(envp, "LOGNAME=%s", s->user);
 	strv_add(envp, "HOSTGATE_MODE=direct");
 	for (e = s->env; e != NULL && *e != NULL; e++)
 		strv_add(envp, *e);
@@ -516,9 +527,10 @@ int
 backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
     char *err, size_t errsz)
 {
-	struct strv	 extra;
-	char *const	*a;
-	int		 keep, rc;
+	struct passwd_files	 files;
+	struct strv		 extra;
+	char *const		*a;
+	int			 keep, rc;
 
 	if (s->mode == MODE_DIRECT) {
 		/* Direct mode: no sandbox, the same hygiene and limits. */
@@ -556,6 +568,13 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 		}
 		s->egress_bridge = backend.bridge;
 	}
+	/* The user's name for the uid and gid inside (passwd.c). */
+	if (passwd_ensure(s->user, s->uid, s->gid, s->workspace, &files, err,
+	    errsz) == -1)
+		return -1;
+	s->passwd = files.passwd;
+	s->group = files.group;
+	s->mailname = files.mailname;
 	if ((s->seccomp_fd = policy_bpf_fd(backend_policy, err, errsz)) == -1)
 		return -1;
 	/* In WSL2: interop blocked, Windows drives hidden. */
@@ -576,6 +595,7 @@ backend_build(struct spawn_spec *s, struct strv *argv, struct strv *envp,
 	s->seccomp_fd = 3;
 	rc = bwrap_build(s, backend.bwrap, "", argv, err, errsz);
 	s->extra = NULL;
+	s->passwd = s->group = s->mailname = NULL;
 	strv_free(&extra);
 	s->seccomp_fd = keep;
 	if (rc == -1) {

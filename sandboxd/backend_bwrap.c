@@ -20,11 +20,12 @@ static const char *const bwrap_usr_links[] = {
 
 /*
  * The parts of /etc that programs need to start and to name things; not
- * the rest (shadow, ssh keys, service configuration).
+ * the rest (shadow, ssh keys, service configuration), and not the host's
+ * passwd and group: the sandbox gets its own (passwd.c).
  */
 static const char *const bwrap_etc[] = {
 	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-	"/etc/alternatives", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf",
+	"/etc/alternatives", "/etc/nsswitch.conf",
 	"/etc/localtime", "/etc/bash.bashrc", "/etc/inputrc", "/etc/terminfo",
 	"/etc/mime.types", "/etc/python3", "/etc/python3.11", "/etc/ssl",
 	"/etc/ca-certificates", "/etc/profile", "/etc/host.conf", "/etc/gai.conf",
@@ -123,7 +124,10 @@ static const char *const bwrap_env_proxy[] = {
 	NULL
 };
 
-/* Append the environment: PATH, HOME, TERM, LANG, HOSTGATE_MODE, extras. */
+/*
+ * Append the environment: PATH, HOME, TERM, LANG, TMPDIR, USER, LOGNAME,
+ * HOSTGATE_MODE, extras. HOME and USER are what /etc/passwd says.
+ */
 static void
 bwrap_env(const struct spawn_spec *s, struct strv *a)
 {
@@ -151,6 +155,9 @@ bwrap_env(const struct spawn_spec *s, struct strv *a)
 	strv_add(a, "/tmp");
 	strv_add(a, "--setenv");
 	strv_add(a, "USER");
+	strv_add(a, s->user);
+	strv_add(a, "--setenv");
+	strv_add(a, "LOGNAME");
 	strv_add(a, s->user);
 	strv_add(a, "--setenv");
 	strv_add(a, "HOSTGATE_MODE");
@@ -191,6 +198,14 @@ bwrap_check(const struct spawn_spec *s, char *err, size_t errsz)
 		snprintf(err, errsz, "nothing to run");
 		return -1;
 	}
+	if (s->passwd == NULL || s->group == NULL || s->mailname == NULL) {
+		snprintf(err, errsz, "no /etc/passwd for the sandbox");
+		return -1;
+	}
+	if (path_check("passwd", s->passwd, err, errsz) == -1 ||
+	    path_check("group", s->group, err, errsz) == -1 ||
+	    path_check("mailname", s->mailname, err, errsz) == -1)
+		return -1;
 	if (perm_allowlist(s->perm) && (s->egress_bridge == NULL ||
 	    s->egress_sock == NULL ||
 	    path_check("egress bridge", s->egress_bridge, err, errsz) == -1 ||
@@ -251,7 +266,7 @@ bwrap_namespaces(const struct spawn_spec *s, struct strv *a)
 		strv_add(a, "6");
 	}
 	strv_add(a, "--hostname");
-	strv_add(a, "hostgate");
+	strv_add(a, SANDBOX_HOSTNAME);
 	/* No capabilities, not even inside the user namespace. */
 	strv_add(a, "--cap-drop");
 	strv_add(a, "ALL");
@@ -273,6 +288,20 @@ bwrap_mounts(const struct spawn_spec *s, const char *root, struct strv *a)
 	if (s->perm == PERM_WORKSPACE_WRITE_NET)
 		for (i = 0; i < bwrap_plan.net.n; i++)
 			strv_add(a, bwrap_plan.net.v[i]);
+	/*
+	 * The user's uid and gid by name (whoami, the prompt, git's default
+	 * identity): sandboxd's files, which the user cannot write.
+	 */
+	strv_add(a, "--ro-bind");
+	strv_add(a, s->passwd);
+	strv_add(a, "/etc/passwd");
+	strv_add(a, "--ro-bind");
+	strv_add(a, s->group);
+	strv_add(a, "/etc/group");
+	/* The host part of git's default e-mail address: user@hostgate. */
+	strv_add(a, "--ro-bind");
+	strv_add(a, s->mailname);
+	strv_add(a, "/etc/mailname");
 	/* Its own /proc (of its own pid namespace) and a minimal /dev. */
 	strv_add(a, "--proc");
 	strv_add(a, "/proc");

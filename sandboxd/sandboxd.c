@@ -42,7 +42,8 @@ static const int sandboxd_caps[] = {
 static struct event_base	*sandboxd_base;
 
 /*
- * The workspace root belongs to sandboxd (0711); so does the recordings
+ * The workspace root belongs to sandboxd (0711), and so does its .etc,
+ * the sandboxes' account files (passwd.c); so does the recordings
  * directory in the state directory. When sandboxd starts first it creates
  * the state directory as brokerd would (the broker user's, 0711 under
  * separate users, so that sandboxd can pass through), and brokerd finds it
@@ -53,7 +54,7 @@ sandboxd_dirs(struct config *conf, uid_t uid, gid_t gid,
     uid_t broker_uid, gid_t broker_gid, int separate)
 {
 	struct stat	 st;
-	char		*parent, *slash;
+	char		*parent, *slash, etc[4096];
 
 	priv_dir("state directory", conf->state_dir, broker_uid, broker_gid,
 	    separate ? 0711 : 0700);
@@ -76,6 +77,9 @@ sandboxd_dirs(struct config *conf, uid_t uid, gid_t gid,
 	    chmod(conf->workspace_root, 0711) == -1)
 		fatal("chmod %s", conf->workspace_root);
 	priv_dir("workspace root", conf->workspace_root, uid, gid, 0711);
+	/* 0711: each spawn's uid reaches its own /etc/passwd (passwd.c). */
+	passwd_dir_of(conf->workspace_root, etc, sizeof(etc));
+	priv_dir("sandbox /etc directory", etc, uid, gid, 0711);
 }
 
 /*
@@ -166,6 +170,7 @@ main(int argc, char *argv[])
 	evsignal_add(ev_chld, NULL);
 
 	spawn_init(sandboxd_base, &conf, broker_proc_exited);
+	passwd_init(&conf);
 	backend_init(&conf);
 	record_init(sandboxd_base);
 	grant_init(sandboxd_base);

@@ -32,6 +32,9 @@ enum permission {
 #define EGRESS_NO_PROXY		"localhost,127.0.0.1,::1"
 #define EGRESS_BRIDGE_NAME	"hg-egress-bridge"
 
+/* The sandbox's host name, and the mail name git's default address uses. */
+#define SANDBOX_HOSTNAME	"hostgate"
+
 /* What brokerd approved; the backends turn it into a command line. */
 struct spawn_spec {
 	enum spawn_kind	  kind;
@@ -53,6 +56,10 @@ struct spawn_spec {
 	/* allowlist profiles: the bridge and the per-spawn socket, on the host */
 	const char	 *egress_bridge;
 	const char	 *egress_sock;
+	/* the sandbox's /etc/passwd, /etc/group, /etc/mailname (passwd.c) */
+	const char	 *passwd;
+	const char	 *group;
+	const char	 *mailname;
 	/* who it runs as: the user's own ids (root mode), else sandboxd's */
 	uid_t		  uid;
 	gid_t		  gid;
@@ -198,6 +205,9 @@ struct spawner_job {
 	 * the workspace to keep; NULL: the host's mounts as they are */
 	const char *const *hide;
 	const char	*workspace;
+	/* with hide: the user's /etc/passwd and /etc/group to bind, or NULL */
+	const char	*passwd;
+	const char	*group;
 	int		 nproc;		/* RLIMIT_NPROC */
 	char *const	*argv;
 	char *const	*envp;
@@ -329,6 +339,26 @@ int	 grant_expired(int64_t deadline_ms);
 void	 grant_end(const char *session);
 /* [{session, user, deadline_ms}] */
 struct json_object *grant_json(void);
+
+/* passwd.c */
+/* Where the generated files of one spawn's user are, on the host. */
+struct passwd_files {
+	char	passwd[4096];
+	char	group[4096];
+	char	mailname[4096];
+};
+void	 passwd_init(const struct config *);
+/* The directory of the files: WORKSPACE_ROOT/.etc, into buf. */
+void	 passwd_dir_of(const char *workspace_root, char *buf, size_t);
+/*
+ * The text of /etc/passwd and /etc/group for a user: root, the user (uid,
+ * gid, home), nobody; root, the user's group, nogroup. 0, or -1 and err.
+ */
+int	 passwd_format(const char *user, uid_t, gid_t, const char *home,
+	    char *pw, size_t, char *gr, size_t, char *err, size_t);
+/* Write (or keep) a user's files and the mailname: 0, or -1 and err. */
+int	 passwd_ensure(const char *user, uid_t, gid_t, const char *home,
+	    struct passwd_files *, char *err, size_t);
 
 /* ids.c */
 /* Remember the uid range and the daemons' ids (ids_init does too). */

@@ -846,6 +846,7 @@ spawn_start(const struct spawn_spec *s, const char *backend,
     int64_t req_id, char *err, size_t errsz)
 {
 	struct spawner_job	 j;
+	struct passwd_files	 files;
 	struct proc		*p;
 	char			*line, cgprocs[1024];
 	const char		*hide[4];
@@ -906,7 +907,10 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	j.uid = s->uid;
 	j.gid = s->gid;
 	j.cwd = s->mode == MODE_DIRECT ? s->cwd : NULL;
-	/* One uid for everything: direct mode cannot see hostgate's files. */
+	/*
+	 * One uid for everything: direct mode cannot see hostgate's files,
+	 * and the shared uid has the user's name, as in the sandbox.
+	 */
 	if (s->mode == MODE_DIRECT && !setid) {
 		hide[0] = spawn_conf->state_dir;
 		hide[1] = spawn_conf->run_dir;
@@ -914,6 +918,11 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 		hide[3] = NULL;
 		j.hide = hide;
 		j.workspace = s->workspace;
+		if (passwd_ensure(s->user, getuid(), getgid(), s->workspace,
+		    &files, err, errsz) == -1)
+			goto fail;
+		j.passwd = files.passwd;
+		j.group = files.group;
 	}
 	j.nproc = p->cg ? SPAWN_NPROC_CG : SPAWN_NPROC;
 	j.argv = argv->v;

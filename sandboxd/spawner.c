@@ -22,6 +22,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -69,7 +70,8 @@
 /*
  * sandboxd -> spawner: this header, then NUL-terminated strings (the v1
  * cgroup.procs path, the cwd to enter, argc args, envc variables, nhide
- * directories to hide and the workspace to keep when nhide > 0), and as
+ * directories to hide and, when nhide > 0, the workspace to keep and the
+ * passwd and group files to bind, "" for none), and as
  * SCM_RIGHTS: stdio (3, or 1 with SPAWNER_F_TTY), nkeep fds for bwrap,
  * and the cgroup directory with SPAWNER_F_CG. A file operation
  * (SPAWNER_F_FILE) has the workspace, op and path as its strings, and as
@@ -84,7 +86,7 @@ struct spawner_req {
 	int32_t		nproc;		/* RLIMIT_NPROC */
 	uint32_t	argc;
 	uint32_t	envc;
-	uint32_t	nhide;		/* then the workspace, after envp */
+	uint32_t	nhide;		/* then workspace, passwd, group */
 	uint32_t	pad;
 	int64_t		fsize;		/* SPAWNER_F_FILE: bytes to write */
 };
@@ -344,10 +346,38 @@ spawner_mkdirs(const char *path)
 	return 0;
 }
 
+/* Bind the file fd holds (O_PATH) over path, read-only; 0, or -1. */
+static int
+spawner_bind_ro(int fd, const char *path)
+{
+	char	src[64];
+
+	struct statvfs	 sv;
+	unsigned long	 keep = 0;
+
+	snprintf(src, sizeof(src), "/proc/self/fd/%d", fd);
+	if (mount(src, path, NULL, MS_BIND, NULL) == -1 ||
+	    statvfs(path, &sv) == -1)
+		return -1;
+	/* The flags the namespace may not drop, kept (as bwrap does). */
+	if (sv.f_flag & ST_NOSUID)
+		keep |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV)
+		keep |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC)
+		keep |= MS_NOEXEC;
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | keep,
+	    NULL) == -1)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 /*
  * One uid for everything (rootless): a direct spawn gets a user and mount
  * namespace of its own where hostgate's directories are empty tmpfs and
- * only the user's workspace is bound back. Same uid, host network and
+ * only the user's workspace is bound back, with the user's /etc/passwd
+ * and /etc/group (passwd.c) over the host's. Same uid, host network and
  * processes: it hides what the uid could otherwise read, no more. The
  * namespace's capabilities end at exec (the uid inside is not 0). Runs in
  * a fresh image of sandboxd's binary (spawner_direct_main): it writes its
@@ -355,12 +385,13 @@ spawner_mkdirs(const char *path)
  * sandboxd's memory must never be dumpable.
  */
 static void
-spawner_hide(char **hide, int nhide, const char *workspace)
+spawner_hide(char **hide, int nhide, const char *workspace,
+    const char *passwd, const char *group)
 {
 	char	map[64], src[64];
 	uid_t	uid = getuid();
 	gid_t	gid = getgid();
-	int	ws, i;
+	int	ws, pw = -1, gr = -1, i;
 
 	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) == -1)
 		goto fail;
@@ -375,6 +406,13 @@ spawner_hide(char **hide, int nhide, const char *workspace)
 	/* Held in the new namespace's tree: bound back once hidden. */
 	if ((ws = open(workspace, O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1)
 		goto fail;
+	/* sandboxd's files under the workspace root, held the same way. */
+	if (passwd[0] != '\0' && (pw = open(passwd, O_PATH | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		goto fail;
+	if (group[0] != '\0' && (gr = open(group, O_PATH | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1)
+		goto fail;
 	for (i = 0; i < nhide; i++)
 		if (mount("tmpfs", hide[i], "tmpfs", MS_NOSUID | MS_NODEV |
 		    MS_NOEXEC, "size=64k,mode=0755") == -1 && errno != ENOENT)
@@ -384,6 +422,14 @@ spawner_hide(char **hide, int nhide, const char *workspace)
 	    mount(src, workspace, NULL, MS_BIND | MS_REC, NULL) == -1)
 		goto fail;
 	close(ws);
+	/*
+	 * The user's name for the shared uid, as in the sandbox: the files
+	 * are the uid's own, so the binds are read-only (and stay so: the
+	 * namespace's capabilities end at exec).
+	 */
+	if ((pw != -1 && spawner_bind_ro(pw, "/etc/passwd") == -1) ||
+	    (gr != -1 && spawner_bind_ro(gr, "/etc/group") == -1))
+		goto fail;
 	return;
 fail:
 	dprintf(2, "hostgate: cannot hide hostgate's directories: %s\n",
@@ -398,7 +444,7 @@ fail:
 static void
 spawner_child(const struct spawner_req *rq, const char *procs,
     const char *cwd, char **argv, char **envp, char **hide,
-    const char *workspace, const int *stdio, const int *keep, int nkeep)
+    char *const *etc, const int *stdio, const int *keep, int nkeep)
 {
 	int	high[SPAWN_MAX_KEEP], i, fd;
 
@@ -441,15 +487,19 @@ spawner_child(const struct spawner_req *rq, const char *procs,
 		char	**nargv;
 		int	  n = 0;
 
-		/* hostgate-direct DIR... -- WORKSPACE CWD ARGV... */
-		if ((nargv = calloc(rq->nhide + rq->argc + 5,
+		/*
+		 * hostgate-direct DIR... -- WORKSPACE PASSWD GROUP CWD
+		 * ARGV...
+		 */
+		if ((nargv = calloc(rq->nhide + rq->argc + 7,
 		    sizeof(*nargv))) == NULL)
 			_exit(126);
 		nargv[n++] = SPAWNER_DIRECT;
 		for (i = 0; i < (int)rq->nhide; i++)
 			nargv[n++] = hide[i];
 		nargv[n++] = "--";
-		nargv[n++] = (char *)workspace;
+		for (i = 0; i < 3; i++)
+			nargv[n++] = etc[i];
 		nargv[n++] = (char *)cwd;
 		for (i = 0; i < (int)rq->argc; i++)
 			nargv[n++] = argv[i];
@@ -980,7 +1030,8 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	struct spawner_req	 rq;
 	char			*p, *end = msg + len, *procs, *cwd;
 	char			**argv = NULL, **envp = NULL;
-	char			*hide[SPAWNER_HIDE_MAX], *workspace = NULL;
+	char			*hide[SPAWNER_HIDE_MAX];
+	char			*etc[3] = { NULL, NULL, NULL };
 	int			 stdio[3], keep[SPAWN_MAX_KEEP], nkeep, nstdio;
 	int			 info[2] = { -1, -1 }, ub[2] = { -1, -1 };
 	int			 bl[2] = { -1, -1 }, pidfd = -1, cgfd = -1, i;
@@ -1023,7 +1074,8 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 	    spawner_strv(&p, end, envp, rq.envc) == -1 ||
 	    spawner_strv(&p, end, hide, rq.nhide) == -1)
 		goto bad;
-	if (rq.nhide > 0 && (workspace = spawner_str(&p, end)) == NULL)
+	/* The workspace, passwd and group of a hidden direct spawn. */
+	if (rq.nhide > 0 && spawner_strv(&p, end, etc, 3) == -1)
 		goto bad;
 	for (i = 0; i < 3; i++)
 		stdio[i] = fds[nstdio == 1 ? 0 : i];
@@ -1037,7 +1089,7 @@ spawner_serve(char *msg, size_t len, int *fds, int nfds,
 		goto out;
 	pid = spawner_clone(CLONE_PARENT, cgfd, &pidfd);
 	if (pid == 0)
-		spawner_child(&rq, procs, cwd, argv, envp, hide, workspace,
+		spawner_child(&rq, procs, cwd, argv, envp, hide, etc,
 		    stdio, keep, nkeep);
 	if (pid == -1) {
 		snprintf(rep->err, sizeof(rep->err), "clone3: %s",
@@ -1395,7 +1447,9 @@ spawner_submit(const struct spawner_job *j, char *err, size_t errsz)
 	for (h = j->hide; h != NULL && *h != NULL; h++)
 		if (spawner_put(buf, &len, *h) == -1)
 			goto toolong;
-	if (rq.nhide > 0 && spawner_put(buf, &len, j->workspace) == -1)
+	if (rq.nhide > 0 && (spawner_put(buf, &len, j->workspace) == -1 ||
+	    spawner_put(buf, &len, j->passwd ? j->passwd : "") == -1 ||
+	    spawner_put(buf, &len, j->group ? j->group : "") == -1))
 		goto toolong;
 	for (i = 0; i < (j->tty ? 1 : 3); i++)
 		fds[nfds++] = j->stdio[i];
@@ -1502,10 +1556,11 @@ spawner_init(struct event_base *base, struct config *conf)
 }
 
 /*
- * sandboxd's binary run as "hostgate-direct DIR... -- WORKSPACE CWD
- * PROGRAM ARGS...": hide the directories (spawner_hide), enter CWD and
- * run the program. Only the spawner's child starts it so; it returns
- * when argv is not such a line, else never.
+ * sandboxd's binary run as "hostgate-direct DIR... -- WORKSPACE PASSWD
+ * GROUP CWD PROGRAM ARGS...": hide the directories and bind the files
+ * ("" for none) (spawner_hide), enter CWD and run the program. Only the
+ * spawner's child starts it so; it returns when argv is not such a line,
+ * else never.
  */
 void
 spawner_direct_main(int argc, char *argv[])
@@ -1517,18 +1572,18 @@ spawner_direct_main(int argc, char *argv[])
 	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
 		;
 	nhide = i - 1;
-	if (i + 3 >= argc || nhide < 1) {
-		fprintf(stderr, "usage: %s DIR... -- WORKSPACE CWD PROGRAM "
-		    "[ARG...]\n", SPAWNER_DIRECT);
+	if (i + 5 >= argc || nhide < 1) {
+		fprintf(stderr, "usage: %s DIR... -- WORKSPACE PASSWD GROUP "
+		    "CWD PROGRAM [ARG...]\n", SPAWNER_DIRECT);
 		_exit(2);
 	}
-	spawner_hide(argv + 1, nhide, argv[i + 1]);
-	if (chdir(argv[i + 2]) == -1) {
-		dprintf(2, "hostgate: cannot enter %s\n", argv[i + 2]);
+	spawner_hide(argv + 1, nhide, argv[i + 1], argv[i + 2], argv[i + 3]);
+	if (chdir(argv[i + 4]) == -1) {
+		dprintf(2, "hostgate: cannot enter %s\n", argv[i + 4]);
 		_exit(126);
 	}
-	execv(argv[i + 3], argv + i + 3);
-	dprintf(2, "hostgate: cannot run %s: %s\n", argv[i + 3],
+	execv(argv[i + 5], argv + i + 5);
+	dprintf(2, "hostgate: cannot run %s: %s\n", argv[i + 5],
 	    strerror(errno));
 	_exit(127);
 }

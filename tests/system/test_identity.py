@@ -9,6 +9,7 @@ user's processes killed; and the limits, usage and containment of
 
 import json
 import os
+import pwd
 import re
 import sqlite3
 
@@ -385,3 +386,84 @@ def test_oom_reported_in_results_records_and_events(hostgate_factory):
     # Another user's commands go on.
     alice = hg.login(*pl.ADMIN)
     assert pl.run(alice, "echo ok")["stdout"] == "ok\n"
+
+
+# -- names: /etc/passwd inside the sandbox --------------------------------------
+
+NAMES = r'''d=$(mktemp -d -p "$HOME" gitXXXXXX)
+whoami; id -un; id -gn; echo "$HOME $USER $LOGNAME"
+cd "$d" && git init -q && git commit -q --allow-empty -m x &&
+git --no-pager log -1 --format='%an <%ae>'; echo "git $?"; rm -rf "$d"'''
+
+
+def sandboxd_uid(hg):
+    if hg.mode == "root":
+        return pwd.getpwnam(hglib.SERVICE_USERS["sandboxd"]).pw_uid
+    return hg.daemon_uid
+
+
+def test_sandbox_names_its_user(shared):
+    """Inside the sandbox the user's uid and gid have the user's name
+    (whoami, id, the prompt), HOME, USER and LOGNAME agree with it, and
+    git commits in a fresh repository with the default identity that
+    /etc/passwd and /etc/mailname give; the files are sandboxd's, which
+    the user cannot write."""
+    bob = shared.login(*pl.USER)
+    home = os.path.join(shared.state, "workspaces", "bob")
+    for channel in ("command", "terminal"):
+        r = sl.run_shell(bob, channel, NAMES)
+        assert r.exit == 0, r
+        lines = r.output.replace("\r", "").splitlines()
+        assert lines[:4] == ["bob", "bob", "bob",
+                             "%s bob bob" % home], r
+        assert lines[-2:] == ["bob <bob@hostgate>", "git 0"], r
+
+    # The prompt Debian's bash.bashrc sets names the user, not "I have
+    # no name!".
+    with sl.terminal(bob, attach=False) as t:
+        t.attach(ready=False)
+        _, data = t.ws.read_until(rb"@hostgate:~\$ ")
+        # The prompt's line without bash's terminal controls.
+        line = re.sub(rb"\x1b\[[0-9;?]*[A-Za-z]", b"", data).split(b"\n")[-1]
+        assert line == b"bob@hostgate:~$ ", data
+
+    etc = os.path.join(shared.state, "workspaces", ".etc")
+    st = os.stat(etc)
+    assert st.st_mode & 0o7777 == 0o711, oct(st.st_mode)
+    for name in ("bob.passwd", "bob.group", "mailname"):
+        f = os.stat(os.path.join(etc, name))
+        assert f.st_mode & 0o7777 == 0o644, (name, oct(f.st_mode))
+        assert f.st_uid == st.st_uid == sandboxd_uid(shared), \
+            (name, f.st_uid)
+    # Written whole: root, the user, nobody, and nothing of the host's.
+    uid = users_by_name(shared)["bob"]["uid"] if shared.mode == "root" \
+        else sandboxd_uid(shared)
+    with open(os.path.join(etc, "bob.passwd")) as f:
+        text = f.read()
+    assert [l.split(":")[0] for l in text.splitlines()] == \
+        ["root", "bob", "nobody"], text
+    assert "\nbob:x:%d:" % uid in text, text
+
+
+def test_direct_names_its_user(shared):
+    """A direct spawn gets HOME, USER and LOGNAME of its user too; under
+    one uid for everything (user mode) the hider binds the user's
+    /etc/passwd and /etc/group, read-only, so whoami names the user there
+    as in the sandbox. In root mode a mapped account has the host's own
+    entry, and a uid of the range none (docs/sandbox.md, Identity)."""
+    alice = shared.login(*pl.ADMIN)
+    pl.grant(alice)
+    try:
+        r = pl.run(alice, 'echo "$HOME $USER $LOGNAME"')
+        assert (r["mode"], r["exit_code"]) == ("direct", 0), r
+        assert r["stdout"].splitlines() == ["%s alice alice" % os.path.join(
+            shared.state, "workspaces", "alice")], r
+        if shared.mode == "user":
+            r = pl.run(alice, "{ whoami; id -gn; echo x >> /etc/passwd; "
+                       "echo $?; } 2>&1")
+            lines = r["stdout"].splitlines()
+            assert (r["mode"], lines[:2]) == ("direct", ["alice", "alice"]), r
+            assert "Read-only file system" in r["stdout"] and \
+                lines[-1] == "1", r
+    finally:
+        pl.set_mode(alice, "sandbox")

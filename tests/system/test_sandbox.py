@@ -541,7 +541,7 @@ def test_no_inherited_fds_python(hg, bob, channel):
 
 
 ALLOWED_ENV = {"PATH", "HOME", "TERM", "LANG", "TMPDIR", "USER",
-               "HOSTGATE_MODE", "PWD", "OLDPWD", "SHLVL", "_"}
+               "LOGNAME", "HOSTGATE_MODE", "PWD", "OLDPWD", "SHLVL", "_"}
 
 
 @pytest.mark.parametrize("channel", CHANNELS)
@@ -551,6 +551,7 @@ def test_environment_is_clean(hg, bob, channel):
                           re.M))
     assert env.get("HOSTGATE_MODE") == "sandbox", res
     assert env.get("HOME") == home_of(bob), res
+    assert (env.get("USER"), env.get("LOGNAME")) == ("bob", "bob"), res
     # The daemons run with these; none may cross into the sandbox.
     assert hg.env["HOSTGATE_LOG_LEVEL"] == "debug"
     for name in hg.env:

@@ -2,7 +2,8 @@
  * Unit tests of the Linux command lines: bwrap_build (backend_bwrap.c) and
  * the docker runtime's run and exec lines (backend_docker.c), against
  * golden files (tests/unit/golden/bwrap_*, docker_*; HG_UPDATE_GOLDEN=1
- * rewrites them), plus the refusals of hostile paths. A fake root with a
+ * rewrites them), plus the refusals of hostile paths, and the sandbox's
+ * /etc/passwd and /etc/group (passwd.c). A fake root with a
  * fixed set of /etc files and /usr symlinks makes the output independent
  * of the machine.
  */
@@ -79,6 +80,9 @@ spec(enum spawn_kind kind, enum permission perm)
 	s.env = env_extra;
 	s.term = kind == SPAWN_TERMINAL ? "xterm-256color" : NULL;
 	s.seccomp_fd = 3;
+	s.passwd = "/srv/hostgate/workspaces/.etc/alice.passwd";
+	s.group = "/srv/hostgate/workspaces/.etc/alice.group";
+	s.mailname = "/srv/hostgate/workspaces/.etc/mailname";
 	if (perm_allowlist(perm)) {
 		s.egress_bridge = "/usr/local/sbin/hg-egress-bridge";
 		s.egress_sock = "/run/hostgate/proxy/0123456789abcdef.sock";
@@ -111,6 +115,18 @@ argv_index(const struct strv *a, const char *s)
 	for (i = 0; i < a->n; i++)
 		if (strcmp(a->v[i], s) == 0)
 			return (int)i;
+	return -1;
+}
+
+/* Where s last occurs in the vector (-1 when not). */
+static int
+argv_last(const struct strv *a, const char *s)
+{
+	int	i;
+
+	for (i = (int)a->n - 1; i >= 0; i--)
+		if (strcmp(a->v[i], s) == 0)
+			return i;
 	return -1;
 }
 
@@ -271,7 +287,7 @@ test_bwrap_properties(void **state)
 	struct spawn_spec	 s;
 	struct strv		 a;
 	char			 err[256];
-	int			 ws, sep;
+	int			 ws, sep, i;
 
 	s = spec(SPAWN_COMMAND, PERM_READ_ONLY);
 	strv_init(&a);
@@ -293,8 +309,30 @@ test_bwrap_properties(void **state)
 	assert_string_equal(a.v[ws - 1], "--ro-bind");
 	assert_int_equal(argv_index(&a, "--bind"), -1);
 	/* /etc files that exist, and not those that do not. */
-	assert_true(argv_index(&a, "/etc/passwd") > 0);
-	assert_int_equal(argv_index(&a, "/etc/group"), -1);
+	assert_true(argv_index(&a, "/etc/ld.so.cache") > 0);
+	assert_int_equal(argv_index(&a, "/etc/nsswitch.conf"), -1);
+	/*
+	 * sandboxd's passwd, group and mailname, read-only; never the
+	 * host's passwd, which the fake root has.
+	 */
+	i = argv_index(&a, "/etc/passwd");
+	assert_true(i > 1);
+	assert_string_equal(a.v[i - 2], "--ro-bind");
+	assert_string_equal(a.v[i - 1], s.passwd);
+	assert_int_equal(argv_index(&a, "/etc/passwd"),
+	    argv_last(&a, "/etc/passwd"));
+	i = argv_index(&a, "/etc/group");
+	assert_true(i > 1);
+	assert_string_equal(a.v[i - 2], "--ro-bind");
+	assert_string_equal(a.v[i - 1], s.group);
+	i = argv_index(&a, "/etc/mailname");
+	assert_true(i > 1);
+	assert_string_equal(a.v[i - 2], "--ro-bind");
+	assert_string_equal(a.v[i - 1], s.mailname);
+	/* USER and LOGNAME name the user /etc/passwd names; HOME its home. */
+	assert_string_equal(argv_env(&a, "USER"), "alice");
+	assert_string_equal(argv_env(&a, "LOGNAME"), "alice");
+	assert_string_equal(argv_env(&a, "HOME"), s.workspace);
 	/* resolv.conf only with a network. */
 	assert_int_equal(argv_index(&a, "/etc/resolv.conf"), -1);
 	/* The command, verbatim, after "--". */
@@ -336,6 +374,23 @@ test_bwrap_hostile(void **state)
 		assert_int_equal(a.n, 0);
 		strv_free(&a);
 	}
+	/* No account files, or a hostile path to one: refused. */
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	s.passwd = NULL;
+	strv_init(&a);
+	assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), -1);
+	assert_non_null(strstr(err, "/etc/passwd"));
+	assert_int_equal(a.n, 0);
+	strv_free(&a);
+	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
+	s.group = "/srv/hostgate/workspaces/.etc/../alice/group";
+	strv_init(&a);
+	assert_int_equal(bwrap_build(&s, "/usr/bin/bwrap", root, &a, err,
+	    sizeof(err)), -1);
+	assert_int_equal(a.n, 0);
+	strv_free(&a);
+
 	/* A cwd outside the workspace, or a sibling sharing its prefix. */
 	s = spec(SPAWN_COMMAND, PERM_WORKSPACE_WRITE);
 	s.cwd = "/srv/hostgate/workspaces/alice2";
@@ -403,6 +458,137 @@ test_docker_goldens(void **state)
 	strv_free(&a);
 }
 
+/* The sandbox's /etc/passwd and /etc/group, whole. */
+static void
+test_passwd_format(void **state)
+{
+	char	pw[2048], gr[2048], err[256];
+
+	assert_int_equal(passwd_format("alice", 1879048192, 1879048192,
+	    "/srv/hostgate/workspaces/alice", pw, sizeof(pw), gr, sizeof(gr),
+	    err, sizeof(err)), 0);
+	assert_string_equal(pw,
+	    "root:x:0:0:root:/root:/bin/bash\n"
+	    "alice:x:1879048192:1879048192:alice:"
+	    "/srv/hostgate/workspaces/alice:/bin/bash\n"
+	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	assert_string_equal(gr,
+	    "root:x:0:\n"
+	    "alice:x:1879048192:\n"
+	    "nogroup:x:65534:\n");
+
+	/* A mapped account's group differs from its uid. */
+	assert_int_equal(passwd_format("bob.smith-2", 1001, 100,
+	    "/w/bob.smith-2", pw, sizeof(pw), gr, sizeof(gr), err,
+	    sizeof(err)), 0);
+	assert_non_null(strstr(pw, "\nbob.smith-2:x:1001:100:bob.smith-2:"
+	    "/w/bob.smith-2:/bin/bash\n"));
+	assert_non_null(strstr(gr, "\nbob.smith-2:x:100:\n"));
+
+	/* A user called root or nobody is the one account of that name. */
+	assert_int_equal(passwd_format("root", 1879048192, 1879048192,
+	    "/w/root", pw, sizeof(pw), gr, sizeof(gr), err, sizeof(err)), 0);
+	assert_string_equal(pw, "root:x:1879048192:1879048192:root:/w/root:"
+	    "/bin/bash\n"
+	    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n");
+	assert_string_equal(gr, "root:x:1879048192:\nnogroup:x:65534:\n");
+	assert_int_equal(passwd_format("nobody", 1879048192, 1879048192,
+	    "/w/nobody", pw, sizeof(pw), gr, sizeof(gr), err, sizeof(err)),
+	    0);
+	assert_null(strstr(pw, ":65534:"));
+	assert_non_null(strstr(gr, "nogroup:x:65534:"));
+	assert_int_equal(passwd_format("nogroup", 1879048192, 1879048192,
+	    "/w/nogroup", pw, sizeof(pw), gr, sizeof(gr), err, sizeof(err)),
+	    0);
+	assert_null(strstr(gr, ":65534:"));
+}
+
+/*
+ * A hostile name or home cannot add a line or a field: every name that
+ * is not a user name (as brokerd checks them), and every home with a
+ * separator of the format, is refused.
+ */
+static void
+test_passwd_hostile(void **state)
+{
+	static const char *const names[] = {
+		"alice:x:0:0::/:/bin/sh", "alice\nroot", "alice,", "Alice",
+		"", "-alice", ".alice", "../alice", "alice/x", "al ice",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "al\x7fice", NULL
+	};
+	static const char *const homes[] = {
+		"/w/a:b", "/w/a\nroot:x:0:0::/:/bin/sh", "/w/a,b", "w/alice",
+		"/w/a\tb", NULL
+	};
+	const char *const	*p;
+	char			 pw[2048], gr[2048], err[256];
+
+	for (p = names; *p != NULL; p++) {
+		err[0] = '\0';
+		assert_int_equal(passwd_format(*p, 1879048192, 1879048192,
+		    "/w/alice", pw, sizeof(pw), gr, sizeof(gr), err,
+		    sizeof(err)), -1);
+		assert_true(err[0] != '\0');
+	}
+	for (p = homes; *p != NULL; p++)
+		assert_int_equal(passwd_format("alice", 1879048192,
+		    1879048192, *p, pw, sizeof(pw), gr, sizeof(gr), err,
+		    sizeof(err)), -1);
+}
+
+/*
+ * passwd_ensure writes a user's files 0644 in WORKSPACE_ROOT/.etc, with
+ * the mailname, and replaces one that says something else.
+ */
+static void
+test_passwd_ensure(void **state)
+{
+	struct passwd_files	 f;
+	struct config		 conf;
+	struct stat		 st;
+	char			 dir[PATH_MAX + 16], err[256], *text;
+	ino_t			 ino;
+
+	memset(&conf, 0, sizeof(conf));
+	conf.workspace_root = root;
+	passwd_dir_of(root, dir, sizeof(dir));
+	assert_int_equal(mkdir(dir, 0711), 0);
+	passwd_init(&conf);
+	assert_int_equal(passwd_ensure("alice", 1879048192, 1879048193,
+	    "/w/alice", &f, err, sizeof(err)), 0);
+	assert_non_null(strstr(f.passwd, "/.etc/alice.passwd"));
+	assert_non_null(strstr(f.group, "/.etc/alice.group"));
+	assert_non_null(strstr(f.mailname, "/.etc/mailname"));
+	assert_int_equal(stat(f.passwd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0644);
+	ino = st.st_ino;
+	assert_non_null(text = golden_slurp(f.passwd));
+	assert_non_null(strstr(text, "\nalice:x:1879048192:1879048193:"));
+	free(text);
+	assert_non_null(text = golden_slurp(f.group));
+	assert_non_null(strstr(text, "\nalice:x:1879048193:\n"));
+	free(text);
+	assert_non_null(text = golden_slurp(f.mailname));
+	assert_string_equal(text, "hostgate\n");
+	free(text);
+
+	/* The same again: the file stays as it is. */
+	assert_int_equal(passwd_ensure("alice", 1879048192, 1879048193,
+	    "/w/alice", &f, err, sizeof(err)), 0);
+	assert_int_equal(stat(f.passwd, &st), 0);
+	assert_int_equal(st.st_ino, ino);
+	/* Another uid (the user deleted and made again): replaced whole. */
+	assert_int_equal(passwd_ensure("alice", 1879048195, 1879048195,
+	    "/w/alice", &f, err, sizeof(err)), 0);
+	assert_non_null(text = golden_slurp(f.passwd));
+	assert_non_null(strstr(text, "\nalice:x:1879048195:1879048195:"));
+	assert_null(strstr(text, "1879048192"));
+	free(text);
+	/* A hostile name writes nothing. */
+	assert_int_equal(passwd_ensure("../alice", 1879048192, 1879048192,
+	    "/w/alice", &f, err, sizeof(err)), -1);
+}
+
 /* path_check, the gate of every path. */
 static void
 test_path_check(void **state)
@@ -447,6 +633,9 @@ main(void)
 		cmocka_unit_test(test_bwrap_allowlist),
 		cmocka_unit_test(test_perm_names),
 		cmocka_unit_test(test_docker_goldens),
+		cmocka_unit_test(test_passwd_format),
+		cmocka_unit_test(test_passwd_hostile),
+		cmocka_unit_test(test_passwd_ensure),
 		cmocka_unit_test(test_path_check),
 		cmocka_unit_test(test_strv_join),
 	};
