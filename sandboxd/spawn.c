@@ -834,6 +834,29 @@ spawn_command_watch(struct proc *p, int pout[2], int perr[2], size_t cap,
 }
 
 /*
+ * One uid for everything: direct mode cannot see hostgate's files, and the
+ * shared uid has the user's name, as in the sandbox. hide (4 entries) and
+ * files hold what j points to until it is submitted.
+ */
+static int
+spawn_direct_hider(struct spawner_job *j, const struct spawn_spec *s,
+    const char *hide[4], struct passwd_files *files, char *err, size_t errsz)
+{
+	hide[0] = spawn_conf->state_dir;
+	hide[1] = spawn_conf->run_dir;
+	hide[2] = spawn_conf->workspace_root;
+	hide[3] = NULL;
+	j->hide = hide;
+	j->workspace = s->workspace;
+	if (passwd_ensure(s->user, getuid(), getgid(), s->workspace, files,
+	    err, errsz) == -1)
+		return -1;
+	j->passwd = files->passwd;
+	j->group = files->group;
+	return 0;
+}
+
+/*
  * Start an approved spawn with the argv (and envp) a backend built.
  * Commands answer brokerd (peer, req_id) when done; terminals return at
  * once. The process itself is started by the user's spawner: its pid
@@ -907,23 +930,9 @@ spawn_start(const struct spawn_spec *s, const char *backend,
 	j.uid = s->uid;
 	j.gid = s->gid;
 	j.cwd = s->mode == MODE_DIRECT ? s->cwd : NULL;
-	/*
-	 * One uid for everything: direct mode cannot see hostgate's files,
-	 * and the shared uid has the user's name, as in the sandbox.
-	 */
-	if (s->mode == MODE_DIRECT && !setid) {
-		hide[0] = spawn_conf->state_dir;
-		hide[1] = spawn_conf->run_dir;
-		hide[2] = spawn_conf->workspace_root;
-		hide[3] = NULL;
-		j.hide = hide;
-		j.workspace = s->workspace;
-		if (passwd_ensure(s->user, getuid(), getgid(), s->workspace,
-		    &files, err, errsz) == -1)
-			goto fail;
-		j.passwd = files.passwd;
-		j.group = files.group;
-	}
+	if (s->mode == MODE_DIRECT && !setid && spawn_direct_hider(&j, s,
+	    hide, &files, err, errsz) == -1)
+		goto fail;
 	j.nproc = p->cg ? SPAWN_NPROC_CG : SPAWN_NPROC;
 	j.argv = argv->v;
 	j.envp = envp;
