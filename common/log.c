@@ -303,6 +303,40 @@ log_journal_send(int priority, const char *msg)
 }
 
 /*
+ * A message as one line: its control characters as \n, \r, \t or \xHH,
+ * so that a message quoting what a client sent (a command line, a name)
+ * cannot forge log lines of its own; cut where out is full.
+ */
+static void
+log_flatten(const char *in, char *out, size_t outsz)
+{
+	static const char	hex[] = "0123456789abcdef";
+	unsigned char		c;
+	size_t			o = 0;
+
+	for (; (c = *in) != '\0'; in++) {
+		if (c >= 0x20 && c != 0x7f) {
+			if (o + 1 >= outsz)
+				break;
+			out[o++] = c;
+		} else if (c == '\n' || c == '\r' || c == '\t') {
+			if (o + 2 >= outsz)
+				break;
+			out[o++] = '\\';
+			out[o++] = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		} else {
+			if (o + 4 >= outsz)
+				break;
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 0xf];
+		}
+	}
+	out[o] = '\0';
+}
+
+/*
  * Format and emit one line. The line is built in fixed buffers, not with
  * malloc, so that fatal() still works when memory ran out.
  */
@@ -310,15 +344,16 @@ static void
 log_vemit(int priority, const char *label, const char *errstr,
     const char *fmt, va_list ap)
 {
-	char	line[4096], out[4096 + 128], when[32], rid[32];
+	char	raw[4096], line[4096], out[4096 + 128], when[32], rid[32];
 	size_t	len;
 	int	n;
 
-	vsnprintf(line, sizeof line, fmt, ap);
+	vsnprintf(raw, sizeof raw, fmt, ap);
 	if (errstr != NULL) {
-		len = strlen(line);
-		snprintf(line + len, sizeof line - len, ": %s", errstr);
+		len = strlen(raw);
+		snprintf(raw + len, sizeof raw - len, ": %s", errstr);
 	}
+	log_flatten(raw, line, sizeof line);
 	if (log_dest == LOG_TO_JOURNAL && log_journal_send(priority, line) == 0)
 		return;
 	rid[0] = '\0';

@@ -196,6 +196,24 @@ test_foreground_format(void **state)
 	    "WARN testd: open x: No such file or directory\n");
 }
 
+static void
+emit_multiline(void)
+{
+	log_info("spawn x: bash -c 'a\nb'\r\x1b[2J\tend");
+}
+
+/*
+ * A message quoting a client's text (a command line) stays one line: its
+ * control characters escaped, so it cannot forge another log line.
+ */
+static void
+test_one_line(void **state)
+{
+	log_init("testd", 1);
+	assert_lines(capture_stderr(emit_multiline),
+	    "INFO testd: spawn x: bash -c 'a\\nb'\\r\\x1b[2J\\tend\n");
+}
+
 /* log_setlevel filters by level. */
 static void
 test_levels(void **state)
@@ -325,6 +343,7 @@ main(void)
 		cmocka_unit_test(test_escape_bound),
 		cmocka_unit_test(test_foreground_format),
 		cmocka_unit_test(test_levels),
+		cmocka_unit_test(test_one_line),
 		cmocka_unit_test(test_context),
 		cmocka_unit_test(test_reqid),
 		cmocka_unit_test(test_journal_stream_mismatch),
