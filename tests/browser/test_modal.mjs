@@ -36,10 +36,28 @@ async function tabStaysInside(page, dialog, what) {
 
 export default async function ({ main, users, newPage, shot }) {
   const page = await newPage();
+  // The first terminal, opened by the panel after the login, is held back
+  // until the focus has moved to the top bar: a terminal that comes late
+  // does not take the keyboard from where the user has put it.
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  let opened = 0;
+  await page.route('**/api/terminals', async (route) => {
+    if (route.request().method() === 'POST') {
+      await held;
+      opened++;
+    }
+    await route.continue();
+  });
   await login(page, main.url, USER, users[USER].password);
+  await page.focus('#agents-button');
+  release();
+  await waitFor(async () => opened > 0 && (await page.locator('.xterm').count()) > 0, 'the first terminal');
+  await waitFor(async () => (await page.locator('.term-item.active').count()) > 0, 'the first terminal active');
+  check((await active(page)).id === 'agents-button', `a late terminal took the focus: ${JSON.stringify(await active(page))}`);
+  await page.unroute('**/api/terminals');
 
   // Connect an agent: Escape closes it, and the focus is back on the button.
-  await page.focus('#agents-button');
   await page.keyboard.press('Enter');
   const agents = page.locator('#agents-dialog');
   await agents.waitFor();

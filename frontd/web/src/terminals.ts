@@ -457,7 +457,7 @@ export class TerminalsView {
       if (t) this.attach(t, false, true);
     }
     const active = saved.active && this.views.has(saved.active) ? saved.active : [...this.views.keys()][0];
-    if (active) this.activate(active);
+    if (active) this.activate(active, this.focusFree());
     else await this.create();
   }
 
@@ -472,7 +472,16 @@ export class TerminalsView {
     this.renderList();
   }
 
-  private attach(info: TerminalInfo, activate = true, reattach = false): TermView {
+  // Whether the keyboard may be given to a terminal that came late: not
+  // when the user has moved the focus elsewhere (the top bar, a dialog)
+  // while the terminal was being listed or opened.
+  private focusFree(): boolean {
+    const a = document.activeElement;
+    if (document.querySelector('[aria-modal="true"]')) return false;
+    return !a || a === document.body || a.id === 'main' || this.el.contains(a);
+  }
+
+  private attach(info: TerminalInfo, activate = true, reattach = false, focus = true): TermView {
     let v = this.views.get(info.id);
     if (!v) {
       v = new TermView(info);
@@ -490,19 +499,19 @@ export class TerminalsView {
     } else if (v.conn !== 'open' && v.conn !== 'connecting' && v.conn !== 'exited') {
       v.connect();
     }
-    if (activate) this.activate(info.id);
+    if (activate) this.activate(info.id, focus);
     this.save();
     return v;
   }
 
-  private activate(id: string): void {
+  private activate(id: string, focus = true): void {
     this.active = id;
     for (const [k, v] of this.views) v.el.hidden = k !== id;
     this.empty.hidden = true;
     const v = this.views.get(id);
     if (v) {
       v.show();
-      v.focus();
+      if (focus) v.focus();
     }
     this.save();
     this.renderList();
@@ -529,7 +538,7 @@ export class TerminalsView {
       };
       this.known = [...this.known.filter((t) => t.id !== r.id), info];
       this.justCreated.add(r.id);
-      this.attach(info);
+      this.attach(info, true, false, this.focusFree());
       if (r.mode === 'direct') {
         toast('warning', 'Direct terminal', 'This terminal runs on the host, outside the sandbox.', 'term-direct');
       }
